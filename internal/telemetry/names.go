@@ -1,0 +1,51 @@
+package telemetry
+
+// Every metric rein exports is named here, so dashboards, alert rules and
+// tests have one list to check against. Counters end in _total, durations
+// are _seconds histograms, and no label ever carries a conversation id.
+const (
+	// transport (streams consume loop and publisher)
+	MStageMessages      = "rein_stage_messages_total"   // {stage,outcome} outcome: ack, retry, dlq
+	MStageHandleSeconds = "rein_stage_handle_seconds"   // {stage}
+	MPublished          = "rein_published_total"        // {stream}
+	MIngressRequests    = "rein_ingress_requests_total" // {transport,outcome}
+
+	// stream and consumer state (sampled from JetStream at scrape time)
+	MStreamMessages      = "rein_stream_messages"               // {stream}
+	MStreamBytes         = "rein_stream_bytes"                  // {stream}
+	MConsumerPending     = "rein_consumer_pending_messages"     // {stream,consumer}
+	MConsumerAckPending  = "rein_consumer_ack_pending_messages" // {stream,consumer}
+	MConsumerMaxAckPend  = "rein_consumer_max_ack_pending"      // {stream,consumer}
+	MConsumerRedelivered = "rein_consumer_redelivered_messages" // {stream,consumer}
+
+	// model providers
+	MLLMRequests       = "rein_llm_requests_total"  // {provider,model,purpose,outcome}
+	MLLMTokens         = "rein_llm_tokens_total"    // {provider,model,purpose,kind}
+	MLLMRequestSeconds = "rein_llm_request_seconds" // {provider,purpose}
+
+	// detector
+	MDetectorDecisions        = "rein_detector_decisions_total"   // {tenant,outcome} outcome: activated, clear, failed
+	MDetectorActivations      = "rein_detector_activations_total" // {tenant,error_type}
+	MDetectorInceptionSeconds = "rein_detector_inception_seconds" // {module}
+	MDetectorGate             = "rein_detector_gate_total"        // {result} result: pass, skip
+
+	// injector and agent
+	MInjectorInjections = "rein_injector_injections_total" // {error_type}
+	MAgentTurns         = "rein_agent_turns_total"         // {outcome}
+	MAgentTurnSeconds   = "rein_agent_turn_seconds"
+	MAgentToolCalls     = "rein_agent_tool_calls_total" // {tool,outcome}
+
+	// escalation and sinks
+	MEscalations         = "rein_escalations_total"      // {reason,error_type}
+	MReports             = "rein_reports_total"          // {error_type}
+	MSinkDeliveries      = "rein_sink_deliveries_total"  // {sink,outcome}
+	MSinkDeliverySeconds = "rein_sink_delivery_seconds"  // {sink}
+	MHandoffTimeouts     = "rein_handoff_timeouts_total" // {}
+)
+
+// OtherTenant is the tenant label value used once MaxTenantLabels distinct
+// tenants have been seen, keeping label cardinality bounded.
+const OtherTenant = "_other"
+
+// MaxTenantLabels bounds the number of distinct tenant label values.
+const MaxTenantLabels = 200

@@ -1,0 +1,55 @@
+package schemas
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// MaxIDLen is the longest tenant or conversation id rein accepts.
+const MaxIDLen = 128
+
+// ValidID reports whether s is a NATS-token-safe identifier: [A-Za-z0-9_-]{1,128}.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckIDs returns an error wrapping ErrBadID naming the bad field, or nil.
+func CheckIDs(tenant, conversation string) error {
+	if !ValidID(tenant) {
+		return fmt.Errorf("%w: tenant %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(tenant))
+	}
+	if !ValidID(conversation) {
+		return fmt.Errorf("%w: conversation %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(conversation))
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// EventID is the deterministic id of a stage's output for one turn:
+// <stage>-<tenant>-<conv>-<turn>. Publishing with it as Nats-Msg-Id makes
+// redelivery idempotent.
+func EventID(stage, tenant, conversation string, turn int) string {
+	return stage + "-" + tenant + "-" + conversation + "-" + strconv.Itoa(turn)
+}
+
+// StepEventID is the deterministic id of one agent step.
+func StepEventID(tenant, conversation string, turn, step int) string {
+	return EventID("step", tenant, conversation, turn) + "-" + strconv.Itoa(step)
+}

@@ -1,0 +1,57 @@
+package schemas
+
+// CloudEvents type attribute of every event rein produces or accepts.
+const (
+	TypeTurn           = "dev.rein.turn.v1"
+	TypeDetection      = "dev.rein.detection.v1"
+	TypeTask           = "dev.rein.task.v1"
+	TypeStep           = "dev.rein.step.v1"
+	TypeEscalation     = "dev.rein.escalation.v1"
+	TypeReport         = "dev.rein.report.v1"
+	TypeDeadLetter     = "dev.rein.deadletter.v1"
+	TypeHandoffTimeout = "dev.rein.handoff.timeout.v1"
+)
+
+// CloudEvents extension attribute names carried by every rein event.
+const (
+	ExtTenant       = "tenant"
+	ExtConversation = "conversation"
+	ExtTurn         = "turn"
+	ExtTraceparent  = "traceparent"
+	ExtPartitionKey = "partitionkey"
+)
+
+// DataContentType is the content type of every rein payload.
+const DataContentType = "application/json"
+
+// Roles of a dialogue turn.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// Step kinds of the agent's internal context.
+const (
+	StepThink      = "think"
+	StepToolCall   = "tool_call"
+	StepToolResult = "tool_result"
+	StepReply      = "reply"
+)
+
+// Error categories of the taxonomy.
+const (
+	CategoryAmbiguous   = "ambiguous"
+	CategoryUnsupported = "unsupported"
+)
+
+// Recovery tool names.
+const (
+	ToolThink          = "think"
+	ToolAmbiguityReport = "ambiguity_report"
+	ToolTransfer       = "transfer_to_human_agents"
+)
+
+// AllTypes lists every event type with a JSON Schema, in catalogue order.
+var AllTypes = []string{
+	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
+}

@@ -1,0 +1,125 @@
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+//go:embed jsonschema/*.json
+var schemaFS embed.FS
+
+var (
+	compileOnce sync.Once
+	compiled    map[string]*jsonschema.Schema
+	compileErr  error
+	printer     = message.NewPrinter(language.English)
+)
+
+// SchemaJSON returns the JSON Schema document of an event type.
+func SchemaJSON(eventType string) ([]byte, error) {
+	b, err := schemaFS.ReadFile("jsonschema/" + eventType + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, eventType)
+	}
+	return b, nil
+}
+
+func compileAll() {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	compiled = make(map[string]*jsonschema.Schema, len(AllTypes))
+	for _, t := range AllTypes {
+		raw, err := SchemaJSON(t)
+		if err != nil {
+			compileErr = err
+			return
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			compileErr = fmt.Errorf("schema %s: %w", t, err)
+			return
+		}
+		url := "mem://rein/" + t + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			compileErr = fmt.Errorf("schema %s: %w", t, err)
+			return
+		}
+		s, err := c.Compile(url)
+		if err != nil {
+			compileErr = fmt.Errorf("schema %s: %w", t, err)
+			return
+		}
+		compiled[t] = s
+	}
+}
+
+// Known reports whether eventType is one of rein's event types.
+func Known(eventType string) bool {
+	compileOnce.Do(compileAll)
+	_, ok := compiled[eventType]
+	return ok
+}
+
+// Validate checks a JSON payload against the schema of its event type. The
+// returned error is a *ValidationError naming the offending field, or wraps
+// ErrUnknownType or ErrMalformedJSON.
+func Validate(eventType string, data []byte) error {
+	compileOnce.Do(compileAll)
+	if compileErr != nil {
+		return compileErr
+	}
+	s, ok := compiled[eventType]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownType, eventType)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformedJSON, err)
+	}
+	if err := s.Validate(inst); err != nil {
+		return toValidationError(eventType, err)
+	}
+	return nil
+}
+
+// ValidationError says which field of a payload broke its schema and how.
+type ValidationError struct {
+	Type    string // event type
+	Field   string // JSON pointer of the offending value ("" for the root)
+	Message string
+}
+
+func (e *ValidationError) Error() string {
+	field := e.Field
+	if field == "" {
+		field = "/"
+	}
+	return fmt.Sprintf("%s: field %s: %s", e.Type, field, e.Message)
+}
+
+// Unwrap lets errors.Is(err, ErrInvalidPayload) match.
+func (e *ValidationError) Unwrap() error { return ErrInvalidPayload }
+
+func toValidationError(eventType string, err error) error {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return fmt.Errorf("%w: %v", ErrInvalidPayload, err)
+	}
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	field := ""
+	if len(leaf.InstanceLocation) > 0 {
+		field = "/" + strings.Join(leaf.InstanceLocation, "/")
+	}
+	return &ValidationError{Type: eventType, Field: field, Message: leaf.ErrorKind.LocalizedString(printer)}
+}

@@ -1,0 +1,146 @@
+package streams
+
+// This file names every NATS stream, subject, durable consumer, KV bucket and
+// header rein uses. Nothing else in the code base spells one out.
+
+// Streams.
+const (
+	StreamTurns      = "REIN_TURNS"
+	StreamDetections = "REIN_DETECTIONS"
+	StreamTasks      = "REIN_TASKS"
+	StreamSteps      = "REIN_STEPS"
+	StreamOutcomes   = "REIN_OUTCOMES"
+	StreamDLQ        = "REIN_DLQ"
+	StreamHandoff    = "REIN_HANDOFF"
+)
+
+// KV buckets.
+const (
+	BucketConversations = "REIN_CONVERSATIONS"
+)
+
+// Subject roots; the full subjects are built by the functions below.
+const (
+	subjTurns       = "rein.turns"
+	subjDetections  = "rein.detections"
+	subjTasks       = "rein.tasks"
+	subjSteps       = "rein.steps"
+	subjEscalations = "rein.escalations"
+	subjReports     = "rein.reports"
+	subjDLQ         = "rein.dlq"
+	subjHandoff     = "rein.handoff"
+	subjHandoffTO   = "rein.handoff.timeout"
+	subjInception   = "rein.inception.get"
+)
+
+// Stream subject filters (what each stream stores).
+const (
+	TurnsAll       = subjTurns + ".>"
+	UserTurnsAll   = subjTurns + ".*.*.user"
+	AgentTurnsAll  = subjTurns + ".*.*.agent"
+	DetectionsAll  = subjDetections + ".>"
+	TasksAll       = subjTasks + ".>"
+	StepsAll       = subjSteps + ".>"
+	EscalationsAll = subjEscalations + ".>"
+	ReportsAll     = subjReports + ".>"
+	DLQAll         = subjDLQ + ".>"
+	HandoffItems   = subjHandoff + ".items.>"
+	HandoffTimeout = subjHandoffTO + ".>"
+	InceptionAll   = subjInception + ".>"
+)
+
+// TurnSubject is rein.turns.<tenant>.<conv>.<role>.
+func TurnSubject(tenant, conv, role string) string {
+	return subjTurns + "." + tenant + "." + conv + "." + role
+}
+
+// ConversationTurns is the filter of every turn of one conversation.
+func ConversationTurns(tenant, conv string) string { return subjTurns + "." + tenant + "." + conv + ".*" }
+
+// DetectionSubject is rein.detections.<tenant>.<conv>.
+func DetectionSubject(tenant, conv string) string { return subjDetections + "." + tenant + "." + conv }
+
+// TaskSubject is rein.tasks.<tenant>.<conv>.
+func TaskSubject(tenant, conv string) string { return subjTasks + "." + tenant + "." + conv }
+
+// StepSubject is rein.steps.<tenant>.<conv>.
+func StepSubject(tenant, conv string) string { return subjSteps + "." + tenant + "." + conv }
+
+// EscalationSubject is rein.escalations.<tenant>.<conv>.
+func EscalationSubject(tenant, conv string) string {
+	return subjEscalations + "." + tenant + "." + conv
+}
+
+// ReportSubject is rein.reports.<tenant>.<conv>.
+func ReportSubject(tenant, conv string) string { return subjReports + "." + tenant + "." + conv }
+
+// DLQSubject is rein.dlq.<stage>.
+func DLQSubject(stage string) string { return subjDLQ + "." + stage }
+
+// HandoffSubject is rein.handoff.items.<tenant>.<conv>.
+func HandoffSubject(tenant, conv string) string { return subjHandoff + ".items." + tenant + "." + conv }
+
+// HandoffTimeoutSubject is rein.handoff.timeout.<tenant>.<conv>.
+func HandoffTimeoutSubject(tenant, conv string) string {
+	return subjHandoffTO + "." + tenant + "." + conv
+}
+
+// InceptionSubject is rein.inception.get.<tenant>.<conv>.<turn> (sidecar request/reply).
+func InceptionSubject(tenant, conv, turn string) string {
+	return subjInception + "." + tenant + "." + conv + "." + turn
+}
+
+// SubjectsFor returns, for a stream name, the filter of one tenant (and
+// conversation when conv is not empty). It is how replay and audit select.
+func SubjectsFor(stream, tenant, conv string) []string {
+	t, c := tenant, conv
+	if t == "" {
+		t = "*"
+	}
+	if c == "" {
+		c = "*"
+	}
+	switch stream {
+	case StreamTurns:
+		return []string{subjTurns + "." + t + "." + c + ".*"}
+	case StreamDetections:
+		return []string{subjDetections + "." + t + "." + c}
+	case StreamTasks:
+		return []string{subjTasks + "." + t + "." + c}
+	case StreamSteps:
+		return []string{subjSteps + "." + t + "." + c}
+	case StreamOutcomes:
+		return []string{subjEscalations + "." + t + "." + c, subjReports + "." + t + "." + c}
+	case StreamHandoff:
+		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
+	}
+	return nil
+}
+
+// Durable consumer names, one per stage.
+const (
+	DurableDetector    = "detector"
+	DurableInjector    = "injector"
+	DurableAgentWorker = "agentworker"
+	DurableEscalation  = "escalation"
+)
+
+// Stage names (label values of rein_stage_* metrics and DLQ subjects).
+const (
+	StageIngress     = "ingress"
+	StageDetector    = "detector"
+	StageInjector    = "injector"
+	StageAgentWorker = "agentworker"
+	StageEscalation  = "escalation"
+)
+
+// Headers.
+const (
+	HeaderMsgID          = "Nats-Msg-Id"
+	HeaderExpectedStream = "Nats-Expected-Stream"
+	HeaderCEPrefix       = "ce-"
+	HeaderContentType    = "content-type"
+)
+
+// KV keys of the conversations bucket.
+func ConversationKey(tenant, conv string) string { return tenant + "." + conv }
