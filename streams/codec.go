@@ -1,0 +1,98 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2"
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// DefaultMaxEventBytes is the largest event body accepted (256 KiB).
+const DefaultMaxEventBytes = 256 << 10
+
+// Encode turns a CloudEvent into a NATS message in binary content mode:
+// attributes and extensions as ce- headers, the JSON data as the body, as
+// the CloudEvents NATS binding (and sdk-go's nats_jetstream protocol) do.
+// The message carries Nats-Msg-Id = event id for stream de-duplication.
+func Encode(subject string, ev *event.Event) (*nats.Msg, error) {
+	var body bytes.Buffer
+	hdr, err := nats_jetstream.WriteMsg(context.Background(), binding.ToMessage(ev), &body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", ev.Type(), err)
+	}
+	if hdr == nil {
+		hdr = nats.Header{}
+	}
+	hdr.Set(HeaderMsgID, ev.ID())
+	return &nats.Msg{Subject: subject, Header: hdr, Data: body.Bytes()}, nil
+}
+
+// Decoded is a validated rein event with its metadata.
+type Decoded struct {
+	Event *event.Event
+	Meta  schemas.Meta
+}
+
+// Decode turns a NATS message (binary or structured mode) into a validated
+// rein event. Every failure wraps ErrUndecodable and says why: oversize,
+// invalid UTF-8, not a CloudEvent, a missing attribute, an unknown type,
+// bad tenant or conversation ids, a subject that disagrees with the
+// extensions, or a payload that breaks its schema.
+func Decode(subject string, header nats.Header, data []byte, maxBytes int) (Decoded, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxEventBytes
+	}
+	if len(data) > maxBytes {
+		return Decoded{}, fmt.Errorf("%w: oversize: %d bytes exceeds the %d-byte limit", ErrUndecodable, len(data), maxBytes)
+	}
+	if !utf8.Valid(data) {
+		return Decoded{}, fmt.Errorf("%w: body is not valid UTF-8", ErrUndecodable)
+	}
+	m := nats_jetstream.NewMessage(&nats.Msg{Subject: subject, Header: header, Data: data})
+	if m.ReadEncoding() == binding.EncodingStructured && len(bytes.TrimSpace(data)) == 0 {
+		return Decoded{}, fmt.Errorf("%w: no ce-specversion header and an empty body", ErrUndecodable)
+	}
+	ev, err := binding.ToEvent(context.Background(), m)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("%w: not a CloudEvent: %v", ErrUndecodable, err)
+	}
+	if err := ev.Validate(); err != nil {
+		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	if !schemas.Known(ev.Type()) {
+		return Decoded{}, fmt.Errorf("%w: unknown event type %q", ErrUndecodable, ev.Type())
+	}
+	meta, err := schemas.MetaOf(ev)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	if t, c, ok := SubjectIDs(subject); ok && (t != meta.Tenant || c != meta.Conversation) {
+		return Decoded{}, fmt.Errorf("%w: subject %s disagrees with tenant %q / conversation %q", ErrUndecodable, subject, meta.Tenant, meta.Conversation)
+	}
+	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
+		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	return Decoded{Event: ev, Meta: meta}, nil
+}
+
+// SubjectIDs extracts tenant and conversation from a per-conversation rein
+// subject (rein.<kind>.<tenant>.<conv>[.<more>]).
+func SubjectIDs(subject string) (tenant, conv string, ok bool) {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 4 || parts[0] != "rein" {
+		return "", "", false
+	}
+	switch parts[1] {
+	case "turns", "detections", "tasks", "steps", "escalations", "reports":
+		return parts[2], parts[3], true
+	}
+	return "", "", false
+}

@@ -1,0 +1,73 @@
+package streams
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectConfig says how to reach NATS: an external server or cluster by URL
+// (with credentials and TLS), or the embedded server in-process.
+type ConnectConfig struct {
+	URL      string // comma-separated server URLs
+	Creds    string // .creds file (JWT + nkey seed)
+	User     string
+	Password string
+	Token    string
+	TLSCA    string
+	TLSCert  string
+	TLSKey   string
+	Name     string // connection name shown by the server
+	// InProcess, when set, connects to this embedded server without a socket.
+	InProcess *server.Server
+}
+
+// DefaultURL is the address commands use to reach a running rein.
+const DefaultURL = "nats://127.0.0.1:4222"
+
+// Connect opens a NATS connection that reconnects forever.
+func Connect(c ConnectConfig) (*nats.Conn, error) {
+	name := c.Name
+	if name == "" {
+		name = "rein"
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.Timeout(5 * time.Second),
+	}
+	if c.Creds != "" {
+		opts = append(opts, nats.UserCredentials(c.Creds))
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.Token != "" {
+		opts = append(opts, nats.Token(c.Token))
+	}
+	if c.TLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.TLSCA))
+	}
+	if c.TLSCert != "" || c.TLSKey != "" {
+		if c.TLSCert == "" || c.TLSKey == "" {
+			return nil, fmt.Errorf("%w: TLS cert and key go together", ErrConfig)
+		}
+		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
+	}
+	url := c.URL
+	if c.InProcess != nil {
+		opts = append(opts, nats.InProcessServer(c.InProcess))
+		url = c.InProcess.ClientURL()
+	}
+	if url == "" {
+		url = DefaultURL
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,157 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+// Out is one event to publish.
+type Out struct {
+	Stream  string
+	Subject string
+	Event   *event.Event
+}
+
+// Publisher publishes rein events to JetStream: Nats-Msg-Id = event id so
+// the stream drops duplicates, the expected stream set so a message never
+// lands in the wrong stream, and transient failures retried.
+type Publisher struct {
+	js        jetstream.JetStream
+	published *prometheus.CounterVec
+	attempts  int
+	backoff   time.Duration
+}
+
+// NewPublisher returns a publisher counting rein_published_total{stream} in reg.
+func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher {
+	return &Publisher{
+		js:        js,
+		published: telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
+		attempts:  8,
+		backoff:   50 * time.Millisecond,
+	}
+}
+
+// Publish stores one event and returns its stream sequence.
+func (p *Publisher) Publish(ctx context.Context, stream, subject string, ev *event.Event) (uint64, error) {
+	seqs, err := p.PublishAll(ctx, Out{Stream: stream, Subject: subject, Event: ev})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+// PublishAll stores several events concurrently (pipelined) and waits for
+// every acknowledgement. Sequences come back in the order of outs. A
+// duplicate (same id within the window) is not an error: its original
+// sequence is returned.
+func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, error) {
+	msgs := make([]*nats.Msg, len(outs))
+	for i, o := range outs {
+		m, err := Encode(o.Subject, o.Event)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return p.publishMsgs(ctx, outs, msgs)
+}
+
+// PublishMsg stores a pre-encoded message (used by ingress and replay).
+func (p *Publisher) PublishMsg(ctx context.Context, stream string, msg *nats.Msg) (uint64, error) {
+	seqs, err := p.publishMsgs(ctx, []Out{{Stream: stream, Subject: msg.Subject}}, []*nats.Msg{msg})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Msg) ([]uint64, error) {
+	seqs := make([]uint64, len(msgs))
+	pending := make([]int, len(msgs))
+	for i := range pending {
+		pending[i] = i
+	}
+	var lastErr error
+	for attempt := 0; attempt < p.attempts && len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, p.backoff<<min(attempt-1, 5)); err != nil {
+				return nil, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
+			}
+		}
+		futures := make([]jetstream.PubAckFuture, len(pending))
+		var failed []int
+		for k, i := range pending {
+			f, err := p.js.PublishMsgAsync(msgs[i], jetstream.WithExpectStream(outs[i].Stream))
+			if err != nil {
+				if !transient(err) {
+					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
+				}
+				lastErr = err
+				failed = append(failed, i)
+				continue
+			}
+			futures[k] = f
+		}
+		for k, i := range pending {
+			f := futures[k]
+			if f == nil {
+				continue
+			}
+			select {
+			case ack := <-f.Ok():
+				seqs[i] = ack.Sequence
+				if !ack.Duplicate {
+					p.published.WithLabelValues(outs[i].Stream).Inc()
+				}
+			case err := <-f.Err():
+				if !transient(err) {
+					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
+				}
+				lastErr = err
+				failed = append(failed, i)
+			case <-ctx.Done():
+				return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, ctx.Err())
+			}
+		}
+		pending = failed
+	}
+	if len(pending) > 0 {
+		return nil, fmt.Errorf("publish to %s: gave up after %d attempts: %w", msgs[pending[0]].Subject, p.attempts, lastErr)
+	}
+	return seqs, nil
+}
+
+// transient reports whether a publish error may succeed when retried.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// A wrong expected stream, a sealed stream or an oversize message
+		// will never succeed; server-side errors (5xx-like) may.
+		return apiErr.Code >= 500
+	}
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrTooManyStalledMsgs) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
