@@ -1,0 +1,395 @@
+package escalation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// Handoff defaults.
+const (
+	DefaultHandoffDeadline = 5 * time.Minute
+	maxSweepInterval       = 5 * time.Second
+	minSweepInterval       = 10 * time.Millisecond
+)
+
+// TranscriptLine is one message of the surface dialogue.
+type TranscriptLine struct {
+	Turn int    `json:"turn"`
+	Role string `json:"role"` // schemas.RoleUser or schemas.RoleAgent
+	Text string `json:"text"`
+}
+
+// TranscriptFunc returns the surface dialogue of a conversation so far,
+// oldest first. The caller of BuildSinks provides it.
+type TranscriptFunc func(ctx context.Context, tenant, conv string) ([]TranscriptLine, error)
+
+// HandoffItem is what a human-agent desktop receives: everything needed to
+// take over the conversation informed.
+type HandoffItem struct {
+	ID           string           `json:"id"` // the escalation event id (idempotency key)
+	Tenant       string           `json:"tenant"`
+	Conversation string           `json:"conversation"`
+	Turn         int              `json:"turn"`
+	ErrorType    string           `json:"error_type,omitempty"` // detected error type
+	Reason       string           `json:"reason"`               // why the agent escalated
+	Summary      string           `json:"summary"`              // the agent's summary
+	Plan         string           `json:"plan,omitempty"`       // the planted recovery reasoning
+	DetectionID  string           `json:"detection_id,omitempty"`
+	Traceparent  string           `json:"traceparent,omitempty"`
+	Transcript   []TranscriptLine `json:"transcript"`
+	CreatedAt    time.Time        `json:"created_at"`
+	Deadline     time.Time        `json:"deadline"`
+
+	// Sequence is the item's REIN_HANDOFF stream sequence (not serialised).
+	Sequence uint64 `json:"-"`
+}
+
+// HandoffConfig configures a handoff sink.
+type HandoffConfig struct {
+	// Deadline is how long an item waits for a claim before it times out
+	// (default 5m).
+	Deadline time.Duration
+	// SweepInterval is how often unclaimed items are checked against their
+	// deadline (default Deadline/4, clamped to [10ms, 5s]).
+	SweepInterval time.Duration
+	// NoSweeper disables the background sweep; call Sweep yourself.
+	NoSweeper bool
+	// Transcript supplies the dialogue so far; nil leaves it empty.
+	Transcript TranscriptFunc
+	// OnTimeout, when set, is called with every handoff timeout event
+	// after it is published (e.g. to deliver it to the other sinks).
+	OnTimeout func(ctx context.Context, ev cloudevents.Event)
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Handoff publishes escalations as work items on REIN_HANDOFF, from which
+// human-agent desktops claim them (see Claim). An item not claimed by its
+// deadline is removed and dev.rein.handoff.timeout.v1 is published on
+// rein.handoff.timeout.<tenant>.<conv> instead. Reports are skipped.
+//
+// Claim and timeout race for an item through JetStream's message delete:
+// exactly one of them removes it, so an item is either claimed or timed
+// out, never both.
+type Handoff struct {
+	js  jetstream.JetStream
+	cfg HandoffConfig
+	m   *Metrics
+	log *slog.Logger
+
+	sweepMu sync.Mutex    // one Sweep at a time
+	pending []HandoffItem // removed items whose timeout event is not yet published
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// NewHandoff builds a handoff sink on js; REIN_HANDOFF must exist (see
+// EnsureHandoffStream). Unless cfg.NoSweeper, it starts the deadline sweep,
+// which Close stops. m and log may be nil.
+func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog.Logger) (*Handoff, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: handoff needs a JetStream connection", ErrInvalidConfig)
+	}
+	if cfg.Deadline == 0 {
+		cfg.Deadline = DefaultHandoffDeadline
+	}
+	if cfg.Deadline < 0 || cfg.SweepInterval < 0 {
+		return nil, fmt.Errorf("%w: handoff deadline %s / sweep_interval %s", ErrInvalidConfig, cfg.Deadline, cfg.SweepInterval)
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = min(max(cfg.Deadline/4, minSweepInterval), maxSweepInterval)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if m == nil {
+		var err error
+		if m, err = NewMetrics(nil); err != nil {
+			return nil, err
+		}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handoff{js: js, cfg: cfg, m: m, log: log, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	if cfg.NoSweeper {
+		close(h.done)
+	} else {
+		go h.sweepLoop(ctx)
+	}
+	return h, nil
+}
+
+// Name is "handoff".
+func (h *Handoff) Name() string { return SinkHandoff }
+
+// Close stops the deadline sweep. Items stay in the stream.
+func (h *Handoff) Close() error {
+	h.once.Do(func() {
+		h.cancel()
+		<-h.done
+	})
+	return nil
+}
+
+// Deliver turns an escalation into a handoff item with the transcript so
+// far and publishes it (Nats-Msg-Id "handoff-<event id>", so redelivery
+// makes no second item). Other event types are skipped. A malformed
+// escalation is final (ErrDeliveryFailed); a transcript or publish failure
+// is transient.
+func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
+	start := time.Now()
+	defer func() { h.m.SinkSeconds.WithLabelValues(SinkHandoff).Observe(time.Since(start).Seconds()) }()
+	if ev.Type() != schemas.TypeEscalation {
+		h.m.delivery(SinkHandoff, OutcomeSkipped)
+		return nil
+	}
+	meta, err := schemas.MetaOf(&ev)
+	if err != nil {
+		h.m.delivery(SinkHandoff, OutcomeFailed)
+		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
+	}
+	var esc schemas.Escalation
+	if err := schemas.Decode(&ev, &esc); err != nil {
+		h.m.delivery(SinkHandoff, OutcomeFailed)
+		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
+	}
+	var lines []TranscriptLine
+	if h.cfg.Transcript != nil {
+		if lines, err = h.cfg.Transcript(ctx, meta.Tenant, meta.Conversation); err != nil {
+			h.m.delivery(SinkHandoff, OutcomeRetry)
+			return fmt.Errorf("handoff: transcript of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+		}
+	}
+	if lines == nil {
+		lines = []TranscriptLine{}
+	}
+	now := h.cfg.Now().UTC()
+	turn := esc.Turn
+	if turn == 0 {
+		turn = meta.Turn
+	}
+	item := HandoffItem{
+		ID: ev.ID(), Tenant: meta.Tenant, Conversation: meta.Conversation, Turn: turn,
+		ErrorType: esc.ErrorType, Reason: esc.Reason, Summary: esc.Summary, Plan: esc.Thought,
+		DetectionID: esc.DetectionID, Traceparent: meta.Traceparent, Transcript: lines,
+		CreatedAt: now, Deadline: now.Add(h.cfg.Deadline),
+	}
+	body, err := json.Marshal(item)
+	if err != nil {
+		h.m.delivery(SinkHandoff, OutcomeFailed)
+		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
+	}
+	_, err = h.js.Publish(ctx, streams.HandoffSubject(meta.Tenant, meta.Conversation), body,
+		jetstream.WithMsgID("handoff-"+ev.ID()), jetstream.WithExpectStream(streams.StreamHandoff))
+	if err != nil {
+		h.m.delivery(SinkHandoff, OutcomeRetry)
+		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
+	}
+	h.m.delivery(SinkHandoff, OutcomeDelivered)
+	return nil
+}
+
+func (h *Handoff) sweepLoop(ctx context.Context) {
+	defer close(h.done)
+	t := time.NewTicker(h.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := h.Sweep(ctx); err != nil && ctx.Err() == nil {
+				h.log.Warn("handoff sweep failed", slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// Sweep times out every unclaimed item whose deadline has passed: it
+// removes the item and publishes dev.rein.handoff.timeout.v1. It returns
+// how many timeout events it published. A timeout event that fails to
+// publish is retried on the next Sweep.
+func (h *Handoff) Sweep(ctx context.Context) (int, error) {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	stream, err := h.js.Stream(ctx, streams.StreamHandoff)
+	if err != nil {
+		return 0, fmt.Errorf("handoff sweep: %w", err)
+	}
+	now := h.cfg.Now()
+	for seq := uint64(1); ; {
+		raw, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(streams.HandoffItems))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("handoff sweep: read seq %d: %w", seq, err)
+		}
+		seq = raw.Sequence + 1
+		var item HandoffItem
+		if err := json.Unmarshal(raw.Data, &item); err != nil {
+			h.log.Warn("handoff sweep: undecodable item left in place", slog.Uint64("seq", raw.Sequence), slog.Any("err", err))
+			continue
+		}
+		if now.Before(item.Deadline) {
+			continue
+		}
+		won, err := take(ctx, stream, raw.Sequence)
+		if err != nil {
+			return 0, fmt.Errorf("handoff sweep: %w", err)
+		}
+		if won {
+			item.Sequence = raw.Sequence
+			h.pending = append(h.pending, item)
+		}
+	}
+	published := 0
+	for len(h.pending) > 0 {
+		if err := h.publishTimeout(ctx, h.pending[0]); err != nil {
+			return published, err
+		}
+		h.pending = h.pending[1:]
+		published++
+	}
+	return published, nil
+}
+
+// TimeoutEventID is the id of the timeout event of a handoff item.
+func TimeoutEventID(escalationID string) string { return "handoff-timeout-" + escalationID }
+
+func (h *Handoff) publishTimeout(ctx context.Context, item HandoffItem) error {
+	ev, err := schemas.NewEvent(schemas.TypeHandoffTimeout, TimeoutEventID(item.ID), "",
+		schemas.Meta{Tenant: item.Tenant, Conversation: item.Conversation, Turn: item.Turn, Traceparent: item.Traceparent},
+		schemas.HandoffTimeout{Turn: item.Turn, EscalationID: item.ID, Deadline: item.Deadline.UTC().Format(time.RFC3339Nano)})
+	if err != nil {
+		return fmt.Errorf("handoff timeout event for %s: %w", item.ID, err)
+	}
+	msg, err := natsMsg(ctx, streams.HandoffTimeoutSubject(item.Tenant, item.Conversation), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := h.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(streams.StreamHandoff)); err != nil {
+		return fmt.Errorf("handoff: publish timeout %s: %w", ev.ID(), err)
+	}
+	h.m.HandoffTimeouts.Inc()
+	h.log.Info("handoff item timed out unclaimed",
+		slog.String("escalation", item.ID), slog.String("tenant", item.Tenant), slog.Time("deadline", item.Deadline))
+	if h.cfg.OnTimeout != nil {
+		h.cfg.OnTimeout(ctx, ev)
+	}
+	return nil
+}
+
+// take removes the message at seq. It reports false when the message is
+// already gone (claimed or timed out by someone else).
+func take(ctx context.Context, stream jetstream.Stream, seq uint64) (bool, error) {
+	err := stream.DeleteMsg(ctx, seq)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		if _, gerr := stream.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("remove item seq %d: %w", seq, err)
+}
+
+// Claim takes the oldest unclaimed handoff item for a human-agent desktop,
+// waiting up to wait for one (wait <= 0: don't wait). The item is removed
+// from REIN_HANDOFF, so no other desktop gets it and it can no longer time
+// out. It returns ErrNoHandoff when none arrived in time.
+func Claim(ctx context.Context, js jetstream.JetStream, wait time.Duration) (*HandoffItem, error) {
+	stream, err := js.Stream(ctx, streams.StreamHandoff)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	cons, err := stream.Consumer(ctx, DurableHandoffDesktops)
+	if err != nil {
+		return nil, fmt.Errorf("claim: consumer %s: %w", DurableHandoffDesktops, err)
+	}
+	until := time.Now().Add(wait)
+	for {
+		item, got, err := claimBatch(ctx, stream, cons, until)
+		if err != nil || item != nil {
+			return item, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("claim: %w", context.Cause(ctx))
+		}
+		if !got && time.Until(until) < time.Millisecond {
+			return nil, ErrNoHandoff
+		}
+	}
+}
+
+// claimBatch fetches at most one message (waiting until `until`) and tries
+// to claim it. got reports whether a message was fetched at all.
+func claimBatch(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, until time.Time) (item *HandoffItem, got bool, err error) {
+	var batch jetstream.MessageBatch
+	if time.Until(until) < time.Millisecond {
+		batch, err = cons.FetchNoWait(1)
+	} else {
+		fctx, cancel := context.WithDeadline(ctx, until)
+		defer cancel()
+		batch, err = cons.Fetch(1, jetstream.FetchContext(fctx))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("claim: fetch: %w", err)
+	}
+	for msg := range batch.Messages() {
+		got = true
+		if item == nil && err == nil {
+			item, err = claimOne(ctx, stream, msg)
+		}
+	}
+	if err != nil || item != nil {
+		return item, got, err
+	}
+	if berr := batch.Error(); berr != nil && !errors.Is(berr, jetstream.ErrNoMessages) &&
+		!errors.Is(berr, context.DeadlineExceeded) && !errors.Is(berr, nats.ErrTimeout) {
+		return nil, got, fmt.Errorf("claim: fetch: %w", berr)
+	}
+	return nil, got, nil
+}
+
+// claimOne claims one fetched message; nil, nil means it was lost to a
+// timeout or another desktop.
+func claimOne(ctx context.Context, stream jetstream.Stream, msg jetstream.Msg) (*HandoffItem, error) {
+	md, err := msg.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	var item HandoffItem
+	if err := json.Unmarshal(msg.Data(), &item); err != nil {
+		_ = msg.Term()
+		return nil, fmt.Errorf("claim: undecodable item seq %d: %w", md.Sequence.Stream, err)
+	}
+	won, err := take(ctx, stream, md.Sequence.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	_ = msg.Ack() // clears the consumer's pending state; the item is already gone
+	if !won {
+		return nil, nil
+	}
+	item.Sequence = md.Sequence.Stream
+	return &item, nil
+}

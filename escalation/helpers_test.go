@@ -1,0 +1,101 @@
+package escalation
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// startJetStream runs an in-process JetStream server for one test.
+// (To be replaced by the shared helper in internal/testutil.)
+func startJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{
+		JetStream: true, StoreDir: t.TempDir(), Port: -1, DontListen: true, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	nc, err := nats.Connect("", nats.InProcessServer(ns))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval, not a wait for an event
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newTestMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reg
+}
+
+func escalationEvent(t *testing.T, tenant, conv string, turn int) cloudevents.Event {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", tenant, conv, turn), "",
+		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn},
+		schemas.Escalation{
+			Turn: turn, Summary: "user wants a window seat; seat selection is not offered",
+			ErrorType: "unsupported_action", Reason: schemas.ReasonTransfer,
+			DetectionID: schemas.EventID("detection", tenant, conv, turn),
+			Thought:     "Seat selection is not a supported action; transfer to a human with a summary.",
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func reportEvent(t *testing.T, tenant, conv string, turn int) cloudevents.Event {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeReport, schemas.EventID("report", tenant, conv, turn), "",
+		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn},
+		schemas.Report{Turn: turn, Report: "'that one' could mean either reservation", ErrorType: "anaphora"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}

@@ -1,0 +1,50 @@
+package escalation
+
+import (
+	"context"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// Sink delivers escalation and report events (dev.rein.escalation.v1,
+// dev.rein.report.v1) to one downstream consumer.
+//
+// Deliver returns nil once the sink has taken responsibility for the event.
+// An error wrapping ErrDeliveryFailed is final (the stage dead-letters the
+// event); any other error is transient (the stage may redeliver). Deliver is
+// safe for concurrent use. Close releases the sink; it flushes anything
+// buffered.
+type Sink interface {
+	Name() string
+	Deliver(ctx context.Context, ev cloudevents.Event) error
+	Close() error
+}
+
+// Flusher is implemented by sinks that buffer (jsonl). The stage calls Flush
+// after delivering a batch and before acking it, so an acked event is durable.
+type Flusher interface {
+	Flush() error
+}
+
+// Sink type names: the `type` of a sink in rein.yaml and the value of the
+// `sink` label of rein_sink_* metrics.
+const (
+	SinkWebhook = "webhook"
+	SinkJSONL   = "jsonl"
+	SinkHandoff = "handoff"
+)
+
+// Outcome label values of rein_sink_deliveries_total.
+const (
+	OutcomeDelivered = "delivered" // the sink took the event
+	OutcomeRetry     = "retry"     // one attempt failed, another follows
+	OutcomeFailed    = "failed"    // given up: the event is dead-lettered
+	OutcomeSkipped   = "skipped"   // the sink does not take this event type
+)
+
+// supported reports whether a sink accepts an event type.
+func supported(typ string) bool {
+	return typ == schemas.TypeEscalation || typ == schemas.TypeReport
+}
