@@ -197,6 +197,9 @@ type inflight struct {
 func (c *Consumer) Run(ctx context.Context) error {
 	cons, err := c.deps.JS.CreateOrUpdateConsumer(ctx, c.cfg.Stream, c.cfg.ConsumerConfigJS())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // cancelled before it started: nothing to drain
+		}
 		return fmt.Errorf("consumer %s on %s: %w", c.cfg.Durable, c.cfg.Stream, err)
 	}
 	if c.cfg.Quarantine {
@@ -275,6 +278,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 		<-done
 	}
 	close(hbDone)
+	// Hand the pin over at once rather than after PinnedTTL, so a restarted
+	// or standby replica takes over without waiting.
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer ucancel()
+	if s, err := c.deps.JS.Stream(uctx, c.cfg.Stream); err == nil {
+		if err := s.UnpinConsumer(uctx, c.cfg.Durable, priorityGroup); err != nil {
+			c.deps.Logger.Debug("unpin", "stage", c.cfg.Stage, "err", err)
+		}
+	}
 	c.deps.Logger.Info("consumer drained", "stage", c.cfg.Stage)
 	return nil
 }

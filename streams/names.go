@@ -55,7 +55,9 @@ func TurnSubject(tenant, conv, role string) string {
 }
 
 // ConversationTurns is the filter of every turn of one conversation.
-func ConversationTurns(tenant, conv string) string { return subjTurns + "." + tenant + "." + conv + ".*" }
+func ConversationTurns(tenant, conv string) string {
+	return subjTurns + "." + tenant + "." + conv + ".*"
+}
 
 // DetectionSubject is rein.detections.<tenant>.<conv>.
 func DetectionSubject(tenant, conv string) string { return subjDetections + "." + tenant + "." + conv }
