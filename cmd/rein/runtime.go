@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/streams"
+)
+
+// natsFlags are the flags of every command that talks to NATS.
+type natsFlags struct {
+	url, creds, user, password, token, tlsCA, tlsCert, tlsKey string
+}
+
+func (f *natsFlags) bind(cmd *cobra.Command, defaultURL string) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.url, "nats-url", defaultURL, "NATS server or cluster URL(s), comma-separated")
+	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT and nkey seed)")
+	fs.StringVar(&f.user, "nats-user", "", "NATS user (with --nats-password); also secures the embedded server's listener")
+	fs.StringVar(&f.password, "nats-password", "", "NATS password")
+	fs.StringVar(&f.token, "nats-token", "", "NATS token; also secures the embedded server's listener")
+	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate to verify the NATS server")
+	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate for NATS TLS")
+	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key for NATS TLS")
+}
+
+func (f *natsFlags) connectConfig(name string) streams.ConnectConfig {
+	return streams.ConnectConfig{URL: f.url, Creds: f.creds, User: f.user, Password: f.password, Token: f.token,
+		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
+}
+
+// connectJS connects to a running rein's NATS for client commands.
+func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := streams.Connect(f.connectConfig(name))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+// serverFlags are the flags of commands that run rein's server side.
+type serverFlags struct {
+	nats       natsFlags
+	embedded   bool
+	dataDir    string
+	listen     string
+	httpAddr   string
+	logLevel   string
+	configPath string
+	maxBytes   int
+}
+
+func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
+	f.nats.bind(cmd, "")
+	fs := cmd.Flags()
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server")
+	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server; a non-loopback address needs --nats-user/--nats-password or --nats-token")
+	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams, sinks and detector sections")
+	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
+}
+
+// proc is what the server-side commands share: NATS (embedded or
+// external), the registry, the logger, the HTTP port and a publisher.
+type proc struct {
+	flags  *serverFlags
+	file   *fileConfig
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	srv    *server.Server // nil with an external NATS
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	pub    *streams.Publisher
+	http   *telemetry.Server
+	prov   streams.ProvisionConfig
+	closer []func()
+}
+
+// startRuntime brings up NATS, provisions the streams and opens the HTTP
+// port; /readyz turns ready at the end.
+func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name string) (*proc, error) {
+	log, err := telemetry.NewLogger(os.Stderr, f.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry(), prov: streams.DefaultProvision()}
+	if sec := file.section("streams"); sec != nil {
+		if err := yamlStrict(sec, &rt.prov); err != nil {
+			return nil, fmt.Errorf("config section streams: %w", err)
+		}
+	}
+	rt.http = telemetry.NewServer(rt.reg, log)
+	if f.httpAddr != "" {
+		if err := rt.http.Listen(f.httpAddr); err != nil {
+			return nil, err
+		}
+		rt.closer = append(rt.closer, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = rt.http.Shutdown(sctx)
+		})
+	}
+	cc := f.nats.connectConfig(name)
+	if f.nats.url == "" {
+		dir, err := filepath.Abs(f.dataDir)
+		if err != nil {
+			return nil, err
+		}
+		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: f.listen,
+			User: f.nats.user, Password: f.nats.password, Token: f.nats.token, SyncAlways: rt.prov.AnyDurable()})
+		if err != nil {
+			rt.close()
+			return nil, err
+		}
+		log.Info("embedded NATS server started", "listen", f.listen, "data_dir", dir)
+		cc.InProcess = rt.srv
+	}
+	rt.http.SetReady(false, "connecting to NATS")
+	if rt.nc, err = streams.Connect(cc); err != nil {
+		rt.close()
+		return nil, err
+	}
+	if rt.js, err = jetstream.New(rt.nc); err != nil {
+		rt.close()
+		return nil, err
+	}
+	rt.http.SetReady(false, "provisioning streams")
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := streams.Provision(pctx, rt.js, rt.prov); err != nil {
+		rt.close()
+		return nil, err
+	}
+	rt.pub = streams.NewPublisher(rt.js, rt.reg)
+	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
+	rt.http.Handle("POST /v1/turns", streams.NewIngress(rt.pub, f.maxBytes, rt.reg))
+	rt.http.SetReady(true, "")
+	return rt, nil
+}
+
+// close releases everything in reverse order: HTTP, NATS connection,
+// embedded server (which flushes JetStream to disk).
+func (rt *proc) close() {
+	if rt.nc != nil {
+		_ = rt.nc.FlushTimeout(2 * time.Second)
+		rt.nc.Close()
+	}
+	for i := len(rt.closer) - 1; i >= 0; i-- {
+		rt.closer[i]()
+	}
+	if rt.srv != nil {
+		rt.srv.Shutdown()
+		rt.srv.WaitForShutdown()
+	}
+}
