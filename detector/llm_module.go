@@ -1,0 +1,162 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+// LLMConfig configures the llm module.
+type LLMConfig struct {
+	Taxonomy *Taxonomy // default DefaultTaxonomy()
+	Client   llm.Client
+	// Plan is PlanTemplate (default) or PlanGenerated.
+	Plan string
+	// DialogueBudget is the surface dialogue budget in runes (default
+	// DefaultDialogueBudget).
+	DialogueBudget int
+	// MaxReasoningRunes caps a generated plan (default
+	// DefaultMaxReasoningRunes).
+	MaxReasoningRunes int
+	// MaxTokens caps the model's answer (default 400).
+	MaxTokens int
+	// Temperature of the call (default 0).
+	Temperature *float64
+}
+
+// LLMModule is the model-backed inception module: one call per user turn
+// that both detects and plans.
+type LLMModule struct {
+	cfg    LLMConfig
+	schema *answerSchema
+	static *staticPrompts
+}
+
+// NewLLM builds the llm module.
+func NewLLM(cfg LLMConfig) (*LLMModule, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: llm module needs a model client", ErrInvalidConfig)
+	}
+	if cfg.Taxonomy == nil {
+		cfg.Taxonomy = DefaultTaxonomy()
+	}
+	switch cfg.Plan {
+	case "":
+		cfg.Plan = PlanTemplate
+	case PlanTemplate, PlanGenerated:
+	default:
+		return nil, fmt.Errorf("%w: plan %q is not %s or %s", ErrInvalidConfig, cfg.Plan, PlanTemplate, PlanGenerated)
+	}
+	if cfg.DialogueBudget <= 0 {
+		cfg.DialogueBudget = DefaultDialogueBudget
+	}
+	if cfg.MaxReasoningRunes <= 0 {
+		cfg.MaxReasoningRunes = DefaultMaxReasoningRunes
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = 400
+	}
+	if cfg.Temperature == nil {
+		zero := 0.0
+		cfg.Temperature = &zero
+	}
+	if len(cfg.Taxonomy.PromptTypes()) == 0 {
+		return nil, fmt.Errorf("%w: every error type of taxonomy %s is held out", ErrInvalidConfig, cfg.Taxonomy.Version)
+	}
+	s, err := newAnswerSchema(cfg.Taxonomy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &LLMModule{cfg: cfg, schema: s, static: newStaticPrompts(cfg.Taxonomy)}, nil
+}
+
+// Name implements Module.
+func (m *LLMModule) Name() string { return ModuleLLM }
+
+// Taxonomy returns the module's taxonomy.
+func (m *LLMModule) Taxonomy() *Taxonomy { return m.cfg.Taxonomy }
+
+// Request builds the model request for one turn (exported for tests, golden
+// files and cassette recording).
+func (m *LLMModule) Request(in Input) llm.Request {
+	return llm.Request{
+		Purpose:        llm.PurposeInception,
+		System:         m.static.get(in.Tenant, in.Domain, in.Tools),
+		Messages:       []llm.Message{{Role: llm.RoleUser, Content: BuildDynamicPrompt(in.Dialogue, m.cfg.DialogueBudget)}},
+		ResponseSchema: m.schema.responseSchema(),
+		MaxTokens:      m.cfg.MaxTokens,
+		Temperature:    m.cfg.Temperature,
+	}
+}
+
+// Detect implements Module. A model error or deadline is returned wrapped in
+// ErrModel; an unusable answer is a failed, inactive Decision.
+func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
+	if _, ok := in.lastUser(); !ok {
+		return Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", ErrInvalidInput)
+	}
+	resp, err := m.cfg.Client.Chat(ctx, m.Request(in))
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: %s: %w", ErrModel, m.cfg.Client.Provider(), err)
+	}
+	d := Decision{Model: resp.Model, Tokens: resp.Usage.Total(), TaxonomyVersion: m.cfg.Taxonomy.Version}
+	if d.Model == "" {
+		d.Model = m.cfg.Client.Model()
+	}
+	ans, reason := m.schema.parse(resp)
+	if reason != "" {
+		d.Failed, d.FailReason = true, reason
+		return d, nil
+	}
+	if !ans.Rein {
+		return d, nil
+	}
+	et, ok := m.cfg.Taxonomy.Type(*ans.ErrorType)
+	if !ok || et.HeldOut { // the schema enum already refuses these
+		d.Failed, d.FailReason = true, "unknown error type "+*ans.ErrorType
+		return d, nil
+	}
+	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
+	d.Evidence = groundEvidence(ans.Evidence, in.Dialogue)
+	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
+	if m.cfg.Plan == PlanGenerated {
+		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, m.toolNames(in.Tools), m.cfg.MaxReasoningRunes); bad == "" {
+			d.Reasoning = text
+		}
+		// else: the template plan stays, so a bad generated plan never
+		// reaches the agent.
+	}
+	return d, nil
+}
+
+func (m *LLMModule) toolNames(tools []llm.Tool) []string {
+	names := m.cfg.Taxonomy.RecoveryToolNames()
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// groundEvidence keeps the model's evidence only when it is a quote of what
+// the user said (compared case- and whitespace-insensitively), sanitised;
+// otherwise it returns "" and the plan speaks of "the user's latest request".
+func groundEvidence(evidence string, dialogue []Utterance) string {
+	ev := SanitizeEvidence(evidence)
+	ev = strings.TrimSuffix(ev, "…")
+	needle := strings.ToLower(strings.Join(strings.Fields(strings.Trim(ev, `'" .,!?`)), " "))
+	if needle == "" {
+		return ""
+	}
+	for i := len(dialogue) - 1; i >= 0; i-- {
+		if dialogue[i].Role != RoleUser {
+			continue
+		}
+		hay := strings.ToLower(strings.Join(strings.Fields(sanitizeUncapped(dialogue[i].Text)), " "))
+		if strings.Contains(hay, needle) {
+			return SanitizeEvidence(evidence)
+		}
+	}
+	return ""
+}

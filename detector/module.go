@@ -1,0 +1,74 @@
+package detector
+
+import (
+	"context"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+// Dialogue roles of an Utterance.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// Module names.
+const (
+	ModuleLLM     = "llm"
+	ModuleRules   = "rules"
+	ModuleCascade = "cascade"
+)
+
+// Utterance is one surface turn: what the user or the agent said.
+type Utterance struct {
+	Role string `json:"role"` // RoleUser or RoleAgent
+	Text string `json:"text"`
+}
+
+// Input is what an inception module sees at one user turn: the surface
+// dialogue oldest first, whose last element is the user turn to judge, and
+// the agent's tool catalogue.
+type Input struct {
+	Tenant   string
+	Domain   string
+	Dialogue []Utterance
+	Tools    []llm.Tool
+}
+
+// Decision is a module's verdict on one user turn. Reasoning is the thought
+// to plant as the agent's think step when Rein is true.
+type Decision struct {
+	Rein            bool   `json:"rein"`
+	ErrorType       string `json:"error_type,omitempty"`
+	Category        string `json:"category,omitempty"`
+	RecoveryTool    string `json:"recovery_tool,omitempty"`
+	Evidence        string `json:"evidence,omitempty"`
+	Reasoning       string `json:"reasoning,omitempty"`
+	Model           string `json:"model,omitempty"`
+	Tokens          int    `json:"tokens,omitempty"`
+	Failed          bool   `json:"failed"`
+	FailReason      string `json:"fail_reason,omitempty"`
+	TaxonomyVersion string `json:"taxonomy_version"`
+}
+
+// Module is an inception module. Detect returns an error only when the
+// module could not judge at all (model down, deadline); the caller then
+// fails open. An unusable model answer is a Decision with Failed set.
+// Implementations are safe for concurrent use.
+type Module interface {
+	Name() string
+	Detect(ctx context.Context, in Input) (Decision, error)
+}
+
+// lastUser returns the turn to judge, or false when the dialogue does not
+// end with a user turn.
+func (in Input) lastUser() (string, bool) {
+	if len(in.Dialogue) == 0 {
+		return "", false
+	}
+	u := in.Dialogue[len(in.Dialogue)-1]
+	if u.Role != RoleUser {
+		return "", false
+	}
+	return u.Text, true
+}

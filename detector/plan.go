@@ -1,0 +1,133 @@
+package detector
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Plan modes of the llm module.
+const (
+	// PlanTemplate plants the taxonomy's recovery plan with the evidence
+	// quote as its only slot (default).
+	PlanTemplate = "template"
+	// PlanGenerated plants the model's own reasoning after validation.
+	PlanGenerated = "generated"
+)
+
+// Limits of planted text.
+const (
+	MaxEvidenceRunes         = 160
+	DefaultMaxReasoningRunes = 800
+)
+
+// SanitizeEvidence makes a user quote safe for the evidence slot: control
+// characters and line breaks become spaces, runs of spaces collapse, double
+// quotes become single quotes, backslashes, braces and angle brackets are
+// dropped, and the result is capped at MaxEvidenceRunes (an ellipsis marks a
+// cut).
+func SanitizeEvidence(s string) string { return sanitize(s, MaxEvidenceRunes) }
+
+// sanitizeUncapped applies SanitizeEvidence's character rules
+// without the length cap.
+func sanitizeUncapped(s string) string { return sanitize(s, -1) }
+
+func sanitize(s string, maxRunes int) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	n := 0
+	for _, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			continue
+		case unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+				space = true
+			}
+			continue
+		case r == '"' || r == '“' || r == '”' || r == '`':
+			r = '\''
+		case r == '\\' || r == '{' || r == '}' || r == '<' || r == '>':
+			continue
+		}
+		if maxRunes >= 0 && n >= maxRunes {
+			return strings.TrimSpace(b.String()) + "…"
+		}
+		b.WriteRune(r)
+		space = false
+		n++
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// RenderPlan fills a recovery plan's evidence slot with the sanitised
+// evidence. Without evidence the slot reads "the user's latest request".
+// Whitespace of the plan is normalised to single spaces.
+func RenderPlan(plan, evidence string) string {
+	ev := SanitizeEvidence(evidence)
+	out := plan
+	if ev == "" {
+		out = strings.ReplaceAll(out, `"`+EvidenceSlot+`"`, EvidenceSlot)
+		ev = "the user's latest request"
+	}
+	out = strings.ReplaceAll(out, EvidenceSlot, ev)
+	return strings.Join(strings.Fields(out), " ")
+}
+
+// generatedCheck validates a model-written plan in PlanGenerated mode: not
+// empty, at most maxRunes, names the recovery tool, names no other tool
+// (agent tools or other recovery tools) and holds no markup that could pose
+// as a tool call. It returns the cleaned text and "" or the reason it was
+// refused.
+func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int) (string, string) {
+	text := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, reasoning)), " ")
+	switch {
+	case text == "":
+		return "", "generated plan is empty"
+	case utf8.RuneCountInString(text) > maxRunes:
+		return "", "generated plan is longer than the limit"
+	case !containsWord(text, recoveryTool):
+		return "", "generated plan does not name the recovery tool " + recoveryTool
+	case strings.ContainsAny(text, "<>{}`"):
+		return "", "generated plan contains markup"
+	}
+	for _, t := range otherTools {
+		if t != recoveryTool && t != "think" && containsWord(text, t) {
+			return "", "generated plan names another tool " + t
+		}
+	}
+	return text, ""
+}
+
+var wordChar = regexp.MustCompile(`[A-Za-z0-9_]`)
+
+// containsWord reports whether name occurs in s not glued to other
+// identifier characters.
+func containsWord(s, name string) bool {
+	if name == "" {
+		return false
+	}
+	ls, ln := strings.ToLower(s), strings.ToLower(name)
+	for off := 0; ; {
+		i := strings.Index(ls[off:], ln)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(ln)
+		before := i == 0 || !wordChar.MatchString(ls[i-1:i])
+		after := end == len(ls) || !wordChar.MatchString(ls[end:end+1])
+		if before && after {
+			return true
+		}
+		off = i + 1
+	}
+}

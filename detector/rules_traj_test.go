@@ -1,0 +1,50 @@
+package detector
+
+import (
+	"context"
+	"sort"
+	"testing"
+)
+
+// TestRulesActivationOnCleanTrajectories measures how often the precise
+// rules module fires on the user turns of 200 recorded τ-bench airline
+// conversations (GPT-4o agent and user simulator), which contain none of
+// the injected errors: activations there are (almost all) false alarms.
+func TestRulesActivationOnCleanTrajectories(t *testing.T) {
+	turns := trajectoryTurns(t)
+	tools := domainTools(t, "airline")
+	for _, mode := range []string{RulesPrecise, RulesRecall} {
+		m, err := NewRules(RulesConfig{Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byType := map[string]int{}
+		active := 0
+		for _, dlg := range turns {
+			d, err := m.Detect(context.Background(), Input{Tenant: "t", Domain: "airline", Dialogue: dlg, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Rein {
+				active++
+				byType[d.ErrorType]++
+				if testing.Verbose() && mode == RulesPrecise {
+					t.Logf("  %s: %q ← %q", d.ErrorType, d.Evidence, dlg[len(dlg)-1].Text)
+				}
+			}
+		}
+		rate := float64(active) / float64(len(turns))
+		t.Logf("mode %s: %d/%d user turns activated (%.2f%%)", mode, active, len(turns), 100*rate)
+		names := make([]string, 0, len(byType))
+		for n := range byType {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			t.Logf("  %-24s %4d (%.2f%%)", n, byType[n], 100*float64(byType[n])/float64(len(turns)))
+		}
+		if mode == RulesPrecise && rate >= 0.02 {
+			t.Errorf("precise rules activate on %.2f%% of clean user turns, want < 2%%", 100*rate)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// StageConfig configures the detector stage.
+type StageConfig struct {
+	// Domain is the agent's domain for tenants not in TenantDomains; it
+	// selects the tool catalogue shown to the inception module.
+	Domain        string
+	TenantDomains map[string]string
+	// Timeout bounds one inception call; past it the turn proceeds without
+	// injection (fail-open). Default 5s.
+	Timeout time.Duration
+	// HistoryTurns bounds the surface context kept per conversation
+	// (utterances, newest kept). Default 40.
+	HistoryTurns int
+	// MaxConversations bounds conversations held in memory; IdleTTL drops
+	// a conversation not seen for that long. Defaults 100,000 and 30m. A
+	// dropped conversation is rebuilt from REIN_TURNS on its next turn.
+	MaxConversations int
+	IdleTTL          time.Duration
+	// Workers is the number of conversations judged in parallel (default 64).
+	Workers int
+	// TaxonomyVersion is recorded in every detection.
+	TaxonomyVersion string
+}
+
+func (c *StageConfig) defaults() {
+	if c.Domain == "" {
+		c.Domain = "airline"
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 5 * time.Second
+	}
+	if c.HistoryTurns == 0 {
+		c.HistoryTurns = 40
+	}
+	if c.MaxConversations == 0 {
+		c.MaxConversations = 100_000
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = 30 * time.Minute
+	}
+	if c.Workers == 0 {
+		c.Workers = 64
+	}
+}
+
+// Validate checks the configuration after defaults.
+func (c StageConfig) Validate() error {
+	c.defaults()
+	switch {
+	case c.Timeout < 0 || c.HistoryTurns < 2 || c.MaxConversations < 1 || c.IdleTTL < time.Second:
+		return fmt.Errorf("%w: timeout, history, max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.TaxonomyVersion == "":
+		return fmt.Errorf("%w: taxonomy version is empty", ErrInvalidConfig)
+	}
+	for t := range c.TenantDomains {
+		if !schemas.ValidID(t) {
+			return fmt.Errorf("%w: tenant %q in the domain map is not a valid id", ErrInvalidConfig, t)
+		}
+	}
+	return nil
+}
+
+// Deps are the detector stage's collaborators.
+type Deps struct {
+	JS         jetstream.JetStream
+	Publisher  *streams.Publisher
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Module     Module
+	// Tools returns the agent's tool catalogue of a domain.
+	Tools func(domain string) ([]llm.Tool, error)
+}
+
+// Stage is the detector: a durable consumer on every turn that keeps each
+// conversation's surface context and publishes one detection per user turn.
+type Stage struct {
+	cfg   StageConfig
+	deps  Deps
+	m     *stageMetrics
+	convs *conversations
+	tools map[string][]llm.Tool
+}
+
+// New builds the detector stage.
+func New(cfg StageConfig, deps Deps) (*Stage, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.JS == nil || deps.Publisher == nil || deps.Module == nil || deps.Tools == nil {
+		return nil, fmt.Errorf("%w: the detector needs JetStream, a publisher, a module and a tool catalogue", ErrInvalidConfig)
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	s := &Stage{cfg: cfg, deps: deps, m: newStageMetrics(deps.Registerer, deps.Module),
+		convs: newConversations(cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
+	domains := map[string]bool{cfg.Domain: true}
+	for _, d := range cfg.TenantDomains {
+		domains[d] = true
+	}
+	for d := range domains {
+		t, err := deps.Tools(d)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tools of domain %q: %v", ErrInvalidConfig, d, err)
+		}
+		s.tools[d] = t
+	}
+	return s, nil
+}
+
+// ConsumerConfig is the stage's durable consumer: every turn, so that agent
+// replies (from rein's agent workers or a sidecar platform) enter the
+// surface context; undecodable turns are quarantined to the DLQ.
+func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
+	return streams.ConsumerConfig{
+		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
+		Filter: []string{streams.TurnsAll}, Workers: s.cfg.Workers, Quarantine: true,
+		AckWait: max(30*time.Second, 3*s.cfg.Timeout),
+	}
+}
+
+// Run consumes until ctx is cancelled and drains.
+func (s *Stage) Run(ctx context.Context) error {
+	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
+		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	if err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.convs.sweepEvery(time.Minute, stop) }()
+	defer func() { close(stop); wg.Wait() }()
+	return c.Run(ctx)
+}
+
+func (s *Stage) domainOf(tenant string) string {
+	if d, ok := s.cfg.TenantDomains[tenant]; ok {
+		return d
+	}
+	return s.cfg.Domain
+}
+
+// handle is the stage's handler: one turn in, at most one detection out.
+func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
+	if d.Event.Type() != schemas.TypeTurn {
+		return streams.Permanent(fmt.Errorf("detector: unexpected event type %q on %s", d.Event.Type(), d.Subject))
+	}
+	var turn schemas.Turn
+	if err := schemas.Decode(d.Event, &turn); err != nil {
+		return streams.Permanent(err)
+	}
+	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != d.Subject {
+		return streams.Permanent(fmt.Errorf("detector: a %s turn on subject %s", turn.Role, d.Subject))
+	}
+	if turn.Turn == 0 {
+		turn.Turn = d.Meta.Turn
+	}
+	conv, err := s.conversation(ctx, d)
+	if err != nil {
+		return err // retried: the surface context could not be rebuilt
+	}
+	if turn.Role == schemas.RoleAgent {
+		conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
+		return nil
+	}
+	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
+	det := s.detect(ctx, d.Meta, turn, conv.dialogue())
+	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", d.Meta.Tenant, d.Meta.Conversation, turn.Turn),
+		"", schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}, det)
+	if err != nil {
+		return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
+	}
+	if _, err := s.deps.Publisher.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation), &ev); err != nil {
+		return err
+	}
+	return nil
+}
+
+// detect runs the module under the deadline and fails open.
+func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, dialogue []Utterance) schemas.Detection {
+	domain := s.domainOf(meta.Tenant)
+	in := Input{Tenant: meta.Tenant, Domain: domain, Dialogue: dialogue, Tools: s.tools[domain]}
+	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	start := time.Now()
+	dec, err := s.deps.Module.Detect(mctx, in)
+	cancel()
+	elapsed := time.Since(start)
+	s.m.inception.Observe(elapsed.Seconds())
+	det := schemas.Detection{
+		Turn: turn.Turn, UserText: turn.Text, Module: s.deps.Module.Name(), LatencyMS: float64(elapsed.Microseconds()) / 1000,
+		TaxonomyVersion: s.cfg.TaxonomyVersion,
+	}
+	if err != nil {
+		// Fail open: the turn proceeds without injection.
+		det.Failed, det.FailReason = true, failReason(err)
+		s.deps.Logger.Warn("inception failed; turn proceeds without injection", "tenant", meta.Tenant, "err", err)
+	} else {
+		det.Rein, det.ErrorType, det.Category, det.RecoveryTool = dec.Rein, dec.ErrorType, dec.Category, dec.RecoveryTool
+		det.Evidence, det.Reasoning, det.Model, det.Tokens = dec.Evidence, dec.Reasoning, dec.Model, dec.Tokens
+		det.Failed, det.FailReason = dec.Failed, dec.FailReason
+		if dec.TaxonomyVersion != "" {
+			det.TaxonomyVersion = dec.TaxonomyVersion
+		}
+		if det.Rein && (det.ErrorType == "" || det.Reasoning == "") {
+			det.Rein, det.Failed, det.FailReason = false, true, "module activated without an error type or reasoning"
+		}
+	}
+	tenant := s.m.tenant(meta.Tenant)
+	switch {
+	case det.Failed:
+		s.m.decisions.WithLabelValues(tenant, "failed").Inc()
+	case det.Rein:
+		s.m.decisions.WithLabelValues(tenant, "activated").Inc()
+		s.m.activations.WithLabelValues(tenant, det.ErrorType).Inc()
+	default:
+		s.m.decisions.WithLabelValues(tenant, "clear").Inc()
+	}
+	return det
+}
+
+func failReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "inception deadline exceeded"
+	default:
+		msg := err.Error()
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		return msg
+	}
+}

@@ -1,0 +1,68 @@
+package detector
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+// Gated is implemented by modules that send only some turns to a model
+// (cascade); the stage exports their counts as rein_detector_gate_total.
+type Gated interface {
+	GateCounts() (passed, skipped uint64)
+}
+
+type stageMetrics struct {
+	decisions   *prometheus.CounterVec
+	activations *prometheus.CounterVec
+	inception   prometheus.Observer
+
+	mu      sync.Mutex
+	tenants map[string]bool
+}
+
+func newStageMetrics(reg prometheus.Registerer, m Module) *stageMetrics {
+	sm := &stageMetrics{
+		decisions: telemetry.NewCounterVec(reg, telemetry.MDetectorDecisions,
+			"Detections by outcome (activated, clear, failed), per tenant.", "tenant", "outcome"),
+		activations: telemetry.NewCounterVec(reg, telemetry.MDetectorActivations,
+			"Activations by detected error type, per tenant.", "tenant", "error_type"),
+		inception: telemetry.NewHistogramVec(reg, telemetry.MDetectorInceptionSeconds,
+			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
+		tenants: map[string]bool{},
+	}
+	if g, ok := m.(Gated); ok && reg != nil {
+		telemetry.Register(reg, &gateCollector{g: g, desc: prometheus.NewDesc(telemetry.MDetectorGate,
+			"Turns the cascade's rules gate passed to the model or skipped.", []string{"result"}, nil)})
+	}
+	return sm
+}
+
+// tenant bounds the tenant label: the first MaxTenantLabels tenants keep
+// their name, later ones share OtherTenant.
+func (m *stageMetrics) tenant(t string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tenants[t] {
+		return t
+	}
+	if len(m.tenants) >= telemetry.MaxTenantLabels {
+		return telemetry.OtherTenant
+	}
+	m.tenants[t] = true
+	return t
+}
+
+type gateCollector struct {
+	g    Gated
+	desc *prometheus.Desc
+}
+
+func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
+	p, s := c.g.GateCounts()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(p), "pass")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(s), "skip")
+}
