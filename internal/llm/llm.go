@@ -47,6 +47,10 @@ type Message struct {
 type ResponseSchema struct {
 	Name   string          `json:"name"`
 	Schema json.RawMessage `json:"schema"`
+	// Strict asks OpenAI-compatible servers for strict schema adherence
+	// (`strict: true`); the schema must then list every property as required
+	// and set additionalProperties false. Ignored by the other providers.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Request is one chat call. System is the static, cacheable prefix; providers

@@ -1,0 +1,137 @@
+package llm
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    Config
+		wantErr string // from Validate
+	}{
+		{name: "openai with fallback key",
+			env:  map[string]string{EnvProvider: "OpenAI", EnvModel: "gpt-test", "OPENAI_API_KEY": "sk-1", "ANTHROPIC_API_KEY": "ak"},
+			want: Config{Provider: "openai", Model: "gpt-test", APIKey: "sk-1"}},
+		{name: "anthropic with fallback key",
+			env:  map[string]string{EnvProvider: "anthropic", EnvModel: "claude-test", "OPENAI_API_KEY": "sk-1", "ANTHROPIC_API_KEY": "ak"},
+			want: Config{Provider: "anthropic", Model: "claude-test", APIKey: "ak"}},
+		{name: "explicit key wins, headers, timeout seconds, local base url",
+			env: map[string]string{EnvProvider: "openai", EnvModel: "m", EnvAPIKey: "rk", "OPENAI_API_KEY": "sk", EnvBaseURL: "http://127.0.0.1:8000/v1",
+				EnvHeaders: "X-A=1, X-B = two=2", EnvTimeout: "2.5", EnvMaxRetries: "5"},
+			want: Config{Provider: "openai", Model: "m", APIKey: "rk", BaseURL: "http://127.0.0.1:8000/v1",
+				Headers: map[string]string{"X-A": "1", "X-B": "two=2"}, Timeout: 2500 * time.Millisecond, MaxRetries: 5}},
+		{name: "script infers scripted",
+			env:  map[string]string{EnvScript: "demo.yaml", EnvTimeout: "150ms"},
+			want: Config{Provider: "scripted", Script: "demo.yaml", Timeout: 150 * time.Millisecond}},
+		{name: "cassette infers replay",
+			env:  map[string]string{EnvCassette: "c.jsonl"},
+			want: Config{Provider: "replay", Cassette: "c.jsonl"}},
+		{name: "bad timeout is reported by Validate",
+			env:     map[string]string{EnvScript: "demo.yaml", EnvTimeout: "soon"},
+			want:    Config{Provider: "scripted", Script: "demo.yaml"},
+			wantErr: EnvTimeout},
+		{name: "bad header is reported by Validate",
+			env:     map[string]string{EnvScript: "demo.yaml", EnvHeaders: "novalue"},
+			want:    Config{Provider: "scripted", Script: "demo.yaml", Headers: map[string]string{}},
+			wantErr: EnvHeaders},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := configFromLookup(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			err := got.Validate()
+			got.envErr = nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("config = %+v\nwant     %+v", got, tt.want)
+			}
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate = %v, want mention of %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // "" = valid
+	}{
+		{"openai ok", Config{Provider: "openai", Model: "m", APIKey: "k"}, ""},
+		{"openai local server needs no key", Config{Provider: "openai", Model: "m", BaseURL: "http://localhost:11434/v1"}, ""},
+		{"missing provider", Config{}, "provider is required"},
+		{"unknown provider", Config{Provider: "gemini"}, `unknown provider "gemini"`},
+		{"missing model", Config{Provider: "anthropic", APIKey: "k"}, "needs a model"},
+		{"missing key", Config{Provider: "anthropic", Model: "m"}, "needs an API key"},
+		{"bad base url", Config{Provider: "openai", Model: "m", BaseURL: "127.0.0.1:8000"}, "base URL"},
+		{"replay needs cassette", Config{Provider: "replay"}, "cassette"},
+		{"record plus replay", Config{Provider: "replay", Cassette: "a", Record: "b"}, "cannot be combined"},
+		{"scripted needs script", Config{Provider: "scripted"}, "script"},
+		{"negative timeout", Config{Script: "s", Timeout: -time.Second}, "negative"},
+		{"bad header name", Config{Script: "s", Headers: map[string]string{"a b": "1"}}, "header name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want ErrConfig mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigStringRedactsKey(t *testing.T) {
+	s := Config{Provider: "openai", APIKey: "sk-secret", Headers: map[string]string{"X-Key": "hdr-secret"}}.String()
+	if strings.Contains(s, "secret") {
+		t.Fatalf("String leaks a secret: %s", s)
+	}
+}
+
+func TestNewTwiceSameRegisterer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := Config{Script: "testdata/airline_demo.yaml"}
+	for i := 0; i < 2; i++ {
+		if _, err := New(cfg, reg); err != nil {
+			t.Fatalf("New #%d: %v", i+1, err)
+		}
+	}
+	if _, err := New(cfg, nil); err != nil {
+		t.Fatalf("New with nil registerer: %v", err)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want error
+	}{
+		{"invalid config", Config{Provider: "nope"}, ErrConfig},
+		{"missing script", Config{Script: "testdata/does-not-exist.yaml"}, ErrScript},
+		{"missing cassette", Config{Cassette: "testdata/does-not-exist.jsonl"}, ErrCassette},
+		{"unwritable record file", Config{Script: "testdata/airline_demo.yaml", Record: "testdata/no/such/dir/x.jsonl"}, ErrConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg, nil); !errors.Is(err, tt.want) {
+				t.Fatalf("New = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
