@@ -37,8 +37,12 @@ func Encode(subject string, ev *event.Event) (*nats.Msg, error) {
 
 // Decoded is a validated rein event with its metadata.
 type Decoded struct {
-	Event *event.Event
-	Meta  schemas.Meta
+	Event   *event.Event
+	Meta    schemas.Meta
+	Subject string
+	// Sequence is the stream sequence when the event was read from a
+	// stream (0 otherwise).
+	Sequence uint64
 }
 
 // Decode turns a NATS message (binary or structured mode) into a validated
@@ -80,7 +84,7 @@ func Decode(subject string, header nats.Header, data []byte, maxBytes int) (Deco
 	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
 		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
-	return Decoded{Event: ev, Meta: meta}, nil
+	return Decoded{Event: ev, Meta: meta, Subject: subject}, nil
 }
 
 // SubjectIDs extracts tenant and conversation from a per-conversation rein

@@ -333,6 +333,9 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) {
 		c.deadLetter(ctx, msg, err.Error(), 1, true)
 		return
 	}
+	if md, err := msg.Metadata(); err == nil {
+		d.Sequence = md.Sequence.Stream
+	}
 	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		err = c.safeHandle(ctx, d)

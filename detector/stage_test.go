@@ -1,0 +1,184 @@
+package detector_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ptest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/internal/llm"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// fakeModule records what it was shown and answers by a function.
+type fakeModule struct {
+	mu     sync.Mutex
+	seen   [][]detector.Utterance
+	answer func(ctx context.Context, in detector.Input) (detector.Decision, error)
+}
+
+func (f *fakeModule) Name() string { return "fake" }
+func (f *fakeModule) Detect(ctx context.Context, in detector.Input) (detector.Decision, error) {
+	f.mu.Lock()
+	f.seen = append(f.seen, in.Dialogue)
+	f.mu.Unlock()
+	return f.answer(ctx, in)
+}
+
+func startStage(t *testing.T, h *rtest.JS, m detector.Module, reg prometheus.Registerer, timeout time.Duration) func() {
+	t.Helper()
+	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: timeout}, detector.Deps{
+		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Registerer: reg, Module: m,
+		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("stage: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text string) {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", "acme", conv, turn)+"-"+role, "",
+		schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn}, schemas.Turn{Role: role, Text: text, Turn: turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", conv, role), &ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func detections(t *testing.T, h *rtest.JS) map[string]schemas.Detection {
+	t.Helper()
+	out := map[string]schemas.Detection{}
+	err := streams.ReadStream(context.Background(), h.JS, streams.StreamDetections, streams.ReadOptions{}, func(r streams.Raw) error {
+		var d schemas.Detection
+		if r.Decoded == nil {
+			t.Fatalf("undecodable detection at %d", r.Sequence)
+		}
+		if err := json.Unmarshal(r.Decoded.Event.Data(), &d); err != nil {
+			return err
+		}
+		out[r.Decoded.Event.ID()] = d
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestStagePublishesOneDetectionPerUserTurnWithSurfaceContext(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	m := &fakeModule{answer: func(_ context.Context, in detector.Input) (detector.Decision, error) {
+		if in.Dialogue[len(in.Dialogue)-1].Text == "cancel that one" {
+			return detector.Decision{Rein: true, ErrorType: "anaphora", Category: "ambiguous", RecoveryTool: "ambiguity_report",
+				Evidence: "that one", Reasoning: "plan"}, nil
+		}
+		return detector.Decision{}, nil
+	}}
+	stop := startStage(t, h, m, reg, time.Second)
+	publishTurn(t, h, "c1", "user", 1, "hi, I have three bookings")
+	publishTurn(t, h, "c1", "agent", 1, "Which one can I help with?")
+	publishTurn(t, h, "c1", "user", 2, "cancel that one")
+	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
+	ds := detections(t, h)
+	d2 := ds["detection-acme-c1-2"]
+	if !d2.Rein || d2.ErrorType != "anaphora" || d2.UserText != "cancel that one" || d2.TaxonomyVersion != "test-1" || d2.Module != "fake" {
+		t.Errorf("turn 2 detection = %+v", d2)
+	}
+	if d1 := ds["detection-acme-c1-1"]; d1.Rein || d1.Failed {
+		t.Errorf("turn 1 detection = %+v", d1)
+	}
+	m.mu.Lock()
+	last := m.seen[len(m.seen)-1]
+	m.mu.Unlock()
+	if len(last) != 3 || last[1].Role != "agent" || last[2].Text != "cancel that one" {
+		t.Errorf("surface context = %+v", last)
+	}
+	if got := ptest.ToFloat64(mustCounter(t, reg, "rein_detector_activations_total")); got != 1 {
+		t.Errorf("activations = %v", got)
+	}
+
+	// Restart: a new stage instance rebuilds the context from the stream.
+	stop()
+	m2 := &fakeModule{answer: m.answer}
+	startStage(t, h, m2, prometheus.NewRegistry(), time.Second)
+	publishTurn(t, h, "c1", "user", 3, "thanks")
+	rtest.CheckFor(t, 10*time.Second, "third detection", func() bool { return len(detections(t, h)) == 3 })
+	m2.mu.Lock()
+	defer m2.mu.Unlock()
+	if got := m2.seen[0]; len(got) != 4 || got[0].Text != "hi, I have three bookings" {
+		t.Errorf("rebuilt context = %+v", got)
+	}
+}
+
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+			var sum float64
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			c.Add(sum)
+			return c
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return nil
+}
+
+func TestStageFailsOpen(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	m := &fakeModule{answer: func(ctx context.Context, in detector.Input) (detector.Decision, error) {
+		if in.Dialogue[len(in.Dialogue)-1].Text == "slow" {
+			<-ctx.Done() // past the deadline
+			return detector.Decision{}, ctx.Err()
+		}
+		return detector.Decision{}, errors.New("model returned 500")
+	}}
+	startStage(t, h, m, nil, 100*time.Millisecond)
+	publishTurn(t, h, "f1", "user", 1, "slow")
+	publishTurn(t, h, "f2", "user", 1, "boom")
+	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
+	for id, d := range detections(t, h) {
+		if d.Rein || !d.Failed || d.FailReason == "" {
+			t.Errorf("%s: want a failed, non-activated detection, got %+v", id, d)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Errorf("fail-open must not dead-letter; DLQ = %d", n)
+	}
+}
