@@ -9,9 +9,9 @@ import (
 )
 
 // Gated is implemented by modules that send only some turns to a model
-// (cascade); the stage exports their counts as rein_detector_gate_total.
+// (the cascade); the stage exports their counts as rein_detector_gate_total.
 type Gated interface {
-	GateCounts() (passed, skipped uint64)
+	Stats() CascadeStats
 }
 
 type stageMetrics struct {
@@ -62,7 +62,7 @@ type gateCollector struct {
 
 func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
-	p, s := c.g.GateCounts()
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(p), "pass")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(s), "skip")
+	st := c.g.Stats()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), GatePass)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), GateSkip)
 }
