@@ -90,6 +90,7 @@ type proc struct {
 	pub    *streams.Publisher
 	http   *telemetry.Server
 	prov   streams.ProvisionConfig
+	stages *stageOptions
 	closer []func()
 }
 

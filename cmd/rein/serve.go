@@ -34,6 +34,7 @@ func init() { register(newServeCmd) }
 
 func newServeCmd() *cobra.Command {
 	var sf serverFlags
+	var so stageOptions
 	var stagesFlag []string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -67,10 +68,12 @@ key in --config rein.yaml; the command line wins over the environment, which win
 				return err
 			}
 			defer rt.close()
+			rt.stages = &so
 			return runStages(ctx, rt, names)
 		},
 	}
 	sf.bind(cmd, "./data")
+	so.bind(cmd.Flags(), "rules")
 	cmd.Flags().StringSliceVar(&stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(stageOrder, ", "))
 	return cmd
 }

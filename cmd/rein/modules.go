@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/internal/llm"
+)
+
+// moduleFlags choose and configure the inception module; serve, demo,
+// detect and shadow share them.
+type moduleFlags struct {
+	module   string
+	taxonomy string
+	plan     string
+	provider string
+	model    string
+	baseURL  string
+}
+
+func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
+	fs.StringVar(&f.module, "module", defaultModule, "inception module: rules (offline), llm (one model call per user turn) or cascade (rules gate, then llm)")
+	fs.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML file replacing the six embedded default error types")
+	fs.StringVar(&f.plan, "plan", detector.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
+	fs.StringVar(&f.provider, "provider", "", "model provider for llm/cascade: openai, anthropic, replay or scripted (default $REIN_LLM_PROVIDER)")
+	fs.StringVar(&f.model, "model", "", "model name (default $REIN_LLM_MODEL)")
+	fs.StringVar(&f.baseURL, "base-url", "", "provider base URL, e.g. http://127.0.0.1:8000/v1 for an OpenAI-compatible server (default $REIN_LLM_BASE_URL)")
+}
+
+// llmConfig is the model configuration: REIN_LLM_* from the environment,
+// overridden by the flags given.
+func (f *moduleFlags) llmConfig() llm.Config {
+	cfg := llm.ConfigFromEnv()
+	if f.provider != "" {
+		cfg.Provider = f.provider
+	}
+	if f.model != "" {
+		cfg.Model = f.model
+	}
+	if f.baseURL != "" {
+		cfg.BaseURL = f.baseURL
+	}
+	return cfg
+}
+
+// build returns the configured module and its taxonomy.
+func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detector.Taxonomy, error) {
+	tax := detector.DefaultTaxonomy()
+	if f.taxonomy != "" {
+		var err error
+		if tax, err = detector.LoadTaxonomy(f.taxonomy); err != nil {
+			return nil, nil, err
+		}
+	}
+	newLLM := func() (detector.Module, error) {
+		client, err := llm.New(f.llmConfig(), reg)
+		if err != nil {
+			return nil, fmt.Errorf("--module %s needs a model: %w", f.module, err)
+		}
+		return detector.NewLLM(detector.LLMConfig{Taxonomy: tax, Client: client, Plan: f.plan})
+	}
+	switch f.module {
+	case detector.ModuleRules:
+		m, err := detector.NewRules(detector.RulesConfig{Taxonomy: tax})
+		return m, tax, err
+	case detector.ModuleLLM:
+		m, err := newLLM()
+		return m, tax, err
+	case detector.ModuleCascade:
+		gate, err := detector.NewRules(detector.RulesConfig{Taxonomy: tax, Mode: detector.RulesRecall})
+		if err != nil {
+			return nil, nil, err
+		}
+		model, err := newLLM()
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := detector.NewCascade(gate, model)
+		return m, tax, err
+	}
+	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.module)
+}

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/detector"
+)
+
+func init() { registerStage("detector", newDetectorStage) }
+
+func newDetectorStage(rt *proc) (stageRunner, error) {
+	o := rt.stages
+	m, tax, err := o.modules.build(rt.reg)
+	if err != nil {
+		return nil, err
+	}
+	return detector.New(detector.StageConfig{
+		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
+	}, detector.Deps{
+		JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
+		Module: m, Tools: domains.ToolCatalogue,
+	})
+}
