@@ -1,0 +1,141 @@
+// rein dashboard: refreshes the overview from /api/overview. Every number
+// arrives pre-formatted by the server, so what the script shows matches the
+// server-rendered page. User text is only ever set with textContent.
+"use strict";
+
+(function () {
+  const body = document.body;
+  if (!body || body.dataset.page !== "overview") {
+    return;
+  }
+  const api = body.dataset.api || "/api/overview";
+  const every = Math.max(100, parseInt(body.dataset.pollMs, 10) || 5000);
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) {
+      e.className = cls;
+    }
+    if (text !== undefined && text !== null) {
+      e.textContent = String(text);
+    }
+    return e;
+  }
+
+  function setText(testid, text) {
+    const e = document.querySelector('[data-testid="' + testid + '"]');
+    if (e && e.textContent !== text) {
+      e.textContent = text;
+    }
+  }
+
+  // fill replaces a container's children with one row per item, or an
+  // "empty" row when there are none, when the items changed.
+  function fill(testid, items, row, emptyText, cols) {
+    const box = document.querySelector('[data-testid="' + testid + '"]');
+    if (!box) {
+      return;
+    }
+    // Leave unchanged content alone: no flicker, no lost selection, and
+    // links stay the same nodes while someone clicks them.
+    const sig = JSON.stringify(items || []);
+    if (box.dataset.sig === sig) {
+      return;
+    }
+    box.dataset.sig = sig;
+    const rows = (items || []).map(row);
+    if (rows.length === 0 && emptyText) {
+      if (box.tagName === "TBODY") {
+        const tr = el("tr", "empty");
+        const td = el("td", "", emptyText);
+        td.colSpan = cols;
+        tr.appendChild(td);
+        rows.push(tr);
+      } else {
+        rows.push(el("li", "empty", emptyText));
+      }
+    }
+    box.replaceChildren(...rows);
+  }
+
+  function tr(attr, key, cells) {
+    const r = el("tr");
+    r.setAttribute(attr, key);
+    for (const [cls, text] of cells) {
+      r.appendChild(el("td", cls, text));
+    }
+    return r;
+  }
+
+  function render(o) {
+    setText("updated-at", o.updated_text);
+    setText("activation-rate", o.activation_rate.text);
+    setText("activated-count", o.activated.text);
+    setText("decisions-total", o.decisions.text);
+    setText("dead-letters", o.dead_letters.text);
+    fill("problems", o.problems, (p) => el("li", "", p));
+    fill("outcomes", o.outcomes, (c) =>
+      tr("data-outcome", c.name, [["name", c.name], ["num count", c.text]]));
+    fill("error-types", o.error_types, (s) =>
+      tr("data-error-type", s.name, [["name", s.name], ["num count", s.count.text], ["num rate", s.rate.text]]),
+      "no activations yet", 3);
+    fill("tenants", o.tenants, (t) =>
+      tr("data-tenant", t.name, [["name", t.name], ["num decisions", t.decisions.text],
+        ["num activated", t.activated.text], ["num rate", t.rate.text]]),
+      "no decisions yet", 4);
+    fill("consumers", o.consumers, (c) => {
+      const r = tr("data-consumer", c.stream + "/" + c.name, [["stream", c.stream], ["name", c.name],
+        ["num pending", c.pending.text], ["num ack-pending", c.ack_pending.text],
+        ["num max-ack-pending", c.max_ack_pending.text]]);
+      if (c.stalled) {
+        r.className = "stalled";
+      }
+      return r;
+    }, "no consumers", 5);
+    fill("recent", o.recent, (x) => {
+      const li = el("li", "outcome " + x.kind);
+      li.dataset.kind = x.kind;
+      li.dataset.id = x.id;
+      const t = el("time", "", x.time_text);
+      t.setAttribute("datetime", x.time);
+      const a = el("a", "conversation-link", x.tenant + " / " + x.conversation);
+      a.href = x.url;
+      li.append(t, " ", el("span", "kind", x.kind), " ", a, " ", el("span", "turn", "turn " + x.turn));
+      if (x.error_type) {
+        li.append(" ", el("span", "error-type", x.error_type));
+      }
+      if (x.reason) {
+        li.append(" ", el("span", "reason", x.reason));
+      }
+      li.append(" ", el("span", "text", x.text));
+      return li;
+    }, "no escalations or reports yet");
+  }
+
+  const status = document.querySelector('[data-testid="status"]');
+  let polls = 0;
+
+  async function poll() {
+    try {
+      const res = await fetch(api, { headers: { Accept: "application/json" }, cache: "no-store" });
+      if (!res.ok) {
+        throw new Error("HTTP " + res.status);
+      }
+      render(await res.json());
+      polls++;
+      body.dataset.polls = String(polls);
+      if (status) {
+        status.textContent = "live";
+        status.className = "status live";
+      }
+    } catch (err) {
+      if (status) {
+        status.textContent = "stale: " + err.message;
+        status.className = "status stale";
+      }
+    } finally {
+      setTimeout(poll, every);
+    }
+  }
+  setTimeout(poll, every);
+})();

@@ -1,0 +1,321 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"defaults", Config{}, true},
+		{"no recent list", Config{RecentOutcomes: -1}, false},
+		{"huge recent list", Config{RecentOutcomes: 5000}, false},
+		{"poll too fast", Config{PollInterval: time.Millisecond}, false},
+		{"negative read timeout", Config{ReadTimeout: -time.Second}, false},
+		{"negative event limit", Config{MaxConversationEvents: -3}, false},
+		{"cache disabled", Config{CacheTTL: -1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.WithDefaults().Validate()
+			if (err == nil) != tc.ok {
+				t.Fatalf("Validate = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+func TestNewNeedsDeps(t *testing.T) {
+	if _, err := New(Config{}, Deps{Gatherer: prometheus.NewRegistry()}); !errors.Is(err, ErrMissingDep) {
+		t.Fatalf("New without JS = %v, want ErrMissingDep", err)
+	}
+}
+
+func TestOverviewNumbers(t *testing.T) {
+	type row struct{ name, count, rate string }
+	for _, tc := range []struct {
+		name        string
+		decisions   map[[2]string]float64
+		activations map[[2]string]float64
+		rate        string
+		outcomes    []string // name=count
+		types       []row
+		tenants     []row // name, decisions, rate
+	}{
+		{
+			name: "nothing yet", rate: "n/a",
+			outcomes: []string{"activated=0", "clear=0", "failed=0"},
+		},
+		{
+			name:        "two tenants",
+			decisions:   map[[2]string]float64{{"a", "activated"}: 3, {"a", "clear"}: 5, {"a", "failed"}: 1, {"b", "activated"}: 1, {"b", "clear"}: 2},
+			activations: map[[2]string]float64{{"a", "unsupported_parameter"}: 2, {"a", "anaphora"}: 1, {"b", "anaphora"}: 1},
+			rate:        "33.3%",
+			outcomes:    []string{"activated=4", "clear=7", "failed=1"},
+			types:       []row{{"anaphora", "2", "16.7%"}, {"unsupported_parameter", "2", "16.7%"}},
+			tenants:     []row{{"a", "9", "33.3%"}, {"b", "3", "33.3%"}},
+		},
+		{
+			name:      "an unknown outcome is listed after the known ones",
+			decisions: map[[2]string]float64{{"a", "clear"}: 1, {"a", "skipped"}: 1},
+			rate:      "0.0%",
+			outcomes:  []string{"activated=0", "clear=1", "failed=0", "skipped=1"},
+			tenants:   []row{{"a", "2", "0.0%"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			dec := telemetry.NewCounterVec(reg, telemetry.MDetectorDecisions, "d", "tenant", "outcome")
+			act := telemetry.NewCounterVec(reg, telemetry.MDetectorActivations, "a", "tenant", "error_type")
+			for k, v := range tc.decisions {
+				dec.WithLabelValues(k[0], k[1]).Add(v)
+			}
+			for k, v := range tc.activations {
+				act.WithLabelValues(k[0], k[1]).Add(v)
+			}
+			mv, err := readMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var o Overview
+			mv.fill(&o)
+			if o.ActivationRate.Text != tc.rate {
+				t.Errorf("rate %q, want %q", o.ActivationRate.Text, tc.rate)
+			}
+			var outcomes []string
+			for _, c := range o.Outcomes {
+				outcomes = append(outcomes, c.Name+"="+c.Text)
+			}
+			if !slices.Equal(outcomes, tc.outcomes) {
+				t.Errorf("outcomes %v, want %v", outcomes, tc.outcomes)
+			}
+			var types []row
+			for _, s := range o.ErrorTypes {
+				types = append(types, row{s.Name, s.Count.Text, s.Rate.Text})
+			}
+			if !slices.Equal(types, tc.types) {
+				t.Errorf("error types %v, want %v", types, tc.types)
+			}
+			var tenants []row
+			for _, s := range o.Tenants {
+				tenants = append(tenants, row{s.Name, s.Decisions.Text, s.Rate.Text})
+			}
+			if !slices.Equal(tenants, tc.tenants) {
+				t.Errorf("tenants %v, want %v", tenants, tc.tenants)
+			}
+		})
+	}
+}
+
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(body)
+}
+
+func TestRoutes(t *testing.T) {
+	f := newFixture(t)
+	_, srv := f.serve(t, Config{})
+	for _, tc := range []struct {
+		path, ctype string
+		status      int
+		contains    []string
+	}{
+		{"/", "text/html", 200, []string{`data-testid="activation-rate">33.3%<`, `data-testid="decisions-total">12<`,
+			`data-testid="dead-letters">1<`, `data-consumer="REIN_TURNS/detector"`, `href="/conversations/acme/conv-1"`}},
+		{"/api/overview", "application/json", 200, []string{`"activation_rate":{"value":0.333`, `"text":"33.3%"`}},
+		{"/conversations/acme/conv-1", "text/html", 200, []string{`class="event planted-thought"`, `class="event step step-think injected"`,
+			`data-testid="conv-planted">1<`}},
+		{"/api/conversations/acme/conv-1", "application/json", 200, []string{`"kind":"planted-thought"`}},
+		{"/conversations/acme/nobody", "text/html", 404, []string{"conversation not found"}},
+		{"/api/conversations/acme/nobody", "application/json", 404, []string{"conversation not found"}},
+		{"/conversations/acme/bad%20id", "text/html", 400, []string{"invalid identifier"}},
+		{"/assets/dashboard.js", "text/javascript", 200, []string{"/api/overview"}},
+		{"/assets/dashboard.css", "text/css", 200, []string{".planted-thought"}},
+		{"/no-such-page", "text/plain", 404, nil},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			res, body := get(t, srv.URL+tc.path)
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, tc.status, body)
+			}
+			if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, tc.ctype) {
+				t.Errorf("content type %q, want %q", ct, tc.ctype)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(body, s) {
+					t.Errorf("body lacks %q:\n%s", s, body)
+				}
+			}
+		})
+	}
+}
+
+// The pages reference nothing outside rein's own port, and the CSP header
+// forbids it, so the dashboard works offline.
+func TestNoExternalResources(t *testing.T) {
+	f := newFixture(t)
+	_, srv := f.serve(t, Config{})
+	ref := regexp.MustCompile(`(?i)\b(?:src|href|action)\s*=\s*"([^"]*)"`)
+	for _, path := range []string{"/", "/conversations/acme/conv-1"} {
+		res, body := get(t, srv.URL+path)
+		csp := res.Header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("%s: CSP %q", path, csp)
+		}
+		refs := ref.FindAllStringSubmatch(body, -1)
+		if len(refs) == 0 {
+			t.Fatalf("%s: no references found; the pattern is wrong", path)
+		}
+		for _, m := range refs {
+			if u := m[1]; !strings.HasPrefix(u, "/") || strings.HasPrefix(u, "//") {
+				t.Errorf("%s: external or relative reference %q", path, u)
+			}
+		}
+		if strings.Contains(body, "http://") || strings.Contains(body, "https://") {
+			t.Errorf("%s: page mentions an absolute URL", path)
+		}
+	}
+}
+
+// User text is escaped: the hostile turn shows as text, never as markup.
+func TestConversationEscapesUserText(t *testing.T) {
+	f := newFixture(t)
+	_, srv := f.serve(t, Config{})
+	_, body := get(t, srv.URL+"/conversations/acme/conv-1")
+	if strings.Contains(body, "<script>document") || strings.Contains(body, "<img src=x") {
+		t.Fatalf("user text rendered as markup:\n%s", body)
+	}
+	if !strings.Contains(body, "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;") {
+		t.Fatalf("escaped user text missing:\n%s", body)
+	}
+}
+
+func TestConversationTimeline(t *testing.T) {
+	f := newFixture(t)
+	d, _ := f.serve(t, Config{})
+	c, err := d.Conversation(context.Background(), tenant, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range c.Events {
+		k := e.Kind
+		if e.Kind == "step" {
+			k = e.Label
+		}
+		got = append(got, k)
+	}
+	// Turn 2's detection was published before its user turn; within a turn
+	// events follow their time, so it still comes out in publish order.
+	want := []string{
+		"user-turn", "detection", "task", "step 0: reply", "agent-turn",
+		"detection", "user-turn", "planted-thought",
+		"step 0: think think (injected)", "step 1: tool_result think (injected)",
+		"step 2: tool_call transfer_to_human_agents", "step 3: tool_result transfer_to_human_agents",
+		"escalation", "agent-turn",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("timeline\n got %q\nwant %q", got, want)
+	}
+	if c.Turns != 2 || c.Activations != 1 || c.Planted != 1 || !c.Escalated {
+		t.Fatalf("summary %+v", c)
+	}
+	if _, err := d.Conversation(context.Background(), tenant, "conv-404"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing conversation: %v", err)
+	}
+}
+
+func TestConversationEventLimit(t *testing.T) {
+	f := newFixture(t)
+	d, _ := f.serve(t, Config{MaxConversationEvents: 2})
+	c, err := d.Conversation(context.Background(), tenant, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Truncated, []string{"REIN_STEPS", "REIN_TURNS"}) {
+		t.Fatalf("truncated %v", c.Truncated)
+	}
+}
+
+func TestRecentOutcomes(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		n     int
+		kinds []string
+	}{{0, nil}, {1, []string{"report"}}, {20, []string{"report", "escalation"}}} {
+		d, _ := f.serve(t, Config{RecentOutcomes: tc.n, CacheTTL: -1})
+		if tc.n == 0 {
+			d.cfg.RecentOutcomes = 0 // WithDefaults turns 0 into 20
+		}
+		o := d.Overview(context.Background())
+		var kinds []string
+		for _, r := range o.Recent {
+			kinds = append(kinds, r.Kind)
+		}
+		if !slices.Equal(kinds, tc.kinds) || len(o.Problems) > 0 {
+			t.Errorf("n=%d: kinds %v (problems %v), want %v", tc.n, kinds, o.Problems, tc.kinds)
+		}
+	}
+}
+
+// Without a JetStream collector in the registry, lag and dead letters come
+// from JetStream itself.
+func TestJetStreamFallback(t *testing.T) {
+	f := newFixture(t)
+	reg := prometheus.NewRegistry()
+	d, err := New(Config{}, Deps{JS: f.js.JS, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := d.Overview(context.Background())
+	if len(o.Problems) > 0 {
+		t.Fatalf("problems %v", o.Problems)
+	}
+	if o.DeadLetters.Text != "1" {
+		t.Errorf("dead letters %q, want 1", o.DeadLetters.Text)
+	}
+	i := slices.IndexFunc(o.Consumers, func(c Consumer) bool { return c.Key() == "REIN_TURNS/detector" })
+	if i < 0 || o.Consumers[i].Pending.Text != "3" || o.Consumers[i].AckPending.Text != "0" {
+		t.Fatalf("consumers %+v", o.Consumers)
+	}
+}
+
+func TestOverviewJSONShape(t *testing.T) {
+	f := newFixture(t)
+	_, srv := f.serve(t, Config{})
+	_, body := get(t, srv.URL+"/api/overview")
+	var o Overview
+	if err := json.Unmarshal([]byte(body), &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Decisions.Value != 12 || o.Activated.Value != 4 || len(o.Recent) != 2 || o.Recent[0].URL != "/conversations/acme/conv-2" {
+		t.Fatalf("overview %+v", o)
+	}
+}

@@ -1,0 +1,278 @@
+package dashboard
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/streams"
+)
+
+// Overview is what the overview page shows and /api/overview returns.
+// Every number comes with the text the page displays, formatted once here,
+// so the server-rendered page and the script's updates agree.
+type Overview struct {
+	GeneratedAt time.Time `json:"generated_at"`
+	UpdatedText string    `json:"updated_text"`
+
+	Decisions      Count    `json:"decisions"`
+	Activated      Count    `json:"activated"`
+	ActivationRate Rate     `json:"activation_rate"`
+	Outcomes       []Count  `json:"outcomes"`    // decisions by outcome
+	ErrorTypes     []Share  `json:"error_types"` // activations per error type
+	Tenants        []Tenant `json:"tenants"`
+
+	Consumers   []Consumer `json:"consumers"`
+	DeadLetters Count      `json:"dead_letters"`
+
+	Recent []Outcome `json:"recent"` // newest first
+
+	// Problems lists what could not be read (the rest is still shown).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Count is one number and its display text.
+type Count struct {
+	Name  string  `json:"name,omitempty"`
+	Value float64 `json:"value"`
+	Text  string  `json:"text"`
+}
+
+// Rate is a ratio (nil when its denominator is zero) and its display text.
+type Rate struct {
+	Value *float64 `json:"value"`
+	Text  string   `json:"text"`
+}
+
+// Share is a count with its rate against all decisions.
+type Share struct {
+	Name  string `json:"name"`
+	Count Count  `json:"count"`
+	Rate  Rate   `json:"rate"`
+}
+
+// Tenant is one tenant's decisions, activations and activation rate.
+type Tenant struct {
+	Name      string `json:"name"`
+	Decisions Count  `json:"decisions"`
+	Activated Count  `json:"activated"`
+	Rate      Rate   `json:"rate"`
+}
+
+// Consumer is one durable consumer's lag.
+type Consumer struct {
+	Stream        string `json:"stream"`
+	Name          string `json:"name"`
+	Pending       Count  `json:"pending"`
+	AckPending    Count  `json:"ack_pending"`
+	MaxAckPending Count  `json:"max_ack_pending"`
+	// Stalled is true when ack-pending sits at its limit.
+	Stalled bool `json:"stalled"`
+}
+
+// Key is the consumer's data-consumer attribute: <stream>/<name>.
+func (c Consumer) Key() string { return c.Stream + "/" + c.Name }
+
+// Outcome is one escalation or report.
+type Outcome struct {
+	Kind         string    `json:"kind"` // escalation or report
+	ID           string    `json:"id"`
+	Time         time.Time `json:"time"`
+	TimeText     string    `json:"time_text"`
+	Tenant       string    `json:"tenant"`
+	Conversation string    `json:"conversation"`
+	Turn         int       `json:"turn"`
+	ErrorType    string    `json:"error_type,omitempty"`
+	Reason       string    `json:"reason,omitempty"`
+	Text         string    `json:"text"`
+	URL          string    `json:"url"`
+}
+
+// Decision outcomes in display order; others follow alphabetically.
+var outcomeOrder = []string{"activated", "clear", "failed"}
+
+func count(name string, v float64) Count {
+	return Count{Name: name, Value: v, Text: strconv.FormatFloat(v, 'f', -1, 64)}
+}
+
+func rate(num, den float64) Rate {
+	if den <= 0 {
+		return Rate{Text: "n/a"}
+	}
+	r := num / den
+	return Rate{Value: &r, Text: fmt.Sprintf("%.1f%%", r*100)}
+}
+
+func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+// metricsView is what the overview takes from the gatherer.
+type metricsView struct {
+	decisions   map[[2]string]float64 // tenant, outcome
+	activations map[[2]string]float64 // tenant, error_type
+	consumers   map[[2]string]*Consumer
+	dlq         float64
+	hasJSState  bool // the gatherer carries JetStream stream/consumer state
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+// readMetrics gathers the registry once and keeps the families it shows.
+func readMetrics(g prometheus.Gatherer) (metricsView, error) {
+	v := metricsView{
+		decisions:   map[[2]string]float64{},
+		activations: map[[2]string]float64{},
+		consumers:   map[[2]string]*Consumer{},
+	}
+	mfs, err := g.Gather()
+	// Gather returns what it could alongside an error; use both.
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			l, val := labels(m), value(m)
+			switch mf.GetName() {
+			case telemetry.MDetectorDecisions:
+				v.decisions[[2]string{l["tenant"], l["outcome"]}] += val
+			case telemetry.MDetectorActivations:
+				v.activations[[2]string{l["tenant"], l["error_type"]}] += val
+			case telemetry.MStreamMessages:
+				v.hasJSState = true
+				if l["stream"] == streams.StreamDLQ {
+					v.dlq = val
+				}
+			case telemetry.MConsumerPending, telemetry.MConsumerAckPending, telemetry.MConsumerMaxAckPend:
+				v.hasJSState = true
+				k := [2]string{l["stream"], l["consumer"]}
+				c := v.consumers[k]
+				if c == nil {
+					c = &Consumer{Stream: k[0], Name: k[1]}
+					v.consumers[k] = c
+				}
+				switch mf.GetName() {
+				case telemetry.MConsumerPending:
+					c.Pending = count("", val)
+				case telemetry.MConsumerAckPending:
+					c.AckPending = count("", val)
+				default:
+					c.MaxAckPending = count("", val)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return v, fmt.Errorf("gather metrics: %w", err)
+	}
+	return v, nil
+}
+
+// fill computes the overview's numbers from the metrics view.
+func (v metricsView) fill(o *Overview) {
+	byOutcome := map[string]float64{}
+	byTenant := map[string]*Tenant{}
+	tenant := func(name string) *Tenant {
+		t := byTenant[name]
+		if t == nil {
+			t = &Tenant{Name: name}
+			byTenant[name] = t
+		}
+		return t
+	}
+	var total, activated float64
+	for k, n := range v.decisions {
+		byOutcome[k[1]] += n
+		total += n
+		t := tenant(k[0])
+		t.Decisions.Value += n
+		if k[1] == "activated" {
+			activated += n
+			t.Activated.Value += n
+		}
+	}
+	o.Decisions = count("decisions", total)
+	o.Activated = count("activated", activated)
+	o.ActivationRate = rate(activated, total)
+
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range byOutcome {
+			if !slices.Contains(outcomeOrder, k) && !yield(k) {
+				return
+			}
+		}
+	})
+	o.Outcomes = nil
+	for _, name := range append(slices.Clone(outcomeOrder), names...) {
+		o.Outcomes = append(o.Outcomes, count(name, byOutcome[name]))
+	}
+
+	byType := map[string]float64{}
+	for k, n := range v.activations {
+		byType[k[1]] += n
+	}
+	o.ErrorTypes = nil
+	for name, n := range byType {
+		o.ErrorTypes = append(o.ErrorTypes, Share{Name: name, Count: count(name, n), Rate: rate(n, total)})
+	}
+	slices.SortFunc(o.ErrorTypes, func(a, b Share) int {
+		return cmp.Or(cmp.Compare(b.Count.Value, a.Count.Value), cmp.Compare(a.Name, b.Name))
+	})
+
+	o.Tenants = nil
+	for _, t := range byTenant {
+		t.Rate = rate(t.Activated.Value, t.Decisions.Value)
+		t.Decisions = count("", t.Decisions.Value)
+		t.Activated = count("", t.Activated.Value)
+		o.Tenants = append(o.Tenants, *t)
+	}
+	slices.SortFunc(o.Tenants, func(a, b Tenant) int {
+		return cmp.Or(cmp.Compare(b.Decisions.Value, a.Decisions.Value), cmp.Compare(a.Name, b.Name))
+	})
+
+	if v.hasJSState {
+		o.DeadLetters = count("dead_letters", v.dlq)
+		o.Consumers = nil
+		for _, c := range v.consumers {
+			o.Consumers = append(o.Consumers, *c)
+		}
+		sortConsumers(o.Consumers)
+	}
+}
+
+// sortConsumers orders consumers by stream (pipeline order) then name, and
+// marks stalled ones.
+func sortConsumers(cs []Consumer) {
+	for i := range cs {
+		c := &cs[i]
+		c.Stalled = c.MaxAckPending.Value > 0 && c.AckPending.Value >= c.MaxAckPending.Value
+	}
+	pos := func(s string) int {
+		if i := slices.Index(streams.StreamNames, s); i >= 0 {
+			return i
+		}
+		return len(streams.StreamNames)
+	}
+	slices.SortFunc(cs, func(a, b Consumer) int {
+		return cmp.Or(cmp.Compare(pos(a.Stream), pos(b.Stream)), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Name, b.Name))
+	})
+}
