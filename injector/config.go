@@ -1,0 +1,97 @@
+package injector
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// DefaultRecoveryTools maps the default taxonomy's error types to their
+// recovery tools. A detection that names its recovery tool overrides it.
+var DefaultRecoveryTools = map[string]string{
+	"anaphora":                schemas.ToolAmbiguityReport,
+	"multiple_interpretation": schemas.ToolAmbiguityReport,
+	"contradiction":           schemas.ToolAmbiguityReport,
+	"unsupported_action":      schemas.ToolTransfer,
+	"unsupported_parameter":   schemas.ToolTransfer,
+	"unsupported_domain":      schemas.ToolTransfer,
+}
+
+// Config configures the injector stage.
+type Config struct {
+	// Workers is the number of conversations handled in parallel (default 32).
+	Workers int
+	// Sidecar starts the request/reply responder on
+	// rein.inception.get.<tenant>.<conv>.<turn> beside the consumer.
+	Sidecar bool
+	// SidecarWait is how long a sidecar request waits for a detection that
+	// has not arrived yet before answering status "timeout" (default 2s).
+	SidecarWait time.Duration
+	// QueueGroup is the NATS queue group of the responder, so that several
+	// replicas share the requests (default "rein-injector").
+	QueueGroup string
+	// SidecarMaxInflight bounds requests waiting at once; past it a request
+	// is answered status "busy" at once (default 4096).
+	SidecarMaxInflight int
+	// RecoveryTools maps an error type to its recovery tool when a detection
+	// does not name one (default DefaultRecoveryTools; entries given here
+	// are added to the defaults).
+	RecoveryTools map[string]string
+}
+
+func (c *Config) defaults() {
+	if c.Workers == 0 {
+		c.Workers = 32
+	}
+	if c.SidecarWait == 0 {
+		c.SidecarWait = 2 * time.Second
+	}
+	if c.QueueGroup == "" {
+		c.QueueGroup = "rein-injector"
+	}
+	if c.SidecarMaxInflight == 0 {
+		c.SidecarMaxInflight = 4096
+	}
+	tools := make(map[string]string, len(DefaultRecoveryTools)+len(c.RecoveryTools))
+	for k, v := range DefaultRecoveryTools {
+		tools[k] = v
+	}
+	for k, v := range c.RecoveryTools {
+		tools[k] = v
+	}
+	c.RecoveryTools = tools
+}
+
+// Validate checks the configuration after defaults are applied.
+func (c Config) Validate() error {
+	c.defaults()
+	switch {
+	case c.Workers < 1 || c.Workers > 4096:
+		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
+	case c.SidecarWait < 0 || c.SidecarWait > time.Minute:
+		return fmt.Errorf("%w: sidecar wait %s must be 0..1m", ErrInvalidConfig, c.SidecarWait)
+	case c.SidecarMaxInflight < 1:
+		return fmt.Errorf("%w: sidecar max inflight must be at least 1", ErrInvalidConfig)
+	}
+	for et, tool := range c.RecoveryTools {
+		if et == "" || tool == "" {
+			return fmt.Errorf("%w: recovery tool map has an empty error type or tool (%q: %q)", ErrInvalidConfig, et, tool)
+		}
+	}
+	return nil
+}
+
+// Deps are the injector's collaborators. The sidecar responder uses the
+// JetStream context's NATS connection.
+type Deps struct {
+	JS         jetstream.JetStream
+	Publisher  *streams.Publisher
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}

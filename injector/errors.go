@@ -1,0 +1,12 @@
+package injector
+
+import "errors"
+
+// Sentinel errors of the injector package. Callers test them with errors.Is.
+var (
+	// ErrInvalidConfig is returned by New for an unusable configuration.
+	ErrInvalidConfig = errors.New("invalid injector config")
+	// ErrBadRequest marks a sidecar request whose subject does not name a
+	// valid tenant, conversation and turn.
+	ErrBadRequest = errors.New("bad inception request")
+)

@@ -1,0 +1,236 @@
+package injector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// Sidecar answer statuses.
+const (
+	StatusReady   = "ready"   // the detection activated: the block is in Inception
+	StatusNone    = "none"    // the detection said no (or failed): plant nothing
+	StatusTimeout = "timeout" // no detection arrived within the budget: plant nothing
+	StatusBusy    = "busy"    // too many requests waiting: plant nothing, or ask again
+	StatusInvalid = "invalid" // the subject does not name a tenant, conversation and turn
+)
+
+// Answer is the JSON reply to a sidecar request on
+// rein.inception.get.<tenant>.<conv>.<turn>.
+type Answer struct {
+	Status      string             `json:"status"`
+	Inception   *schemas.Inception `json:"inception"`
+	DetectionID string             `json:"detection_id,omitempty"`
+	Turn        int                `json:"turn"`
+	Error       string             `json:"error,omitempty"`
+}
+
+// ParseInceptionSubject splits rein.inception.get.<tenant>.<conv>.<turn>.
+func ParseInceptionSubject(subject string) (tenant, conv string, turn int, err error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 6 || streams.InceptionSubject(parts[3], parts[4], parts[5]) != subject {
+		return "", "", 0, fmt.Errorf("%w: subject %q is not rein.inception.get.<tenant>.<conversation>.<turn>", ErrBadRequest, subject)
+	}
+	if err := schemas.CheckIDs(parts[3], parts[4]); err != nil {
+		return "", "", 0, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	n, err := strconv.Atoi(parts[5])
+	if err != nil || n < 0 {
+		return "", "", 0, fmt.Errorf("%w: turn %q is not a non-negative integer", ErrBadRequest, parts[5])
+	}
+	return parts[3], parts[4], n, nil
+}
+
+// responder answers sidecar requests in a queue group.
+type responder struct {
+	s      *Stage
+	nc     *nats.Conn
+	stream jetstream.Stream
+	sub    *nats.Subscription
+	sem    chan struct{}
+	wg     sync.WaitGroup
+}
+
+func (s *Stage) startResponder(ctx context.Context) (*responder, error) {
+	nc := s.deps.JS.Conn()
+	if nc == nil {
+		return nil, fmt.Errorf("%w: the sidecar responder needs a NATS connection", ErrInvalidConfig)
+	}
+	st, err := s.deps.JS.Stream(ctx, streams.StreamDetections)
+	if err != nil {
+		return nil, fmt.Errorf("injector: stream %s: %w", streams.StreamDetections, err)
+	}
+	r := &responder{s: s, nc: nc, stream: st, sem: make(chan struct{}, s.cfg.SidecarMaxInflight)}
+	rctx := context.WithoutCancel(ctx) // in-flight answers finish within their budget
+	r.sub, err = nc.QueueSubscribe(streams.InceptionAll, s.cfg.QueueGroup, func(m *nats.Msg) {
+		if m.Reply == "" {
+			return
+		}
+		select {
+		case r.sem <- struct{}{}:
+		default:
+			r.respond(m, Answer{Status: StatusBusy})
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer func() { <-r.sem; r.wg.Done() }()
+			r.respond(m, r.answer(rctx, m.Subject))
+		}()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("injector: subscribe %s: %w", streams.InceptionAll, err)
+	}
+	s.deps.Logger.Info("sidecar responder started", "subject", streams.InceptionAll, "queue", s.cfg.QueueGroup, "wait", s.cfg.SidecarWait)
+	return r, nil
+}
+
+// stop stops taking requests and waits for the ones in flight.
+func (r *responder) stop() error {
+	err := r.sub.Unsubscribe()
+	r.wg.Wait()
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		return fmt.Errorf("injector: unsubscribe: %w", err)
+	}
+	return nil
+}
+
+func (r *responder) respond(m *nats.Msg, a Answer) {
+	body, _ := json.Marshal(a)
+	if err := m.Respond(body); err != nil {
+		r.s.deps.Logger.Debug("sidecar respond", "subject", m.Subject, "err", err)
+	}
+}
+
+// answer finds the detection of the requested turn, waiting up to the
+// budget for one still on its way.
+func (r *responder) answer(ctx context.Context, subject string) Answer {
+	tenant, conv, turn, err := ParseInceptionSubject(subject)
+	if err != nil {
+		return Answer{Status: StatusInvalid, Error: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.s.cfg.SidecarWait)
+	defer cancel()
+	// Watch the conversation's detection subject before looking, so a
+	// detection stored between the lookup and the wait is not missed.
+	live := make(chan *nats.Msg, 64)
+	sub, err := r.nc.ChanSubscribe(streams.DetectionSubject(tenant, conv), live)
+	if err != nil {
+		return Answer{Status: StatusTimeout, Turn: turn, Error: fmt.Sprintf("watch detections: %v", err)}
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if a, ok := r.lookup(ctx, tenant, conv, turn); ok {
+		return a
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return Answer{Status: StatusTimeout, Turn: turn}
+		case m := <-live:
+			d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
+			if err != nil {
+				continue
+			}
+			if a, ok := r.s.answerFor(d, turn); ok {
+				return a
+			}
+		}
+	}
+}
+
+// lookup reads the stored detection of the turn: the conversation's last
+// detection by direct get, or, for an earlier turn, a scan of the
+// conversation's detections.
+func (r *responder) lookup(ctx context.Context, tenant, conv string, turn int) (Answer, bool) {
+	subj := streams.DetectionSubject(tenant, conv)
+	raw, err := r.stream.GetLastMsgForSubject(ctx, subj)
+	if err != nil {
+		return Answer{}, false
+	}
+	d, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil {
+		return Answer{}, false
+	}
+	if a, ok := r.s.answerFor(d, turn); ok {
+		return a, true
+	}
+	if detectionTurn(d) < turn {
+		return Answer{}, false // not there yet: wait for it
+	}
+	var found Answer
+	var ok bool
+	errStop := errors.New("found")
+	_ = streams.ReadStream(ctx, r.s.deps.JS, streams.StreamDetections, streams.ReadOptions{Filters: []string{subj}, StopSeq: raw.Sequence},
+		func(m streams.Raw) error {
+			if m.Decoded == nil {
+				return nil
+			}
+			if found, ok = r.s.answerFor(*m.Decoded, turn); ok {
+				return errStop
+			}
+			return nil
+		})
+	return found, ok
+}
+
+func detectionTurn(d streams.Decoded) int {
+	var det schemas.Detection
+	if err := json.Unmarshal(d.Event.Data(), &det); err == nil && det.Turn != 0 {
+		return det.Turn
+	}
+	return d.Meta.Turn
+}
+
+// answerFor answers from a detection event when it is the requested turn's.
+func (s *Stage) answerFor(d streams.Decoded, turn int) (Answer, bool) {
+	if d.Event.Type() != schemas.TypeDetection {
+		return Answer{}, false
+	}
+	var det schemas.Detection
+	if err := json.Unmarshal(d.Event.Data(), &det); err != nil {
+		return Answer{}, false
+	}
+	t := det.Turn
+	if t == 0 {
+		t = d.Meta.Turn
+	}
+	if t != turn {
+		return Answer{}, false
+	}
+	a := Answer{Status: StatusNone, DetectionID: d.Event.ID(), Turn: turn, Inception: Inception(det, s.cfg.RecoveryTools)}
+	if a.Inception != nil {
+		a.Status = StatusReady
+	}
+	return a, true
+}
+
+// Ask is the client side of the sidecar protocol: it requests the inception
+// block of one turn and decodes the answer. wait bounds the request and
+// should exceed the responder's budget.
+func Ask(ctx context.Context, nc *nats.Conn, tenant, conv string, turn int, wait time.Duration) (Answer, error) {
+	if err := schemas.CheckIDs(tenant, conv); err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	m, err := nc.RequestWithContext(ctx, streams.InceptionSubject(tenant, conv, strconv.Itoa(turn)), nil)
+	if err != nil {
+		return Answer{}, fmt.Errorf("inception request: %w", err)
+	}
+	var a Answer
+	if err := json.Unmarshal(m.Data, &a); err != nil {
+		return Answer{}, fmt.Errorf("inception answer: %w", err)
+	}
+	return a, nil
+}

@@ -1,0 +1,248 @@
+package injector_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ptest "github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/reinception/rein/injector"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+const tenant = "acme"
+
+func startStage(t *testing.T, h *rtest.JS, cfg injector.Config, reg prometheus.Registerer) func() {
+	t.Helper()
+	st, err := injector.New(cfg, injector.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	if cfg.Sidecar {
+		rtest.CheckFor(t, 5*time.Second, "sidecar responder up", func() bool {
+			_, err := h.Conn.Request(streams.InceptionSubject(tenant, "probe", "x"), nil, time.Second)
+			return err == nil
+		})
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("stage: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// publishDetection stores a detection as the detector would, with an
+// optional id suffix to store a second copy.
+func publishDetection(t *testing.T, h *rtest.JS, conv string, det schemas.Detection, suffix string) {
+	t.Helper()
+	if det.Module == "" {
+		det.Module = "rules"
+	}
+	if det.TaxonomyVersion == "" {
+		det.TaxonomyVersion = "test-1"
+	}
+	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", tenant, conv, det.Turn)+suffix, "",
+		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: det.Turn}, det)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tasks reads REIN_TASKS by event id.
+func tasks(t *testing.T, h *rtest.JS) map[string]schemas.Task {
+	t.Helper()
+	out := map[string]schemas.Task{}
+	err := streams.ReadStream(context.Background(), h.JS, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
+		if r.Decoded == nil {
+			t.Fatalf("undecodable task at %d", r.Sequence)
+		}
+		var task schemas.Task
+		if err := json.Unmarshal(r.Decoded.Event.Data(), &task); err != nil {
+			return err
+		}
+		if _, dup := out[r.Decoded.Event.ID()]; dup {
+			t.Errorf("task %s stored twice", r.Decoded.Event.ID())
+		}
+		out[r.Decoded.Event.ID()] = task
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestStagePublishesOneTaskPerDetection(t *testing.T) {
+	cases := []struct {
+		name string
+		det  schemas.Detection
+		want *schemas.Inception
+	}{
+		{"activated", schemas.Detection{Turn: 1, UserText: "cancel that one", Rein: true, ErrorType: "anaphora", Category: "ambiguous",
+			RecoveryTool: "ambiguity_report", Reasoning: "It is unclear which booking; report it, then ask."},
+			&schemas.Inception{Thought: "It is unclear which booking; report it, then ask.", ErrorType: "anaphora", RecoveryTool: "ambiguity_report"}},
+		{"tool from taxonomy defaults", schemas.Detection{Turn: 1, UserText: "book me a hotel", Rein: true, ErrorType: "unsupported_domain",
+			Category: "unsupported", Reasoning: "Hotels are out of scope; transfer."},
+			&schemas.Inception{Thought: "Hotels are out of scope; transfer.", ErrorType: "unsupported_domain", RecoveryTool: "transfer_to_human_agents"}},
+		{"tool from category", schemas.Detection{Turn: 1, UserText: "x", Rein: true, ErrorType: "custom_gap", Category: "unsupported", Reasoning: "r"},
+			&schemas.Inception{Thought: "r", ErrorType: "custom_gap", RecoveryTool: "transfer_to_human_agents"}},
+		{"clear", schemas.Detection{Turn: 1, UserText: "hello"}, nil},
+		{"failed", schemas.Detection{Turn: 1, UserText: "hello", Failed: true, FailReason: "inception deadline exceeded"}, nil},
+	}
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	startStage(t, h, injector.Config{}, reg)
+	convOf := func(i int) string { return "c" + string(rune('a'+i)) }
+	for i, tc := range cases {
+		publishDetection(t, h, convOf(i), tc.det, "")
+	}
+	rtest.CheckFor(t, 10*time.Second, "one task per detection", func() bool { return len(tasks(t, h)) == len(cases) })
+	got := tasks(t, h)
+	wantInjections := 0
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := schemas.EventID("task", tenant, convOf(i), 1)
+			task, ok := got[id]
+			if !ok {
+				t.Fatalf("no task %s", id)
+			}
+			if task.Turn != 1 || task.UserText != tc.det.UserText || task.DetectionID != schemas.EventID("detection", tenant, convOf(i), 1) {
+				t.Errorf("task = %+v", task)
+			}
+			switch {
+			case tc.want == nil && task.Inception != nil:
+				t.Errorf("want no inception, got %+v", task.Inception)
+			case tc.want != nil && (task.Inception == nil || *task.Inception != *tc.want):
+				t.Errorf("inception = %+v, want %+v", task.Inception, tc.want)
+			}
+		})
+		if tc.want != nil {
+			wantInjections++
+		}
+	}
+	if n := ptest.ToFloat64(sum(t, reg, "rein_injector_injections_total")); n != float64(wantInjections) {
+		t.Errorf("injections = %v, want %d", n, wantInjections)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Errorf("DLQ = %d", n)
+	}
+}
+
+func TestRedeliveredDetectionsProduceNoSecondTask(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	stop := startStage(t, h, injector.Config{}, nil)
+	det := schemas.Detection{Turn: 3, UserText: "cancel that one", Rein: true, ErrorType: "anaphora", Reasoning: "ask which"}
+	publishDetection(t, h, "r1", det, "")
+	rtest.CheckFor(t, 10*time.Second, "first task", func() bool { return len(tasks(t, h)) == 1 })
+
+	// A second copy of the detection (e.g. re-published by a restarted
+	// detector after the dedupe window) reaches the injector again.
+	publishDetection(t, h, "r1", det, "-again")
+	// And the whole stream is redelivered: the durable consumer is lost
+	// and a new stage instance reads every detection from the start.
+	stop()
+	if err := h.JS.DeleteConsumer(context.Background(), streams.StreamDetections, streams.DurableInjector); err != nil {
+		t.Fatal(err)
+	}
+	startStage(t, h, injector.Config{}, nil)
+	rtest.CheckFor(t, 10*time.Second, "injector consumed both copies", func() bool {
+		c, err := h.JS.Consumer(context.Background(), streams.StreamDetections, streams.DurableInjector)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= 2 && info.NumAckPending == 0
+	})
+	if n := h.StreamMsgs(t, streams.StreamTasks); n != 1 {
+		t.Errorf("tasks stored = %d, want 1", n)
+	}
+	if task := tasks(t, h)[schemas.EventID("task", tenant, "r1", 3)]; task.Inception == nil || task.Turn != 3 {
+		t.Errorf("task = %+v", task)
+	}
+}
+
+func sum(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				c.Add(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return c
+}
+
+func TestInceptionOnlyForActivatedDetections(t *testing.T) {
+	tools := injector.DefaultRecoveryTools
+	cases := []struct {
+		name string
+		det  schemas.Detection
+		want string // recovery tool, "" for no inception
+	}{
+		{"activated", schemas.Detection{Rein: true, ErrorType: "contradiction", Reasoning: "r"}, "ambiguity_report"},
+		{"named tool wins", schemas.Detection{Rein: true, ErrorType: "anaphora", RecoveryTool: "custom_tool", Reasoning: "r"}, "custom_tool"},
+		{"unknown type, ambiguous by default", schemas.Detection{Rein: true, ErrorType: "new_type", Reasoning: "r"}, "ambiguity_report"},
+		{"no reasoning", schemas.Detection{Rein: true, ErrorType: "anaphora"}, ""},
+		{"no error type", schemas.Detection{Rein: true, Reasoning: "r"}, ""},
+		{"failed", schemas.Detection{Rein: true, ErrorType: "anaphora", Reasoning: "r", Failed: true}, ""},
+		{"clear", schemas.Detection{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := injector.Inception(tc.det, tools)
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("want none, got %+v", got)
+			case tc.want != "" && (got == nil || got.RecoveryTool != tc.want || got.Thought != tc.det.Reasoning):
+				t.Errorf("got %+v, want tool %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  injector.Config
+		ok   bool
+	}{
+		{"defaults", injector.Config{}, true},
+		{"too many workers", injector.Config{Workers: 5000}, false},
+		{"negative wait", injector.Config{SidecarWait: -time.Second}, false},
+		{"empty tool", injector.Config{RecoveryTools: map[string]string{"x": ""}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+				t.Errorf("Validate = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
