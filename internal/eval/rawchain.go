@@ -1,0 +1,200 @@
+package eval
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/streams"
+)
+
+// RawChainResult is the physical reference: what JetStream alone does on
+// this machine through three consume → publish → ack hops.
+type RawChainResult struct {
+	Msgs       int     `json:"msgs"`
+	PayloadB   int     `json:"payload_bytes"`
+	MsgsPerSec float64 `json:"msgs_per_s"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+}
+
+// RunRawChain starts a fresh embedded server with file storage in dir and
+// pushes n messages of payload bytes through streams A→B→C→D: each hop is a
+// durable pull consumer on its own TCP connection that publishes to the
+// next stream and acks its input once the downstream store is
+// acknowledged — the same at-least-once order rein's stages use.
+func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResult, error) {
+	payload = max(payload, 16)
+	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	conn := func() (*nats.Conn, jetstream.JetStream, error) {
+		nc, err := nats.Connect(srv.ClientURL())
+		if err != nil {
+			return nil, nil, err
+		}
+		js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
+		return nc, js, err
+	}
+	names := []string{"BENCH_A", "BENCH_B", "BENCH_C", "BENCH_D"}
+	nc0, js0, err := conn()
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	defer nc0.Close()
+	for _, s := range names {
+		if _, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: s, Subjects: []string{"bench." + s}, Storage: jetstream.FileStorage}); err != nil {
+			return RawChainResult{}, fmt.Errorf("raw chain: %w", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stops []func()
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+	}()
+	for hop := 0; hop < 3; hop++ {
+		stop, err := startHop(ctx, conn, names[hop], "bench."+names[hop+1])
+		if err != nil {
+			return RawChainResult{}, err
+		}
+		stops = append(stops, stop)
+	}
+	// The end: record arrival latency.
+	ncEnd, jsEnd, err := conn()
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	defer ncEnd.Close()
+	endCons, err := jsEnd.CreateOrUpdateConsumer(ctx, names[3], jetstream.ConsumerConfig{Durable: "end", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 10000})
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	lat := make([]time.Duration, 0, n)
+	var got atomic.Int64
+	var lastArrival atomic.Int64
+	var mu sync.Mutex
+	allIn := make(chan struct{})
+	base := time.Now()
+	cc, err := endCons.Consume(func(m jetstream.Msg) {
+		sent := time.Duration(binary.LittleEndian.Uint64(m.Data()[:8]))
+		now := time.Since(base)
+		mu.Lock()
+		lat = append(lat, now-sent)
+		mu.Unlock()
+		_ = m.Ack()
+		lastArrival.Store(int64(now))
+		if got.Add(1) == int64(n) {
+			close(allIn)
+		}
+	}, jetstream.PullMaxMessages(500))
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	defer cc.Stop()
+
+	ncPub, jsPub, err := conn()
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	defer ncPub.Close()
+	start := time.Since(base)
+	buf := make([]byte, payload)
+	for i := range buf[16:] {
+		buf[16+i] = 'a' + byte(i%26)
+	}
+	for i := 0; i < n; i++ {
+		b := make([]byte, payload)
+		copy(b, buf)
+		binary.LittleEndian.PutUint64(b[:8], uint64(time.Since(base)))
+		for {
+			_, err := jsPub.PublishAsync("bench."+names[0], b)
+			if err == nil {
+				break
+			}
+			select {
+			case <-jsPub.PublishAsyncComplete():
+			case <-ctx.Done():
+				return RawChainResult{}, ctx.Err()
+			}
+		}
+	}
+	select {
+	case <-allIn:
+	case <-ctx.Done():
+		return RawChainResult{}, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		return RawChainResult{}, fmt.Errorf("raw chain: only %d of %d messages arrived", got.Load(), n)
+	}
+	elapsed := time.Duration(lastArrival.Load()) - start
+	mu.Lock()
+	defer mu.Unlock()
+	return RawChainResult{Msgs: n, PayloadB: payload, MsgsPerSec: float64(n) / elapsed.Seconds(),
+		P50Ms: Ms(Percentile(lat, 50)), P99Ms: Ms(Percentile(lat, 99))}, nil
+}
+
+// startHop consumes from stream and publishes each message to next,
+// acking the input once the output is stored.
+func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream, error), stream, next string) (func(), error) {
+	nc, js, err := conn()
+	if err != nil {
+		return nil, err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "hop", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 10000})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	type pending struct {
+		f jetstream.PubAckFuture
+		m jetstream.Msg
+	}
+	acks := make(chan pending, 10000)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for p := range acks {
+			select {
+			case <-p.f.Ok():
+				_ = p.m.Ack()
+			case <-p.f.Err():
+				_ = p.m.Nak()
+			}
+		}
+	}()
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		for {
+			f, err := js.PublishAsync(next, m.Data())
+			if err == nil {
+				acks <- pending{f, m}
+				return
+			}
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}, jetstream.PullMaxMessages(500))
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return func() {
+		cc.Stop()
+		<-cc.Closed()
+		close(acks)
+		<-done
+		nc.Close()
+	}, nil
+}
