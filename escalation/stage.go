@@ -1,0 +1,195 @@
+package escalation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// StageConfig configures the escalation stage.
+type StageConfig struct {
+	Sinks SinksConfig
+	// Workers is the number of conversations delivered in parallel (default 16).
+	Workers int
+}
+
+// Validate checks the sink configuration.
+func (c StageConfig) Validate() error {
+	if c.Workers < 0 {
+		return fmt.Errorf("%w: workers must not be negative", ErrInvalidConfig)
+	}
+	return c.Sinks.Validate()
+}
+
+// StageDeps are the stage's collaborators.
+type StageDeps struct {
+	JS         jetstream.JetStream
+	Publisher  *streams.Publisher
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Stage consumes escalations and reports from REIN_OUTCOMES and delivers
+// each to every configured sink. A sink that already took an event is not
+// given it again when another sink's failure makes the event retry.
+type Stage struct {
+	cfg     StageConfig
+	deps    StageDeps
+	metrics *Metrics
+	sinks   []Sink
+
+	mu        sync.Mutex
+	delivered map[string]map[string]bool // event id → sinks done, while retrying
+}
+
+// NewStage builds the stage and its sinks.
+func NewStage(cfg StageConfig, deps StageDeps) (*Stage, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.JS == nil || deps.Publisher == nil {
+		return nil, fmt.Errorf("%w: the escalation stage needs JetStream and a publisher", ErrInvalidConfig)
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 16
+	}
+	m, err := NewMetrics(deps.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stage{cfg: cfg, deps: deps, metrics: m, delivered: map[string]map[string]bool{}}
+	s.sinks, err = BuildSinks(cfg.Sinks, SinkDeps{JetStream: deps.JS, Logger: deps.Logger, Metrics: m,
+		Transcript: s.transcript})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run consumes until ctx is cancelled, then closes (flushes) the sinks.
+func (s *Stage) Run(ctx context.Context) error {
+	defer func() {
+		for _, sk := range s.sinks {
+			if err := sk.Close(); err != nil {
+				s.deps.Logger.Warn("closing sink", "sink", sk.Name(), "err", err)
+			}
+		}
+	}()
+	c, err := streams.NewConsumer(streams.ConsumerConfig{
+		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
+		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, Workers: s.cfg.Workers,
+		AckWait: 2 * time.Minute, // webhook retries can take a while; heartbeats keep it owned
+	}, streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
+	switch d.Event.Type() {
+	case schemas.TypeEscalation:
+		var e schemas.Escalation
+		if err := schemas.Decode(d.Event, &e); err != nil {
+			return streams.Permanent(err)
+		}
+		if err := s.deliver(ctx, d); err != nil {
+			return err
+		}
+		s.metrics.ObserveEscalation(e.Reason, e.ErrorType)
+	case schemas.TypeReport:
+		var r schemas.Report
+		if err := schemas.Decode(d.Event, &r); err != nil {
+			return streams.Permanent(err)
+		}
+		if err := s.deliver(ctx, d); err != nil {
+			return err
+		}
+		s.metrics.ObserveReport(r.ErrorType)
+	default:
+		return streams.Permanent(fmt.Errorf("escalation: unexpected event type %q", d.Event.Type()))
+	}
+	return nil
+}
+
+// deliver hands the event to every sink that has not taken it yet. A final
+// sink failure dead-letters the event (after the other sinks have it).
+func (s *Stage) deliver(ctx context.Context, d streams.Decoded) error {
+	id := d.Event.ID()
+	var transient, final error
+	for _, sk := range s.sinks {
+		if s.done(id, sk.Name()) {
+			continue
+		}
+		if err := sk.Deliver(ctx, *d.Event); err != nil {
+			if errors.Is(err, ErrDeliveryFailed) {
+				final = err
+			} else {
+				transient = err
+			}
+			continue
+		}
+		s.markDone(id, sk.Name())
+	}
+	switch {
+	case transient != nil:
+		return fmt.Errorf("escalation: %w", transient)
+	case final != nil:
+		s.forget(id)
+		return streams.Permanent(final)
+	}
+	s.forget(id)
+	return nil
+}
+
+func (s *Stage) done(id, sink string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.delivered[id][sink]
+}
+
+func (s *Stage) markDone(id, sink string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.delivered[id] == nil {
+		s.delivered[id] = map[string]bool{}
+	}
+	s.delivered[id][sink] = true
+}
+
+func (s *Stage) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.delivered, id)
+}
+
+// transcript reads a conversation's surface dialogue from REIN_TURNS for
+// the handoff sink.
+func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]TranscriptLine, error) {
+	var out []TranscriptLine
+	err := streams.ReadStream(ctx, s.deps.JS, streams.StreamTurns, streams.ReadOptions{
+		Filters: []string{streams.ConversationTurns(tenant, conv)},
+	}, func(r streams.Raw) error {
+		if r.Decoded == nil {
+			return nil
+		}
+		var t schemas.Turn
+		if err := schemas.Decode(r.Decoded.Event, &t); err == nil {
+			out = append(out, TranscriptLine{Turn: t.Turn, Role: t.Role, Text: t.Text})
+		}
+		return nil
+	})
+	return out, err
+}

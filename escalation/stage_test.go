@@ -1,0 +1,110 @@
+package escalation_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reinception/rein/escalation"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// End to end on JetStream: a webhook receiver that fails its first two
+// attempts still gets each escalation and report exactly once in effect,
+// with a valid signature, and the JSONL audit file holds every event.
+func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	secret := []byte("s3cret")
+	t.Setenv("REIN_TEST_WEBHOOK_SECRET", string(secret))
+
+	var mu sync.Mutex
+	attempts := 0
+	accepted := map[string]int{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := escalation.VerifySignature(secret, r.Header.Get(escalation.SignatureHeader), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("bad signature: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if attempts <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var ev struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		accepted[ev.ID]++
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer recv.Close()
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+		{Type: "webhook", URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		{Type: "jsonl", Path: audit, SyncInterval: time.Millisecond},
+	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+
+	pub := streams.NewPublisher(h.JS, nil)
+	meta := schemas.Meta{Tenant: "acme", Conversation: "e1", Turn: 1}
+	esc, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", "acme", "e1", 1), "", meta,
+		schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := schemas.NewEvent(schemas.TypeReport, schemas.EventID("report", "acme", "e1", 1), "", meta,
+		schemas.Report{Turn: 1, Report: "which booking?", ErrorType: "anaphora"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.PublishAll(context.Background(),
+		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.EscalationSubject("acme", "e1"), Event: &esc},
+		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.ReportSubject("acme", "e1"), Event: &rep}); err != nil {
+		t.Fatal(err)
+	}
+	rtest.CheckFor(t, 20*time.Second, "both events accepted by the webhook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted) == 2
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for id, n := range accepted {
+		if n != 1 {
+			t.Errorf("%s accepted %d times", id, n)
+		}
+	}
+	mu.Unlock()
+	evs, err := escalation.ReadAuditFiles(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, e := range evs {
+		ids[e.ID()] = true
+	}
+	if !ids[esc.ID()] || !ids[rep.ID()] {
+		t.Errorf("audit file holds %v", ids)
+	}
+}
