@@ -1,0 +1,143 @@
+package agentworker
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/streams"
+)
+
+// Config configures the agent-worker stage.
+type Config struct {
+	// SystemPrompt is the task agent's fixed system prompt; SystemPromptFile
+	// reads it from a file instead. For the τ-bench domains it is the
+	// domain's policy document: when both are empty and DataDir holds
+	// policy.md, that file is used. rein never alters the prompt.
+	SystemPrompt     string
+	SystemPromptFile string
+	// Backend is the tool backend: "domain" (default), "http", or "none"
+	// (sidecar mode: the platform runs its own agent; Run then consumes
+	// nothing and waits for cancellation).
+	Backend string
+	// Domain is the built-in domain ("airline" default, or "retail") and
+	// DataDir its τ-bench-format data directory. With DataDir empty the
+	// stage uses Deps.Domain when given (whatever its name), else the
+	// domain's embedded sample data (domains.Sample).
+	Domain  string
+	DataDir string
+	// HTTP configures the "http" backend.
+	HTTP HTTPConfig
+	// MaxSteps bounds the model calls of one turn (default 30); reaching it
+	// ends the turn with MaxStepsReply and an escalation with reason
+	// max_steps.
+	MaxSteps      int
+	MaxStepsReply string
+	// ModelTimeout bounds one model call (default 2m); MaxTokens is passed
+	// to the model (0: the provider's default).
+	ModelTimeout time.Duration
+	MaxTokens    int
+	// Workers is the number of conversations run in parallel (default 32).
+	Workers int
+	// MaxConversations bounds the conversation states kept in memory and
+	// IdleTTL drops one not used for that long (defaults 10,000 and 30m);
+	// a dropped state is read back from REIN_CONVERSATIONS.
+	MaxConversations int
+	IdleTTL          time.Duration
+}
+
+// DefaultMaxStepsReply is what the user is told when the agent reaches MaxSteps.
+const DefaultMaxStepsReply = "I'm sorry, I could not finish this request myself. I have passed it to a human colleague who will continue from here."
+
+func (c *Config) defaults() {
+	if c.Backend == "" {
+		c.Backend = BackendDomain
+	}
+	if c.Domain == "" {
+		c.Domain = domains.Airline
+	}
+	if c.MaxSteps == 0 {
+		c.MaxSteps = 30
+	}
+	if c.MaxStepsReply == "" {
+		c.MaxStepsReply = DefaultMaxStepsReply
+	}
+	if c.ModelTimeout == 0 {
+		c.ModelTimeout = 2 * time.Minute
+	}
+	if c.Workers == 0 {
+		c.Workers = 32
+	}
+	if c.MaxConversations == 0 {
+		c.MaxConversations = 10_000
+	}
+	if c.IdleTTL == 0 {
+		c.IdleTTL = 30 * time.Minute
+	}
+}
+
+// Validate checks the configuration after defaults are applied.
+func (c Config) Validate() error {
+	c.defaults()
+	switch {
+	case c.Backend != BackendDomain && c.Backend != BackendHTTP && c.Backend != BackendNone:
+		return fmt.Errorf("%w: backend %q must be domain, http or none", ErrInvalidConfig, c.Backend)
+	case c.Backend == BackendDomain && c.Domain != domains.Airline && c.Domain != domains.Retail:
+		return fmt.Errorf("%w: domain %q must be airline or retail", ErrInvalidConfig, c.Domain)
+	case c.Backend == BackendHTTP && c.HTTP.URL == "":
+		return fmt.Errorf("%w: the http backend needs a URL", ErrInvalidConfig)
+	case c.MaxSteps < 1 || c.MaxSteps > 1000:
+		return fmt.Errorf("%w: max steps %d must be 1..1000", ErrInvalidConfig, c.MaxSteps)
+	case c.ModelTimeout < 0 || c.MaxTokens < 0:
+		return fmt.Errorf("%w: negative model timeout or max tokens", ErrInvalidConfig)
+	case c.Workers < 1 || c.Workers > 4096:
+		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
+	case c.MaxConversations < 1 || c.IdleTTL < time.Second:
+		return fmt.Errorf("%w: max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.SystemPrompt != "" && c.SystemPromptFile != "":
+		return fmt.Errorf("%w: give the system prompt or its file, not both", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// systemPrompt reads the configured prompt.
+func (c Config) systemPrompt() (string, error) {
+	switch {
+	case c.SystemPrompt != "":
+		return c.SystemPrompt, nil
+	case c.SystemPromptFile != "":
+		b, err := os.ReadFile(c.SystemPromptFile)
+		if err != nil {
+			return "", fmt.Errorf("%w: system prompt: %w", ErrInvalidConfig, err)
+		}
+		return string(b), nil
+	case c.DataDir != "":
+		b, err := os.ReadFile(filepath.Join(c.DataDir, "policy.md"))
+		if err == nil {
+			return string(b), nil
+		}
+	}
+	return "", fmt.Errorf("%w: no system prompt (set SystemPrompt or SystemPromptFile, or a data dir with policy.md)", ErrInvalidConfig)
+}
+
+// Deps are the agent worker's collaborators.
+type Deps struct {
+	JS         jetstream.JetStream
+	Publisher  *streams.Publisher
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Model is the task agent's model (purpose "agent").
+	Model llm.Client
+	// Domain is a loaded domain for the "domain" backend when
+	// Config.DataDir is empty.
+	Domain *domains.Domain
+	// Backend, when set, replaces the backend Config.Backend names.
+	Backend Backend
+}

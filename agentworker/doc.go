@@ -1,0 +1,65 @@
+// Package agentworker is rein's agent stage: it runs the fixed task agent
+// for every user turn, with the planted think step when the injector set
+// one, and publishes what the agent said and did.
+//
+// Consumes: REIN_TASKS, subjects rein.tasks.<tenant>.<conv> (durable
+// consumer "agentworker"), one dev.rein.task.v1 per user turn.
+//
+// The request: the fixed system prompt (Config.SystemPrompt or
+// SystemPromptFile; for the τ-bench domains their policy document; rein
+// never alters it); the tools: the backend's tools plus, when missing,
+// think(thought), ambiguity_report(report) and
+// transfer_to_human_agents(summary); the internal context: earlier turns
+// with their tool calls and results, the new user message, then — when the
+// task carries an inception block — an assistant call think(thought) and
+// its empty tool result. Loop: model → tool calls → results → … until a
+// text reply, at most Config.MaxSteps model calls (default 30).
+//
+// Produces:
+//   - the reply as dev.rein.turn.v1 (role agent) on
+//     rein.turns.<tenant>.<conv>.agent, id turn-<tenant>-<conv>-<turn>-agent;
+//   - every step as dev.rein.step.v1 on rein.steps.<tenant>.<conv>, id
+//     step-<tenant>-<conv>-<turn>-<n> (n from 1; the planted think is
+//     step 1 with injected: true; think calls are one step of kind think,
+//     other calls a tool_call and a tool_result step, the reply a reply step);
+//   - transfer_to_human_agents as dev.rein.escalation.v1 (reason
+//     transfer_to_human_agents) on rein.escalations.<tenant>.<conv>, id
+//     escalation-<tenant>-<conv>-<turn>; the conversation then belongs to
+//     the human path: its later user turns never reach the model (State
+//     records them in HumanTurns);
+//   - reaching MaxSteps as an escalation with reason max_steps and the
+//     reply Config.MaxStepsReply;
+//   - ambiguity_report as dev.rein.report.v1 on rein.reports.<tenant>.<conv>,
+//     id report-<tenant>-<conv>-<turn>-<step>.
+//
+// Tool backends (Config.Backend): "domain", the built-in τ-bench airline or
+// retail domain (package domains) over a data directory or the embedded
+// sample data, one copy-on-write session per conversation; "http", each
+// call POSTed as JSON to a URL with Idempotency-Key
+// <tenant>.<conv>/<turn>/<step>, per-attempt timeouts and retries on 5xx
+// (see HTTPConfig); "none", sidecar mode: the platform runs its own agent
+// and this stage consumes nothing.
+//
+// Crash safety: a conversation's State (internal context, the backend's
+// overlay, status, progress within the current turn) lives in memory (one
+// writer per conversation, guaranteed by the consume loop; a bounded cache
+// with an idle TTL) and is written to the KV bucket REIN_CONVERSATIONS
+// (key <tenant>.<conv>) with a revision check after every tool result and
+// at the end of the turn; with an external backend the model's decision
+// is also written before the call runs. Every output is derived from the
+// State with a deterministic id, and is published after the State is
+// stored, so a redelivered task resumes where the stored State stopped,
+// republishes what may have been lost (duplicates are dropped by
+// Nats-Msg-Id), and never applies a tool call with side effects twice: a
+// domain call whose result was not stored re-runs on the overlay from
+// before it; an HTTP call re-runs with the same idempotency key.
+//
+// Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
+// human_path), rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}
+// (tool: a declared tool name or "_unknown"; outcome ok, error, failed).
+// The consume loop adds rein_stage_messages_total{stage="agentworker",...}.
+//
+// Exports: Config, HTTPConfig, Deps, New, (*Stage).Run, Backend,
+// Conversation, ToolCall, DomainBackend, HTTPBackend, State, RecoveryTools,
+// ParseToolList, LoadToolList.
+package agentworker

@@ -1,0 +1,238 @@
+package agentworker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// handle runs one user turn. A redelivered task resumes where the stored
+// state stopped; a finished turn only republishes its (deduplicated)
+// outputs; a conversation that belongs to a human does not reach the model.
+func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
+	if d.Event.Type() != schemas.TypeTask {
+		return streams.Permanent(fmt.Errorf("agentworker: unexpected event type %q on %s", d.Event.Type(), d.Subject))
+	}
+	var task schemas.Task
+	if err := schemas.Decode(d.Event, &task); err != nil {
+		return streams.Permanent(err)
+	}
+	turn := task.Turn
+	if turn == 0 {
+		turn = d.Meta.Turn
+	}
+	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
+	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
+	st, err := s.load(ctx, key)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Turn > turn:
+		return nil // an older turn, finished long ago
+	case st.Turn == turn && st.TurnDone:
+		return s.publish(ctx, meta, st) // redelivered after its outputs: they deduplicate
+	case st.Turn == turn:
+		// resume the turn in progress
+	case st.Status == StatusHuman:
+		// The conversation belongs to the human path: record the turn,
+		// never show it to the model.
+		st.Turn, st.TurnDone, st.Outcome, st.Reply = turn, true, OutcomeHuman, ""
+		st.HumanTurns++
+		if err := s.save(ctx, key, st); err != nil {
+			return err
+		}
+		s.m.turns.WithLabelValues(OutcomeHuman).Inc()
+		return nil
+	default:
+		st.begin(turn, task)
+	}
+	start := time.Now()
+	if err := s.run(ctx, meta, key, st); err != nil {
+		return err
+	}
+	s.m.turns.WithLabelValues(st.Outcome).Inc()
+	s.m.turnSecs.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// run is the agent loop: model → tool calls → results → … until a text
+// reply or MaxSteps model calls. State is persisted after every tool
+// result, before the turn's events are published.
+func (s *Stage) run(ctx context.Context, meta schemas.Meta, key string, st *State) error {
+	for !st.TurnDone {
+		if calls := st.pending(); len(calls) > 0 {
+			if err := s.runCalls(ctx, meta, key, st, calls); err != nil {
+				return err
+			}
+			if err := s.publish(ctx, meta, st); err != nil {
+				return err
+			}
+			continue
+		}
+		if st.ModelCalls >= s.cfg.MaxSteps {
+			s.finish(st, OutcomeMaxSteps, s.cfg.MaxStepsReply)
+			st.Status, st.EscalatedTurn = StatusHuman, st.Turn
+			break
+		}
+		resp, err := s.chat(ctx, st)
+		if err != nil {
+			return err
+		}
+		st.ModelCalls++
+		if len(resp.ToolCalls) == 0 {
+			text := strings.TrimSpace(resp.Content)
+			if text == "" {
+				return fmt.Errorf("%w (turn %d, model call %d)", ErrEmptyReply, st.Turn, st.ModelCalls)
+			}
+			outcome := OutcomeReply
+			if st.EscalatedTurn == st.Turn && st.Status == StatusHuman {
+				outcome = OutcomeEscalated
+			}
+			s.finish(st, outcome, text)
+			break
+		}
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: s.normalise(st, resp.ToolCalls)})
+		if s.backend.External() {
+			// Persist the decision before acting on another system, so a
+			// resumed turn repeats this very call under the same key.
+			if err := s.save(ctx, key, st); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.save(ctx, key, st); err != nil {
+		return err
+	}
+	return s.publish(ctx, meta, st)
+}
+
+// maxReply is the longest reply a turn event carries (its schema's limit).
+const maxReply = 65536
+
+func (s *Stage) finish(st *State, outcome, reply string) {
+	if len(reply) > maxReply {
+		reply = strings.ToValidUTF8(reply[:maxReply-3], "") + "…"
+	}
+	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: reply})
+	st.TurnDone, st.Outcome, st.Reply = true, outcome, reply
+}
+
+func (s *Stage) chat(ctx context.Context, st *State) (llm.Response, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.ModelTimeout)
+	defer cancel()
+	resp, err := s.deps.Model.Chat(cctx, llm.Request{Purpose: llm.PurposeAgent, System: s.system,
+		Messages: st.Messages, Tools: s.tools, MaxTokens: s.cfg.MaxTokens})
+	if err != nil {
+		return llm.Response{}, fmt.Errorf("agentworker: model call %d of turn %d: %w", st.ModelCalls+1, st.Turn, err)
+	}
+	return resp, nil
+}
+
+// normalise gives every call a turn-unique id and JSON arguments.
+func (s *Stage) normalise(st *State, calls []llm.ToolCall) []llm.ToolCall {
+	seen := map[string]bool{}
+	for _, m := range st.Messages[st.TurnStart:] {
+		for _, c := range m.ToolCalls {
+			seen[c.ID] = true
+		}
+	}
+	out := make([]llm.ToolCall, len(calls))
+	for i, c := range calls {
+		if c.ID == "" || seen[c.ID] {
+			c.ID = "call_" + strconv.Itoa(st.Turn) + "_" + strconv.Itoa(st.ModelCalls) + "_" + strconv.Itoa(i)
+		}
+		seen[c.ID] = true
+		if len(c.Arguments) == 0 {
+			c.Arguments = json.RawMessage(`{}`)
+		} else if !json.Valid(c.Arguments) {
+			b, _ := json.Marshal(string(c.Arguments))
+			c.Arguments = b
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// runCalls runs the pending calls in order, persisting after each result.
+func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, key string, st *State, calls []llm.ToolCall) error {
+	_, steps := turnOutputs(meta, st, s.cfg.MaxSteps)
+	for _, c := range calls {
+		out, err := s.call(ctx, meta, st, c, steps[c.ID])
+		if err != nil {
+			return err
+		}
+		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: out})
+		if err := s.save(ctx, key, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call runs one tool call: the recovery tools here, the rest on the backend.
+func (s *Stage) call(ctx context.Context, meta schemas.Meta, st *State, c llm.ToolCall, step int) (string, error) {
+	switch {
+	case c.Name == schemas.ToolThink:
+		s.m.toolCall(c.Name, ToolOK)
+		return "", nil
+	case c.Name == schemas.ToolAmbiguityReport:
+		s.m.toolCall(c.Name, ToolOK)
+		return ReportAck, nil
+	case c.Name == schemas.ToolTransfer:
+		s.m.toolCall(c.Name, ToolOK)
+		st.Status, st.EscalatedTurn = StatusHuman, st.Turn
+		return TransferSuccess, nil
+	case !s.declared[c.Name]:
+		s.m.toolCall(c.Name, ToolError)
+		return fmt.Sprintf("Error: unknown tool %s", clip(c.Name, 100)), nil
+	}
+	out, err := st.conv.Call(ctx, ToolCall{Tenant: meta.Tenant, Conversation: meta.Conversation, Turn: st.Turn, Step: step,
+		Name: c.Name, Arguments: c.Arguments})
+	switch {
+	case err == nil:
+		s.m.toolCall(c.Name, ToolOK)
+		return out, nil
+	case isToolError(err):
+		s.m.toolCall(c.Name, ToolError)
+		return err.Error(), nil
+	default:
+		s.m.toolCall(c.Name, ToolFailed)
+		return "", fmt.Errorf("agentworker: tool %s (turn %d, step %d): %w", c.Name, st.Turn, step, err)
+	}
+}
+
+// publish publishes the turn's events not yet published by this worker.
+// After a restart it publishes them all again; their ids deduplicate.
+func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
+	outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+	if st.published >= len(outs) {
+		return nil
+	}
+	m := meta
+	m.Turn = st.Turn
+	batch := make([]streams.Out, 0, len(outs)-st.published)
+	for _, o := range outs[st.published:] {
+		ev, err := schemas.NewEvent(o.typ, o.id, "", m, o.data)
+		if err != nil {
+			return streams.Permanent(fmt.Errorf("agentworker: build %s: %w", o.typ, err))
+		}
+		batch = append(batch, streams.Out{Stream: o.stream, Subject: o.subject, Event: eventPtr(ev)})
+	}
+	if _, err := s.deps.Publisher.PublishAll(ctx, batch...); err != nil {
+		return err
+	}
+	st.published = len(outs)
+	return nil
+}
+
+func eventPtr(e event.Event) *event.Event { return &e }

@@ -1,0 +1,143 @@
+package agentworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/streams"
+)
+
+// Stage is the agent worker: a durable consumer on REIN_TASKS that runs
+// the task agent for each user turn.
+type Stage struct {
+	cfg      Config
+	deps     Deps
+	system   string
+	backend  Backend
+	tools    []llm.Tool
+	declared map[string]bool
+	m        *metrics
+	cache    *cache
+	kv       jetstream.KeyValue
+}
+
+// New builds the agent-worker stage: it reads the system prompt, opens the
+// tool backend and checks its collaborators. With Backend "none" only the
+// configuration is checked.
+func New(cfg Config, deps Deps) (*Stage, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	s := &Stage{cfg: cfg, deps: deps, cache: newCache(cfg.MaxConversations, cfg.IdleTTL)}
+	if cfg.Backend == BackendNone && deps.Backend == nil {
+		return s, nil
+	}
+	if deps.JS == nil || deps.Publisher == nil || deps.Model == nil {
+		return nil, fmt.Errorf("%w: the agent worker needs JetStream, a publisher and a model", ErrInvalidConfig)
+	}
+	var err error
+	if s.system, err = cfg.systemPrompt(); err != nil {
+		return nil, err
+	}
+	if s.backend, err = openBackend(cfg, deps); err != nil {
+		return nil, err
+	}
+	s.tools = catalogue(s.backend.Tools())
+	s.declared = map[string]bool{}
+	for _, t := range s.tools {
+		s.declared[t.Name] = true
+	}
+	s.m = newMetrics(deps.Registerer, s.declared)
+	return s, nil
+}
+
+func openBackend(cfg Config, deps Deps) (Backend, error) {
+	if deps.Backend != nil {
+		return deps.Backend, nil
+	}
+	switch cfg.Backend {
+	case BackendHTTP:
+		return NewHTTPBackend(cfg.HTTP)
+	default:
+		d := deps.Domain
+		if cfg.DataDir != "" {
+			var err error
+			if d, err = domains.Load(cfg.Domain, cfg.DataDir); err != nil {
+				return nil, fmt.Errorf("%w: load domain %s from %s: %w", ErrInvalidConfig, cfg.Domain, cfg.DataDir, err)
+			}
+		}
+		if d == nil {
+			var err error
+			if d, err = domains.Sample(cfg.Domain); err != nil {
+				return nil, fmt.Errorf("%w: sample domain %s: %w", ErrInvalidConfig, cfg.Domain, err)
+			}
+		}
+		return NewDomainBackend(d), nil
+	}
+}
+
+// Tools is the catalogue the model is offered: the backend's tools and
+// the recovery tools.
+func (s *Stage) Tools() []llm.Tool { return s.tools }
+
+// ConsumerConfig is the stage's durable consumer on REIN_TASKS.
+func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
+	return streams.ConsumerConfig{
+		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
+		Filter: []string{streams.TasksAll}, Workers: s.cfg.Workers,
+		AckWait: max(30*time.Second, s.cfg.ModelTimeout/2),
+	}
+}
+
+// Run consumes tasks until ctx is cancelled and drains. In sidecar mode
+// (Backend "none") it consumes nothing and returns when ctx ends.
+func (s *Stage) Run(ctx context.Context) error {
+	if s.backend == nil {
+		s.deps.Logger.Info("agent worker in sidecar mode: tasks are left to the platform's agent")
+		<-ctx.Done()
+		return nil
+	}
+	kv, err := s.deps.JS.KeyValue(ctx, streams.BucketConversations)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
+	}
+	s.kv = kv
+	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
+		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	if err != nil {
+		return err
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				s.cache.sweep(now)
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	return c.Run(ctx)
+}

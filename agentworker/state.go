@@ -1,0 +1,250 @@
+package agentworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+)
+
+// Conversation statuses.
+const (
+	StatusActive = "active" // the task agent answers
+	StatusHuman  = "human"  // escalated: later user turns go to the human path
+)
+
+// Turn outcomes (the outcome label of rein_agent_turns_total).
+const (
+	OutcomeReply     = "reply"      // the agent answered
+	OutcomeEscalated = "escalated"  // the agent transferred to a human and answered
+	OutcomeMaxSteps  = "max_steps"  // the step limit ended the turn
+	OutcomeHuman     = "human_path" // the conversation belongs to a human: no agent run
+)
+
+// State is one conversation's agent state, persisted as JSON in the KV
+// bucket REIN_CONVERSATIONS under <tenant>.<conv>.
+type State struct {
+	Status string `json:"status"`
+	// Turn is the turn in progress or the last one handled; TurnDone says
+	// whether it is finished.
+	Turn     int  `json:"turn"`
+	TurnDone bool `json:"turn_done"`
+	// Messages is the agent's internal context: every user message, tool
+	// call, tool result, think step and reply. TurnStart indexes the
+	// current turn's user message.
+	Messages  []llm.Message `json:"messages"`
+	TurnStart int           `json:"turn_start"`
+	// ModelCalls counts the current turn's model calls (against MaxSteps).
+	ModelCalls int `json:"model_calls"`
+	// Overlay is the backend's conversation state (the domain overlay).
+	Overlay []byte `json:"overlay,omitempty"`
+	// The current turn's task.
+	UserText    string             `json:"user_text"`
+	Inception   *schemas.Inception `json:"inception"`
+	DetectionID string             `json:"detection_id,omitempty"`
+	// Outcome and Reply once the turn is done.
+	Outcome string `json:"outcome,omitempty"`
+	Reply   string `json:"reply,omitempty"`
+	// EscalatedTurn is the turn that handed the conversation to a human;
+	// HumanTurns counts later user turns that did not reach the model.
+	EscalatedTurn int `json:"escalated_turn,omitempty"`
+	HumanTurns    int `json:"human_turns,omitempty"`
+
+	rev       uint64       // KV revision the state was read or written at
+	conv      Conversation // open backend conversation
+	published int          // events of the current turn already published
+	lastSeen  time.Time
+}
+
+// plantedID is the tool-call id of the planted think step of a turn.
+func plantedID(turn int) string { return fmt.Sprintf("rein_think_%d", turn) }
+
+// begin starts a new turn from its task: the user message, then the
+// planted think call and its empty result when the task has an inception.
+func (s *State) begin(turn int, task schemas.Task) {
+	if !s.TurnDone && s.Turn != 0 && len(s.Messages) > s.TurnStart {
+		// The previous turn never finished (its task was dead-lettered):
+		// keep its user message, drop its unfinished steps, so the context
+		// holds no call without a result.
+		s.Messages = s.Messages[:s.TurnStart+1]
+	}
+	if s.Status == "" {
+		s.Status = StatusActive
+	}
+	s.Turn, s.TurnDone, s.TurnStart, s.ModelCalls = turn, false, len(s.Messages), 0
+	s.UserText, s.Inception, s.DetectionID = task.UserText, task.Inception, task.DetectionID
+	s.Outcome, s.Reply, s.published = "", "", 0
+	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleUser, Content: task.UserText})
+	if task.Inception != nil {
+		args, _ := json.Marshal(map[string]string{"thought": task.Inception.Thought})
+		id := plantedID(turn)
+		s.Messages = append(s.Messages,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Name: schemas.ToolThink, Arguments: args}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Name: schemas.ToolThink, Content: ""})
+	}
+}
+
+// pending returns the calls of the last assistant message that have no
+// result yet.
+func (s *State) pending() []llm.ToolCall {
+	last := -1
+	for i := len(s.Messages) - 1; i > s.TurnStart; i-- {
+		if s.Messages[i].Role == llm.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, m := range s.Messages[last+1:] {
+		if m.Role == llm.RoleTool {
+			done[m.ToolCallID] = true
+		}
+	}
+	var out []llm.ToolCall
+	for _, c := range s.Messages[last].ToolCalls {
+		if !done[c.ID] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// cache holds conversation states in memory. The consume loop gives each
+// conversation one writer, so a state is only touched by its worker.
+type cache struct {
+	mu   sync.Mutex
+	m    map[string]*State
+	max  int
+	idle time.Duration
+}
+
+func newCache(max int, idle time.Duration) *cache {
+	return &cache{m: map[string]*State{}, max: max, idle: idle}
+}
+
+func (c *cache) get(key string) (*State, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[key]
+	if ok {
+		s.lastSeen = time.Now()
+	}
+	return s, ok
+}
+
+func (c *cache) put(key string, s *State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.lastSeen = time.Now()
+	c.m[key] = s
+	if n := len(c.m) - c.max; n > 0 {
+		c.evictLocked(n + c.max/10)
+	}
+}
+
+func (c *cache) drop(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, key)
+}
+
+func (c *cache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// evictLocked drops the n least recently used states.
+func (c *cache) evictLocked(n int) {
+	type kv struct {
+		k string
+		t time.Time
+	}
+	all := make([]kv, 0, len(c.m))
+	for k, s := range c.m {
+		all = append(all, kv{k, s.lastSeen})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return a.t.Compare(b.t) })
+	for i := 0; i < n && i < len(all); i++ {
+		delete(c.m, all[i].k)
+	}
+}
+
+func (c *cache) sweep(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, s := range c.m {
+		if now.Sub(s.lastSeen) > c.idle {
+			delete(c.m, k)
+		}
+	}
+}
+
+// load returns the conversation's state: from memory, else from the KV
+// bucket, else a new one.
+func (st *Stage) load(ctx context.Context, key string) (*State, error) {
+	if s, ok := st.cache.get(key); ok {
+		return s, nil
+	}
+	s := &State{Status: StatusActive}
+	e, err := st.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("agentworker: read state %s: %w", key, err)
+	default:
+		if err := json.Unmarshal(e.Value(), s); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadState, key, err)
+		}
+		s.rev = e.Revision()
+	}
+	if s.conv, err = st.backend.Open(s.Overlay); err != nil {
+		return nil, err
+	}
+	st.cache.put(key, s)
+	return s, nil
+}
+
+// save persists the state with a revision check: a state written by
+// another worker since it was read is never overwritten. On any failure
+// the in-memory copy is dropped, so the retry starts from what is stored.
+func (st *Stage) save(ctx context.Context, key string, s *State) error {
+	ov, err := s.conv.State()
+	if err != nil {
+		st.cache.drop(key)
+		return fmt.Errorf("agentworker: backend state: %w", err)
+	}
+	s.Overlay = ov
+	data, err := json.Marshal(s)
+	if err != nil {
+		st.cache.drop(key)
+		return fmt.Errorf("agentworker: encode state: %w", err)
+	}
+	var rev uint64
+	if s.rev == 0 {
+		rev, err = st.kv.Create(ctx, key, data)
+	} else {
+		rev, err = st.kv.Update(ctx, key, data, s.rev)
+	}
+	if err != nil {
+		st.cache.drop(key)
+		var apiErr *jetstream.APIError
+		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
+			return fmt.Errorf("%w: %s: %w", ErrStateConflict, key, err)
+		}
+		return fmt.Errorf("agentworker: write state %s: %w", key, err)
+	}
+	s.rev = rev
+	return nil
+}

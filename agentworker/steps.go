@@ -1,0 +1,105 @@
+package agentworker
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// output is one event the turn produces, before encoding.
+type output struct {
+	stream, subject, typ, id string
+	data                     any
+}
+
+// turnOutputs derives, from the state alone, every event of the current
+// turn in a fixed order: its steps (with their numbers), the report or
+// escalation each recovery tool result yields, the max_steps escalation,
+// and, once the turn is done, the reply step and the agent turn. The list
+// only grows while the turn runs, and the ids are deterministic, so
+// publishing it again after a crash duplicates nothing. callSteps maps
+// each call id to its step number (the HTTP idempotency key's step).
+func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSteps map[string]int) {
+	t, c, turn := m.Tenant, m.Conversation, s.Turn
+	callSteps = map[string]int{}
+	if s.Outcome == OutcomeHuman {
+		return nil, callSteps // a human-path turn: the agent produced nothing
+	}
+	results := map[string]llm.Message{}
+	turnMsgs := s.Messages[min(s.TurnStart+1, len(s.Messages)):]
+	for _, msg := range turnMsgs {
+		if msg.Role == llm.RoleTool {
+			results[msg.ToolCallID] = msg
+		}
+	}
+	n := 0
+	step := func(st schemas.Step) {
+		n++
+		st.Turn, st.Step = turn, n
+		outs = append(outs, output{streams.StreamSteps, streams.StepSubject(t, c), schemas.TypeStep, schemas.StepEventID(t, c, turn, n), st})
+	}
+	var errorType, thought string
+	if s.Inception != nil {
+		errorType, thought = s.Inception.ErrorType, s.Inception.Thought
+	}
+	for i, msg := range turnMsgs {
+		switch msg.Role {
+		case llm.RoleAssistant:
+			for _, call := range msg.ToolCalls {
+				if call.Name == schemas.ToolThink {
+					step(schemas.Step{Kind: schemas.StepThink, Name: call.Name, CallID: call.ID, Arguments: call.Arguments,
+						Injected: i == 0 && s.Inception != nil && call.ID == plantedID(turn)})
+				} else {
+					step(schemas.Step{Kind: schemas.StepToolCall, Name: call.Name, CallID: call.ID, Arguments: call.Arguments})
+				}
+				callSteps[call.ID] = n
+			}
+		case llm.RoleTool:
+			if msg.Name == schemas.ToolThink {
+				continue // part of its think step
+			}
+			call := callOf(turnMsgs[:i], msg.ToolCallID)
+			step(schemas.Step{Kind: schemas.StepToolResult, Name: msg.Name, CallID: msg.ToolCallID, Output: msg.Content})
+			switch msg.Name {
+			case schemas.ToolAmbiguityReport:
+				outs = append(outs, output{streams.StreamOutcomes, streams.ReportSubject(t, c), schemas.TypeReport,
+					schemas.EventID("report", t, c, turn) + "-" + strconv.Itoa(n),
+					schemas.Report{Turn: turn, Report: stringArg(call.Arguments, "report"), ErrorType: errorType, DetectionID: s.DetectionID}})
+			case schemas.ToolTransfer:
+				outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+					schemas.EventID("escalation", t, c, turn),
+					schemas.Escalation{Turn: turn, Summary: stringArg(call.Arguments, "summary"), ErrorType: errorType,
+						Reason: schemas.ReasonTransfer, DetectionID: s.DetectionID, Thought: thought}})
+			}
+		}
+	}
+	if !s.TurnDone {
+		return outs, callSteps
+	}
+	if s.Outcome == OutcomeMaxSteps {
+		outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+			schemas.EventID("escalation", t, c, turn),
+			schemas.Escalation{Turn: turn, Reason: schemas.ReasonMaxSteps, ErrorType: errorType, DetectionID: s.DetectionID, Thought: thought,
+				Summary: fmt.Sprintf("The agent made %d model calls without answering the user's message: %s", maxSteps, clip(s.UserText, 2000))}})
+	}
+	step(schemas.Step{Kind: schemas.StepReply, Output: s.Reply})
+	outs = append(outs, output{streams.StreamTurns, streams.TurnSubject(t, c, schemas.RoleAgent), schemas.TypeTurn,
+		schemas.EventID("turn", t, c, turn) + "-" + schemas.RoleAgent,
+		schemas.Turn{Role: schemas.RoleAgent, Text: s.Reply, Turn: turn}})
+	return outs, callSteps
+}
+
+// callOf finds the call a result answers.
+func callOf(msgs []llm.Message, id string) llm.ToolCall {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, c := range msgs[i].ToolCalls {
+			if c.ID == id {
+				return c
+			}
+		}
+	}
+	return llm.ToolCall{}
+}
