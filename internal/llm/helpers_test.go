@@ -6,14 +6,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metricValue reads one counter or histogram (its sample count) from reg;
-// a series that does not exist reads as 0.
+// metricValue sums the counters (or histogram sample counts) of reg's series
+// named name whose labels include labels; no such series reads as 0.
 func metricValue(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
+	var sum float64
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -31,13 +32,13 @@ func metricValue(t testing.TB, reg prometheus.Gatherer, name string, labels map[
 			}
 			switch {
 			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue()
 			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
+				sum += float64(m.GetHistogram().GetSampleCount())
 			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
+				sum += m.GetGauge().GetValue()
 			}
 		}
 	}
-	return 0
+	return sum
 }
