@@ -45,7 +45,7 @@ func newAnswerSchema(tax *Taxonomy) (*answerSchema, error) {
 		"properties": map[string]any{
 			"rein":       map[string]any{"type": "boolean"},
 			"error_type": map[string]any{"type": []any{"string", "null"}, "enum": names},
-			"evidence":   map[string]any{"type": "string", "maxLength": 1000},
+			"evidence":   map[string]any{"type": "string", "maxLength": 2000},
 			"reasoning":  map[string]any{"type": "string", "maxLength": 8000},
 		},
 		"if":   map[string]any{"properties": map[string]any{"rein": map[string]any{"const": true}}},

@@ -44,8 +44,12 @@ func sanitize(s string, maxRunes int) string {
 			continue
 		case unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
 			if !space && b.Len() > 0 {
+				if maxRunes >= 0 && n >= maxRunes {
+					return strings.TrimSpace(b.String()) + "…"
+				}
 				b.WriteByte(' ')
 				space = true
+				n++
 			}
 			continue
 		case r == '"' || r == '“' || r == '”' || r == '`':

@@ -78,9 +78,9 @@ Rules:
 
 `)
 	if domain != "" {
-		fmt.Fprintf(&b, "Domain: %s", domain)
+		fmt.Fprintf(&b, "Domain: %s.", domain)
 		if d, ok := tax.Domains[domain]; ok && d.Service != "" {
-			fmt.Fprintf(&b, " (%s)", strings.TrimSpace(d.Service))
+			fmt.Fprintf(&b, " Service: %s.", oneLine(d.Service))
 		}
 		b.WriteString("\n\n")
 	}
@@ -90,7 +90,7 @@ Rules:
 		for _, ex := range et.Examples {
 			fmt.Fprintf(&b, "Example: %s\n", oneLine(ex))
 		}
-		fmt.Fprintf(&b, "Recovery tool: %s\nRecovery plan: %s\n", et.RecoveryTool, RenderPlan(et.RecoveryPlan, ""))
+		fmt.Fprintf(&b, "Recovery tool: %s\nRecovery plan: %s\n", et.RecoveryTool, strings.ReplaceAll(oneLine(et.RecoveryPlan), EvidenceSlot, "<evidence>"))
 	}
 	b.WriteString("\nRecovery tools available to the agent:\n")
 	for _, rt := range tax.RecoveryTools {

@@ -43,8 +43,8 @@ type RulesModule struct {
 	mode   string
 	window int
 
-	cues    map[string]*regexp.Regexp // error type → joined cues (non-held-out)
-	recall  map[string]*regexp.Regexp // extra recall-mode cues per type
+	cues    map[string][]cue // error type → its cues (non-held-out)
+	recall  map[string][]cue // extra recall-mode cues per type
 	domains map[string]*domainRules
 
 	seed    maphash.Seed
@@ -54,10 +54,10 @@ type RulesModule struct {
 
 type domainRules struct {
 	entities []*regexp.Regexp
-	actions  *regexp.Regexp
-	outside  *regexp.Regexp
+	actions  []cue
+	outside  []cue
 	params   []ParameterNote
-	contexts []*regexp.Regexp // per params entry, may be nil
+	contexts []*cue // per params entry, may be nil
 }
 
 type catalogKey struct {
@@ -72,16 +72,16 @@ type catalogRules struct {
 }
 
 type paramRule struct {
-	phrases *regexp.Regexp
+	phrases cue
 	bad     map[string]bool // phrase → unsupported
-	context *regexp.Regexp
+	context *cue
 }
 
 // recallCues are the looser cues of RulesRecall, added to the taxonomy's.
-var recallCues = map[string]string{
-	TypeAnaphora:               `\b(?:that|this|the other) one\b|\b(?:those|these|them)\b`,
-	TypeMultipleInterpretation: `\beither\b|\bwhichever\b|\bnot sure (?:if|whether|which)\b|\bor (?:should|would|could|can|do) (?:i|you|we)\b`,
-	TypeContradiction:          `\b(?:actually|wait|i meant|changed my mind|on second thought|scratch that|never ?mind|that's wrong|that is wrong|that's not right|not correct|are you sure)\b`,
+var recallCues = map[string][]string{
+	TypeAnaphora:               {`\b(?:that|this|the other) one\b`, `\b(?:those|these|them)\b`},
+	TypeMultipleInterpretation: {`\beither\b`, `\bwhichever\b`, `\bnot sure (?:if|whether|which)\b`, `\bor (?:should|would|could|can|do) (?:i|you|we)\b`},
+	TypeContradiction:          {`\b(?:actually|wait|i meant|changed my mind|on second thought|scratch that|never ?mind|that's wrong|that is wrong|that's not right|not correct|are you sure)\b`},
 }
 
 // descriptorAfter marks a reference that the user resolves in the same
@@ -115,18 +115,16 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 	}
 	m := &RulesModule{
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
-		cues: map[string]*regexp.Regexp{}, recall: map[string]*regexp.Regexp{},
+		cues: map[string][]cue{}, recall: map[string][]cue{},
 		domains: map[string]*domainRules{}, seed: maphash.MakeSeed(), catalog: map[catalogKey]*catalogRules{},
 	}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
 		if et.HeldOut {
 			continue
 		}
-		if len(et.Cues) > 0 {
-			m.cues[et.Name] = joinRE(et.Cues)
-		}
-		if cfg.Mode == RulesRecall && recallCues[et.Name] != "" {
-			m.recall[et.Name] = regexp.MustCompile(recallCues[et.Name])
+		m.cues[et.Name] = compileCues(et.Cues)
+		if cfg.Mode == RulesRecall && len(recallCues[et.Name]) > 0 {
+			m.recall[et.Name] = compileCues(recallCues[et.Name])
 		}
 	}
 	for name, d := range cfg.Taxonomy.Domains {
@@ -134,12 +132,13 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 		for _, e := range d.Entities {
 			dr.entities = append(dr.entities, regexp.MustCompile(e.Pattern))
 		}
-		dr.actions = joinGroups(d.UnsupportedActions)
-		dr.outside = joinGroups(d.UnsupportedDomains)
+		dr.actions = groupCues(d.UnsupportedActions)
+		dr.outside = groupCues(d.UnsupportedDomains)
 		for _, p := range d.Parameters {
-			var c *regexp.Regexp
+			var c *cue
 			if p.Context != "" {
-				c = regexp.MustCompile(p.Context)
+				cc := compileCue(p.Context)
+				c = &cc
 			}
 			dr.contexts = append(dr.contexts, c)
 		}
@@ -148,24 +147,12 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 	return m, nil
 }
 
-// joinRE joins validated RE2 cues into one alternation.
-func joinRE(cues []string) *regexp.Regexp {
-	parts := make([]string, len(cues))
-	for i, c := range cues {
-		parts[i] = "(?:" + c + ")"
-	}
-	return regexp.MustCompile(strings.Join(parts, "|"))
-}
-
-func joinGroups(groups []CueGroup) *regexp.Regexp {
+func groupCues(groups []CueGroup) []cue {
 	var cues []string
 	for _, g := range groups {
 		cues = append(cues, g.Cues...)
 	}
-	if len(cues) == 0 {
-		return nil
-	}
-	return joinRE(cues)
+	return compileCues(cues)
 }
 
 // Name implements Module.
@@ -197,6 +184,8 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 // evidence span.
 func (m *RulesModule) judge(in Input, text string) (string, string) {
 	lower := strings.ToLower(text)
+	var bg bigrams
+	bg.build(lower)
 	span := func(loc []int) string {
 		if len(lower) == len(text) {
 			return text[loc[0]:loc[1]]
@@ -209,26 +198,32 @@ func (m *RulesModule) judge(in Input, text string) (string, string) {
 		return ok && !et.HeldOut
 	}
 	if dr != nil {
-		if dr.outside != nil && active(TypeUnsupportedDomain) {
-			if loc := dr.outside.FindStringIndex(lower); loc != nil {
+		if active(TypeUnsupportedDomain) {
+			if loc := findAny(dr.outside, lower, &bg); loc != nil {
 				return TypeUnsupportedDomain, span(loc)
 			}
 		}
-		if dr.actions != nil && active(TypeUnsupportedAction) {
-			if loc := dr.actions.FindStringIndex(lower); loc != nil {
+		if active(TypeUnsupportedAction) {
+			if loc := findAny(dr.actions, lower, &bg); loc != nil {
 				return TypeUnsupportedAction, span(loc)
 			}
 		}
 		if len(dr.params) > 0 && active(TypeUnsupportedParameter) {
 			cr := m.catalogRules(in.Domain, dr, in.Tools)
 			for _, p := range cr.params {
-				if p.context != nil && !p.context.MatchString(lower) {
+				if p.context != nil && p.context.find(lower, &bg) == nil {
 					continue
 				}
-				for _, loc := range p.phrases.FindAllStringIndex(lower, -1) {
+				for off := 0; off < len(lower); {
+					loc := p.phrases.find(lower[off:], &bg)
+					if loc == nil {
+						break
+					}
+					loc = []int{off + loc[0], off + loc[1]}
 					if p.bad[lower[loc[0]:loc[1]]] && !negatedBefore(lower, loc[0]) {
 						return TypeUnsupportedParameter, span(loc)
 					}
+					off = loc[1]
 				}
 			}
 		}
@@ -238,13 +233,9 @@ func (m *RulesModule) judge(in Input, text string) (string, string) {
 		if et.HeldOut || et.Category != CategoryAmbiguous {
 			continue
 		}
-		re := m.cues[et.Name]
-		var loc []int
-		if re != nil {
-			loc = re.FindStringIndex(lower)
-		}
+		loc := findAny(m.cues[et.Name], lower, &bg)
 		if loc == nil && m.recall[et.Name] != nil {
-			if loc = m.recall[et.Name].FindStringIndex(lower); loc != nil {
+			if loc = findAny(m.recall[et.Name], lower, &bg); loc != nil {
 				return et.Name, span(loc)
 			}
 		}
@@ -422,7 +413,7 @@ func buildCatalogRules(dr *domainRules, tools []llm.Tool) *catalogRules {
 			quoted[j] = regexp.QuoteMeta(ph)
 		}
 		cr.params = append(cr.params, paramRule{
-			phrases: regexp.MustCompile(`\b(?:` + strings.Join(quoted, "|") + `)\b`),
+			phrases: compileCue(`\b(?:` + strings.Join(quoted, "|") + `)\b`),
 			bad:     bad,
 			context: dr.contexts[i],
 		})

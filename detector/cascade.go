@@ -1,0 +1,76 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// Gate results counted by the cascade (values of the stage's
+// rein_detector_gate_total{result} label).
+const (
+	GatePass = "pass"
+	GateSkip = "skip"
+)
+
+// Cascade runs a recall-oriented gate (normally the rules module in
+// RulesRecall mode) on every turn and the model module only on the turns
+// the gate lets through. A skipped turn is a clear decision of the gate.
+type Cascade struct {
+	gate, model Module
+	passed      atomic.Uint64
+	skipped     atomic.Uint64
+	// OnGate, when set, is called with GatePass or GateSkip after each
+	// gate decision (the stage wires its metric here).
+	OnGate func(result string)
+}
+
+// CascadeStats are the cascade's counters since construction.
+type CascadeStats struct {
+	Turns  uint64  `json:"turns"`
+	Passed uint64  `json:"passed"` // sent to the model
+	Share  float64 `json:"share"`  // Passed / Turns (0 when no turns)
+}
+
+// NewCascade builds a cascade from a gate and a model module.
+func NewCascade(gate, model Module) (*Cascade, error) {
+	if gate == nil || model == nil {
+		return nil, fmt.Errorf("%w: cascade needs a gate and a model module", ErrInvalidConfig)
+	}
+	return &Cascade{gate: gate, model: model}, nil
+}
+
+// Name implements Module.
+func (c *Cascade) Name() string { return ModuleCascade }
+
+// Detect implements Module: the gate judges; a gate activation sends the
+// turn to the model, whose decision is returned (errors included, so the
+// stage fails open the same way as with the llm module alone).
+func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
+	g, err := c.gate.Detect(ctx, in)
+	if err != nil {
+		return Decision{}, fmt.Errorf("cascade gate: %w", err)
+	}
+	if !g.Rein {
+		c.skipped.Add(1)
+		if c.OnGate != nil {
+			c.OnGate(GateSkip)
+		}
+		return Decision{TaxonomyVersion: g.TaxonomyVersion}, nil
+	}
+	c.passed.Add(1)
+	if c.OnGate != nil {
+		c.OnGate(GatePass)
+	}
+	return c.model.Detect(ctx, in)
+}
+
+// Stats returns the share of turns sent to the model so far.
+func (c *Cascade) Stats() CascadeStats {
+	p, s := c.passed.Load(), c.skipped.Load()
+	st := CascadeStats{Turns: p + s, Passed: p}
+	if st.Turns > 0 {
+		st.Share = float64(p) / float64(st.Turns)
+	}
+	return st
+}

@@ -1,0 +1,66 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
+	gate, err := NewRules(RulesConfig{Mode: RulesRecall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"r"}`)
+	model, _ := NewLLM(LLMConfig{Client: client})
+	c, err := NewCascade(gate, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	gateCounts := map[string]int{}
+	c.OnGate = func(r string) { mu.Lock(); gateCounts[r]++; mu.Unlock() }
+	tools := miniTools(t, "airline")
+	turns := []struct {
+		text string
+		want bool
+	}{
+		{"Hi, I want to book a flight from Boston to Denver on May 20.", false},
+		{"My user id is sara_doe_496.", false},
+		{"Please cancel that one.", true},
+		{"Economy, one passenger, no insurance.", false},
+	}
+	for _, tc := range turns {
+		d, err := c.Detect(context.Background(), Input{Domain: "airline", Tools: tools, Dialogue: dialogue(tc.text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rein != tc.want || d.TaxonomyVersion == "" {
+			t.Errorf("%q: %+v", tc.text, d)
+		}
+	}
+	if n := len(client.requests()); n != 1 {
+		t.Errorf("model called %d times, want 1", n)
+	}
+	st := c.Stats()
+	if st.Turns != 4 || st.Passed != 1 || st.Share != 0.25 || gateCounts[GatePass] != 1 || gateCounts[GateSkip] != 3 {
+		t.Errorf("stats %+v, gate %v", st, gateCounts)
+	}
+}
+
+func TestCascadeModelErrorPropagates(t *testing.T) {
+	gate, _ := NewRules(RulesConfig{Mode: RulesRecall})
+	model, _ := NewLLM(LLMConfig{Client: &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+		return llm.Response{}, errors.New("503")
+	}}})
+	c, _ := NewCascade(gate, model)
+	if _, err := c.Detect(context.Background(), Input{Domain: "airline", Dialogue: dialogue("Cancel that one.")}); !errors.Is(err, ErrModel) {
+		t.Fatalf("err = %v, want ErrModel", err)
+	}
+	if _, err := NewCascade(nil, model); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil gate: %v", err)
+	}
+}

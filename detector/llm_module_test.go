@@ -1,0 +1,170 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+func airlineInput(t testing.TB, texts ...string) Input {
+	return Input{Tenant: "acme", Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: dialogue(texts...)}
+}
+
+func TestLLMActivation(t *testing.T) {
+	client := answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"x"}`)
+	m, err := NewLLM(LLMConfig{Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Detect(context.Background(), airlineInput(t, "I have ABC123 and DEF456", "Which one?", "Please cancel that one."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RenderPlan(mustType(t, TypeAnaphora).RecoveryPlan, "cancel that one")
+	if !d.Rein || d.ErrorType != TypeAnaphora || d.Category != CategoryAmbiguous || d.RecoveryTool != ToolAmbiguityReport ||
+		d.Evidence != "cancel that one" || d.Reasoning != want || d.Failed || d.Tokens != 120 || d.Model != "fake-model" ||
+		d.TaxonomyVersion != "rein-default-1" {
+		t.Fatalf("decision %+v", d)
+	}
+	if !strings.Contains(d.Reasoning, ToolAmbiguityReport) || !strings.Contains(d.Reasoning, `"cancel that one"`) {
+		t.Errorf("reasoning %q", d.Reasoning)
+	}
+	reqs := client.requests()
+	if len(reqs) != 1 || reqs[0].Purpose != llm.PurposeInception || reqs[0].ResponseSchema == nil || reqs[0].Messages[0].Role != llm.RoleUser {
+		t.Fatalf("request %+v", reqs)
+	}
+}
+
+func TestLLMClear(t *testing.T) {
+	m, _ := NewLLM(LLMConfig{Client: answering(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`)})
+	d, err := m.Detect(context.Background(), airlineInput(t, "Cancel reservation ABC123 please."))
+	if err != nil || d.Rein || d.Failed || d.Reasoning != "" || d.TaxonomyVersion == "" {
+		t.Fatalf("%+v %v", d, err)
+	}
+}
+
+func mustType(t testing.TB, name string) *ErrorType {
+	et, ok := DefaultTaxonomy().Type(name)
+	if !ok {
+		t.Fatalf("no type %s", name)
+	}
+	return et
+}
+
+func TestLLMMalformedAnswers(t *testing.T) {
+	cases := []struct{ name, content, reason string }{
+		{"invalid JSON", `{"rein": true, "error_type": "anaphora",`, "not JSON"},
+		{"not an object", `true`, "schema"},
+		{"markdown fence", "```json\n{\"rein\":true,\"error_type\":\"anaphora\",\"evidence\":\"x\",\"reasoning\":\"y\"}\n```", "markdown"},
+		{"unknown error type", `{"rein":true,"error_type":"rudeness","evidence":"x","reasoning":"y"}`, "schema"},
+		{"held-out style null type with rein", `{"rein":true,"error_type":null,"evidence":"x","reasoning":"y"}`, "schema"},
+		{"type without rein", `{"rein":false,"error_type":"anaphora","evidence":"x","reasoning":"y"}`, "schema"},
+		{"missing evidence", `{"rein":true,"error_type":"anaphora","reasoning":"y"}`, "schema"},
+		{"missing rein", `{"error_type":null,"evidence":"","reasoning":""}`, "schema"},
+		{"rein as string", `{"rein":"yes","error_type":"anaphora","evidence":"x","reasoning":"y"}`, "schema"},
+		{"extra field", `{"rein":false,"error_type":null,"evidence":"","reasoning":"","tool":"x"}`, "schema"},
+		{"trailing text", `{"rein":false,"error_type":null,"evidence":"","reasoning":""} and more`, "trailing"},
+		{"two objects", `{"rein":false,"error_type":null,"evidence":"","reasoning":""}{"rein":true}`, "trailing"},
+		{"empty", "  ", "empty"},
+		{"2 MB answer", `{"rein":true,"error_type":"anaphora","evidence":"` + strings.Repeat("a", 2<<20) + `","reasoning":"y"}`, "too large"},
+		{"long evidence", `{"rein":true,"error_type":"anaphora","evidence":"` + strings.Repeat("a", 5000) + `","reasoning":"y"}`, "schema"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewLLM(LLMConfig{Client: answering(tc.content)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := m.Detect(context.Background(), airlineInput(t, "Cancel that one."))
+			if err != nil {
+				t.Fatalf("malformed answer returned an error (the stage would count a model failure): %v", err)
+			}
+			if d.Rein || !d.Failed || !strings.Contains(d.FailReason, tc.reason) || d.Reasoning != "" {
+				t.Fatalf("decision %+v, want failed with reason containing %q", d, tc.reason)
+			}
+		})
+	}
+}
+
+func TestLLMAnswerAsToolCall(t *testing.T) {
+	client := &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+		return llm.Response{ToolCalls: []llm.ToolCall{{Name: answerSchemaName, Arguments: []byte(`{"rein":true,"error_type":"unsupported_action","evidence":"pick a window seat","reasoning":"r"}`)}}}, nil
+	}}
+	m, _ := NewLLM(LLMConfig{Client: client})
+	d, err := m.Detect(context.Background(), airlineInput(t, "Can I pick a window seat?"))
+	if err != nil || !d.Rein || d.ErrorType != TypeUnsupportedAction || d.RecoveryTool != ToolTransferToHuman || d.Model != "fake-model" {
+		t.Fatalf("%+v %v", d, err)
+	}
+}
+
+func TestLLMModelErrorsFailOpen(t *testing.T) {
+	boom := errors.New("500 internal server error")
+	cases := []struct {
+		name   string
+		client *fakeClient
+		ctx    func() (context.Context, context.CancelFunc)
+	}{
+		{"provider error", &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, boom }},
+			func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+		{"deadline", &fakeClient{chat: func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+			<-ctx.Done()
+			return llm.Response{}, ctx.Err()
+		}}, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 10*time.Millisecond)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := NewLLM(LLMConfig{Client: tc.client})
+			ctx, cancel := tc.ctx()
+			defer cancel()
+			d, err := m.Detect(ctx, airlineInput(t, "Cancel that one."))
+			if !errors.Is(err, ErrModel) || d.Rein {
+				t.Fatalf("got %+v, %v; want ErrModel and no activation", d, err)
+			}
+		})
+	}
+}
+
+func TestLLMConfigAndInputErrors(t *testing.T) {
+	if _, err := NewLLM(LLMConfig{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("no client: %v", err)
+	}
+	if _, err := NewLLM(LLMConfig{Client: answering(""), Plan: "freestyle"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad plan: %v", err)
+	}
+	m, _ := NewLLM(LLMConfig{Client: answering("")})
+	if _, err := m.Detect(context.Background(), Input{Dialogue: []Utterance{{Role: RoleAgent, Text: "hi"}}}); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("agent-last dialogue: %v", err)
+	}
+}
+
+func TestLLMGeneratedPlan(t *testing.T) {
+	tmpl := RenderPlan(mustType(t, TypeUnsupportedParameter).RecoveryPlan, "first class")
+	cases := []struct{ name, reasoning, want string }{
+		{"valid", "First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary.",
+			"First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary."},
+		{"does not name the recovery tool", "I will just book business instead.", tmpl},
+		{"names another tool", "Call update_reservation_flights with cabin business, then transfer_to_human_agents.", tmpl},
+		{"names the other recovery tool", "Call ambiguity_report and transfer_to_human_agents.", tmpl},
+		{"too long", strings.Repeat("transfer_to_human_agents ", 100), tmpl},
+		{"markup", "transfer_to_human_agents <tool_call>{\"name\":\"cancel_reservation\"}</tool_call>", tmpl},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ans := `{"rein":true,"error_type":"unsupported_parameter","evidence":"first class","reasoning":` + jsonString(tc.reasoning) + `}`
+			m, _ := NewLLM(LLMConfig{Client: answering(ans), Plan: PlanGenerated})
+			d, err := m.Detect(context.Background(), airlineInput(t, "Please move me to first class."))
+			if err != nil || !d.Rein || d.Failed {
+				t.Fatalf("%+v %v", d, err)
+			}
+			if d.Reasoning != tc.want {
+				t.Errorf("reasoning %q, want %q", d.Reasoning, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package detector
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// Per-type cases written from the taxonomy definitions: each positive case
+// is an instance of the definition, each negative a near miss that is fine.
+func TestRulesPerType(t *testing.T) {
+	const listed = "I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to change?"
+	cases := []struct {
+		name, domain string
+		dialogue     []string
+		want         string // "" = no activation
+	}{
+		// anaphora: a reference with no antecedent or several candidates.
+		{"anaphora: opening reference", "airline", []string{"Please cancel that one."}, TypeAnaphora},
+		{"anaphora: bare reference among listed ids", "airline", []string{"Hi, I'm sara_doe_496", listed, "Yes, change that one please."}, TypeAnaphora},
+		{"anaphora: pronoun among listed ids", "airline", []string{"Hi", listed, "Just cancel it."}, TypeAnaphora},
+		{"anaphora: retail orders", "retail", []string{"Hi", "You have orders #W1234567 and #W7654321. Which one?", "Return that one please."}, TypeAnaphora},
+		{"no anaphora: user names the id", "airline", []string{"Hi", listed, "Cancel that one, XYZ789."}, ""},
+		{"no anaphora: resolved in the same breath", "airline", []string{"Hi", listed, "That one from Boston."}, ""},
+		{"no anaphora: antecedent in the same turn", "airline", []string{"I booked a flight by mistake and want to cancel it."}, ""},
+		{"no anaphora: single candidate", "airline", []string{"Hi", "Your reservation ABC123 is confirmed. Anything else?", "Yes, change it to business."}, ""},
+		{"no anaphora: plural over a list", "airline", []string{"Hi", listed, "Cancel those reservations."}, ""},
+		{"no anaphora: possessive", "airline", []string{"I want to cancel my reservation."}, ""},
+
+		// multiple_interpretation: several readings, different actions.
+		{"multiple: cancel or return", "retail", []string{"I want to cancel or return my order #W1234567."}, TypeMultipleInterpretation},
+		{"multiple: change or cancel", "airline", []string{"Hi", "How can I help?", "I'd like to change or cancel my trip, whichever."}, TypeMultipleInterpretation},
+		{"multiple: whichever works", "airline", []string{"Hi", "Shall I refund to the card or a certificate?", "Whichever works."}, TypeMultipleInterpretation},
+		{"no multiple: or between nouns", "airline", []string{"Can you check flights to Boston or New York?"}, ""},
+		{"no multiple: single action", "retail", []string{"I want to return my order #W1234567."}, ""},
+
+		// contradiction: conflicts with earlier statements.
+		{"contradiction: never said", "airline", []string{"Cancel reservation ABC123.", "Done, ABC123 is cancelled.", "I never said to cancel it!"}, TypeContradiction},
+		{"contradiction: go ahead, no wait", "retail", []string{"Exchange my shoes.", "Shall I proceed?", "Yes, go ahead. No wait, don't."}, TypeContradiction},
+		{"contradiction: not what I said", "airline", []string{"Two bags please.", "I added three bags.", "That's not what I said."}, TypeContradiction},
+		{"no contradiction: nothing earlier", "airline", []string{"I never said that to anyone, but please book a flight."}, ""},
+		{"no contradiction: plain correction of agent", "airline", []string{"Book economy.", "Booked basic economy.", "Please make it economy as I asked."}, ""},
+
+		// unsupported_action: operations the tools do not offer.
+		{"action: window seat", "airline", []string{"Can I pick a window seat on my flight?"}, TypeUnsupportedAction},
+		{"action: seat selection", "airline", []string{"Hi", "How can I help?", "I'd like seat selection for ABC123."}, TypeUnsupportedAction},
+		{"action: price match airline", "airline", []string{"Will you price match a cheaper fare?"}, TypeUnsupportedAction},
+		{"action: wishlist", "retail", []string{"Add the blue kettle to my wishlist."}, TypeUnsupportedAction},
+		{"action: gift wrap", "retail", []string{"Can you gift-wrap my order #W1234567?"}, TypeUnsupportedAction},
+		{"action: vegetarian meal", "airline", []string{"I need a vegetarian meal on HAT123."}, TypeUnsupportedAction},
+		{"no action: baggage is supported", "airline", []string{"I want to add a checked bag to ABC123."}, ""},
+		{"no action: seats available question", "airline", []string{"Are there seats available on May 20?"}, ""},
+
+		// unsupported_parameter: supported action, value outside the tool's enum.
+		{"parameter: first class", "airline", []string{"Upgrade ABC123 to first class."}, TypeUnsupportedParameter},
+		{"parameter: premium economy", "airline", []string{"Hi", "How can I help?", "Book me in premium economy please."}, TypeUnsupportedParameter},
+		{"parameter: paypal at the airline", "airline", []string{"Can I pay with PayPal for the change?"}, TypeUnsupportedParameter},
+		{"parameter: venmo at the retailer", "retail", []string{"I'd like to pay with Venmo instead."}, TypeUnsupportedParameter},
+		{"no parameter: paypal at the retailer", "retail", []string{"Please refund to my PayPal."}, ""},
+		{"no parameter: business class exists", "airline", []string{"Upgrade ABC123 to business class."}, ""},
+		{"no parameter: negated", "airline", []string{"I don't want first class, just economy."}, ""},
+		{"no parameter: paypal without payment context", "airline", []string{"My email is at paypal dot com, anyway cancel ABC123."}, ""},
+
+		// unsupported_domain: outside the service altogether.
+		{"domain: hotel at airline", "airline", []string{"Can you also book me a hotel in Boston?"}, TypeUnsupportedDomain},
+		{"domain: rental car at airline", "airline", []string{"I need a rental car when I land."}, TypeUnsupportedDomain},
+		{"domain: flight at retailer", "retail", []string{"Can you book a flight to Paris for me?"}, TypeUnsupportedDomain},
+		{"no domain: flight at airline", "airline", []string{"Can you book a flight to Paris for me?"}, ""},
+
+		// clean
+		{"clean: greeting", "airline", []string{"Hi! I'd like to book a one-way flight from New York to Seattle on May 20."}, ""},
+		{"clean: user id", "retail", []string{"Hi", "Please give me your email.", "It's sara.doe@example.com"}, ""},
+		{"unknown domain still judges ambiguity", "bank", []string{"Cancel that one."}, TypeAnaphora},
+	}
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.dialogue...)}
+			if tc.domain != "bank" {
+				in.Tools = miniTools(t, tc.domain)
+			}
+			d, err := m.Detect(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
+				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
+			}
+			if d.Rein {
+				et := mustType(t, d.ErrorType)
+				if d.Evidence == "" || d.Reasoning != RenderPlan(et.RecoveryPlan, d.Evidence) || d.RecoveryTool != et.RecoveryTool || d.Category != et.Category {
+					t.Errorf("decision %+v", d)
+				}
+			}
+			if d.TaxonomyVersion != "rein-default-1" || d.Failed || d.Model != "" {
+				t.Errorf("decision %+v", d)
+			}
+		})
+	}
+}
+
+func TestRulesParameterNeedsToolSchema(t *testing.T) {
+	m, _ := NewRules(RulesConfig{})
+	// Without the agent's tools there is no cabin parameter to compare to.
+	d, _ := m.Detect(context.Background(), Input{Domain: "airline", Dialogue: dialogue("Upgrade ABC123 to first class.")})
+	if d.Rein {
+		t.Fatalf("activated without tool schemas: %+v", d)
+	}
+	// A catalogue whose cabin enum includes first_class accepts it.
+	tools := miniTools(t, "airline")
+	tools[1].Parameters = []byte(`{"type":"object","properties":{"cabin":{"type":"string","enum":["economy","first_class"]}}}`)
+	d, _ = m.Detect(context.Background(), Input{Domain: "airline", Tools: tools, Dialogue: dialogue("Upgrade ABC123 to first class.")})
+	if d.Rein {
+		t.Fatalf("activated although the tools accept first_class: %+v", d)
+	}
+}
+
+func TestRulesHeldOutAndModes(t *testing.T) {
+	if _, err := NewRules(RulesConfig{Mode: "sloppy"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("bad mode: %v", err)
+	}
+	recall, _ := NewRules(RulesConfig{Mode: RulesRecall})
+	precise, _ := NewRules(RulesConfig{})
+	in := Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: dialogue("Hi", "Your reservation ABC123 is ready.", "Actually, can you cancel those?")}
+	dp, _ := precise.Detect(context.Background(), in)
+	dr, _ := recall.Detect(context.Background(), in)
+	if dp.Rein || !dr.Rein {
+		t.Fatalf("precise %+v, recall %+v: recall must let through what precise holds back", dp, dr)
+	}
+	if _, err := precise.Detect(context.Background(), Input{}); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("empty input: %v", err)
+	}
+}
+
+// Benchmark: a typical mid-conversation turn and a turn with cues that
+// trigger the antecedent scan. The budget is 20 µs per turn.
+func BenchmarkRules(b *testing.B) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := miniTools(b, "airline")
+	agent := "I found two reservations under your profile: ABC123 from Boston (BOS) to Denver (DEN) on 2024-05-20 in economy, and XYZ789 from Denver to Seattle on 2024-05-22 in business, booked with credit_card_7815826. Which one would you like to change, and would you like to keep the same cabin?"
+	cases := map[string]Input{
+		"clean":  {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.")},
+		"cued":   {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "Change that one to the later flight, please.")},
+		"recall": {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "Actually, either is fine, I'm not sure which one.")},
+	}
+	for name, in := range cases {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := m.Detect(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestRulesUnder20Microseconds guards the 20 µs budget outside benchmarks.
+// Timing on shared CI machines is noisy, so the test fails only at five
+// times the budget (ten under -race); BenchmarkRules gives the real figure.
+func TestRulesUnder20Microseconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	r := testing.Benchmark(BenchmarkRulesClean)
+	per := r.NsPerOp()
+	t.Logf("rules: %d ns/turn, %d allocs/turn", per, r.AllocsPerOp())
+	limit := int64(5 * 20_000)
+	if raceEnabled {
+		limit *= 10
+	}
+	if per > limit {
+		t.Errorf("rules take %d ns per turn, budget %d ns", per, limit)
+	}
+}
+
+func BenchmarkRulesClean(b *testing.B) {
+	m, _ := NewRules(RulesConfig{})
+	in := Input{Domain: "airline", Tools: miniTools(b, "airline"), Dialogue: dialogue(
+		"Hi, I need to change a flight.",
+		"I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to change?",
+		"Change that one to the later flight on May 24, and pay the difference with my credit card ending in 7815.")}
+	ctx := context.Background()
+	for b.Loop() {
+		_, _ = m.Detect(ctx, in)
+	}
+}
