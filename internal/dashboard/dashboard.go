@@ -106,7 +106,9 @@ func (d *Dashboard) Overview(ctx context.Context) *Overview {
 	if d.cached != nil && d.cfg.CacheTTL > 0 && now.Sub(d.cachedAt) < d.cfg.CacheTTL {
 		return d.cached
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadTimeout)
+	// The result is shared with other requests, so one client going away
+	// must not cut the reads short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
 	defer cancel()
 	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0)}
 	mv, err := readMetrics(d.deps.Gatherer)

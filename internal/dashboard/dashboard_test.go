@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -232,12 +233,10 @@ func TestConversationTimeline(t *testing.T) {
 		}
 		got = append(got, k)
 	}
-	// Turn 2's detection was published before its user turn; within a turn
-	// events follow their time, so it still comes out in publish order.
 	want := []string{
 		"user-turn", "detection", "task", "step 0: reply", "agent-turn",
-		"detection", "user-turn", "planted-thought",
-		"step 0: think think (injected)", "step 1: tool_result think (injected)",
+		"user-turn", "detection", "planted-thought",
+		"step 0: think (injected)", "step 1: tool_result think (injected)",
 		"step 2: tool_call transfer_to_human_agents", "step 3: tool_result transfer_to_human_agents",
 		"escalation", "agent-turn",
 	}
@@ -317,5 +316,39 @@ func TestOverviewJSONShape(t *testing.T) {
 	}
 	if o.Decisions.Value != 12 || o.Activated.Value != 4 || len(o.Recent) != 2 || o.Recent[0].URL != "/conversations/acme/conv-2" {
 		t.Fatalf("overview %+v", o)
+	}
+}
+
+func TestSortEvents(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ev := func(kind string, turn, step int, at time.Duration) Event {
+		return Event{Kind: kind, Turn: turn, Step: step, Time: t0.Add(at), Label: fmt.Sprintf("%s/%d/%d", kind, turn, step)}
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Event
+		want []string
+	}{
+		{
+			name: "same instant: pipeline order, then step number",
+			in:   []Event{ev("agent-turn", 1, 0, 0), ev("step", 1, 2, 0), ev("step", 1, 1, 0), ev("planted-thought", 1, 0, 0), ev("detection", 1, 0, 0), ev("user-turn", 1, 0, 0)},
+			want: []string{"user-turn/1/0", "detection/1/0", "planted-thought/1/0", "step/1/1", "step/1/2", "agent-turn/1/0"},
+		},
+		{
+			name: "turns first, then time",
+			in:   []Event{ev("user-turn", 2, 0, 0), ev("report", 1, 0, 2), ev("user-turn", 1, 0, 3), ev("escalation", 1, 0, 1)},
+			want: []string{"escalation/1/0", "report/1/0", "user-turn/1/0", "user-turn/2/0"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sortEvents(tc.in)
+			var got []string
+			for _, e := range tc.in {
+				got = append(got, e.Label)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

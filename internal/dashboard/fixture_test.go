@@ -132,10 +132,10 @@ func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 	turn(conv, 1, schemas.RoleAgent, "Sure, what would you like to change?")
 
 	// Turn 2: an unsupported parameter; rein plants a thought and the agent escalates.
+	turn(conv, 2, schemas.RoleUser, hostileText)
 	detection(2, schemas.Detection{Turn: 2, UserText: hostileText, Rein: true, ErrorType: "unsupported_parameter",
 		Category: schemas.CategoryUnsupported, RecoveryTool: schemas.ToolTransfer, Evidence: "first class",
 		Reasoning: "first class is not a cabin the tools accept", Module: "llm", Model: "sim", LatencyMS: 57, Tokens: 420, TaxonomyVersion: "1"})
-	turn(conv, 2, schemas.RoleUser, hostileText)
 	task(2, hostileText, &schemas.Inception{Thought: plantedText, ErrorType: "unsupported_parameter", RecoveryTool: schemas.ToolTransfer})
 	step(2, 0, schemas.StepThink, schemas.ToolThink, map[string]string{"thought": plantedText}, "", true)
 	step(2, 1, schemas.StepToolResult, schemas.ToolThink, nil, "", true)

@@ -208,7 +208,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		e.Stream, e.Turn, e.Step, e.Kind, e.Injected = streams.StreamSteps, x.Turn, x.Step, "step", x.Injected
 		e.Class = "step-" + x.Kind
 		e.Label = "step " + strconv.Itoa(x.Step) + ": " + x.Kind
-		if x.Name != "" {
+		if x.Name != "" && x.Name != x.Kind {
 			e.Label += " " + x.Name
 		}
 		if x.Injected {
