@@ -86,9 +86,16 @@ func fromMetrics(t *testing.T, url string) shown {
 		return ""
 	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	pct := func(a, b float64) string { return fmt.Sprintf("%.1f%%", 100*a/b) }
+	pct := func(a, b float64) string {
+		if b == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f%%", 100*a/b)
+	}
 	var total, activated float64
-	outcomes, tenantDec, tenantAct, types := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	tenantDec, tenantAct, types := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	// The page always lists the three outcomes the detector produces.
+	outcomes := map[string]float64{"activated": 0, "clear": 0, "failed": 0}
 	for _, m := range mfs[telemetry.MDetectorDecisions].GetMetric() {
 		v := m.GetCounter().GetValue()
 		total += v
@@ -124,7 +131,7 @@ func fromMetrics(t *testing.T, url string) shown {
 				return num(m.GetGauge().GetValue())
 			}
 		}
-		return "missing"
+		return ""
 	}
 	s.Lag = [2]string{gauge(telemetry.MConsumerPending), gauge(telemetry.MConsumerAckPending)}
 	return s
