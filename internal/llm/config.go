@@ -89,6 +89,11 @@ type Config struct {
 
 	// envErr records a value ConfigFromEnv could not parse; Validate reports it.
 	envErr error
+	// envLookup is set by ConfigFromEnv: the vendor key fallback is redone
+	// when a flag changes Provider afterwards. keyFrom names the provider
+	// whose vendor variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) filled APIKey.
+	envLookup func(string) (string, bool)
+	keyFrom   string
 }
 
 // String renders the config for logs with the API key redacted.
@@ -127,15 +132,8 @@ func configFromLookup(lookup func(string) (string, bool)) Config {
 		Cassette: get(EnvCassette),
 		Record:   get(EnvRecord),
 	}
+	c.envLookup = lookup
 	c = c.withInferredProvider()
-	if c.APIKey == "" {
-		switch c.Provider {
-		case ProviderOpenAI:
-			c.APIKey = get("OPENAI_API_KEY")
-		case ProviderAnthropic:
-			c.APIKey = get("ANTHROPIC_API_KEY")
-		}
-	}
 	var errs []error
 	if h := get(EnvHeaders); h != "" {
 		hdrs, err := ParseHeaders(h)
@@ -193,6 +191,14 @@ func parseDurationOrSeconds(s string) (time.Duration, error) {
 	return time.Duration(f * float64(time.Second)), nil
 }
 
+// vendorKeyVars are the API key variables of each vendor, used when
+// REIN_LLM_API_KEY is not set.
+var vendorKeyVars = map[string]string{ProviderOpenAI: "OPENAI_API_KEY", ProviderAnthropic: "ANTHROPIC_API_KEY"}
+
+// withInferredProvider infers Provider from Script/Cassette and, for a
+// config read by ConfigFromEnv, applies the vendor API key fallback for the
+// provider finally chosen (flags may have changed it since), so one
+// vendor's key is never sent to the other.
 func (c Config) withInferredProvider() Config {
 	if c.Provider == "" {
 		switch {
@@ -200,6 +206,17 @@ func (c Config) withInferredProvider() Config {
 			c.Provider = ProviderScripted
 		case c.Cassette != "":
 			c.Provider = ProviderReplay
+		}
+	}
+	if c.envLookup == nil {
+		return c
+	}
+	if c.keyFrom != "" && c.keyFrom != c.Provider {
+		c.APIKey, c.keyFrom = "", ""
+	}
+	if v, ok := vendorKeyVars[c.Provider]; ok && c.APIKey == "" {
+		if key, _ := c.envLookup(v); strings.TrimSpace(key) != "" {
+			c.APIKey, c.keyFrom = strings.TrimSpace(key), c.Provider
 		}
 	}
 	return c

@@ -47,7 +47,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := configFromLookup(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
 			err := got.Validate()
-			got.envErr = nil
+			got.envErr, got.envLookup, got.keyFrom = nil, nil, ""
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("config = %+v\nwant     %+v", got, tt.want)
 			}
@@ -58,6 +58,29 @@ func TestConfigFromEnv(t *testing.T) {
 				t.Errorf("Validate = %v, want mention of %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestConfigKeyFollowsFlagProvider: a --provider flag applied after
+// ConfigFromEnv gets its own vendor's key, never the other vendor's.
+func TestConfigKeyFollowsFlagProvider(t *testing.T) {
+	env := map[string]string{EnvProvider: "openai", "OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "ak-anthropic"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		provider, want string
+	}{{"openai", "sk-openai"}, {"anthropic", "ak-anthropic"}, {"scripted", ""}}
+	for _, tt := range tests {
+		cfg := configFromLookup(lookup)
+		cfg.Provider = tt.provider // as cmd/rein's --provider does
+		if got := cfg.withInferredProvider().APIKey; got != tt.want {
+			t.Errorf("provider %s: key %q, want %q", tt.provider, got, tt.want)
+		}
+	}
+	env[EnvAPIKey] = "rk-explicit"
+	cfg := configFromLookup(lookup)
+	cfg.Provider = "anthropic"
+	if got := cfg.withInferredProvider().APIKey; got != "rk-explicit" {
+		t.Errorf("explicit key replaced: %q", got)
 	}
 }
 

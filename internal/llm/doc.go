@@ -48,7 +48,8 @@
 //     prompt), output, cached_input.
 //   - rein_llm_request_seconds{provider,purpose}: duration of each attempt.
 //
-// Purpose labels are kept bounded: short [a-z0-9_-] names pass, anything
+// A purpose's series are created (at zero) on its first call, so rates and
+// ratios exist before the first failure. Purpose labels are kept bounded: short [a-z0-9_-] names pass, anything
 // else is "other", empty is "unspecified".
 //
 // # Script format (scripted provider)

@@ -32,7 +32,9 @@ func NewOpenAI(cfg Config) *OpenAI {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.APIKey != "" {
+	if cfg.APIKey != "" || cfg.BaseURL != "" {
+		// An explicit empty key keeps the SDK from sending OPENAI_API_KEY
+		// to a custom (possibly third-party) server.
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	if cfg.HTTPClient != nil {

@@ -322,3 +322,41 @@ func BenchmarkScripted(b *testing.B) {
 		}
 	}
 }
+
+func TestParseScriptJSON(t *testing.T) {
+	c := mustScript(t, `{"name": "json-script", "rules": [
+	  {"when": {"purpose": "inception", "user": "(?P<w>hotel)"}, "respond": {"json": {"rein": true, "evidence": "{{.user.w}}"}}}
+	], "default": {"respond": {"content": "no"}}}`)
+	resp, err := c.Chat(context.Background(), Request{Purpose: PurposeInception, Messages: []Message{userMsg("book a hotel")}})
+	if err != nil || resp.Content != `{"evidence":"hotel","rein":true}` {
+		t.Fatalf("resp = %q, %v", resp.Content, err)
+	}
+}
+
+// TestScriptedConcurrent runs many goroutines through New's wrapper (metrics
+// cache, scripted rules) so -race checks the shared state.
+func TestScriptedConcurrent(t *testing.T) {
+	c, reg := newClient(t, Config{Script: "testdata/airline_demo.yaml"})
+	const workers, calls = 8, 200
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			for i := 0; i < calls; i++ {
+				purpose := []string{PurposeInception, PurposeAgent}[i%2]
+				if _, err := c.Chat(context.Background(), Request{Purpose: purpose, Messages: []Message{userMsg("show reservation ABC123 or that one")}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"outcome": OutcomeOK}); got != workers*calls {
+		t.Fatalf("ok requests = %v, want %d", got, workers*calls)
+	}
+}
