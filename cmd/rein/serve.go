@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -140,7 +141,8 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Run(ctx); err != nil {
+			// A stage cut short by shutdown while starting is not a failure.
+			if err := r.Run(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 				once.Do(func() { firstErr = fmt.Errorf("stage %s: %w", names[i], err) })
 				cancel()
 			}

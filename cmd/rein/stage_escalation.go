@@ -1,0 +1,22 @@
+package main
+
+import (
+	"github.com/reinception/rein/escalation"
+)
+
+func init() { registerStage("escalation", newEscalationStage) }
+
+// newEscalationStage builds the escalation stage from the `sinks:` section
+// of rein.yaml; with none configured, events stay in REIN_OUTCOMES for
+// platforms that consume them directly.
+func newEscalationStage(rt *proc) (stageRunner, error) {
+	var sinks escalation.SinksConfig
+	if sec := rt.file.section("sinks"); sec != nil {
+		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
+			return nil, err
+		}
+	}
+	return escalation.NewStage(escalation.StageConfig{Sinks: sinks}, escalation.StageDeps{
+		JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
+	})
+}
