@@ -54,9 +54,10 @@ type Dashboard struct {
 	tmpl *template.Template
 	now  func() time.Time
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the fields below
 	cached   *Overview
 	cachedAt time.Time
+	tail     outcomeTail
 }
 
 // New builds a dashboard; cfg is completed with defaults and validated.
@@ -116,14 +117,13 @@ func (d *Dashboard) Overview(ctx context.Context) *Overview {
 		o.Problems = append(o.Problems, err.Error())
 	}
 	mv.fill(o)
-	if !mv.hasJSState {
-		if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
-			o.Problems = append(o.Problems, err.Error())
-		}
-	}
-	if o.Recent, err = readRecentOutcomes(ctx, d.deps.JS, d.cfg.RecentOutcomes); err != nil {
+	if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
 		o.Problems = append(o.Problems, err.Error())
 	}
+	if err := d.tail.refresh(ctx, d.deps.JS, d.cfg.RecentOutcomes); err != nil {
+		o.Problems = append(o.Problems, err.Error())
+	}
+	o.Recent = d.tail.items
 	for _, p := range o.Problems {
 		d.log.Warn("overview incomplete", "problem", p)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -284,13 +286,12 @@ func TestRecentOutcomes(t *testing.T) {
 	}
 }
 
-// Without a JetStream collector in the registry, lag and dead letters come
-// from JetStream itself.
-func TestJetStreamFallback(t *testing.T) {
+// Lag lists durable consumers only: the ordered consumers that replay,
+// audit and the conversation view create are not a stage's backlog.
+func TestConsumerLag(t *testing.T) {
 	f := newFixture(t)
-	reg := prometheus.NewRegistry()
-	d, err := New(Config{}, Deps{JS: f.js.JS, Gatherer: reg})
-	if err != nil {
+	d, _ := f.serve(t, Config{CacheTTL: -1})
+	if _, err := d.Conversation(context.Background(), tenant, conv); err != nil { // leaves ordered consumers
 		t.Fatal(err)
 	}
 	o := d.Overview(context.Background())
@@ -300,9 +301,46 @@ func TestJetStreamFallback(t *testing.T) {
 	if o.DeadLetters.Text != "1" {
 		t.Errorf("dead letters %q, want 1", o.DeadLetters.Text)
 	}
-	i := slices.IndexFunc(o.Consumers, func(c Consumer) bool { return c.Key() == "REIN_TURNS/detector" })
-	if i < 0 || o.Consumers[i].Pending.Text != "3" || o.Consumers[i].AckPending.Text != "0" {
-		t.Fatalf("consumers %+v", o.Consumers)
+	var keys []string
+	for _, c := range o.Consumers {
+		keys = append(keys, c.Key())
+	}
+	if !slices.Equal(keys, []string{"REIN_TURNS/detector"}) {
+		t.Fatalf("consumers %v, want only the durable detector", keys)
+	}
+	if c := o.Consumers[0]; c.Pending.Text != "3" || c.AckPending.Text != "0" || c.MaxAckPending.Value <= 0 || c.Stalled {
+		t.Fatalf("detector lag %+v", c)
+	}
+}
+
+// The recent list follows REIN_OUTCOMES: newest first, at most
+// RecentOutcomes, new events picked up by the next refresh.
+func TestRecentOutcomesFollowStream(t *testing.T) {
+	f := newFixture(t)
+	d, _ := f.serve(t, Config{RecentOutcomes: 3, CacheTTL: -1})
+	ctx := context.Background()
+	ids := func() []string {
+		var out []string
+		for _, r := range d.Overview(ctx).Recent {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	if got := ids(); !slices.Equal(got, []string{"report-acme-conv-2-1", "escalation-acme-conv-1-2"}) {
+		t.Fatalf("recent %v", got)
+	}
+	for i := range 3 {
+		f.publish(ctx, t, streams.StreamOutcomes, streams.ReportSubject(tenant, "conv-3"), schemas.TypeReport,
+			fmt.Sprintf("report-acme-conv-3-%d", i+1), schemas.Meta{Tenant: tenant, Conversation: "conv-3", Turn: i + 1},
+			schemas.Report{Turn: i + 1, Report: "which one?", ErrorType: "anaphora"})
+		if i == 0 {
+			if got := ids(); !slices.Equal(got, []string{"report-acme-conv-3-1", "report-acme-conv-2-1", "escalation-acme-conv-1-2"}) {
+				t.Fatalf("after one more: %v", got)
+			}
+		}
+	}
+	if got := ids(); !slices.Equal(got, []string{"report-acme-conv-3-3", "report-acme-conv-3-2", "report-acme-conv-3-1"}) {
+		t.Fatalf("after three more: %v", got)
 	}
 }
 

@@ -16,19 +16,19 @@
 //
 // From the process's prometheus.Gatherer (the registry /metrics serves):
 // rein_detector_decisions_total{tenant,outcome} and
-// rein_detector_activations_total{tenant,error_type} for the activation
+// rein_detector_activations_total{tenant,error_type}, for the activation
 // rate (activated decisions / all decisions) overall, per error type and per
-// tenant, and decisions by outcome; rein_consumer_pending_messages,
-// rein_consumer_ack_pending_messages and rein_consumer_max_ack_pending for
-// consumer lag; rein_stream_messages{stream="REIN_DLQ"} for the dead-letter
-// count. When the gatherer has no JetStream state (no JetStream collector
-// registered), lag and dead letters are read from JetStream directly.
+// tenant, and decisions by outcome.
 //
-// From JetStream, through ordered consumers that leave no state behind
-// (streams.ReadStream): the tail of REIN_OUTCOMES (recent escalations and
-// reports), and for the conversation view every event of one conversation
-// in REIN_TURNS, REIN_DETECTIONS, REIN_TASKS (a task with an inception is a
-// planted thought), REIN_STEPS and REIN_OUTCOMES.
+// From JetStream: every durable consumer's pending, ack-pending and
+// ack-pending limit (the values rein_consumer_pending_messages and
+// rein_consumer_ack_pending_messages export; ephemeral consumers are left
+// out), the number of messages in REIN_DLQ (dead letters), and the tail of
+// REIN_OUTCOMES (recent escalations and reports), fetched incrementally by
+// sequence so that polling leaves no consumer behind. The conversation view
+// reads every event of one conversation in REIN_TURNS, REIN_DETECTIONS,
+// REIN_TASKS (a task with an inception is a planted thought), REIN_STEPS and
+// REIN_OUTCOMES through ordered consumers (streams.ReadStream).
 //
 // It produces nothing and exports no metrics.
 //

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -11,25 +12,32 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// readJetStreamState reads consumer lag and the dead-letter count from
-// JetStream directly, for processes whose registry has no JetStream
-// collector.
+// readJetStreamState reads the lag of every durable consumer and the
+// dead-letter count from JetStream. Ephemeral consumers (such as the
+// ordered consumers of replay, audit and the conversation view) are left
+// out: they come and go and say nothing about a stage's backlog.
 func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview) error {
 	o.Consumers = nil
+	var errs []error
 	for _, name := range streams.StreamNames {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
-			return fmt.Errorf("stream %s: %w", name, err)
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("stream %s: %w", name, err)
+			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+			continue
 		}
 		if name == streams.StreamDLQ {
+			info, err := s.Info(ctx)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+				continue
+			}
 			o.DeadLetters = count("dead_letters", float64(info.State.Msgs))
 		}
 		lister := s.ListConsumers(ctx)
 		for ci := range lister.Info() {
+			if ci.Config.Durable == "" {
+				continue
+			}
 			o.Consumers = append(o.Consumers, Consumer{
 				Stream: name, Name: ci.Name,
 				Pending:       count("", float64(ci.NumPending)),
@@ -38,11 +46,11 @@ func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview
 			})
 		}
 		if err := lister.Err(); err != nil {
-			return fmt.Errorf("consumers of %s: %w", name, err)
+			errs = append(errs, fmt.Errorf("consumers of %s: %w", name, err))
 		}
 	}
 	sortConsumers(o.Consumers)
-	return nil
+	return errors.Join(errs...)
 }
 
 // conversationURL is the conversation view's path.
@@ -50,45 +58,66 @@ func conversationURL(tenant, conv string) string {
 	return "/conversations/" + url.PathEscape(tenant) + "/" + url.PathEscape(conv)
 }
 
-// readRecentOutcomes returns the last n escalations and reports of
-// REIN_OUTCOMES, newest first.
-func readRecentOutcomes(ctx context.Context, js jetstream.JetStream, n int) ([]Outcome, error) {
+// outcomeTail keeps the last escalations and reports of REIN_OUTCOMES,
+// newest first. Each refresh fetches only the messages stored since the
+// last one, by sequence (direct gets), so polling leaves no consumer
+// behind on the server.
+type outcomeTail struct {
+	items   []Outcome
+	lastSeq uint64
+}
+
+func (t *outcomeTail) refresh(ctx context.Context, js jetstream.JetStream, n int) error {
 	if n <= 0 {
-		return nil, nil
+		t.items, t.lastSeq = nil, 0
+		return nil
 	}
 	s, err := js.Stream(ctx, streams.StreamOutcomes)
 	if err != nil {
-		return nil, fmt.Errorf("recent outcomes: %w", err)
+		return fmt.Errorf("recent outcomes: %w", err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("recent outcomes: %w", err)
+		return fmt.Errorf("recent outcomes: %w", err)
 	}
-	if info.State.Msgs == 0 {
-		return nil, nil
+	st := info.State
+	if st.Msgs == 0 || st.LastSeq < t.lastSeq {
+		// Empty, purged or recreated: start over.
+		t.items, t.lastSeq = nil, 0
 	}
-	start := info.State.FirstSeq
-	if info.State.LastSeq >= uint64(n) {
-		start = max(start, info.State.LastSeq-uint64(n)+1)
-	}
-	var out []Outcome
-	err = streams.ReadStream(ctx, js, streams.StreamOutcomes, streams.ReadOptions{StartSeq: start, StopSeq: info.State.LastSeq + 1}, func(r streams.Raw) error {
-		if r.Decoded == nil {
-			return nil
-		}
-		if oc, ok := outcomeOf(r.Decoded); ok {
-			out = append(out, oc)
-		}
+	if st.Msgs == 0 || st.LastSeq == t.lastSeq {
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("recent outcomes: %w", err)
 	}
-	// Newest first.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	from := max(t.lastSeq+1, st.FirstSeq)
+	if st.LastSeq >= uint64(n) {
+		from = max(from, st.LastSeq-uint64(n)+1)
 	}
-	return out, nil
+	var fresh []Outcome
+	for seq := from; seq <= st.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // deleted or aged out
+		}
+		if err != nil {
+			return fmt.Errorf("recent outcomes: get %d: %w", seq, err)
+		}
+		d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
+		if err != nil {
+			continue // not a rein event; the stream's consumer dead-letters it
+		}
+		if oc, ok := outcomeOf(&d); ok {
+			fresh = append(fresh, oc)
+		}
+	}
+	t.lastSeq = st.LastSeq
+	for i, j := 0, len(fresh)-1; i < j; i, j = i+1, j-1 {
+		fresh[i], fresh[j] = fresh[j], fresh[i]
+	}
+	t.items = append(fresh, t.items...)
+	if len(t.items) > n {
+		t.items = t.items[:n]
+	}
+	return nil
 }
 
 // outcomeOf turns an escalation or report event into an Outcome.

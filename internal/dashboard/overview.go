@@ -115,9 +115,6 @@ func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z"
 type metricsView struct {
 	decisions   map[[2]string]float64 // tenant, outcome
 	activations map[[2]string]float64 // tenant, error_type
-	consumers   map[[2]string]*Consumer
-	dlq         float64
-	hasJSState  bool // the gatherer carries JetStream stream/consumer state
 }
 
 func labels(m *dto.Metric) map[string]string {
@@ -142,11 +139,7 @@ func value(m *dto.Metric) float64 {
 
 // readMetrics gathers the registry once and keeps the families it shows.
 func readMetrics(g prometheus.Gatherer) (metricsView, error) {
-	v := metricsView{
-		decisions:   map[[2]string]float64{},
-		activations: map[[2]string]float64{},
-		consumers:   map[[2]string]*Consumer{},
-	}
+	v := metricsView{decisions: map[[2]string]float64{}, activations: map[[2]string]float64{}}
 	mfs, err := g.Gather()
 	// Gather returns what it could alongside an error; use both.
 	for _, mf := range mfs {
@@ -157,27 +150,6 @@ func readMetrics(g prometheus.Gatherer) (metricsView, error) {
 				v.decisions[[2]string{l["tenant"], l["outcome"]}] += val
 			case telemetry.MDetectorActivations:
 				v.activations[[2]string{l["tenant"], l["error_type"]}] += val
-			case telemetry.MStreamMessages:
-				v.hasJSState = true
-				if l["stream"] == streams.StreamDLQ {
-					v.dlq = val
-				}
-			case telemetry.MConsumerPending, telemetry.MConsumerAckPending, telemetry.MConsumerMaxAckPend:
-				v.hasJSState = true
-				k := [2]string{l["stream"], l["consumer"]}
-				c := v.consumers[k]
-				if c == nil {
-					c = &Consumer{Stream: k[0], Name: k[1]}
-					v.consumers[k] = c
-				}
-				switch mf.GetName() {
-				case telemetry.MConsumerPending:
-					c.Pending = count("", val)
-				case telemetry.MConsumerAckPending:
-					c.AckPending = count("", val)
-				default:
-					c.MaxAckPending = count("", val)
-				}
 			}
 		}
 	}
@@ -249,14 +221,6 @@ func (v metricsView) fill(o *Overview) {
 		return cmp.Or(cmp.Compare(b.Decisions.Value, a.Decisions.Value), cmp.Compare(a.Name, b.Name))
 	})
 
-	if v.hasJSState {
-		o.DeadLetters = count("dead_letters", v.dlq)
-		o.Consumers = nil
-		for _, c := range v.consumers {
-			o.Consumers = append(o.Consumers, *c)
-		}
-		sortConsumers(o.Consumers)
-	}
 }
 
 // sortConsumers orders consumers by stream (pipeline order) then name, and
