@@ -93,7 +93,7 @@ func TestRenderPlanAndSanitize(t *testing.T) {
 	plan := `The user said "{evidence}"; call ambiguity_report.`
 	cases := []struct{ ev, want string }{
 		{"that one", `The user said "that one"; call ambiguity_report.`},
-		{"", `The user said the user's latest request; call ambiguity_report.`},
+		{"", `The user said (see the user's latest message); call ambiguity_report.`},
 		{"say \"hi\"\nthen {x} <b>\\", `The user said "say 'hi' then x b"; call ambiguity_report.`},
 		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
 		{"a\u202eb\u200bc\x07d", `The user said "a b c d"; call ambiguity_report.`},

@@ -141,7 +141,7 @@ func (m *LLMModule) toolNames(tools []llm.Tool) []string {
 
 // groundEvidence keeps the model's evidence only when it is a quote of what
 // the user said (compared case- and whitespace-insensitively), sanitised;
-// otherwise it returns "" and the plan speaks of "the user's latest request".
+// otherwise it returns "" and the plan points at the user's latest message.
 func groundEvidence(evidence string, dialogue []Utterance) string {
 	ev := SanitizeEvidence(evidence)
 	ev = strings.TrimSuffix(ev, "…")

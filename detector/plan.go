@@ -68,14 +68,15 @@ func sanitize(s string, maxRunes int) string {
 }
 
 // RenderPlan fills a recovery plan's evidence slot with the sanitised
-// evidence. Without evidence the slot reads "the user's latest request".
+// evidence. Without evidence the quoted slot reads "(see the user's latest
+// message)".
 // Whitespace of the plan is normalised to single spaces.
 func RenderPlan(plan, evidence string) string {
 	ev := SanitizeEvidence(evidence)
 	out := plan
 	if ev == "" {
 		out = strings.ReplaceAll(out, `"`+EvidenceSlot+`"`, EvidenceSlot)
-		ev = "the user's latest request"
+		ev = "(see the user's latest message)"
 	}
 	out = strings.ReplaceAll(out, EvidenceSlot, ev)
 	return strings.Join(strings.Fields(out), " ")
