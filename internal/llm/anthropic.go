@@ -113,7 +113,13 @@ func (c *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 				push(RoleUser, anthropic.NewTextBlock(m.Content))
 			}
 		case RoleTool:
-			push(RoleUser, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+			if m.Content == "" {
+				// e.g. the planted think step's empty result: an empty text
+				// block would be refused, so send the result without content.
+				push(RoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}})
+			} else {
+				push(RoleUser, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+			}
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" {

@@ -78,6 +78,7 @@ func TestAnthropicToolUseWire(t *testing.T) {
 		{"results merged into one user turn", len(dig(got.Body, "messages").([]any)), 3},
 		{"result role", dig(got.Body, "messages", 2, "role"), "user"},
 		{"result 1", dig(got.Body, "messages", 2, "content", 0, "tool_use_id"), "toolu_a"},
+		{"empty result has no content", dig(got.Body, "messages", 2, "content", 0, "content"), nil},
 		{"result 2", dig(got.Body, "messages", 2, "content", 1, "tool_use_id"), "toolu_b"},
 		{"result 2 text", dig(got.Body, "messages", 2, "content", 1, "content", 0, "text"), `{"name":"Ana"}`},
 		{"tool name", dig(got.Body, "tools", 0, "name"), "get_reservation_details"},
