@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -388,5 +389,28 @@ func TestSortEvents(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+var _ Mux = (*telemetry.Server)(nil)
+
+// The dashboard mounts on rein's HTTP port next to /metrics and the health
+// endpoints without a pattern conflict.
+func TestMountsOnTelemetryServer(t *testing.T) {
+	f := newFixture(t)
+	d, err := New(Config{}, Deps{JS: f.js.JS, Gatherer: f.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := telemetry.NewServer(f.reg, slog.New(slog.DiscardHandler))
+	d.Register(srv)
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	for path, want := range map[string]int{"/": 200, "/metrics": 200, "/healthz": 200, "/conversations/acme/conv-1": 200, "/nope": 404} {
+		if res, _ := get(t, "http://"+srv.Addr()+path); res.StatusCode != want {
+			t.Errorf("%s: status %d, want %d", path, res.StatusCode, want)
+		}
 	}
 }
