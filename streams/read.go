@@ -56,7 +56,9 @@ func ReadStream(ctx context.Context, js jetstream.JetStream, stream string, o Re
 	if info.State.Msgs == 0 || last < max(o.StartSeq, info.State.FirstSeq) {
 		return nil
 	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: o.Filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	// A short inactivity threshold lets the server drop the ephemeral
+	// consumer soon after the read, instead of after the 5-minute default.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: o.Filters, DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: 5 * time.Second}
 	switch {
 	case o.StartSeq > 0:
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, o.StartSeq

@@ -58,6 +58,9 @@ func (c *JetStreamCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(info.State.Bytes), name)
 		lister := s.ListConsumers(ctx)
 		for ci := range lister.Info() {
+			if ci.Config.Durable == "" {
+				continue // ephemeral readers (replay, audit) would make labels unbounded
+			}
 			ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(ci.NumPending), name, ci.Name)
 			ch <- prometheus.MustNewConstMetric(c.ackPending, prometheus.GaugeValue, float64(ci.NumAckPending), name, ci.Name)
 			ch <- prometheus.MustNewConstMetric(c.maxAckPending, prometheus.GaugeValue, float64(ci.Config.MaxAckPending), name, ci.Name)
