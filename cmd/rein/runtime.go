@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/internal/dashboard"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
@@ -152,6 +153,12 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
 	rt.http.Handle("POST /v1/turns", streams.NewIngress(rt.pub, f.maxBytes, rt.reg))
+	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
+	if err != nil {
+		rt.close()
+		return nil, err
+	}
+	dash.Register(rt.http)
 	rt.http.SetReady(true, "")
 	return rt, nil
 }

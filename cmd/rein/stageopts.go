@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/reinception/rein/internal/llm"
 )
 
 // stageOptions are the flags of the pipeline stages that serve and demo run.
@@ -12,6 +14,11 @@ type stageOptions struct {
 	domain          string
 	detectorTimeout time.Duration
 	workers         int
+
+	agentPrompt, agentData, agentBackend, agentToolURL, agentScript string
+	maxSteps                                                        int
+	// agentModel, when set (demo, bench), is the task agent's model.
+	agentModel llm.Client
 }
 
 func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -19,4 +26,10 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the inception module and run by the agent")
 	fs.DurationVar(&o.detectorTimeout, "detector-timeout", 5*time.Second, "deadline of one inception call; past it the turn proceeds without injection")
 	fs.IntVar(&o.workers, "workers", 64, "conversations handled in parallel per stage")
+	fs.StringVar(&o.agentPrompt, "agent-prompt", "", "the task agent's fixed system prompt file (default: policy.md in --agent-data, or the sample policy)")
+	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
+	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
+	fs.StringVar(&o.agentToolURL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
+	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
+	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 }

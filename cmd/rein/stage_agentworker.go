@@ -1,0 +1,60 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/internal/llm"
+)
+
+//go:embed demodata/airline-policy.md
+var sampleAirlinePolicy string
+
+func init() { registerStage("agentworker", newAgentWorkerStage) }
+
+func newAgentWorkerStage(rt *proc) (stageRunner, error) {
+	o := rt.stages
+	cfg := agentworker.Config{
+		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
+		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers,
+		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL},
+	}
+	deps := agentworker.Deps{JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
+	if cfg.Backend == "none" {
+		return agentworker.New(cfg, deps)
+	}
+	if cfg.DataDir == "" && cfg.Backend != "http" {
+		d, err := domains.Sample(o.domain)
+		if err != nil {
+			return nil, err
+		}
+		deps.Domain = d
+		if cfg.SystemPromptFile == "" && o.domain == "airline" {
+			cfg.SystemPrompt = sampleAirlinePolicy
+		}
+	}
+	switch {
+	case o.agentModel != nil:
+		deps.Model = o.agentModel
+	case o.agentScript != "":
+		c, err := llm.New(llm.Config{Provider: llm.ProviderScripted, Script: o.agentScript}, rt.reg)
+		if err != nil {
+			return nil, err
+		}
+		deps.Model = c
+	default:
+		lc := o.modules.llmConfig()
+		if lc.Provider == "" {
+			return nil, errors.New("the agentworker stage needs a model: set REIN_LLM_PROVIDER (openai, anthropic, replay) or --agent-script, or run it with --agent-backend none (sidecar mode)")
+		}
+		c, err := llm.New(lc, rt.reg)
+		if err != nil {
+			return nil, fmt.Errorf("agent model: %w", err)
+		}
+		deps.Model = c
+	}
+	return agentworker.New(cfg, deps)
+}
