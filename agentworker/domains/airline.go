@@ -353,14 +353,9 @@ func searchDirectFlight(s *Session, a *Object) (string, error) {
 	origin, dest, date := arg(a, "origin"), arg(a, "destination"), arg(a, "date")
 	results := []any{}
 	var ferr error
-	s.each(tFlights, func(_ string, rec any) bool {
-		f, ok := rec.(*Object)
-		if !ok {
-			return true
-		}
-		fo, _ := f.Get("origin")
+	s.eachFlightFrom(origin, func(f *Object) bool {
 		fd, _ := f.Get("destination")
-		if !pyEq(fo, origin) || !pyEq(fd, dest) {
+		if !pyEq(fd, dest) {
 			return true
 		}
 		dates, _ := f.Get("dates")
@@ -383,6 +378,33 @@ func searchDirectFlight(s *Session, a *Object) (string, error) {
 		return "", pyErr(ferr)
 	}
 	return jsonResult(results)
+}
+
+// eachFlightFrom visits the flights departing from origin in table order:
+// through the base index when the session has no flight overlay (tools
+// never write flights), by a scan otherwise.
+func (s *Session) eachFlightFrom(origin any, fn func(f *Object) bool) {
+	if o, ok := origin.(string); ok && len(s.over[tFlights]) == 0 {
+		for _, f := range s.d.flightsFrom(o) {
+			if !fn(f) {
+				return
+			}
+		}
+		return
+	}
+	if _, ok := origin.(string); !ok && len(s.over[tFlights]) == 0 {
+		return // a non-string origin matches no flight
+	}
+	s.each(tFlights, func(_ string, rec any) bool {
+		f, ok := rec.(*Object)
+		if !ok {
+			return true
+		}
+		if fo, _ := f.Get("origin"); !pyEq(fo, origin) {
+			return true
+		}
+		return fn(f)
+	})
 }
 
 // flightView is a flight without its dates, followed by one day's fields.
@@ -416,23 +438,11 @@ func searchOnestopFlight(s *Session, a *Object) (string, error) {
 	origin, dest, date := arg(a, "origin"), arg(a, "destination"), arg(a, "date")
 	results := []any{}
 	var ferr error
-	s.each(tFlights, func(_ string, r1 any) bool {
-		f1, ok := r1.(*Object)
-		if !ok {
-			return true
-		}
-		if o, _ := f1.Get("origin"); !pyEq(o, origin) {
-			return true
-		}
-		s.each(tFlights, func(_ string, r2 any) bool {
-			f2, ok := r2.(*Object)
-			if !ok {
-				return true
-			}
+	s.eachFlightFrom(origin, func(f1 *Object) bool {
+		d1, _ := f1.Get("destination")
+		s.eachFlightFrom(d1, func(f2 *Object) bool {
 			d2, _ := f2.Get("destination")
-			o2, _ := f2.Get("origin")
-			d1, _ := f1.Get("destination")
-			if !pyEq(d2, dest) || !pyEq(d1, o2) {
+			if !pyEq(d2, dest) {
 				return true
 			}
 			arr, _ := f1.Get("scheduled_arrival_time_est")

@@ -38,7 +38,8 @@ func appendCanon(b []byte, v any) []byte {
 		return append(b, ')')
 	case *Object:
 		b = append(b, '(')
-		idx := sortedKeyIndex(x)
+		var buf [16]int
+		idx := sortedKeyIndex(x, buf[:0])
 		for n, i := range idx {
 			if n > 0 {
 				b = append(b, ", "...)
@@ -62,10 +63,9 @@ func appendCanonPair(b []byte, k string, v any) []byte {
 }
 
 // sortedKeyIndex returns the positions of o's keys in sorted key order.
-func sortedKeyIndex(o *Object) []int {
-	idx := make([]int, len(o.Keys))
-	for i := range idx {
-		idx[i] = i
+func sortedKeyIndex(o *Object, idx []int) []int {
+	for i := range o.Keys {
+		idx = append(idx, i)
 	}
 	if len(idx) > 24 {
 		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(o.Keys[a], o.Keys[b]) })

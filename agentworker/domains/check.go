@@ -93,6 +93,9 @@ func Check(ctx context.Context, dir string, w io.Writer) (CheckSummary, error) {
 			}
 		}
 	}
+	if len(loaded) == 0 {
+		return sum, fmt.Errorf("%w in %s (want airline/ or retail/)", ErrNoData, dir)
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "trajectories", "*.json"))
 	if err != nil {
 		return sum, fmt.Errorf("list trajectories: %w", err)

@@ -31,6 +31,31 @@ type Domain struct {
 
 	renderOnce sync.Once
 	baseHash   string
+
+	indexOnce sync.Once
+	byOrigin  map[string][]*Object // airline: base flights by origin, file order
+}
+
+// flightsFrom returns the base flights departing from origin, in file
+// order. Tools never write flights, so sessions without flight overlays
+// can search through this index instead of scanning the table.
+func (d *Domain) flightsFrom(origin string) []*Object {
+	d.indexOnce.Do(func() {
+		d.byOrigin = map[string][]*Object{}
+		t := d.tables[tFlights]
+		for _, id := range t.keys {
+			f, ok := t.recs[id].(*Object)
+			if !ok {
+				continue
+			}
+			if o, ok := f.Get("origin"); ok {
+				if os, ok := o.(string); ok {
+					d.byOrigin[os] = append(d.byOrigin[os], f)
+				}
+			}
+		}
+	})
+	return d.byOrigin[origin]
 }
 
 // table is one pristine table: records by id, ids in file order and, once
@@ -41,7 +66,8 @@ type table struct {
 	recs   map[string]any
 	sorted []string
 
-	canon []byte // "(id, rec)" pieces joined by ", ", in sorted id order
+	rawLen int    // size of the file, to size canon
+	canon  []byte // "(id, rec)" pieces joined by ", ", in sorted id order
 	offs  []int  // offs[i] = start of piece i in canon; offs[n] = len(canon)+2
 }
 
@@ -117,7 +143,7 @@ func parseTable(name string, raw []byte) (*table, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: table %s is not a JSON object", ErrBadData, name)
 	}
-	t := &table{name: name, keys: o.Keys, recs: make(map[string]any, len(o.Keys))}
+	t := &table{name: name, keys: o.Keys, recs: make(map[string]any, len(o.Keys)), rawLen: len(raw)}
 	for i, k := range o.Keys {
 		t.recs[k] = o.Vals[i]
 	}
@@ -168,6 +194,7 @@ func (d *Domain) render() {
 	d.renderOnce.Do(func() {
 		for _, t := range d.tables {
 			t.offs = make([]int, len(t.sorted)+1)
+			t.canon = make([]byte, 0, t.rawLen+t.rawLen/4)
 			for i, id := range t.sorted {
 				if i > 0 {
 					t.canon = append(t.canon, ", "...)

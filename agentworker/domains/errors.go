@@ -16,6 +16,8 @@ var (
 	ErrBadData = errors.New("bad domain data")
 	// ErrBaseMismatch is returned when an overlay is restored onto a different base database.
 	ErrBaseMismatch = errors.New("overlay does not belong to this database")
+	// ErrNoData is returned by Check when the directory holds no domain data.
+	ErrNoData = errors.New("no τ-bench data found")
 	// ErrNoSplit is returned when a task split does not exist.
 	ErrNoSplit = errors.New("no such task split")
 )

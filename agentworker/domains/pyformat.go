@@ -108,6 +108,18 @@ func appendRepr(b []byte, v any) []byte {
 
 // appendPyStrRepr renders s as Python's repr(str).
 func appendPyStrRepr(b []byte, s string) []byte {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\'' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, '\'')
+		b = append(b, s...)
+		return append(b, '\'')
+	}
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
