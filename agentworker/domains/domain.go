@@ -68,7 +68,7 @@ type table struct {
 
 	rawLen int    // size of the file, to size canon
 	canon  []byte // "(id, rec)" pieces joined by ", ", in sorted id order
-	offs  []int  // offs[i] = start of piece i in canon; offs[n] = len(canon)+2
+	offs   []int  // offs[i] = start of piece i in canon; offs[n] = len(canon)+2
 }
 
 // tableNames lists each domain's tables in sorted order (which is also the
