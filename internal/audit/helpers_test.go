@@ -1,0 +1,89 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// t0 is the event time of the fixtures' first event.
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// ev builds one rein event with a fixed time for publishing.
+func ev(t testing.TB, stream, subject, typ, id string, m schemas.Meta, at time.Time, data any) streams.Out {
+	t.Helper()
+	e, err := schemas.NewEvent(typ, id, "", m, data)
+	if err != nil {
+		t.Fatalf("event %s: %v", id, err)
+	}
+	e.SetTime(at)
+	return streams.Out{Stream: stream, Subject: subject, Event: &e}
+}
+
+func turnOut(t testing.TB, tenant, conv string, turn int, role, text string, at time.Time) streams.Out {
+	m := schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}
+	return ev(t, streams.StreamTurns, streams.TurnSubject(tenant, conv, role), schemas.TypeTurn,
+		schemas.EventID("turn-"+role, tenant, conv, turn), m, at, schemas.Turn{Role: role, Text: text, Turn: turn})
+}
+
+func publish(t testing.TB, js *testutil.JS, outs ...streams.Out) {
+	t.Helper()
+	p := streams.NewPublisher(js.JS, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for len(outs) > 0 {
+		n := min(len(outs), 1000)
+		if _, err := p.PublishAll(ctx, outs[:n]...); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		outs = outs[n:]
+	}
+}
+
+// bulkTurns publishes n turns spread over convs conversations of two
+// tenants, round-robin, alternating user and agent turns.
+func bulkTurns(t testing.TB, js *testutil.JS, n, convs int) {
+	t.Helper()
+	outs := make([]streams.Out, 0, 1000)
+	for i := range n {
+		c := i % convs
+		turn := i/convs + 1
+		role := schemas.RoleUser
+		if turn%2 == 0 {
+			role = schemas.RoleAgent
+		}
+		outs = append(outs, turnOut(t, tenantOf(c), fmt.Sprintf("c%04d", c), turn, role,
+			fmt.Sprintf("message %d of conversation %d", turn, c), t0.Add(time.Duration(i)*time.Millisecond)))
+		if len(outs) == cap(outs) {
+			publish(t, js, outs...)
+			outs = outs[:0]
+		}
+	}
+	publish(t, js, outs...)
+}
+
+func tenantOf(c int) string {
+	if c%2 == 0 {
+		return "acme"
+	}
+	return "globex"
+}
+
+// readAll collects copies of every record of a selection.
+func readAll(t testing.TB, js *testutil.JS, sel Selection) []Record {
+	t.Helper()
+	var out []Record
+	err := Read(context.Background(), js.JS, sel, nil, func(r *Record) error {
+		out = append(out, *r)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read %+v: %v", sel, err)
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/reinception/rein/streams"
+)
+
+// contextAttrs are the CloudEvents context attributes in the order
+// AppendStructured writes them; every other ce- header is an extension.
+var contextAttrs = []string{"id", "source", "type", "subject", "time", "dataschema"}
+
+// AppendStructured appends r as one CloudEvents structured-mode JSON object
+// (no newline) and reports whether r was an event at all. It reads the
+// binary-mode headers directly, with no sdk-go decode per event: attribute
+// and extension values are strings, as sdk-go yields them after reading a
+// binary-mode message, and JSON data is embedded as is (compacted), other
+// data as data_base64. A message already in structured mode is copied
+// (compacted). A message that is neither is reported as not an event.
+func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
+	spec := r.Attr("specversion")
+	ct := r.Attr("datacontenttype")
+	if spec == "" {
+		if strings.HasPrefix(ct, "application/cloudevents+json") && json.Valid(r.Data) {
+			return appendCompact(dst, r.Data), true
+		}
+		return dst, false
+	}
+	dst = append(dst, `{"specversion":`...)
+	dst = appendJSONString(dst, spec)
+	for _, a := range contextAttrs {
+		if v := r.Attr(a); v != "" {
+			dst = append(dst, ',')
+			dst = appendJSONString(dst, a)
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, v)
+		}
+	}
+	if ct != "" {
+		dst = append(dst, `,"datacontenttype":`...)
+		dst = appendJSONString(dst, ct)
+	}
+	var ext []string
+	for k := range r.Header {
+		if len(k) > len(streams.HeaderCEPrefix) && strings.EqualFold(k[:len(streams.HeaderCEPrefix)], streams.HeaderCEPrefix) {
+			name := strings.ToLower(k[len(streams.HeaderCEPrefix):])
+			if name != "specversion" && name != "datacontenttype" && !isContextAttr(name) {
+				ext = append(ext, name)
+			}
+		}
+	}
+	sort.Strings(ext)
+	for _, name := range ext {
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, name)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, r.Attr(name))
+	}
+	if len(r.Data) > 0 {
+		if isJSONType(ct) && json.Valid(r.Data) {
+			dst = append(dst, `,"data":`...)
+			dst = appendCompact(dst, r.Data)
+		} else {
+			dst = append(dst, `,"data_base64":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, r.Data)
+			dst = append(dst, '"')
+		}
+	}
+	return append(dst, '}'), true
+}
+
+func isContextAttr(name string) bool {
+	for _, a := range contextAttrs {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+func isJSONType(ct string) bool {
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.TrimSpace(strings.ToLower(ct))
+	return ct == "" || ct == "application/json" || ct == "text/json" || strings.HasSuffix(ct, "+json")
+}
+
+// appendCompact appends valid JSON on one line: raw line breaks in valid
+// JSON can only be insignificant whitespace, so input without any (the
+// usual case) is copied as is and the rest is compacted.
+func appendCompact(dst, js []byte) []byte {
+	if bytes.IndexAny(js, "\r\n") < 0 {
+		return append(dst, js...)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, js); err != nil {
+		return append(dst, js...)
+	}
+	return append(dst, b.Bytes()...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// JSONLWriter writes records as CloudEvents structured JSON, one per line,
+// through a buffer. Close (or Flush) before reading the output.
+type JSONLWriter struct {
+	w       *bufio.Writer
+	buf     []byte
+	Written uint64 // events written
+	Skipped uint64 // messages that were not CloudEvents
+}
+
+// NewJSONLWriter buffers writes to w.
+func NewJSONLWriter(w io.Writer) *JSONLWriter {
+	return &JSONLWriter{w: bufio.NewWriterSize(w, 256<<10), buf: make([]byte, 0, 4096)}
+}
+
+// Write writes one record (a non-event is counted in Skipped).
+func (j *JSONLWriter) Write(r *Record) error {
+	b, ok := AppendStructured(j.buf[:0], r)
+	if !ok {
+		j.Skipped++
+		return nil
+	}
+	b = append(b, '\n')
+	j.buf = b
+	j.Written++
+	_, err := j.w.Write(b)
+	return err
+}
+
+// Flush writes out the buffer.
+func (j *JSONLWriter) Flush() error { return j.w.Flush() }

@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/streams"
+)
+
+// DefaultReplayStream stores republished events (subjects "<prefix>.>").
+// It lies outside rein's live streams: no stage consumes it unless pointed
+// at it on purpose.
+const DefaultReplayStream = "REIN_REPLAY"
+
+// republishBatch is how many asynchronous publishes are checked at once.
+const republishBatch = 2048
+
+// CheckPrefix refuses a republish prefix that is not a plain NATS subject
+// (no wildcards, no empty tokens, no "$" system prefix) or that would land
+// in rein's live namespace ("rein" or "rein.…").
+func CheckPrefix(prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("%w: empty prefix", ErrLivePrefix)
+	}
+	if strings.ContainsAny(prefix, "*> \t\r\n") || strings.HasPrefix(prefix, "$") {
+		return fmt.Errorf("%w: %q is not a plain subject prefix", ErrLivePrefix, prefix)
+	}
+	for _, tok := range strings.Split(prefix, ".") {
+		if tok == "" {
+			return fmt.Errorf("%w: %q has an empty token", ErrLivePrefix, prefix)
+		}
+	}
+	if first, _, _ := strings.Cut(prefix, "."); strings.EqualFold(first, "rein") {
+		return fmt.Errorf("%w: %q starts with rein.; choose e.g. replay", ErrLivePrefix, prefix)
+	}
+	return nil
+}
+
+// Republisher copies records into a replay namespace: subject
+// <prefix>.<original subject>, headers and body unchanged except
+// Nats-Msg-Id, which becomes <prefix>:<original id> so a replay repeated
+// within the stream's duplicate window is stored once.
+type Republisher struct {
+	js      jetstream.JetStream
+	prefix  string
+	stream  string
+	pending []jetstream.PubAckFuture
+	Written uint64
+}
+
+// NewRepublisher checks the prefix and creates (or extends) the replay
+// stream so that it stores <prefix>.>.
+func NewRepublisher(ctx context.Context, js jetstream.JetStream, prefix, stream string) (*Republisher, error) {
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if stream == "" {
+		stream = DefaultReplayStream
+	}
+	subj := prefix + ".>"
+	s, err := js.Stream(ctx, stream)
+	switch {
+	case err == nil:
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("replay stream %s: %w", stream, err)
+		}
+		cfg := info.Config
+		has := false
+		for _, x := range cfg.Subjects {
+			has = has || x == subj
+		}
+		if !has {
+			cfg.Subjects = append(cfg.Subjects, subj)
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				return nil, fmt.Errorf("replay stream %s: add %s: %w", stream, subj, err)
+			}
+		}
+	case streams.IsNotFound(err):
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name: stream, Subjects: []string{subj}, Storage: jetstream.FileStorage,
+			Retention: jetstream.LimitsPolicy, Duplicates: 2 * time.Minute, MaxBytes: -1,
+			Description: "rein replay namespace (never consumed by live stages)",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("replay stream %s: %w", stream, err)
+		}
+	default:
+		return nil, fmt.Errorf("replay stream %s: %w", stream, err)
+	}
+	return &Republisher{js: js, prefix: prefix, stream: stream}, nil
+}
+
+// Stream is the replay stream's name.
+func (p *Republisher) Stream() string { return p.stream }
+
+// Write republishes one record (asynchronously; Flush waits).
+func (p *Republisher) Write(r *Record) error {
+	hdr := make(nats.Header, len(r.Header))
+	for k, v := range r.Header {
+		hdr[k] = v
+	}
+	if id := hdr.Get(streams.HeaderMsgID); id != "" {
+		hdr.Set(streams.HeaderMsgID, p.prefix+":"+id)
+	}
+	hdr.Del(streams.HeaderExpectedStream)
+	m := &nats.Msg{Subject: p.prefix + "." + r.Subject, Header: hdr, Data: r.Data}
+	f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(p.stream))
+	if err != nil {
+		return fmt.Errorf("republish %s: %w", m.Subject, err)
+	}
+	p.pending = append(p.pending, f)
+	if len(p.pending) >= republishBatch {
+		return p.wait(context.Background())
+	}
+	return nil
+}
+
+// Flush waits for every outstanding acknowledgement.
+func (p *Republisher) Flush(ctx context.Context) error { return p.wait(ctx) }
+
+func (p *Republisher) wait(ctx context.Context) error {
+	defer func() { p.pending = p.pending[:0] }()
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	for _, f := range p.pending {
+		select {
+		case <-f.Ok():
+			p.Written++
+		case err := <-f.Err():
+			return fmt.Errorf("republish %s: %w", f.Msg().Subject, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("republish %s: %w", f.Msg().Subject, nats.ErrTimeout)
+		}
+	}
+	return nil
+}

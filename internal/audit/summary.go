@@ -1,0 +1,139 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// Kinds of timeline and transcript lines.
+const (
+	KindUser       = "USER"
+	KindAgent      = "AGENT"
+	KindDetection  = "DETECTION"
+	KindTask       = "TASK"
+	KindStep       = "STEP"
+	KindEscalation = "ESCALATION"
+	KindReport     = "REPORT"
+	KindDeadLetter = "DEAD LETTER"
+	KindTimeout    = "HANDOFF TIMEOUT"
+	KindOther      = "EVENT"
+)
+
+// Summarize renders one event's data as a kind and a one-paragraph
+// human-readable text. It never fails: data that does not decode is shown
+// raw.
+func Summarize(typ string, data []byte) (kind, text string) {
+	switch typ {
+	case schemas.TypeTurn:
+		var t schemas.Turn
+		if json.Unmarshal(data, &t) != nil {
+			return KindOther, string(data)
+		}
+		if t.Role == schemas.RoleAgent {
+			return KindAgent, t.Text
+		}
+		return KindUser, t.Text
+	case schemas.TypeDetection:
+		var d schemas.Detection
+		if json.Unmarshal(data, &d) != nil {
+			return KindDetection, string(data)
+		}
+		return KindDetection, detectionText(d)
+	case schemas.TypeTask:
+		var t schemas.Task
+		if json.Unmarshal(data, &t) != nil {
+			return KindTask, string(data)
+		}
+		if t.Inception == nil {
+			return KindTask, "work item, nothing planted"
+		}
+		return KindTask, fmt.Sprintf("planted think (%s, then %s): %s", t.Inception.ErrorType, t.Inception.RecoveryTool, t.Inception.Thought)
+	case schemas.TypeStep:
+		var s schemas.Step
+		if json.Unmarshal(data, &s) != nil {
+			return KindStep, string(data)
+		}
+		return KindStep, stepText(s)
+	case schemas.TypeEscalation:
+		var e schemas.Escalation
+		if json.Unmarshal(data, &e) != nil {
+			return KindEscalation, string(data)
+		}
+		txt := e.Reason
+		if e.ErrorType != "" {
+			txt += " (" + e.ErrorType + ")"
+		}
+		return KindEscalation, txt + ": " + e.Summary
+	case schemas.TypeReport:
+		var r schemas.Report
+		if json.Unmarshal(data, &r) != nil {
+			return KindReport, string(data)
+		}
+		if r.ErrorType != "" {
+			return KindReport, r.ErrorType + ": " + r.Report
+		}
+		return KindReport, r.Report
+	case schemas.TypeDeadLetter:
+		var d schemas.DeadLetter
+		if json.Unmarshal(data, &d) != nil {
+			return KindDeadLetter, string(data)
+		}
+		txt := d.Stage + ": " + d.Reason + " (" + d.Subject
+		if d.Stream != "" {
+			txt += fmt.Sprintf(", %s #%d", d.Stream, d.Sequence)
+		}
+		return KindDeadLetter, txt + ")"
+	case schemas.TypeHandoffTimeout:
+		var h schemas.HandoffTimeout
+		if json.Unmarshal(data, &h) != nil {
+			return KindTimeout, string(data)
+		}
+		return KindTimeout, fmt.Sprintf("escalation %s unclaimed by %s", h.EscalationID, h.Deadline)
+	}
+	return KindOther, typ + " " + string(data)
+}
+
+func detectionText(d schemas.Detection) string {
+	var b strings.Builder
+	switch {
+	case d.Failed:
+		b.WriteString("failed open: " + d.FailReason)
+	case d.Rein:
+		fmt.Fprintf(&b, "%s (%s) → %s", d.ErrorType, d.Category, d.RecoveryTool)
+		if d.Evidence != "" {
+			fmt.Fprintf(&b, "; evidence %q", d.Evidence)
+		}
+	default:
+		b.WriteString("clear")
+	}
+	b.WriteString(" [" + d.Module)
+	if d.Model != "" {
+		b.WriteString(" " + d.Model)
+	}
+	if d.TaxonomyVersion != "" {
+		b.WriteString(", taxonomy " + d.TaxonomyVersion)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func stepText(s schemas.Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s", s.Step, s.Kind)
+	if s.Name != "" && s.Name != s.Kind {
+		b.WriteString(" " + s.Name)
+	}
+	if len(s.Arguments) > 0 {
+		b.WriteString(" " + string(s.Arguments))
+	}
+	if s.Output != "" {
+		b.WriteString(" → " + s.Output)
+	}
+	if s.Injected {
+		b.WriteString(" [planted by rein]")
+	}
+	return b.String()
+}

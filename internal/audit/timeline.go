@@ -1,0 +1,125 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// TimelineStreams are the streams a conversation's timeline is read from,
+// in pipeline order (which breaks ties between equal event times).
+// REIN_HANDOFF is left out: it is a work queue (an extra consumer would
+// compete with the handoff claimers) and its items repeat escalations.
+var TimelineStreams = []string{
+	streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps,
+	streams.StreamOutcomes, streams.StreamDLQ,
+}
+
+// Entry is one event of a conversation's timeline.
+type Entry struct {
+	Time     time.Time       `json:"time"`
+	Stream   string          `json:"stream"`
+	Sequence uint64          `json:"seq"`
+	Subject  string          `json:"subject"`
+	Type     string          `json:"type"`
+	ID       string          `json:"id"`
+	Turn     int             `json:"turn"`
+	Kind     string          `json:"kind"`
+	Text     string          `json:"text"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	// After names, for a task, step, escalation or report, the detection
+	// of the same turn that preceded it (its id), so every agent action
+	// shows which decision and plan came before it.
+	After string `json:"after_detection,omitempty"`
+	rank  int
+}
+
+// Timeline reads every stream in TimelineStreams for one conversation and
+// merges the events in time order (the event's time attribute, else the
+// stored time), then pipeline order, then stream sequence. Streams that do
+// not exist are skipped.
+func Timeline(ctx context.Context, js jetstream.JetStream, tenant, conv string) ([]Entry, error) {
+	if err := schemas.CheckIDs(tenant, conv); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSelection, err)
+	}
+	var out []Entry
+	for rank, name := range TimelineStreams {
+		err := Read(ctx, js, Selection{Stream: name, Tenant: tenant, Conversation: conv}, nil, func(r *Record) error {
+			out = append(out, entryOf(r, rank))
+			return nil
+		})
+		if err != nil {
+			if streams.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return int(a.Sequence) - int(b.Sequence)
+	})
+	linkDetections(out)
+	return out, nil
+}
+
+func entryOf(r *Record, rank int) Entry {
+	e := Entry{Stream: r.Stream, Sequence: r.Sequence, Subject: r.Subject, Type: r.Type(), ID: r.Attr("id"), rank: rank,
+		Time: r.Stored.UTC(), Data: json.RawMessage(r.Data)}
+	if t, err := time.Parse(time.RFC3339Nano, r.Attr("time")); err == nil {
+		e.Time = t.UTC()
+	}
+	e.Turn, _ = strconv.Atoi(r.Attr(schemas.ExtTurn))
+	e.Kind, e.Text = Summarize(e.Type, r.Data)
+	if !json.Valid(r.Data) {
+		e.Data = nil
+	}
+	return e
+}
+
+// linkDetections sets After on every agent-side entry to the latest
+// detection of its turn seen before it.
+func linkDetections(es []Entry) {
+	last := map[int]string{}
+	for i := range es {
+		switch es[i].Type {
+		case schemas.TypeDetection:
+			last[es[i].Turn] = es[i].ID
+		case schemas.TypeTask, schemas.TypeStep, schemas.TypeEscalation, schemas.TypeReport:
+			es[i].After = last[es[i].Turn]
+		}
+	}
+}
+
+// WriteTimeline renders a timeline as text: one line per event with time,
+// stream and sequence, turn, kind and summary; agent actions name the
+// detection they followed.
+func WriteTimeline(w io.Writer, tenant, conv string, es []Entry) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "== tenant %s, conversation %s: %d events\n", tenant, conv, len(es))
+	for _, e := range es {
+		text := e.Text
+		if e.After != "" && e.Type != schemas.TypeStep {
+			text += "  (after " + e.After + ")"
+		}
+		prefix := fmt.Sprintf("%s %-18s turn %-3d %-11s ", e.Time.Format("2006-01-02T15:04:05.000Z"),
+			e.Stream+"#"+strconv.FormatUint(e.Sequence, 10), e.Turn, e.Kind)
+		writeIndented(bw, prefix, text)
+	}
+	return bw.Flush()
+}

@@ -1,0 +1,80 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+func TestTranscriptGolden(t *testing.T) {
+	js := testutil.StartJetStream(t, "")
+	publish(t, js, demoConversation(t)...)
+	for _, tc := range []struct {
+		golden string
+		sel    Selection
+	}{
+		{"transcript_demo1.golden", Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "demo1"}},
+		{"transcript_tenant.golden", Selection{Stream: streams.StreamTurns, Tenant: "acme"}},
+		{"transcript_steps_demo1.golden", Selection{Stream: streams.StreamSteps, Tenant: "acme", Conversation: "demo1"}},
+		{"transcript_dlq_demo1.golden", Selection{Stream: streams.StreamDLQ, Tenant: "acme", Conversation: "demo1"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := NewTextWriter(&buf)
+			if err := Read(context.Background(), js.JS, tc.sel, nil, w.Write); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Golden(t, tc.golden, buf.Bytes())
+		})
+	}
+}
+
+func TestTimelineOrder(t *testing.T) {
+	js := testutil.StartJetStream(t, "")
+	publish(t, js, demoConversation(t)...)
+	es, err := Timeline(context.Background(), js.JS, "acme", "demo1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, e := range es {
+		ids = append(ids, e.ID)
+		if i > 0 && e.Time.Before(es[i-1].Time) {
+			t.Fatalf("entry %d (%s) is earlier than entry %d", i, e.ID, i-1)
+		}
+		if e.Type == schemas.TypeReport || e.ID == "dlq-detector-REIN_TURNS-2" {
+			t.Fatalf("entry %s of another conversation", e.ID)
+		}
+	}
+	want := []string{
+		"turn-user-acme-demo1-1", "detection-acme-demo1-1", "task-acme-demo1-1", "step-acme-demo1-1-0", "step-acme-demo1-1-1",
+		"turn-agent-acme-demo1-1", "turn-user-acme-demo1-2", "detection-acme-demo1-2", "task-acme-demo1-2",
+		"step-acme-demo1-2-0", "step-acme-demo1-2-1", "step-acme-demo1-2-2", "escalation-acme-demo1-2",
+		"turn-agent-acme-demo1-2", "turn-user-acme-demo1-3", "detection-acme-demo1-3", "dlq-agentworker-REIN_TASKS-9",
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("timeline\n got %v\nwant %v", ids, want)
+	}
+	// Every agent action names the detection of its turn that preceded it.
+	for _, e := range es {
+		switch e.Type {
+		case schemas.TypeTask, schemas.TypeStep, schemas.TypeEscalation:
+			if want := schemas.EventID("detection", "acme", "demo1", e.Turn); e.After != want {
+				t.Errorf("%s after %q, want %q", e.ID, e.After, want)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteTimeline(&buf, "acme", "demo1", es); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Golden(t, "timeline_demo1.golden", buf.Bytes())
+}
