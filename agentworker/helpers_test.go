@@ -1,0 +1,226 @@
+package agentworker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/internal/llm"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+const (
+	tenant = "acme"
+	prompt = "You are the airline's customer service agent. Follow the policy."
+)
+
+// recorder wraps a client and keeps every request it saw.
+type recorder struct {
+	inner llm.Client
+	mu    sync.Mutex
+	reqs  []llm.Request
+}
+
+func (r *recorder) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	return r.inner.Chat(ctx, req)
+}
+func (r *recorder) Provider() string { return r.inner.Provider() }
+func (r *recorder) Model() string    { return r.inner.Model() }
+
+func (r *recorder) requests() []llm.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]llm.Request(nil), r.reqs...)
+}
+
+// funcModel is a fake model answering by a function.
+type funcModel func(ctx context.Context, req llm.Request) (llm.Response, error)
+
+func (f funcModel) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return f(ctx, req)
+}
+func (f funcModel) Provider() string { return "fake" }
+func (f funcModel) Model() string    { return "fake" }
+
+func scripted(t *testing.T) *recorder {
+	t.Helper()
+	s, err := llm.LoadScript("testdata/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &recorder{inner: llm.NewScripted(s)}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startWorker runs a stage until the returned stop is called (or the test ends).
+func startWorker(t *testing.T, h *rtest.JS, cfg agentworker.Config, deps agentworker.Deps) (*agentworker.Stage, func()) {
+	t.Helper()
+	if cfg.SystemPrompt == "" && cfg.SystemPromptFile == "" {
+		cfg.SystemPrompt = prompt
+	}
+	deps.JS = h.JS
+	if deps.Publisher == nil {
+		deps.Publisher = streams.NewPublisher(h.JS, deps.Registerer)
+	}
+	deps.Logger = quiet()
+	st, err := agentworker.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return st, stop
+}
+
+// runWorker runs a stage under ctx; the channel yields Run's result.
+func runWorker(t *testing.T, h *rtest.JS, ctx context.Context, cfg agentworker.Config, deps agentworker.Deps) <-chan error {
+	t.Helper()
+	cfg.SystemPrompt = prompt
+	deps.JS, deps.Publisher, deps.Logger = h.JS, streams.NewPublisher(h.JS, deps.Registerer), quiet()
+	st, err := agentworker.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	return done
+}
+
+func publishTask(t *testing.T, h *rtest.JS, conv string, turn int, text string, inc *schemas.Inception) {
+	t.Helper()
+	task := schemas.Task{Turn: turn, UserText: text, DetectionID: schemas.EventID("detection", tenant, conv, turn), Inception: inc}
+	ev, err := schemas.NewEvent(schemas.TypeTask, schemas.EventID("task", tenant, conv, turn), "",
+		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTasks, streams.TaskSubject(tenant, conv), &ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// event is one stored event.
+type event struct {
+	id, typ, subject string
+	data             json.RawMessage
+}
+
+func readAll(t *testing.T, h *rtest.JS, stream string, filters ...string) []event {
+	t.Helper()
+	var out []event
+	err := streams.ReadStream(context.Background(), h.JS, stream, streams.ReadOptions{Filters: filters}, func(r streams.Raw) error {
+		if r.Decoded == nil {
+			t.Fatalf("undecodable message in %s at %d", stream, r.Sequence)
+		}
+		out = append(out, event{id: r.Decoded.Event.ID(), typ: r.Decoded.Event.Type(), subject: r.Subject, data: r.Decoded.Event.Data()})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func steps(t *testing.T, h *rtest.JS, conv string) []schemas.Step {
+	t.Helper()
+	var out []schemas.Step
+	for _, e := range readAll(t, h, streams.StreamSteps, streams.StepSubject(tenant, conv)) {
+		var s schemas.Step
+		if err := json.Unmarshal(e.data, &s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func agentTurns(t *testing.T, h *rtest.JS, conv string) []schemas.Turn {
+	t.Helper()
+	var out []schemas.Turn
+	for _, e := range readAll(t, h, streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleAgent)) {
+		var x schemas.Turn
+		if err := json.Unmarshal(e.data, &x); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func outcomes(t *testing.T, h *rtest.JS, conv string) []event {
+	t.Helper()
+	return readAll(t, h, streams.StreamOutcomes, streams.EscalationSubject(tenant, conv), streams.ReportSubject(tenant, conv))
+}
+
+// storedState reads a conversation's state from REIN_CONVERSATIONS.
+func storedState(t *testing.T, h *rtest.JS, conv string) (agentworker.State, bool) {
+	t.Helper()
+	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, conv))
+	if err != nil {
+		return agentworker.State{}, false
+	}
+	var s agentworker.State
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s, true
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+					continue next
+				}
+			}
+			if c := m.GetCounter(); c != nil {
+				sum += c.GetValue()
+			}
+			if hg := m.GetHistogram(); hg != nil {
+				sum += float64(hg.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+const wait = 10 * time.Second

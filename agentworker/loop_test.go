@@ -1,0 +1,230 @@
+package agentworker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/internal/llm"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+func TestMaxStepsEscalates(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	var calls atomic.Int32
+	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		calls.Add(1)
+		return llm.Response{ToolCalls: []llm.ToolCall{{Name: "get_user_details", Arguments: json.RawMessage(`{"user_id":"nora_quist_4821"}`)}}}, nil
+	})
+	startWorker(t, h, agentworker.Config{MaxSteps: 3}, agentworker.Deps{Model: model, Registerer: reg})
+	publishTask(t, h, "m1", 1, "tell me everything", nil)
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "m1")) == 1 })
+	if r := agentTurns(t, h, "m1")[0]; r.Text != agentworker.DefaultMaxStepsReply {
+		t.Errorf("reply = %q", r.Text)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("model calls = %d, want 3", n)
+	}
+	outs := outcomes(t, h, "m1")
+	if len(outs) != 1 || outs[0].typ != schemas.TypeEscalation || outs[0].id != schemas.EventID("escalation", tenant, "m1", 1) {
+		t.Fatalf("outcomes = %+v", outs)
+	}
+	var e schemas.Escalation
+	_ = json.Unmarshal(outs[0].data, &e)
+	if e.Reason != schemas.ReasonMaxSteps || e.Turn != 1 || e.Summary == "" {
+		t.Errorf("escalation = %+v", e)
+	}
+	// Three calls with distinct ids (the model gave none), each a call and a result step.
+	ss := steps(t, h, "m1")
+	if len(ss) != 7 || ss[6].Kind != schemas.StepReply || ss[0].CallID == ss[2].CallID {
+		t.Errorf("steps = %+v", ss)
+	}
+	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_user_details", "outcome": "ok"}); got != 3 {
+		t.Errorf("tool calls = %v", got)
+	}
+	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": "max_steps"}); got != 1 {
+		t.Errorf("max_steps turns = %v", got)
+	}
+	if s, _ := storedState(t, h, "m1"); s.Status != agentworker.StatusHuman {
+		t.Errorf("status after max steps = %q", s.Status)
+	}
+}
+
+// TestRedeliveredTaskRunsOnce: a second copy of a finished turn's task
+// neither calls the model nor duplicates any output.
+func TestRedeliveredTaskRunsOnce(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	model := scripted(t)
+	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	publishTask(t, h, "d1", 1, "cancel that one", inception("anaphora", "ambiguity_report"))
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "d1")) == 1 })
+	calls := len(model.requests())
+	nSteps, nOut := len(steps(t, h, "d1")), len(outcomes(t, h, "d1"))
+
+	// Redelivery from scratch: a new worker (empty memory) and a lost
+	// durable consumer replay the task.
+	stop()
+	if err := h.JS.DeleteConsumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	rtest.CheckFor(t, wait, "task consumed again", func() bool {
+		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= 1 && info.NumAckPending == 0
+	})
+	if n := len(model.requests()); n != calls {
+		t.Errorf("model called %d more times", n-calls)
+	}
+	if len(agentTurns(t, h, "d1")) != 1 || len(steps(t, h, "d1")) != nSteps || len(outcomes(t, h, "d1")) != nOut {
+		t.Errorf("outputs duplicated")
+	}
+}
+
+// TestModelFailureRetriesInPlace: a failing model call is retried by the
+// consume loop without repeating the tool call already made.
+func TestModelFailureRetriesInPlace(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	var failed atomic.Bool
+	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if !lastIsTool(req, "get_reservation_details") {
+			return llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "get_reservation_details", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}, nil
+		}
+		if failed.CompareAndSwap(false, true) {
+			return llm.Response{}, errors.New("503 from the model server")
+		}
+		return llm.Response{Content: "Here it is."}, nil
+	})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: reg})
+	publishTask(t, h, "f1", 1, "show reservation Q7RM2K", nil)
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "f1")) == 1 })
+	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
+		t.Errorf("tool ran %v times", got)
+	}
+	if got := counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": "agentworker", "outcome": "retry"}); got != 1 {
+		t.Errorf("retries = %v", got)
+	}
+}
+
+// TestStateConflict: a state changed behind the worker's back (another
+// replica took over) is never overwritten; the worker reloads it.
+func TestStateConflict(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	model := scripted(t)
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	publishTask(t, h, "s1", 1, "hello", nil)
+	rtest.CheckFor(t, wait, "turn 1", func() bool { return len(agentTurns(t, h, "s1")) == 1 })
+	// Another writer stores turn 1 with an extra remark in the context.
+	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, "s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s agentworker.State
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleAssistant, Content: "(note from the other replica)"})
+	b, _ := json.Marshal(s)
+	if _, err := kv.Update(context.Background(), e.Key(), b, e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	publishTask(t, h, "s1", 2, "hello again", nil)
+	rtest.CheckFor(t, wait, "turn 2", func() bool { return len(agentTurns(t, h, "s1")) == 2 })
+	final, _ := storedState(t, h, "s1")
+	var found bool
+	for _, m := range final.Messages {
+		found = found || m.Content == "(note from the other replica)"
+	}
+	if !found || final.Turn != 2 {
+		t.Errorf("the other writer's state was overwritten: %+v", final.Messages)
+	}
+}
+
+func TestSidecarModeConsumesNothing(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	st, err := agentworker.New(agentworker.Config{Backend: agentworker.BackendNone}, agentworker.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	publishTask(t, h, "n1", 1, "hello", nil)
+	if err := st.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err == nil {
+		t.Errorf("sidecar mode created a consumer")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  agentworker.Config
+		ok   bool
+	}{
+		{"defaults", agentworker.Config{}, true},
+		{"retail", agentworker.Config{Domain: "retail"}, true},
+		{"unknown backend", agentworker.Config{Backend: "grpc"}, false},
+		{"unknown domain", agentworker.Config{Domain: "hotel"}, false},
+		{"http without url", agentworker.Config{Backend: agentworker.BackendHTTP}, false},
+		{"zero-ish max steps", agentworker.Config{MaxSteps: -1}, false},
+		{"prompt twice", agentworker.Config{SystemPrompt: "a", SystemPromptFile: "b"}, false},
+		{"workers", agentworker.Config{Workers: 10000}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+				t.Errorf("Validate = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	h := rtest.StartJetStream(t, "")
+	if _, err := agentworker.New(agentworker.Config{}, agentworker.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Model: scripted(t)}); !errors.Is(err, agentworker.ErrInvalidConfig) {
+		t.Errorf("New without a system prompt: %v", err)
+	}
+}
+
+// TestTauBenchPolicyIsTheSystemPrompt: with a τ-bench data dir, the
+// domain's policy document is the system prompt, byte for byte.
+func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
+	dir := filepath.Join(rtest.TauBench(t), "airline")
+	policy, err := os.ReadFile(filepath.Join(dir, "policy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rtest.StartJetStream(t, "")
+	model := scripted(t)
+	st, err := agentworker.New(agentworker.Config{DataDir: dir}, agentworker.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet(), Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	publishTask(t, h, "p1", 1, "hello", nil)
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "p1")) == 1 })
+	if reqs := model.requests(); len(reqs) == 0 || reqs[0].System != string(policy) {
+		t.Errorf("system prompt is not the policy document")
+	}
+}
