@@ -34,8 +34,8 @@ type demoCollector struct {
 	dlq   int
 	// failed holds, per conversation, why its work was dead-lettered.
 	failed map[string]string
-	ch    chan struct{} // signalled on every event
-	sub   []*nats.Subscription
+	ch     chan struct{} // signalled on every event
+	sub    []*nats.Subscription
 }
 
 func newDemoCollector(nc *nats.Conn, tenant string) (*demoCollector, error) {
