@@ -6,54 +6,24 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 )
 
-// startJetStream runs an in-process JetStream server for one test.
-// (To be replaced by the shared helper in internal/testutil.)
+// startJetStream runs an in-process JetStream server with rein's streams
+// provisioned (REIN_HANDOFF included, as streams.Provision declares it).
 func startJetStream(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{
-		JetStream: true, StoreDir: t.TempDir(), Port: -1, DontListen: true, NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	nc, err := nats.Connect("", nats.InProcessServer(ns))
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	return js
+	return testutil.StartJetStream(t, "").JS
 }
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval, not a wait for an event
-	}
+	testutil.CheckFor(t, d, what, cond)
 }
 
 func testCtx(t *testing.T) context.Context {
