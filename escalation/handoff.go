@@ -322,6 +322,10 @@ func Claim(ctx context.Context, js jetstream.JetStream, wait time.Duration) (*Ha
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	cons, err := stream.Consumer(ctx, DurableHandoffDesktops)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		// The stream was provisioned without the desktops' consumer.
+		cons, err = ensureDesktopConsumer(ctx, stream, stream.CachedInfo().Config.Replicas)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim: consumer %s: %w", DurableHandoffDesktops, err)
 	}

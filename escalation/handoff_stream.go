@@ -39,7 +39,15 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", streams.StreamHandoff, err)
 	}
-	_, err = s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	if _, err := ensureDesktopConsumer(ctx, s, replicas); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ensureDesktopConsumer creates or updates the desktops' durable consumer.
+func ensureDesktopConsumer(ctx context.Context, s jetstream.Stream, replicas int) (jetstream.Consumer, error) {
+	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       DurableHandoffDesktops,
 		Description:   "Human-agent desktops claiming handoff items.",
 		FilterSubject: streams.HandoffItems,
@@ -50,5 +58,5 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 	if err != nil {
 		return nil, fmt.Errorf("ensure consumer %s on %s: %w", DurableHandoffDesktops, streams.StreamHandoff, err)
 	}
-	return s, nil
+	return c, nil
 }

@@ -359,3 +359,29 @@ func TestEnsureHandoffStreamIdempotent(t *testing.T) {
 		t.Fatalf("nil JetStream: %v", err)
 	}
 }
+
+// A stream provisioned without the desktops' consumer (streams.Provision
+// alone) still lets desktops claim.
+func TestClaimCreatesMissingConsumer(t *testing.T) {
+	js := startJetStream(t)
+	s, err := js.Stream(testCtx(t), streams.StreamHandoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteConsumer(testCtx(t), DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatal(err)
+	}
+	h, err := NewHandoff(js, HandoffConfig{NoSweeper: true}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ev := escalationEvent(t, "acme", "c1", 1)
+	if err := h.Deliver(testCtx(t), ev); err != nil {
+		t.Fatal(err)
+	}
+	item, err := Claim(testCtx(t), js, 5*time.Second)
+	if err != nil || item.ID != ev.ID() {
+		t.Fatalf("claim: %+v, %v", item, err)
+	}
+}
