@@ -9,8 +9,6 @@ var (
 	ErrDeliveryFailed = errors.New("sink delivery failed")
 	// ErrInvalidConfig means a sink configuration is unusable.
 	ErrInvalidConfig = errors.New("invalid sink configuration")
-	// ErrUnsupportedEvent means the event is neither an escalation nor a report.
-	ErrUnsupportedEvent = errors.New("unsupported event type for sink")
 	// ErrClosed means Deliver was called on a closed sink.
 	ErrClosed = errors.New("sink closed")
 

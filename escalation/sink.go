@@ -4,12 +4,12 @@ import (
 	"context"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-
-	"github.com/reinception/rein/schemas"
 )
 
 // Sink delivers escalation and report events (dev.rein.escalation.v1,
-// dev.rein.report.v1) to one downstream consumer.
+// dev.rein.report.v1) to one downstream consumer. webhook and jsonl take any
+// valid CloudEvent (so handoff timeouts can be routed to them too); handoff
+// takes escalations and skips the rest.
 //
 // Deliver returns nil once the sink has taken responsibility for the event.
 // An error wrapping ErrDeliveryFailed is final (the stage dead-letters the
@@ -43,8 +43,3 @@ const (
 	OutcomeFailed    = "failed"    // given up: the event is dead-lettered
 	OutcomeSkipped   = "skipped"   // the sink does not take this event type
 )
-
-// supported reports whether a sink accepts an event type.
-func supported(typ string) bool {
-	return typ == schemas.TypeEscalation || typ == schemas.TypeReport
-}

@@ -225,7 +225,7 @@ func (w *Webhook) backoff(n int) time.Duration {
 }
 
 // isPermanent reports whether retrying cannot help: the receiver refused
-// the request itself, or the event is invalid.
+// the request itself (a 4xx other than 408, 409, 425 and 429).
 func isPermanent(err error) bool {
 	var hr *cehttp.Result
 	if errors.As(err, &hr) {
