@@ -96,6 +96,9 @@ type Stage struct {
 	m     *stageMetrics
 	convs *conversations
 	tools map[string][]llm.Tool
+
+	streamMu sync.Mutex
+	stream   jetstream.Stream // REIN_TURNS, looked up once
 }
 
 // New builds the detector stage.

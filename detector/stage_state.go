@@ -3,10 +3,13 @@ package detector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -124,7 +127,7 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 		return c, nil
 	}
 	c := &conversation{}
-	if d.Sequence > 1 {
+	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
 		err := streams.ReadStream(ctx, s.deps.JS, streams.StreamTurns, streams.ReadOptions{
 			Filters: []string{streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)},
 			StopSeq: d.Sequence,
@@ -144,4 +147,32 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 	}
 	s.convs.put(key, c)
 	return c, nil
+}
+
+// hasEarlierTurns asks the stream, with one direct get, whether the
+// conversation has a turn stored before d, so that a conversation's first
+// turn costs no rebuild. On error it answers yes (the rebuild then decides).
+func (s *Stage) hasEarlierTurns(ctx context.Context, d streams.Decoded) bool {
+	st, err := s.turnsStream(ctx)
+	if err != nil {
+		return true
+	}
+	m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)))
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrMsgNotFound)
+	}
+	return m.Sequence < d.Sequence
+}
+
+func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
+	s.streamMu.Lock()
+	defer s.streamMu.Unlock()
+	if s.stream != nil {
+		return s.stream, nil
+	}
+	st, err := s.deps.JS.Stream(ctx, streams.StreamTurns)
+	if err == nil {
+		s.stream = st
+	}
+	return st, err
 }

@@ -143,6 +143,15 @@ func (s *Stage) deliver(ctx context.Context, d streams.Decoded) error {
 		}
 		s.markDone(id, sk.Name())
 	}
+	// A buffering sink (jsonl) must have the event on disk before the
+	// message is acked.
+	for _, sk := range s.sinks {
+		if f, ok := sk.(Flusher); ok && s.done(id, sk.Name()) {
+			if err := f.Flush(); err != nil {
+				transient = err
+			}
+		}
+	}
 	switch {
 	case transient != nil:
 		return fmt.Errorf("escalation: %w", transient)

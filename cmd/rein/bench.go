@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/internal/eval"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+//go:embed demodata/bench-agent.yaml
+var benchAgentScript []byte
+
+const benchTenant = "bench"
+
+// benchResult is what `rein bench --json` prints.
+type benchResult struct {
+	Mode            string  `json:"mode"` // max or rate
+	Conversations   int     `json:"conversations"`
+	Turns           int     `json:"turns"`
+	OfferedPerSec   float64 `json:"offered_per_s,omitempty"`
+	TurnsPerSec     float64 `json:"turns_per_s"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
+	CPUSecPer1000   float64 `json:"cpu_s_per_1000_turns"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	AvgEventBytes   int     `json:"avg_event_bytes"`
+	Raw3HopMsgsPerS float64 `json:"raw_3hop_msgs_per_s"`
+	Raw3HopP99Ms    float64 `json:"raw_3hop_p99_ms"`
+	Ratio           float64 `json:"ratio"`
+}
+
+func init() { register(newBenchCmd) }
+
+func newBenchCmd() *cobra.Command {
+	var convs, turns, rawMsgs int
+	var rate float64
+	var quick, asJSON bool
+	var cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
+		Long: `bench is a benchmark, not a test. It starts an embedded server with file storage and every stage
+(the rules inception module, the scripted agent with zero latency and one tool call per turn), plays
+--conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
+agent reply stored) p50/p99, CPU seconds per 1,000 turns and peak RSS. In the same run it measures a
+raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
+server of its own, and reports the ratio of the two throughputs.
+
+Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
+they are offered open-loop at N turns/s. --quick finishes within a minute.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if quick {
+				if !cmd.Flags().Changed("conversations") {
+					convs = 300
+				}
+				if !cmd.Flags().Changed("turns") {
+					turns = 5
+				}
+				if !cmd.Flags().Changed("raw-msgs") {
+					rawMsgs = 15000
+				}
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
+			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
+				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
+			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
+			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&convs, "conversations", 2000, "conversations")
+	fs.IntVar(&turns, "turns", 10, "user turns per conversation")
+	fs.Float64Var(&rate, "rate", 0, "offered turns/s (0: maximum rate)")
+	fs.IntVar(&rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
+	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (300 × 5 turns, 15,000 raw messages)")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	return cmd
+}
+
+func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+	dir, err := os.MkdirTemp("", "rein-bench-")
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	script, err := llm.ParseScript(benchAgentScript)
+	if err != nil {
+		return benchResult{}, err
+	}
+	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
+	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: 64, maxSteps: 30, agentBackend: "domain",
+		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
+	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
+	if err != nil {
+		return benchResult{}, err
+	}
+	rt.stages = &so
+	names, _ := resolveStages([]string{"all"})
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runStages(sctx, rt, names) }()
+	res, err := driveBench(ctx, rt, convs, turns, rate, progress)
+	cancel()
+	<-done
+	if err == nil {
+		res.AvgEventBytes = avgEventBytes(ctx, rt)
+	}
+	if os.Getenv("REIN_BENCH_STAGES") != "" {
+		mfs, _ := rt.reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
+				for _, m := range mf.GetMetric() {
+					h := m.GetHistogram()
+					fmt.Fprintf(progress, "%s %v n=%d mean=%.2fms\n", mf.GetName(), m.GetLabel(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000)
+				}
+			}
+		}
+	}
+	rt.close()
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, rawMsgs, res.AvgEventBytes)
+	raw, err := eval.RunRawChain(ctx, filepath.Join(dir, "raw"), rawMsgs, res.AvgEventBytes)
+	if err != nil {
+		return res, err
+	}
+	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
+	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
+	res.PeakRSSMB = eval.PeakRSSMB()
+	return res, nil
+}
+
+// driveBench offers the turns and times each from publish to the agent's
+// reply, seen on a plain subscription to the agent-turn subjects.
+func driveBench(ctx context.Context, rt *proc, convs, turns int, rate float64, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+	total := convs * turns
+	res := benchResult{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate}
+	if rate > 0 {
+		res.Mode = fmt.Sprintf("offered %.0f turns/s", rate)
+	}
+	var mu sync.Mutex
+	sent := make(map[string]time.Time, total)
+	lat := make([]time.Duration, 0, total)
+	var replies atomic.Int64
+	var last atomic.Int64
+	allIn := make(chan struct{})
+	base := time.Now()
+	sub, err := rt.nc.Subscribe("rein.turns."+benchTenant+".*.agent", func(m *nats.Msg) {
+		id := m.Header.Get("ce-id")
+		now := time.Now()
+		mu.Lock()
+		if t, ok := sent[id]; ok {
+			lat = append(lat, now.Sub(t))
+			delete(sent, id)
+			mu.Unlock()
+			last.Store(int64(now.Sub(base)))
+			if replies.Add(1) == int64(total) {
+				close(allIn)
+			}
+			return
+		}
+		mu.Unlock()
+	})
+	if err != nil {
+		return res, err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+
+	cpu0 := eval.CPUTime()
+	start := time.Since(base)
+	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
+	batch := make([]streams.Out, 0, 256)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := rt.pub.PublishAll(ctx, batch...)
+		batch = batch[:0]
+		return err
+	}
+	var tick *time.Ticker
+	perTick := 1
+	if rate > 0 {
+		interval := time.Duration(float64(time.Second) / rate)
+		if interval < time.Millisecond {
+			perTick = int(rate/1000 + 0.5)
+			interval = time.Millisecond
+		}
+		tick = time.NewTicker(interval)
+		defer tick.Stop()
+	}
+	for turn := 1; turn <= turns; turn++ {
+		for c := 0; c < convs; c++ {
+			conv := fmt.Sprintf("b%05d", c)
+			meta := schemas.Meta{Tenant: benchTenant, Conversation: conv, Turn: turn}
+			ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", benchTenant, conv, turn)+"-user", "/rein/bench", meta,
+				schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
+			if err != nil {
+				return res, err
+			}
+			mu.Lock()
+			sent[schemas.EventID("turn", benchTenant, conv, turn)+"-agent"] = time.Now()
+			mu.Unlock()
+			batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(benchTenant, conv, schemas.RoleUser), Event: &ev})
+			if tick != nil && len(batch) >= perTick {
+				if err := flush(); err != nil {
+					return res, err
+				}
+				<-tick.C
+			} else if len(batch) == cap(batch) {
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	timeout := time.Duration(total/20+60) * time.Second
+	for done := false; !done; {
+		select {
+		case <-allIn:
+			done = true
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(10 * time.Second):
+			fmt.Fprintf(progress, "  %d of %d replies…\n", replies.Load(), total)
+			if time.Since(base) > timeout {
+				return res, fmt.Errorf("bench: only %d of %d turns answered within %s", replies.Load(), total, timeout)
+			}
+		}
+	}
+	elapsed := time.Duration(last.Load()) - start
+	res.TurnsPerSec = float64(total) / elapsed.Seconds()
+	res.CPUSecPer1000 = (eval.CPUTime() - cpu0).Seconds() / float64(total) * 1000
+	mu.Lock()
+	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	mu.Unlock()
+	return res, nil
+}
+
+// avgEventBytes is the mean stored size of rein's events in this run.
+func avgEventBytes(ctx context.Context, rt *proc) int {
+	var msgs, bytes uint64
+	for _, name := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps} {
+		s, err := rt.js.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		if info, err := s.Info(ctx); err == nil {
+			msgs += info.State.Msgs
+			bytes += info.State.Bytes
+		}
+	}
+	if msgs == 0 {
+		return 512
+	}
+	return int(bytes / msgs)
+}
