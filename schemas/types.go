@@ -46,9 +46,9 @@ const (
 
 // Recovery tool names.
 const (
-	ToolThink          = "think"
+	ToolThink           = "think"
 	ToolAmbiguityReport = "ambiguity_report"
-	ToolTransfer       = "transfer_to_human_agents"
+	ToolTransfer        = "transfer_to_human_agents"
 )
 
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
