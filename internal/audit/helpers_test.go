@@ -2,7 +2,12 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
+
 	"fmt"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"testing"
 	"time"
 
@@ -46,10 +51,33 @@ func publish(t testing.TB, js *testutil.JS, outs ...streams.Out) {
 }
 
 // bulkTurns publishes n turns spread over convs conversations of two
-// tenants, round-robin, alternating user and agent turns.
+// tenants, round-robin, alternating user and agent turns. For speed it
+// builds the binary-mode messages from one encoded template (the same
+// headers streams.Encode writes) and publishes them asynchronously.
 func bulkTurns(t testing.TB, js *testutil.JS, n, convs int) {
 	t.Helper()
-	outs := make([]streams.Out, 0, 1000)
+	tmpl, err := schemas.NewEvent(schemas.TypeTurn, "x", "", schemas.Meta{Tenant: "acme", Conversation: "c", Turn: 1},
+		schemas.Turn{Role: schemas.RoleUser, Text: "x", Turn: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := streams.Encode("rein.turns.acme.c.user", &tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var futures []jetstream.PubAckFuture
+	wait := func() {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				t.Fatalf("publish: %v", err)
+			case <-time.After(time.Minute):
+				t.Fatal("publish: no ack")
+			}
+		}
+		futures = futures[:0]
+	}
 	for i := range n {
 		c := i % convs
 		turn := i/convs + 1
@@ -57,14 +85,28 @@ func bulkTurns(t testing.TB, js *testutil.JS, n, convs int) {
 		if turn%2 == 0 {
 			role = schemas.RoleAgent
 		}
-		outs = append(outs, turnOut(t, tenantOf(c), fmt.Sprintf("c%04d", c), turn, role,
-			fmt.Sprintf("message %d of conversation %d", turn, c), t0.Add(time.Duration(i)*time.Millisecond)))
-		if len(outs) == cap(outs) {
-			publish(t, js, outs...)
-			outs = outs[:0]
+		tenant, conv := tenantOf(c), fmt.Sprintf("c%04d", c)
+		id := schemas.EventID("turn-"+role, tenant, conv, turn)
+		hdr := nats.Header{}
+		for k, v := range base.Header {
+			hdr[k] = v
+		}
+		for k, v := range map[string]string{"id": id, "subject": conv, "conversation": conv, "partitionkey": conv, "tenant": tenant,
+			"turn": strconv.Itoa(turn), "time": t0.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)} {
+			hdr.Set(streams.HeaderCEPrefix+k, v)
+		}
+		hdr.Set(streams.HeaderMsgID, id)
+		data, _ := json.Marshal(schemas.Turn{Role: role, Text: fmt.Sprintf("message %d of conversation %d", turn, c), Turn: turn})
+		f, err := js.JS.PublishMsgAsync(&nats.Msg{Subject: streams.TurnSubject(tenant, conv, role), Header: hdr, Data: data})
+		if err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+		futures = append(futures, f)
+		if len(futures) == 2000 {
+			wait()
 		}
 	}
-	publish(t, js, outs...)
+	wait()
 }
 
 func tenantOf(c int) string {
