@@ -186,11 +186,13 @@ func (m *RulesModule) judge(in Input, text string) (string, string) {
 	lower := strings.ToLower(text)
 	var bg bigrams
 	bg.build(lower)
+	// The evidence is the sentence holding the cue.
 	span := func(loc []int) string {
-		if len(lower) == len(text) {
-			return text[loc[0]:loc[1]]
+		src := text
+		if len(lower) != len(text) {
+			src = lower
 		}
-		return lower[loc[0]:loc[1]]
+		return sentenceAround(src, loc[0], loc[1])
 	}
 	dr := m.domains[in.Domain]
 	active := func(name string) bool {
@@ -462,4 +464,15 @@ func walkProps(node any, visit func(string, map[string]any)) {
 	if items, ok := obj["items"]; ok {
 		walkProps(items, visit)
 	}
+}
+
+// sentenceAround widens [start, end) to the sentence that holds it.
+func sentenceAround(s string, start, end int) string {
+	for start > 0 && !strings.ContainsRune(".!?\n;", rune(s[start-1])) {
+		start--
+	}
+	for end < len(s) && !strings.ContainsRune(".!?\n;", rune(s[end])) {
+		end++
+	}
+	return strings.TrimSpace(s[start:end])
 }
