@@ -44,6 +44,10 @@ type Config struct {
 	// to the model (0: the provider's default).
 	ModelTimeout time.Duration
 	MaxTokens    int
+	// LiveStepsAfter: a turn running longer than this publishes its steps
+	// after each tool step; a quicker turn publishes them with its reply
+	// (default 1s; a negative value publishes every step at once).
+	LiveStepsAfter time.Duration
 	// Workers is the number of conversations run in parallel (default 32).
 	Workers int
 	// MaxConversations bounds the conversation states kept in memory and
@@ -74,6 +78,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers == 0 {
 		c.Workers = 32
+	}
+	if c.LiveStepsAfter == 0 {
+		c.LiveStepsAfter = time.Second
 	}
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000

@@ -67,15 +67,21 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 
 // run is the agent loop: model → tool calls → results → … until a text
 // reply or MaxSteps model calls. State is persisted after every tool
-// result, before the turn's events are published.
+// result, before the turn's events are published: at the end of the turn,
+// and after each tool step once the turn has run for LiveStepsAfter.
 func (s *Stage) run(ctx context.Context, meta schemas.Meta, key string, st *State) error {
+	start := time.Now()
 	for !st.TurnDone {
 		if calls := st.pending(); len(calls) > 0 {
 			if err := s.runCalls(ctx, meta, key, st, calls); err != nil {
 				return err
 			}
-			if err := s.publish(ctx, meta, st); err != nil {
-				return err
+			// Steps of a quick turn are published with its reply (one
+			// round trip fewer per step); a slow turn shows them as it goes.
+			if time.Since(start) >= s.cfg.LiveStepsAfter {
+				if err := s.publish(ctx, meta, st); err != nil {
+					return err
+				}
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -77,9 +78,12 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 	cases := []struct {
 		name    string
 		backend string
+		live    time.Duration // Config.LiveStepsAfter
+		early   int           // steps stored before the crash
 	}{
-		{"http backend", agentworker.BackendHTTP},
-		{"domain backend", agentworker.BackendDomain},
+		{"http backend", agentworker.BackendHTTP, 0, 0},
+		{"domain backend", agentworker.BackendDomain, 0, 0},
+		{"domain backend, live steps", agentworker.BackendDomain, -1, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +91,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 			srv := &toolServer{applied: map[string]int{}, fail: 1}
 			hs := httptest.NewServer(srv)
 			defer hs.Close()
-			cfg := agentworker.Config{Backend: tc.backend, HTTP: agentworker.HTTPConfig{URL: hs.URL, Tools: cancelTool}}
+			cfg := agentworker.Config{Backend: tc.backend, LiveStepsAfter: tc.live, HTTP: agentworker.HTTPConfig{URL: hs.URL, Tools: cancelTool}}
 
 			// Worker A: decides to cancel, runs the tool, then dies while
 			// waiting for the model.
@@ -117,6 +121,9 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 			}
 			if n := len(agentTurns(t, h, "k1")); n != 0 {
 				t.Fatalf("worker A replied (%d)", n)
+			}
+			if n := len(steps(t, h, "k1")); n != tc.early {
+				t.Errorf("steps stored before the crash = %d, want %d", n, tc.early)
 			}
 			s, ok := storedState(t, h, "k1")
 			if !ok || s.TurnDone || s.Messages[len(s.Messages)-1].Name != "cancel_reservation" {
