@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -58,14 +57,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	var cerr error
-	wg.Add(1)
-	go func() { defer wg.Done(); cerr = c.Run(ctx) }()
-	<-ctx.Done()
-	rerr := r.stop()
-	wg.Wait()
-	return errors.Join(cerr, rerr)
+	// The responder stops when ctx ends or the consumer fails.
+	cerr := c.Run(ctx)
+	return errors.Join(cerr, r.stop())
 }
 
 // handle turns one detection into one task. The task id is deterministic,
