@@ -157,3 +157,35 @@ func TestToolCatalogue(t *testing.T) {
 		t.Error("hotel catalogue")
 	}
 }
+
+func TestPyStrRepr(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain": `'plain'`, "it's": `"it's"`, `both ' and "`: `'both \' and "'`, "a\\b": `'a\\b'`,
+		"\x01\x7f": `'\x01\x7f'`, "café": `'café'`, "nb\u00a0sp": `'nb\xa0sp'`, "z\u200bw": `'z\u200bw'`, "\U000e0001": `'\U000e0001'`,
+	} {
+		if got := string(appendPyStrRepr(nil, in)); got != want {
+			t.Errorf("repr(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func FuzzParseJSON(f *testing.F) {
+	for _, seed := range []string{`{"a": [1, 2.5, "x", null, true]}`, `[]`, `"\ud83d\ude00"`, `-0.0`, `1e400`, `{"a":1,"a":2}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ParseJSON(data)
+		if err != nil {
+			return
+		}
+		out := ToPyJSON(v)
+		w, err := ParseJSON([]byte(out))
+		if err != nil {
+			t.Fatalf("re-parse of %q: %v", out, err)
+		}
+		if !Equal(v, w) {
+			t.Fatalf("round trip changed the value: %q -> %q", data, out)
+		}
+		_ = appendCanon(nil, v)
+	})
+}

@@ -1,9 +1,11 @@
 package domains
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -146,10 +148,15 @@ func appendPyStrRepr(b []byte, s string) []byte {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if r >= 0x80 && r <= 0xa0 || r == 0xad {
-			b = append(b, '\\', 'x', hexDigit[r>>4], hexDigit[r&15])
-		} else {
+		switch {
+		case unicode.IsPrint(r): // Python's str.isprintable, as far as Go knows Unicode
 			b = append(b, s[i:i+n]...)
+		case r < 0x100:
+			b = append(b, '\\', 'x', hexDigit[r>>4], hexDigit[r&15])
+		case r < 0x10000:
+			b = append(b, '\\', 'u', hexDigit[r>>12&15], hexDigit[r>>8&15], hexDigit[r>>4&15], hexDigit[r&15])
+		default:
+			b = fmt.Appendf(b, "\\U%08x", r)
 		}
 		i += n
 	}
