@@ -321,13 +321,13 @@ func Claim(ctx context.Context, js jetstream.JetStream, wait time.Duration) (*Ha
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	cons, err := stream.Consumer(ctx, DurableHandoffDesktops)
+	cons, err := stream.Consumer(ctx, streams.DurableHandoffDesktops)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		// The stream was provisioned without the desktops' consumer.
 		cons, err = ensureDesktopConsumer(ctx, stream, stream.CachedInfo().Config.Replicas)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim: consumer %s: %w", DurableHandoffDesktops, err)
+		return nil, fmt.Errorf("claim: consumer %s: %w", streams.DurableHandoffDesktops, err)
 	}
 	until := time.Now().Add(wait)
 	for {

@@ -10,16 +10,6 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// DurableHandoffDesktops is the one durable pull consumer through which
-// human-agent desktops claim handoff items. A work-queue stream allows one
-// consumer per subject, so every desktop shares it.
-// (To move into streams/names.go with the rest of the NATS names.)
-const DurableHandoffDesktops = "handoff-desktops"
-
-// handoffDuplicates is the Nats-Msg-Id window of REIN_HANDOFF: a redelivered
-// escalation within it never makes a second item.
-const handoffDuplicates = time.Hour
-
 // EnsureHandoffStream creates or updates the work-queue stream REIN_HANDOFF
 // (items and timeout events) and the desktops' durable consumer. It is
 // idempotent. replicas < 1 means 1.
@@ -27,15 +17,11 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 	if replicas < 1 {
 		replicas = 1
 	}
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        streams.StreamHandoff,
-		Description: "Escalations waiting for a human agent, and handoff timeouts.",
-		Subjects:    []string{streams.HandoffItems, streams.HandoffTimeout},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-		Duplicates:  handoffDuplicates,
-	})
+	// The stream is declared once, in streams' provisioning (work-queue
+	// retention, a one-hour duplicate window).
+	p := streams.DefaultProvision()
+	p.Defaults.Replicas = replicas
+	s, err := js.CreateOrUpdateStream(ctx, p.StreamConfig(streams.StreamHandoff))
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", streams.StreamHandoff, err)
 	}
@@ -48,7 +34,7 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 // ensureDesktopConsumer creates or updates the desktops' durable consumer.
 func ensureDesktopConsumer(ctx context.Context, s jetstream.Stream, replicas int) (jetstream.Consumer, error) {
 	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       DurableHandoffDesktops,
+		Durable:       streams.DurableHandoffDesktops,
 		Description:   "Human-agent desktops claiming handoff items.",
 		FilterSubject: streams.HandoffItems,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -56,7 +42,7 @@ func ensureDesktopConsumer(ctx context.Context, s jetstream.Stream, replicas int
 		Replicas:      replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s on %s: %w", DurableHandoffDesktops, streams.StreamHandoff, err)
+		return nil, fmt.Errorf("ensure consumer %s on %s: %w", streams.DurableHandoffDesktops, streams.StreamHandoff, err)
 	}
 	return c, nil
 }

@@ -368,7 +368,7 @@ func TestClaimCreatesMissingConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteConsumer(testCtx(t), DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := s.DeleteConsumer(testCtx(t), streams.DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatal(err)
 	}
 	h, err := NewHandoff(js, HandoffConfig{NoSweeper: true}, nil, nil)

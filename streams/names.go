@@ -125,6 +125,9 @@ const (
 	DurableInjector    = "injector"
 	DurableAgentWorker = "agentworker"
 	DurableEscalation  = "escalation"
+	// DurableHandoffDesktops is the one durable pull consumer through which
+	// human-agent desktops claim REIN_HANDOFF items.
+	DurableHandoffDesktops = "handoff-desktops"
 )
 
 // Stage names (label values of rein_stage_* metrics and DLQ subjects).

@@ -138,6 +138,8 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	}
 	if name == StreamHandoff {
 		cfg.Retention = jetstream.WorkQueuePolicy
+		// A late redelivered escalation must not become a second work item.
+		cfg.Duplicates = max(cfg.Duplicates, time.Hour)
 	}
 	return cfg
 }
