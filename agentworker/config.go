@@ -44,6 +44,14 @@ type Config struct {
 	// to the model (0: the provider's default).
 	ModelTimeout time.Duration
 	MaxTokens    int
+	// Persist says when the conversation state is written to
+	// REIN_CONVERSATIONS: "step" (default) after every tool result and at
+	// the end of the turn; "turn" only at the end of the turn. "turn" saves
+	// a KV write per tool step and is only honoured by backends without
+	// external effects (the built-in domains): a turn cut short by a crash
+	// is then re-run from its start on the overlay stored before it, so no
+	// effect is applied twice, but the model is asked again.
+	Persist string
 	// LiveStepsAfter: a turn running longer than this publishes its steps
 	// after each tool step; a quicker turn publishes them with its reply
 	// (default 1s; a negative value publishes every step at once).
@@ -56,6 +64,12 @@ type Config struct {
 	MaxConversations int
 	IdleTTL          time.Duration
 }
+
+// Persist modes (Config.Persist).
+const (
+	PersistStep = "step"
+	PersistTurn = "turn"
+)
 
 // DefaultMaxStepsReply is what the user is told when the agent reaches MaxSteps.
 const DefaultMaxStepsReply = "I'm sorry, I could not finish this request myself. I have passed it to a human colleague who will continue from here."
@@ -78,6 +92,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers == 0 {
 		c.Workers = 32
+	}
+	if c.Persist == "" {
+		c.Persist = PersistStep
 	}
 	if c.LiveStepsAfter == 0 {
 		c.LiveStepsAfter = time.Second
@@ -108,6 +125,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
 	case c.MaxConversations < 1 || c.IdleTTL < time.Second:
 		return fmt.Errorf("%w: max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.Persist != PersistStep && c.Persist != PersistTurn:
+		return fmt.Errorf("%w: persist %q must be step or turn", ErrInvalidConfig, c.Persist)
 	case c.SystemPrompt != "" && c.SystemPromptFile != "":
 		return fmt.Errorf("%w: give the system prompt or its file, not both", ErrInvalidConfig)
 	}

@@ -45,12 +45,14 @@
 // writer per conversation, guaranteed by the consume loop; a bounded cache
 // with an idle TTL) and is written to the KV bucket REIN_CONVERSATIONS
 // (key <tenant>.<conv>) with a revision check after every tool result and
-// at the end of the turn; with an external backend the model's decision
+// at the end of the turn (Config.Persist "turn" writes only at the end of
+// the turn, for the built-in domains, re-running a turn cut short from the
+// overlay stored before it); with an external backend the model's decision
 // is also written before the call runs. Every output is derived from the
 // State with a deterministic id, and is published after the State is
 // stored, so a redelivered task resumes where the stored State stopped,
 // republishes what may have been lost (duplicates are dropped by
-// Nats-Msg-Id), and never applies a tool call with side effects twice: a
+// Nats-Msg-Id within the streams' duplicate window), and never applies a tool call with side effects twice: a
 // domain call whose result was not stored re-runs on the overlay from
 // before it; an HTTP call re-runs with the same idempotency key.
 //

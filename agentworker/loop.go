@@ -178,8 +178,10 @@ func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, key string, st 
 			return err
 		}
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: out})
-		if err := s.save(ctx, key, st); err != nil {
-			return err
+		if s.cfg.Persist == PersistStep || s.backend.External() {
+			if err := s.save(ctx, key, st); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -190,6 +190,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero-ish max steps", agentworker.Config{MaxSteps: -1}, false},
 		{"prompt twice", agentworker.Config{SystemPrompt: "a", SystemPromptFile: "b"}, false},
 		{"workers", agentworker.Config{Workers: 10000}, false},
+		{"persist per turn", agentworker.Config{Persist: agentworker.PersistTurn}, true},
+		{"unknown persist mode", agentworker.Config{Persist: "never"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

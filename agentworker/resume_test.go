@@ -189,3 +189,50 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistPerTurnRerunsTheTurnOnTheOldOverlay: with Persist "turn", a
+// crash mid-turn loses the turn's progress; the new worker re-runs it from
+// the overlay stored before the turn, so the cancellation is applied once.
+func TestPersistPerTurnRerunsTheTurnOnTheOldOverlay(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	cfg := agentworker.Config{Persist: agentworker.PersistTurn}
+	cancelCall := llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "cancel_reservation", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	modelA := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if !lastIsTool(req, "cancel_reservation") {
+			return cancelCall, nil
+		}
+		once.Do(func() { close(reached) })
+		<-release
+		return llm.Response{}, errors.New("worker killed")
+	})
+	ctxA, killA := context.WithCancel(context.Background())
+	doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{Model: modelA, Registerer: prometheus.NewRegistry()})
+	publishTask(t, h, "pt", 1, "cancel reservation Q7RM2K", nil)
+	<-reached
+	killA()
+	close(release)
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := storedState(t, h, "pt"); ok {
+		t.Fatalf("state stored mid-turn with Persist=turn")
+	}
+	modelB := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if lastIsTool(req, "cancel_reservation") {
+			return llm.Response{Content: "Cancelled."}, nil
+		}
+		return cancelCall, nil
+	})
+	regB := prometheus.NewRegistry()
+	startWorker(t, h, cfg, agentworker.Deps{Model: modelB, Registerer: regB})
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "pt")) == 1 })
+	if got := counter(t, regB, "rein_agent_tool_calls_total", map[string]string{"tool": "cancel_reservation", "outcome": "ok"}); got != 1 {
+		t.Errorf("cancel_reservation ok calls on B = %v, want 1", got)
+	}
+	final, _ := storedState(t, h, "pt")
+	if !final.TurnDone || !bytes.Contains(final.Overlay, []byte(`"cancelled"`)) {
+		t.Errorf("final state = %+v", final)
+	}
+}
