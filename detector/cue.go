@@ -16,6 +16,10 @@ type cue struct {
 	re     *regexp.Regexp
 	lits   []string
 	maxLen int
+	// left/right: the regexp requires a word boundary just before/after
+	// the literal, so a hit glued to a word ("seat" in "seattle") is
+	// skipped without running the regexp.
+	left, right bool
 }
 
 // maxProduct bounds the literal sets built from concatenations.
@@ -27,7 +31,8 @@ func compileCue(expr string) cue {
 	if err != nil {
 		return c
 	}
-	c.lits = requiredLits(tree)
+	ls := requiredLits(tree)
+	c.lits, c.left, c.right = ls.lits, ls.left, ls.right
 	if minLen(c.lits) <= 0 {
 		c.lits = nil
 	}
@@ -82,6 +87,11 @@ func (c *cue) find(text string, bg *bigrams) []int {
 				break
 			}
 			i += off
+			off = i + 1
+			if c.left && i > 0 && isASCIIWord(text[i-1]) && isASCIIWord(lit[0]) ||
+				c.right && i+len(lit) < len(text) && isASCIIWord(text[i+len(lit)]) && isASCIIWord(lit[len(lit)-1]) {
+				continue
+			}
 			start, end := i-c.maxLen, i+len(lit)+c.maxLen
 			if start < 0 {
 				start = 0
@@ -98,7 +108,6 @@ func (c *cue) find(text string, bg *bigrams) []int {
 			if loc := c.re.FindStringIndex(text[start:end]); loc != nil {
 				return []int{start + loc[0], start + loc[1]}
 			}
-			off = i + 1
 		}
 	}
 	return nil
@@ -114,49 +123,67 @@ func findAny(cues []cue, text string, bg *bigrams) []int {
 	return nil
 }
 
+// isASCIIWord matches RE2's \b notion of a word character.
+func isASCIIWord(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
+}
+
 func isWordByte(b byte) bool {
 	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b >= utf8.RuneSelf
 }
 
-// requiredLits returns a set of strings one of which every match contains,
-// or nil when none can be derived.
-func requiredLits(re *syntax.Regexp) []string {
+// litSet is a set of strings one of which every match contains; left and
+// right report a word boundary required right before or after it.
+type litSet struct {
+	lits        []string
+	left, right bool
+}
+
+func isBoundary(re *syntax.Regexp) bool { return re.Op == syntax.OpWordBoundary }
+
+// requiredLits derives a litSet from a parsed regexp; lits is nil when none
+// can be derived.
+func requiredLits(re *syntax.Regexp) litSet {
 	switch re.Op {
 	case syntax.OpLiteral:
-		return []string{strings.ToLower(string(re.Rune))}
+		return litSet{lits: []string{strings.ToLower(string(re.Rune))}}
 	case syntax.OpCapture, syntax.OpPlus:
 		return requiredLits(re.Sub[0])
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
 			return requiredLits(re.Sub[0])
 		}
-		return nil
+		return litSet{}
 	case syntax.OpAlternate:
-		var out []string
+		out := litSet{left: true, right: true}
 		for _, sub := range re.Sub {
 			s := requiredLits(sub)
-			if s == nil {
-				return nil
+			if s.lits == nil {
+				return litSet{}
 			}
-			out = append(out, s...)
+			out.lits = append(out.lits, s.lits...)
+			out.left = out.left && s.left
+			out.right = out.right && s.right
 		}
-		return dedupe(out)
+		out.lits = dedupe(out.lits)
+		return out
 	case syntax.OpConcat:
 		// Runs of adjacent children with exact literal sets are multiplied
 		// out ("th"+{"is","at"} → {"this","that"}); the best run or child
 		// wins.
-		var best, run []string
-		for _, sub := range re.Sub {
+		var best, run litSet
+		for i, sub := range re.Sub {
 			exact := exactLits(sub)
 			switch {
-			case exact != nil && run != nil && len(run)*len(exact) <= maxProduct:
-				run = product(run, exact)
+			case exact != nil && run.lits != nil && len(run.lits)*len(exact) <= maxProduct:
+				run.lits = product(run.lits, exact)
 			case exact != nil:
 				best = better(best, run)
-				run = exact
+				run = litSet{lits: exact, left: i > 0 && isBoundary(re.Sub[i-1])}
 			default:
+				run.right = isBoundary(sub)
 				best = better(best, run)
-				run = nil
+				run = litSet{}
 				if sub.Op == syntax.OpWordBoundary || sub.Op == syntax.OpNoWordBoundary || sub.Op == syntax.OpBeginText || sub.Op == syntax.OpEndText || sub.Op == syntax.OpBeginLine || sub.Op == syntax.OpEndLine {
 					continue
 				}
@@ -165,7 +192,7 @@ func requiredLits(re *syntax.Regexp) []string {
 		}
 		return better(best, run)
 	}
-	return nil
+	return litSet{}
 }
 
 // exactLits returns the full set of strings re matches when it is a small
@@ -234,14 +261,14 @@ func product(a, b []string) []string {
 
 // better prefers the set that is selective enough (shortest literal up to
 // 6 bytes counts) with the fewest literals to look for.
-func better(a, b []string) []string {
-	if a == nil {
+func better(a, b litSet) litSet {
+	if a.lits == nil {
 		return b
 	}
-	if b == nil {
+	if b.lits == nil {
 		return a
 	}
-	if litScore(b) > litScore(a) {
+	if litScore(b.lits) > litScore(a.lits) {
 		return b
 	}
 	return a
