@@ -46,6 +46,9 @@ func (s *staticPrompts) get(tenant, domain string, tools []llm.Tool) string {
 		return p
 	}
 	p := BuildStaticPrompt(s.tax, domain, tools)
+	if len(s.m) >= 1024 { // bounded: one entry per tenant, domain and catalogue
+		clear(s.m)
+	}
 	s.m[key] = p
 	return p
 }
