@@ -2,7 +2,6 @@ package main
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
 
 	"github.com/reinception/rein/agentworker"
@@ -20,7 +19,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	cfg := agentworker.Config{
 		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
 		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers,
-		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL},
+		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
 	deps := agentworker.Deps{JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
 	if cfg.Backend == "none" {
@@ -48,7 +47,11 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	default:
 		lc := o.modules.llmConfig()
 		if lc.Provider == "" {
-			return nil, errors.New("the agentworker stage needs a model: set REIN_LLM_PROVIDER (openai, anthropic, replay) or --agent-script, or run it with --agent-backend none (sidecar mode)")
+			// No model configured: rein still serves (detections, tasks and
+			// the sidecar answers), and the platform runs its own agent.
+			rt.log.Warn("agentworker: no model configured (REIN_LLM_PROVIDER or --agent-script); running in sidecar mode, the platform's own agent consumes rein.tasks.>")
+			cfg.Backend = "none"
+			return agentworker.New(cfg, deps)
 		}
 		c, err := llm.New(lc, rt.reg)
 		if err != nil {
