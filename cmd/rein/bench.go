@@ -49,7 +49,7 @@ func newBenchCmd() *cobra.Command {
 	var convs, turns, rawMsgs int
 	var rate float64
 	var quick, asJSON bool
-	var cpuProfile string
+	var cpuProfile, persist string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
@@ -86,7 +86,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, cmd.ErrOrStderr())
+			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, persist, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -111,11 +111,12 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.IntVar(&rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
 	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (300 × 5 turns, 15,000 raw messages)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.StringVar(&persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
 
-func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, persist string, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
 	dir, err := os.MkdirTemp("", "rein-bench-")
 	if err != nil {
 		return benchResult{}, err
@@ -126,7 +127,7 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 		return benchResult{}, err
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
-	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: 64, maxSteps: 30, agentBackend: "domain",
+	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: 64, maxSteps: 30, agentBackend: "domain", agentPersist: persist,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
 	if err != nil {

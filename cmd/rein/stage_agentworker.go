@@ -18,7 +18,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	o := rt.stages
 	cfg := agentworker.Config{
 		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
-		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers,
+		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
 	deps := agentworker.Deps{JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}

@@ -15,8 +15,8 @@ type stageOptions struct {
 	detectorTimeout time.Duration
 	workers         int
 
-	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript string
-	maxSteps                                                                    int
+	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
+	maxSteps                                                                                  int
 	// agentModel, when set (demo, bench), is the task agent's model.
 	agentModel llm.Client
 }
@@ -30,6 +30,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
 	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
 	fs.StringVar(&o.agentToolURL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
+	fs.StringVar(&o.agentPersist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
 	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
