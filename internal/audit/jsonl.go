@@ -6,7 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -14,19 +14,68 @@ import (
 )
 
 // contextAttrs are the CloudEvents context attributes in the order
-// AppendStructured writes them; every other ce- header is an extension.
-var contextAttrs = []string{"id", "source", "type", "subject", "time", "dataschema"}
+// AppendStructured writes them after specversion; every other ce- header
+// is an extension.
+var contextAttrs = [...]string{"id", "source", "type", "subject", "time", "dataschema", "datacontenttype"}
+
+const (
+	attrID = iota
+	attrSource
+	attrType
+	attrSubject
+	attrTime
+	attrDataSchema
+	attrContentType
+	nAttrs
+)
+
+type extAttr struct{ name, value string }
 
 // AppendStructured appends r as one CloudEvents structured-mode JSON object
 // (no newline) and reports whether r was an event at all. It reads the
-// binary-mode headers directly, with no sdk-go decode per event: attribute
-// and extension values are strings, as sdk-go yields them after reading a
-// binary-mode message, and JSON data is embedded as is (compacted), other
-// data as data_base64. A message already in structured mode is copied
-// (compacted). A message that is neither is reported as not an event.
+// binary-mode headers directly, in one pass, with no sdk-go decode per
+// event: attribute and extension values are strings, as sdk-go yields them
+// after reading a binary-mode message, and JSON data is embedded as is,
+// other data as data_base64. A message already in structured mode is
+// copied. A message that is neither is reported as not an event.
 func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
-	spec := r.Attr("specversion")
-	ct := r.Attr("datacontenttype")
+	var attrs [nAttrs]string
+	var spec, plainCT string
+	var extBuf [8]extAttr
+	ext := extBuf[:0]
+	for k, v := range r.Header {
+		if len(v) == 0 {
+			continue
+		}
+		if len(k) <= len(streams.HeaderCEPrefix) || !strings.EqualFold(k[:len(streams.HeaderCEPrefix)], streams.HeaderCEPrefix) {
+			if strings.EqualFold(k, streams.HeaderContentType) {
+				plainCT = v[0]
+			}
+			continue
+		}
+		name := k[len(streams.HeaderCEPrefix):]
+		if hasUpper(name) {
+			name = strings.ToLower(name)
+		}
+		if name == "specversion" {
+			spec = v[0]
+			continue
+		}
+		known := false
+		for i, a := range contextAttrs {
+			if a == name {
+				attrs[i], known = v[0], true
+				break
+			}
+		}
+		if !known {
+			ext = append(ext, extAttr{name, v[0]})
+		}
+	}
+	if plainCT != "" {
+		attrs[attrContentType] = plainCT
+	}
+	ct := attrs[attrContentType]
 	if spec == "" {
 		if strings.HasPrefix(ct, "application/cloudevents+json") && json.Valid(r.Data) {
 			return appendCompact(dst, r.Data), true
@@ -35,33 +84,20 @@ func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
 	}
 	dst = append(dst, `{"specversion":`...)
 	dst = appendJSONString(dst, spec)
-	for _, a := range contextAttrs {
-		if v := r.Attr(a); v != "" {
-			dst = append(dst, ',')
-			dst = appendJSONString(dst, a)
-			dst = append(dst, ':')
+	for i, v := range attrs {
+		if v != "" {
+			dst = append(dst, ',', '"')
+			dst = append(dst, contextAttrs[i]...)
+			dst = append(dst, '"', ':')
 			dst = appendJSONString(dst, v)
 		}
 	}
-	if ct != "" {
-		dst = append(dst, `,"datacontenttype":`...)
-		dst = appendJSONString(dst, ct)
-	}
-	var ext []string
-	for k := range r.Header {
-		if len(k) > len(streams.HeaderCEPrefix) && strings.EqualFold(k[:len(streams.HeaderCEPrefix)], streams.HeaderCEPrefix) {
-			name := strings.ToLower(k[len(streams.HeaderCEPrefix):])
-			if name != "specversion" && name != "datacontenttype" && !isContextAttr(name) {
-				ext = append(ext, name)
-			}
-		}
-	}
-	sort.Strings(ext)
-	for _, name := range ext {
+	slices.SortFunc(ext, func(a, b extAttr) int { return strings.Compare(a.name, b.name) })
+	for _, e := range ext {
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, name)
+		dst = appendJSONString(dst, e.name)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, r.Attr(name))
+		dst = appendJSONString(dst, e.value)
 	}
 	if len(r.Data) > 0 {
 		if isJSONType(ct) && json.Valid(r.Data) {
@@ -76,9 +112,9 @@ func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
-func isContextAttr(name string) bool {
-	for _, a := range contextAttrs {
-		if a == name {
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'Z' {
 			return true
 		}
 	}
