@@ -130,10 +130,20 @@ func stepText(s schemas.Step) string {
 		b.WriteString(" " + string(s.Arguments))
 	}
 	if s.Output != "" {
-		b.WriteString(" → " + s.Output)
+		b.WriteString(" → " + clip(s.Output, maxOutputRunes))
 	}
 	if s.Injected {
 		b.WriteString(" [planted by rein]")
 	}
 	return b.String()
+}
+
+// maxOutputRunes bounds a tool result in text renderings (JSON keeps it whole).
+const maxOutputRunes = 300
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/reinception/rein/schemas"
 )
@@ -48,10 +49,11 @@ func (t *TextWriter) Write(r *Record) error {
 		}
 	}
 	kind, text := Summarize(typ, data)
-	when := r.Attr("time")
-	if when == "" {
-		when = r.Stored.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	at := r.Stored
+	if t, err := time.Parse(time.RFC3339Nano, r.Attr("time")); err == nil {
+		at = t
 	}
+	when := at.UTC().Format(timeLayout)
 	turn := r.Attr(schemas.ExtTurn)
 	if turn == "" {
 		turn = "-"
@@ -61,6 +63,9 @@ func (t *TextWriter) Write(r *Record) error {
 	t.Written++
 	return nil
 }
+
+// timeLayout is how transcripts and timelines print times (UTC, milliseconds).
+const timeLayout = "2006-01-02T15:04:05.000Z"
 
 // Flush writes out the buffer.
 func (t *TextWriter) Flush() error { return t.w.Flush() }

@@ -117,7 +117,7 @@ func WriteTimeline(w io.Writer, tenant, conv string, es []Entry) error {
 		if e.After != "" && e.Type != schemas.TypeStep {
 			text += "  (after " + e.After + ")"
 		}
-		prefix := fmt.Sprintf("%s %-18s turn %-3d %-11s ", e.Time.Format("2006-01-02T15:04:05.000Z"),
+		prefix := fmt.Sprintf("%s %-18s turn %-3d %-11s ", e.Time.Format(timeLayout),
 			e.Stream+"#"+strconv.FormatUint(e.Sequence, 10), e.Turn, e.Kind)
 		writeIndented(bw, prefix, text)
 	}
