@@ -1,0 +1,77 @@
+package telemetry_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+func TestServerReadinessAndMetrics(t *testing.T) {
+	reg := telemetry.NewRegistry()
+	c := telemetry.NewCounterVec(reg, telemetry.MPublished, "help", "stream")
+	// A second registration of the same metric (another stage) reuses it.
+	if again := telemetry.NewCounterVec(reg, telemetry.MPublished, "help", "stream"); again != c {
+		t.Fatal("re-registration did not return the existing collector")
+	}
+	c.WithLabelValues("REIN_TURNS").Add(3)
+	s := telemetry.NewServer(reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := s.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context())
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + s.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "starting") {
+		t.Errorf("readyz before ready: %d %s", code, body)
+	}
+	s.SetReady(true, "")
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("readyz when ready: %d", code)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("healthz: %d", code)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, `rein_published_total{stream="REIN_TURNS"} 3`) || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("metrics body lacks series:\n%.400s", body)
+	}
+}
+
+func TestRegisterPanicsOnConflictingMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	telemetry.NewCounterVec(reg, "rein_x_total", "help", "a")
+	defer func() {
+		if recover() == nil {
+			t.Error("a different metric under the same name must panic (programming error)")
+		}
+	}()
+	telemetry.NewCounterVec(reg, "rein_x_total", "help", "b")
+}
+
+func TestLoggerLevels(t *testing.T) {
+	if _, err := telemetry.NewLogger(io.Discard, "loud"); err == nil {
+		t.Error("unknown level accepted")
+	}
+	var b strings.Builder
+	l, err := telemetry.NewLogger(&b, "warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown")
+	if strings.Contains(b.String(), "hidden") || !strings.Contains(b.String(), `"msg":"shown"`) {
+		t.Errorf("log output %q", b.String())
+	}
+}
