@@ -11,8 +11,12 @@ import (
 // ParseJSON decodes one JSON document into the package's value model:
 // objects keep their key order (a repeated key keeps its first position and
 // its last value, as Python does) and numbers keep their integer/float kind.
-// Python's extensions NaN, Infinity and -Infinity are accepted.
+// Python's extensions NaN, Infinity and -Infinity are accepted; input
+// must be valid UTF-8.
 func ParseJSON(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: invalid UTF-8", ErrBadData)
+	}
 	p := parser{b: data}
 	p.ws()
 	v, err := p.value(0)
