@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 const benchEvents = 100_000
 
 // BenchmarkReplayJSONL measures rein replay's raw path: an ordered
-// consumer over 100,000 turns written as CloudEvents JSONL to a file.
+// consumer over 100,000 turns written as CloudEvents JSONL to a file, with
+// the GC setting `rein replay` uses.
 func BenchmarkReplayJSONL(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	js := testutil.StartJetStream(b, "")
 	bulkTurns(b, js, benchEvents, 1000)
 	out := filepath.Join(b.TempDir(), "replay.jsonl")
