@@ -168,7 +168,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(fmt.Errorf("detector: unexpected event type %q on %s", d.Event.Type(), d.Subject))
 	}
 	var turn schemas.Turn
-	if err := schemas.Decode(d.Event, &turn); err != nil {
+	if err := d.Payload(&turn); err != nil {
 		return streams.Permanent(err)
 	}
 	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != d.Subject {

@@ -2,7 +2,6 @@ package detector
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -136,7 +135,7 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 				return nil
 			}
 			var t schemas.Turn
-			if json.Unmarshal(r.Decoded.Event.Data(), &t) == nil {
+			if r.Decoded.Payload(&t) == nil {
 				c.add(t, r.Sequence, s.cfg.HistoryTurns)
 			}
 			return nil

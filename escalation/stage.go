@@ -102,7 +102,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	switch d.Event.Type() {
 	case schemas.TypeEscalation:
 		var e schemas.Escalation
-		if err := schemas.Decode(d.Event, &e); err != nil {
+		if err := d.Payload(&e); err != nil {
 			return streams.Permanent(err)
 		}
 		if err := s.deliver(ctx, d); err != nil {
@@ -111,7 +111,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		s.metrics.ObserveEscalation(e.Reason, e.ErrorType)
 	case schemas.TypeReport:
 		var r schemas.Report
-		if err := schemas.Decode(d.Event, &r); err != nil {
+		if err := d.Payload(&r); err != nil {
 			return streams.Permanent(err)
 		}
 		if err := s.deliver(ctx, d); err != nil {
@@ -195,7 +195,7 @@ func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]Transcri
 			return nil
 		}
 		var t schemas.Turn
-		if err := schemas.Decode(r.Decoded.Event, &t); err == nil {
+		if err := r.Decoded.Payload(&t); err == nil {
 			out = append(out, TranscriptLine{Turn: t.Turn, Role: t.Role, Text: t.Text})
 		}
 		return nil

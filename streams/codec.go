@@ -3,6 +3,7 @@ package streams
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -43,6 +44,15 @@ type Decoded struct {
 	// Sequence is the stream sequence when the event was read from a
 	// stream (0 otherwise).
 	Sequence uint64
+}
+
+// Payload unmarshals the event's data, which Decode has already checked
+// against its type's schema, into out.
+func (d Decoded) Payload(out any) error {
+	if err := json.Unmarshal(d.Event.Data(), out); err != nil {
+		return fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	return nil
 }
 
 // Decode turns a NATS message (binary or structured mode) into a validated

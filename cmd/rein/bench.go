@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,7 +128,7 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 		return benchResult{}, err
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
-	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: 64, maxSteps: 30, agentBackend: "domain", agentPersist: persist,
+	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: persist,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
 	if err != nil {
@@ -298,4 +299,13 @@ func avgEventBytes(ctx context.Context, rt *proc) int {
 		return 512
 	}
 	return int(bytes / msgs)
+}
+
+// benchWorkers is the per-stage parallelism of the benchmark
+// (REIN_BENCH_WORKERS, default 64, as serve's default).
+func benchWorkers() int {
+	if n, err := strconv.Atoi(os.Getenv("REIN_BENCH_WORKERS")); err == nil && n > 0 {
+		return n
+	}
+	return 64
 }
