@@ -23,7 +23,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(fmt.Errorf("agentworker: unexpected event type %q on %s", d.Event.Type(), d.Subject))
 	}
 	var task schemas.Task
-	if err := schemas.Decode(d.Event, &task); err != nil {
+	if err := d.Payload(&task); err != nil {
 		return streams.Permanent(err)
 	}
 	turn := task.Turn

@@ -69,7 +69,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(fmt.Errorf("injector: unexpected event type %q on %s", d.Event.Type(), d.Subject))
 	}
 	var det schemas.Detection
-	if err := schemas.Decode(d.Event, &det); err != nil {
+	if err := d.Payload(&det); err != nil {
 		return streams.Permanent(err)
 	}
 	task := TaskFor(det, d.Event.ID(), d.Meta.Turn, s.cfg.RecoveryTools)
