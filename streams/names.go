@@ -12,11 +12,15 @@ const (
 	StreamOutcomes   = "REIN_OUTCOMES"
 	StreamDLQ        = "REIN_DLQ"
 	StreamHandoff    = "REIN_HANDOFF"
+	// StreamReplay holds `rein replay --to PREFIX` re-publications, under
+	// PREFIX.<original subject>, never on live subjects.
+	StreamReplay = "REIN_REPLAY"
 )
 
-// KV buckets.
+// KV buckets, and the stream JetStream keeps each in.
 const (
 	BucketConversations = "REIN_CONVERSATIONS"
+	StreamConversations = "KV_" + BucketConversations
 )
 
 // Subject roots; the full subjects are built by the functions below.

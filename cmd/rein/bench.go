@@ -220,17 +220,11 @@ func driveBench(ctx context.Context, rt *proc, convs, turns int, rate float64, p
 		batch = batch[:0]
 		return err
 	}
-	var tick *time.Ticker
-	perTick := 1
-	if rate > 0 {
-		interval := time.Duration(float64(time.Second) / rate)
-		if interval < time.Millisecond {
-			perTick = int(rate/1000 + 0.5)
-			interval = time.Millisecond
-		}
-		tick = time.NewTicker(interval)
-		defer tick.Stop()
-	}
+	// Open loop: with --rate, turn i is due at start + i/rate; each pass
+	// publishes, as one pipelined batch, every turn that has come due.
+	pubStart := time.Now()
+	due := func(i int) time.Duration { return time.Duration(float64(i) / rate * float64(time.Second)) }
+	i := 0
 	for turn := 1; turn <= turns; turn++ {
 		for c := 0; c < convs; c++ {
 			conv := fmt.Sprintf("b%05d", c)
@@ -240,16 +234,22 @@ func driveBench(ctx context.Context, rt *proc, convs, turns int, rate float64, p
 			if err != nil {
 				return res, err
 			}
+			if rate > 0 {
+				if wait := due(i) - time.Since(pubStart); wait > 0 {
+					if err := flush(); err != nil {
+						return res, err
+					}
+					if wait = due(i) - time.Since(pubStart); wait > 0 {
+						time.Sleep(wait)
+					}
+				}
+			}
+			i++
 			mu.Lock()
 			sent[schemas.EventID("turn", benchTenant, conv, turn)+"-agent"] = time.Now()
 			mu.Unlock()
 			batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(benchTenant, conv, schemas.RoleUser), Event: &ev})
-			if tick != nil && len(batch) >= perTick {
-				if err := flush(); err != nil {
-					return res, err
-				}
-				<-tick.C
-			} else if len(batch) == cap(batch) {
+			if len(batch) == cap(batch) {
 				if err := flush(); err != nil {
 					return res, err
 				}

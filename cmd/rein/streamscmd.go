@@ -90,6 +90,7 @@ func newStreamsCmd() *cobra.Command {
 		},
 	}
 	nf.bind(cmd, streams.DefaultURL)
+	cmd.AddCommand(newStreamsBackupCmd(), newStreamsRestoreCmd())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, messages, bytes, consumers: [...]}")
 	return cmd
 }

@@ -64,7 +64,7 @@ func (e *apiError) err(op string) error {
 // BackupStreams returns rein's streams plus the conversations KV bucket's
 // stream, the set `rein streams backup` saves by default.
 func BackupStreams() []string {
-	return append(slices.Clone(streams.StreamNames), "KV_"+streams.BucketConversations)
+	return append(slices.Clone(streams.StreamNames), streams.StreamConversations)
 }
 
 // Backup snapshots each named stream into dir (created if needed) as

@@ -15,7 +15,7 @@ import (
 // DefaultReplayStream stores republished events (subjects "<prefix>.>").
 // It lies outside rein's live streams: no stage consumes it unless pointed
 // at it on purpose.
-const DefaultReplayStream = "REIN_REPLAY"
+const DefaultReplayStream = streams.StreamReplay
 
 // republishBatch is how many asynchronous publishes are checked at once.
 const republishBatch = 2048
