@@ -62,6 +62,5 @@
 // The consume loop adds rein_stage_messages_total{stage="agentworker",...}.
 //
 // Exports: Config, HTTPConfig, Deps, New, (*Stage).Run, Backend,
-// Conversation, ToolCall, DomainBackend, HTTPBackend, State, RecoveryTools,
-// ParseToolList, LoadToolList.
+// Conversation, ToolCall, DomainBackend, HTTPBackend, State, RecoveryTools.
 package agentworker

@@ -22,6 +22,4 @@ var (
 	// ErrBadState is returned for a stored conversation state that cannot
 	// be decoded.
 	ErrBadState = errors.New("bad conversation state")
-	// ErrInvalidToolList is returned for a malformed tool catalogue file.
-	ErrInvalidToolList = errors.New("invalid tool list")
 )

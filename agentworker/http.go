@@ -79,7 +79,7 @@ func NewHTTPBackend(cfg HTTPConfig) (*HTTPBackend, error) {
 	tools := cfg.Tools
 	if cfg.ToolsFile != "" {
 		var err error
-		if tools, err = LoadToolList(cfg.ToolsFile); err != nil {
+		if tools, err = llm.LoadToolList(cfg.ToolsFile); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}

@@ -1,10 +1,7 @@
 package agentworker
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"os"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -50,53 +47,6 @@ func catalogue(backend []llm.Tool) []llm.Tool {
 		}
 	}
 	return out
-}
-
-// ParseToolList decodes a tool catalogue: a JSON list of OpenAI-style
-// {"type":"function","function":{name, description, parameters}} entries
-// or of plain {name, description, parameters}.
-func ParseToolList(data []byte) ([]llm.Tool, error) {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidToolList, err)
-	}
-	tools := make([]llm.Tool, 0, len(raw))
-	for i, r := range raw {
-		var wrapped struct {
-			Function *llm.Tool `json:"function"`
-		}
-		if err := json.Unmarshal(r, &wrapped); err != nil {
-			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalidToolList, i, err)
-		}
-		t := wrapped.Function
-		if t == nil {
-			t = &llm.Tool{}
-			if err := json.Unmarshal(r, t); err != nil {
-				return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalidToolList, i, err)
-			}
-		}
-		if t.Name == "" {
-			return nil, fmt.Errorf("%w: entry %d has no name", ErrInvalidToolList, i)
-		}
-		if len(bytes.TrimSpace(t.Parameters)) == 0 {
-			t.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		tools = append(tools, *t)
-	}
-	return tools, nil
-}
-
-// LoadToolList reads a tool catalogue file (see ParseToolList).
-func LoadToolList(path string) ([]llm.Tool, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidToolList, err)
-	}
-	tools, err := ParseToolList(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return tools, nil
 }
 
 // stringArg reads one string argument of a call, or the raw arguments

@@ -17,7 +17,6 @@
 //     looser RulesRecall gate) and NewCascade (recall gate, then the model).
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
-//   - ParseToolList/LoadToolList: OpenAI-style tool catalogues.
 //
 // This package consumes no subjects and exports no metrics itself: the
 // detector stage (stage*.go) consumes user turns, publishes

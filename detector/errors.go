@@ -15,6 +15,4 @@ var (
 	// ErrModel wraps a model call that failed (transport error, timeout,
 	// provider error). The stage fails open on it.
 	ErrModel = errors.New("inception model call failed")
-	// ErrInvalidToolList is returned by ParseToolList for a malformed file.
-	ErrInvalidToolList = errors.New("invalid tool list")
 )

@@ -39,7 +39,7 @@ func taubenchDir(t testing.TB) string {
 
 func domainTools(t testing.TB, domain string) []llm.Tool {
 	t.Helper()
-	tools, err := LoadToolList(filepath.Join(taubenchDir(t), domain, "tools.json"))
+	tools, err := llm.LoadToolList(filepath.Join(taubenchDir(t), domain, "tools.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

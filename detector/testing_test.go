@@ -41,7 +41,7 @@ func answering(content string) *fakeClient {
 
 func miniTools(t testing.TB, domain string) []llm.Tool {
 	t.Helper()
-	tools, err := LoadToolList(filepath.Join("testdata", "tools_"+domain+"_mini.json"))
+	tools, err := llm.LoadToolList(filepath.Join("testdata", "tools_"+domain+"_mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func runDetect(ctx context.Context, o detectOptions, stdin io.Reader, stdout, st
 	}
 	src := &toolSource{cache: map[string][]llm.Tool{}}
 	if o.tools != "" {
-		if src.fixed, err = detector.LoadToolList(o.tools); err != nil {
+		if src.fixed, err = llm.LoadToolList(o.tools); err != nil {
 			return err
 		}
 	}

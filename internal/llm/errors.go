@@ -35,6 +35,9 @@ var (
 	ErrNoRule = errors.New("llm: no script rule matched")
 	// ErrSimulated is a failure a script rule asked for (its `error:` field).
 	ErrSimulated = errors.New("llm: simulated failure")
+	// ErrInvalidToolList is returned by ParseToolList and LoadToolList for a
+	// malformed tool catalogue.
+	ErrInvalidToolList = errors.New("invalid tool list")
 )
 
 // APIError is a non-2xx HTTP answer from a provider, with what the retry

@@ -1,34 +1,32 @@
-package detector
+package llm
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-
-	"github.com/reinception/rein/internal/llm"
 )
 
 // ParseToolList decodes a tool catalogue: an OpenAI-style list
 // ([{"type":"function","function":{name, description, parameters}}]) or a
 // plain list of {name, description, parameters}.
-func ParseToolList(data []byte) ([]llm.Tool, error) {
+func ParseToolList(data []byte) ([]Tool, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidToolList, err)
 	}
-	tools := make([]llm.Tool, 0, len(raw))
+	tools := make([]Tool, 0, len(raw))
 	for i, r := range raw {
 		var wrapped struct {
-			Type     string    `json:"type"`
-			Function *llm.Tool `json:"function"`
+			Type     string `json:"type"`
+			Function *Tool  `json:"function"`
 		}
 		if err := json.Unmarshal(r, &wrapped); err != nil {
 			return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalidToolList, i, err)
 		}
 		t := wrapped.Function
 		if t == nil {
-			t = &llm.Tool{}
+			t = &Tool{}
 			if err := json.Unmarshal(r, t); err != nil {
 				return nil, fmt.Errorf("%w: entry %d: %w", ErrInvalidToolList, i, err)
 			}
@@ -45,7 +43,7 @@ func ParseToolList(data []byte) ([]llm.Tool, error) {
 }
 
 // LoadToolList reads a tool catalogue file (see ParseToolList).
-func LoadToolList(path string) ([]llm.Tool, error) {
+func LoadToolList(path string) ([]Tool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidToolList, err)
