@@ -7,34 +7,14 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil"
 )
 
 // taubenchDir returns ../shared/taubench relative to the module root, or
 // skips the test when it is missing (fails when CI is set).
 func taubenchDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-	tb := filepath.Join(dir, "..", "shared", "taubench")
-	if _, err := os.Stat(tb); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("τ-bench fixtures missing at %s", tb)
-		}
-		t.Skipf("τ-bench fixtures missing at %s", tb)
-	}
-	return tb
+	return testutil.TauBench(t)
 }
 
 func domainTools(t testing.TB, domain string) []llm.Tool {

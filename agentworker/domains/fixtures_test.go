@@ -9,34 +9,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/reinception/rein/internal/testutil"
 )
 
 // taubenchDir finds ../shared/taubench next to the module root. Without it
 // the fixture tests skip, unless CI is set.
 func taubenchDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	tb := filepath.Join(dir, "..", "shared", "taubench")
-	if _, err := os.Stat(filepath.Join(tb, "SPEC.md")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("τ-bench fixtures missing at %s (required in CI)", tb)
-		}
-		t.Skipf("τ-bench fixtures not found at %s", tb)
-	}
-	return tb
+	return testutil.TauBench(t)
 }
 
 var (
