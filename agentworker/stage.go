@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
 )
@@ -25,7 +26,7 @@ type Stage struct {
 	tools    []llm.Tool
 	declared map[string]bool
 	m        *metrics
-	cache    *cache
+	cache    *convcache.Cache[*State]
 	kv       jetstream.KeyValue
 }
 
@@ -40,7 +41,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	s := &Stage{cfg: cfg, deps: deps, cache: newCache(cfg.MaxConversations, cfg.IdleTTL)}
+	s := &Stage{cfg: cfg, deps: deps, cache: convcache.New[*State](cfg.MaxConversations, cfg.IdleTTL)}
 	if cfg.Backend == BackendNone && deps.Backend == nil {
 		return s, nil
 	}
@@ -125,19 +126,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				s.cache.sweep(now)
-			}
-		}
-	}()
+	go func() { defer wg.Done(); s.cache.SweepEvery(time.Minute, stop) }()
 	defer func() { close(stop); wg.Wait() }()
 	return c.Run(ctx)
 }

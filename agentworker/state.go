@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -61,7 +58,6 @@ type State struct {
 	rev       uint64       // KV revision the state was read or written at
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
-	lastSeen  time.Time
 }
 
 // plantedID is the tool-call id of the planted think step of a turn.
@@ -120,81 +116,10 @@ func (s *State) pending() []llm.ToolCall {
 	return out
 }
 
-// cache holds conversation states in memory. The consume loop gives each
-// conversation one writer, so a state is only touched by its worker.
-type cache struct {
-	mu   sync.Mutex
-	m    map[string]*State
-	max  int
-	idle time.Duration
-}
-
-func newCache(max int, idle time.Duration) *cache {
-	return &cache{m: map[string]*State{}, max: max, idle: idle}
-}
-
-func (c *cache) get(key string) (*State, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.m[key]
-	if ok {
-		s.lastSeen = time.Now()
-	}
-	return s, ok
-}
-
-func (c *cache) put(key string, s *State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s.lastSeen = time.Now()
-	c.m[key] = s
-	if n := len(c.m) - c.max; n > 0 {
-		c.evictLocked(n + c.max/10)
-	}
-}
-
-func (c *cache) drop(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, key)
-}
-
-func (c *cache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
-// evictLocked drops the n least recently used states.
-func (c *cache) evictLocked(n int) {
-	type kv struct {
-		k string
-		t time.Time
-	}
-	all := make([]kv, 0, len(c.m))
-	for k, s := range c.m {
-		all = append(all, kv{k, s.lastSeen})
-	}
-	slices.SortFunc(all, func(a, b kv) int { return a.t.Compare(b.t) })
-	for i := 0; i < n && i < len(all); i++ {
-		delete(c.m, all[i].k)
-	}
-}
-
-func (c *cache) sweep(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, s := range c.m {
-		if now.Sub(s.lastSeen) > c.idle {
-			delete(c.m, k)
-		}
-	}
-}
-
 // load returns the conversation's state: from memory, else from the KV
 // bucket, else a new one.
 func (st *Stage) load(ctx context.Context, key string) (*State, error) {
-	if s, ok := st.cache.get(key); ok {
+	if s, ok := st.cache.Get(key); ok {
 		return s, nil
 	}
 	s := &State{Status: StatusActive}
@@ -212,7 +137,7 @@ func (st *Stage) load(ctx context.Context, key string) (*State, error) {
 	if s.conv, err = st.backend.Open(s.Overlay); err != nil {
 		return nil, err
 	}
-	st.cache.put(key, s)
+	st.cache.Put(key, s)
 	return s, nil
 }
 
@@ -222,13 +147,13 @@ func (st *Stage) load(ctx context.Context, key string) (*State, error) {
 func (st *Stage) save(ctx context.Context, key string, s *State) error {
 	ov, err := s.conv.State()
 	if err != nil {
-		st.cache.drop(key)
+		st.cache.Drop(key)
 		return fmt.Errorf("agentworker: backend state: %w", err)
 	}
 	s.Overlay = ov
 	data, err := json.Marshal(s)
 	if err != nil {
-		st.cache.drop(key)
+		st.cache.Drop(key)
 		return fmt.Errorf("agentworker: encode state: %w", err)
 	}
 	var rev uint64
@@ -238,7 +163,7 @@ func (st *Stage) save(ctx context.Context, key string, s *State) error {
 		rev, err = st.kv.Update(ctx, key, data, s.rev)
 	}
 	if err != nil {
-		st.cache.drop(key)
+		st.cache.Drop(key)
 		var apiErr *jetstream.APIError
 		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
 			return fmt.Errorf("%w: %s: %w", ErrStateConflict, key, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -94,7 +95,7 @@ type Stage struct {
 	cfg   StageConfig
 	deps  Deps
 	m     *stageMetrics
-	convs *conversations
+	convs *convcache.Cache[*conversation]
 	tools map[string][]llm.Tool
 
 	streamMu sync.Mutex
@@ -114,7 +115,7 @@ func New(cfg StageConfig, deps Deps) (*Stage, error) {
 		deps.Logger = slog.Default()
 	}
 	s := &Stage{cfg: cfg, deps: deps, m: newStageMetrics(deps.Registerer, deps.Module),
-		convs: newConversations(cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
+		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
 	domains := map[string]bool{cfg.Domain: true}
 	for _, d := range cfg.TenantDomains {
 		domains[d] = true
@@ -150,7 +151,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); s.convs.sweepEvery(time.Minute, stop) }()
+	go func() { defer wg.Done(); s.convs.SweepEvery(time.Minute, stop) }()
 	defer func() { close(stop); wg.Wait() }()
 	return c.Run(ctx)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,10 +15,9 @@ import (
 // conversation is one conversation's surface context. Only the consume
 // loop's worker that owns the conversation touches it.
 type conversation struct {
-	utter    []Utterance
-	turns    []turnKey // parallel to utter: which turn and role each came from
-	lastSeq  uint64    // stream sequence of the newest turn applied
-	lastSeen time.Time
+	utter   []Utterance
+	turns   []turnKey // parallel to utter: which turn and role each came from
+	lastSeq uint64    // stream sequence of the newest turn applied
 }
 
 type turnKey struct {
@@ -49,80 +46,13 @@ func (c *conversation) add(t schemas.Turn, seq uint64, max int) {
 // dialogue is the surface context up to and including the newest turn.
 func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
 
-// conversations is the bounded in-memory cache of surface contexts.
-type conversations struct {
-	mu   sync.Mutex
-	m    map[string]*conversation
-	max  int
-	idle time.Duration
-}
-
-func newConversations(max int, idle time.Duration) *conversations {
-	return &conversations{m: map[string]*conversation{}, max: max, idle: idle}
-}
-
-func (cs *conversations) get(key string) (*conversation, bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	c, ok := cs.m[key]
-	if ok {
-		c.lastSeen = time.Now()
-	}
-	return c, ok
-}
-
-func (cs *conversations) put(key string, c *conversation) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	c.lastSeen = time.Now()
-	cs.m[key] = c
-	if len(cs.m) > cs.max {
-		cs.evictLocked(len(cs.m) - cs.max + cs.max/10)
-	}
-}
-
-// evictLocked drops the n least recently seen conversations.
-func (cs *conversations) evictLocked(n int) {
-	type kv struct {
-		k string
-		t time.Time
-	}
-	all := make([]kv, 0, len(cs.m))
-	for k, c := range cs.m {
-		all = append(all, kv{k, c.lastSeen})
-	}
-	slices.SortFunc(all, func(a, b kv) int { return a.t.Compare(b.t) })
-	for i := 0; i < n && i < len(all); i++ {
-		delete(cs.m, all[i].k)
-	}
-}
-
-func (cs *conversations) sweepEvery(every time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			cs.mu.Lock()
-			for k, c := range cs.m {
-				if now.Sub(c.lastSeen) > cs.idle {
-					delete(cs.m, k)
-				}
-			}
-			cs.mu.Unlock()
-		}
-	}
-}
-
 // conversation returns the surface context of d's conversation, rebuilding
 // it from REIN_TURNS (the turns stored before d) when it is not in memory:
 // after a restart, an eviction, or on a replica that just took over. The
 // cost is bounded by the conversation's own length, never the stream's.
 func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversation, error) {
 	key := streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation)
-	if c, ok := s.convs.get(key); ok {
+	if c, ok := s.convs.Get(key); ok {
 		return c, nil
 	}
 	c := &conversation{}
@@ -144,7 +74,7 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
 		}
 	}
-	s.convs.put(key, c)
+	s.convs.Put(key, c)
 	return c, nil
 }
 
