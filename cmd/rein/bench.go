@@ -49,7 +49,7 @@ func init() { register(newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	var convs, turns, rawMsgs int
 	var rate float64
-	var quick, asJSON bool
+	var quick, asJSON, verbose bool
 	var cpuProfile, persist string
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -87,7 +87,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, persist, cmd.ErrOrStderr())
+			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, persist, verbose, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -113,11 +113,12 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (300 × 5 turns, 15,000 raw messages)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.StringVar(&persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.BoolVar(&verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
 
-func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, persist string, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, persist string, verbose bool, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
 	dir, err := os.MkdirTemp("", "rein-bench-")
 	if err != nil {
 		return benchResult{}, err
@@ -145,7 +146,7 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
 	}
-	if os.Getenv("REIN_BENCH_STAGES") != "" {
+	if verbose {
 		mfs, _ := rt.reg.Gather()
 		for _, mf := range mfs {
 			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {

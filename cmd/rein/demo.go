@@ -116,7 +116,9 @@ set, the inception module (--module llm by default then) and the agent use that 
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			sf.logLevel = firstNonEmpty(sf.logLevel, "warn")
+			if !cmd.Flags().Changed("log-level") && os.Getenv(envName("log-level")) == "" {
+				sf.logLevel = "warn" // keep the transcript readable; problems still show
+			}
 			rt, err := startRuntime(ctx, &sf, file, "rein-demo")
 			if err != nil {
 				return err
@@ -174,13 +176,6 @@ set, the inception module (--module llm by default then) and the agent use that 
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON summary object instead of the transcript")
 	cmd.Flags().DurationVar(&turnTimeout, "turn-timeout", 60*time.Second, "how long to wait for the agent's reply to one turn")
 	return cmd
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" && a != "info" {
-		return a
-	}
-	return b
 }
 
 // playDemo publishes each conversation's user turns one at a time
