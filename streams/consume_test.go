@@ -265,3 +265,55 @@ func TestRestartOnSameDataDirKeepsMessages(t *testing.T) {
 		t.Fatalf("after re-provision REIN_TURNS = %d, want 50", n)
 	}
 }
+
+// Two replicas of a stage share one durable consumer: the pinned priority
+// group delivers to one of them at a time, so order per conversation holds
+// across replicas too.
+func TestOrderingAcrossTwoReplicas(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	const convs, turns = 100, 10
+	var mu sync.Mutex
+	last := map[string]int{}
+	var active sync.Map
+	var violations, handled atomic.Int64
+	handler := func(_ context.Context, d streams.Decoded) error {
+		if _, busy := active.LoadOrStore(d.Meta.Conversation, true); busy {
+			violations.Add(1)
+		}
+		defer active.Delete(d.Meta.Conversation)
+		mu.Lock()
+		if d.Meta.Turn != last[d.Meta.Conversation]+1 {
+			violations.Add(1)
+		}
+		last[d.Meta.Conversation] = d.Meta.Turn
+		mu.Unlock()
+		handled.Add(1)
+		return nil
+	}
+	owner := map[string]int{} // conversation → replica that handled it
+	handlerOf := func(replica int) streams.Handler {
+		return func(ctx context.Context, d streams.Decoded) error {
+			mu.Lock()
+			if o, ok := owner[d.Meta.Conversation]; ok && o != replica {
+				violations.Add(1) // a conversation split across replicas
+			}
+			owner[d.Meta.Conversation] = replica
+			mu.Unlock()
+			return handler(ctx, d)
+		}
+	}
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "replicated", Filter: []string{streams.UserTurnsAll}, Workers: 4}
+	runConsumer(t, h, cfg, nil, handlerOf(1))
+	runConsumer(t, h, cfg, nil, handlerOf(2))
+	var outs []streams.Out
+	for turn := 1; turn <= turns; turn++ {
+		for c := 0; c < convs; c++ {
+			outs = append(outs, *turnEvent(t, "acme", fmt.Sprintf("r%d", c), turn, "x"))
+		}
+	}
+	publishTurns(t, h, outs)
+	rtest.CheckFor(t, time.Minute, "all turns handled", func() bool { return handled.Load() == convs*turns })
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d ordering violations across two replicas", v)
+	}
+}
