@@ -545,8 +545,9 @@ func sendCertificate(s *Session, a *Object) (string, error) {
 	return "", toolErr("the user already holds all three compensation certificates")
 }
 
-// ownerMethod resolves a payment id among the reservation owner's methods
-// with the checks shared by the update tools.
+// ownerMethod resolves a payment id among the methods of the user who owns
+// a record (an airline reservation or a retail order), with the checks and
+// error texts both domains' update tools share.
 func (s *Session) ownerMethod(res *Object, pid any) (userID string, method *Object, err error) {
 	uid, err := item(res, "user_id")
 	if err != nil {

@@ -201,39 +201,6 @@ func (s *Session) orderWithStatus(a *Object, status, refusal string) (string, *O
 	return id, o, nil
 }
 
-// userMethod finds a payment method among the order owner's methods.
-func (s *Session) userMethod(order *Object, pid any) (string, *Object, error) {
-	uid, err := item(order, "user_id")
-	if err != nil {
-		return "", nil, pyErr(err)
-	}
-	userID, _, err := dictKey(uid)
-	if err != nil {
-		return "", nil, pyErr(err)
-	}
-	user, ok := s.getObj(tUsers, userID)
-	if !ok {
-		return "", nil, pyErr(fmt.Errorf("%s", appendRepr(nil, uid)))
-	}
-	methods, err := item(user, "payment_methods")
-	if err != nil {
-		return "", nil, pyErr(err)
-	}
-	has, err := in(pid, methods)
-	if err != nil {
-		return "", nil, pyErr(err)
-	}
-	if !has {
-		return "", nil, toolErr("payment method not found")
-	}
-	mv, _ := itemKey(methods, pid)
-	m, ok := mv.(*Object)
-	if !ok {
-		return "", nil, pyErr(notSubscriptable(mv))
-	}
-	return userID, m, nil
-}
-
 // adjustBalance adds delta to a user's payment method balance, rounded to
 // two decimals (Python round(x, 2)).
 func (s *Session) adjustBalance(userID, pid string, delta any, subtract bool) error {
@@ -504,7 +471,7 @@ func exchangeDeliveredOrderItems(s *Session, a *Object) (string, error) {
 		return "", pyErr(err)
 	}
 	pid := arg(a, "payment_method_id")
-	_, m, err := s.userMethod(cur, pid)
+	_, m, err := s.ownerMethod(cur, pid)
 	if err != nil {
 		return "", err
 	}
@@ -576,7 +543,7 @@ func modifyPendingOrderItems(s *Session, a *Object) (string, error) {
 		return "", err
 	}
 	pid := arg(a, "payment_method_id")
-	userID, m, err := s.userMethod(cur, pid)
+	userID, m, err := s.ownerMethod(cur, pid)
 	if err != nil {
 		return "", err
 	}
@@ -634,7 +601,7 @@ func modifyPendingOrderPayment(s *Session, a *Object) (string, error) {
 		return "", err
 	}
 	pid := arg(a, "payment_method_id")
-	userID, m, err := s.userMethod(cur, pid)
+	userID, m, err := s.ownerMethod(cur, pid)
 	if err != nil {
 		return "", err
 	}
@@ -688,7 +655,7 @@ func returnDeliveredOrderItems(s *Session, a *Object) (string, error) {
 		return "", err
 	}
 	pid := arg(a, "payment_method_id")
-	if _, _, err := s.userMethod(cur, pid); err != nil {
+	if _, _, err := s.ownerMethod(cur, pid); err != nil {
 		return "", err
 	}
 	gift, err := contains(pid, "gift_card")
