@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -123,10 +122,6 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.cache.SweepEvery(time.Minute, stop) }()
-	defer func() { close(stop); wg.Wait() }()
+	defer s.cache.StartSweeper(time.Minute)()
 	return c.Run(ctx)
 }

@@ -148,11 +148,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.convs.SweepEvery(time.Minute, stop) }()
-	defer func() { close(stop); wg.Wait() }()
+	defer s.convs.StartSweeper(time.Minute)()
 	return c.Run(ctx)
 }
 

@@ -90,16 +90,24 @@ func (c *Cache[V]) Sweep(now time.Time) {
 	}
 }
 
-// SweepEvery sweeps on a ticker until stop is closed.
-func (c *Cache[V]) SweepEvery(every time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			c.Sweep(now)
+// StartSweeper sweeps every interval in the background until the returned
+// stop function is called; stop waits for the sweeper to end.
+func (c *Cache[V]) StartSweeper(every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				c.Sweep(now)
+			}
 		}
-	}
+	}()
+	return func() { close(done); wg.Wait() }
 }

@@ -41,3 +41,17 @@ func TestSweepDropsIdle(t *testing.T) {
 		t.Fatal("drop left the entry")
 	}
 }
+
+func TestStartSweeperDropsIdleInBackground(t *testing.T) {
+	c := New[int](10, time.Millisecond)
+	c.Put("a", 1)
+	stop := c.StartSweeper(time.Millisecond)
+	defer stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper never dropped the idle entry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
