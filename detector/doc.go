@@ -18,9 +18,17 @@
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //
-// This package consumes no subjects and exports no metrics itself: the
-// detector stage (stage*.go) consumes user turns, publishes
-// dev.rein.detection.v1 and exports rein_detector_* metrics; the cascade
-// exposes its gate counters (Cascade.Stats, Cascade.OnGate) for
-// rein_detector_gate_total{result}.
+// The detector stage (stage*.go: StageConfig, Deps, New, Run):
+//
+//   - consumes REIN_TURNS, every subject rein.turns.<tenant>.<conv>.user|agent
+//     (durable "detector"): agent turns only extend the conversation's
+//     surface context; each user turn is judged. Undecodable turns are
+//     dead-lettered to rein.dlq.detector and removed from REIN_TURNS.
+//   - produces one dev.rein.detection.v1 per user turn on
+//     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
+//     yes or no; a module error or deadline gives failed=true, no activation.
+//   - exports rein_detector_decisions_total{tenant,outcome},
+//     rein_detector_activations_total{tenant,error_type},
+//     rein_detector_inception_seconds{module} and, for the cascade,
+//     rein_detector_gate_total{result} from Cascade.Stats.
 package detector
