@@ -5,8 +5,10 @@
 // encodes and decodes CloudEvents in binary content mode, as the CloudEvents
 // NATS binding and sdk-go's nats_jetstream protocol do (codec.go); it
 // publishes with Nats-Msg-Id = event id so redelivery never duplicates an
-// output (publisher.go); and it runs every stage's consume loop
-// (consume.go), dead-lettering what cannot be handled (dlq.go).
+// output (publisher.go); it runs every stage's consume loop (consume.go),
+// dead-lettering what cannot be handled (dlq.go); it accepts turns over
+// HTTP, POST /v1/turns (ingress.go); and it reads stream ranges back through
+// ordered consumers that leave no durable state (read.go).
 //
 // # Streams
 //
