@@ -37,6 +37,19 @@ func (s *Session) lookup(t int, key any) (string, bool, error) {
 	return k, s.has(t, k), nil
 }
 
+// require is lookup for the tools: the key's record id, or the tool error
+// notFound when the table has no such record.
+func (s *Session) require(t int, key any, notFound string) (string, error) {
+	k, ok, err := s.lookup(t, key)
+	if err != nil {
+		return "", pyErr(err)
+	}
+	if !ok {
+		return "", toolErr(notFound)
+	}
+	return k, nil
+}
+
 func think(*Session, *Object) (string, error) { return "", nil }
 
 func transferToHuman(*Session, *Object) (string, error) { return "Transfer successful", nil }
@@ -63,36 +76,27 @@ var airports = NewObject(
 func listAllAirports(*Session, *Object) (string, error) { return jsonResult(airports) }
 
 func getUserDetails(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tUsers, arg(a, "user_id"))
+	id, err := s.require(tUsers, arg(a, "user_id"), "user not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("user not found")
+		return "", err
 	}
 	u, _ := s.get(tUsers, id)
 	return jsonResult(u)
 }
 
 func getReservationDetails(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tReservations, arg(a, "reservation_id"))
+	id, err := s.require(tReservations, arg(a, "reservation_id"), "user not found") // sic: the reference's message
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("user not found") // sic: the reference's message
+		return "", err
 	}
 	r, _ := s.get(tReservations, id)
 	return jsonResult(r)
 }
 
 func cancelReservation(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tReservations, arg(a, "reservation_id"))
+	id, err := s.require(tReservations, arg(a, "reservation_id"), "reservation not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("reservation not found")
+		return "", err
 	}
 	cur, _ := s.getObj(tReservations, id)
 	hist, err := path(cur, "payment_history")
@@ -202,12 +206,9 @@ func priceSegment(seg *Object, flight *Object, day any, cabin any, n int) (any, 
 }
 
 func bookReservation(s *Session, a *Object) (string, error) {
-	userID, ok, err := s.lookup(tUsers, arg(a, "user_id"))
+	userID, err := s.require(tUsers, arg(a, "user_id"), "user not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("user not found")
+		return "", err
 	}
 	resID := "HATHAV"
 	for _, id := range []string{"HATHAT", "HATHAU"} {
@@ -519,12 +520,9 @@ func searchOnestopFlight(s *Session, a *Object) (string, error) {
 }
 
 func sendCertificate(s *Session, a *Object) (string, error) {
-	userID, ok, err := s.lookup(tUsers, arg(a, "user_id"))
+	userID, err := s.require(tUsers, arg(a, "user_id"), "user not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("user not found")
+		return "", err
 	}
 	cur, _ := s.getObj(tUsers, userID)
 	methods, err := item(cur, "payment_methods")
@@ -624,12 +622,9 @@ func (s *Session) chargeGiftCard(userID string, pid any, amount any) error {
 }
 
 func updateReservationBaggages(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tReservations, arg(a, "reservation_id"))
+	id, err := s.require(tReservations, arg(a, "reservation_id"), "reservation not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("reservation not found")
+		return "", err
 	}
 	cur, _ := s.getObj(tReservations, id)
 	stored, err := item(cur, "nonfree_baggages")
@@ -682,12 +677,9 @@ func appendPayment(r *Object, p *Object) error {
 }
 
 func updateReservationFlights(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tReservations, arg(a, "reservation_id"))
+	id, err := s.require(tReservations, arg(a, "reservation_id"), "reservation not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("reservation not found")
+		return "", err
 	}
 	cur, _ := s.getObj(tReservations, id)
 	n, err := pyLen(arg(cur, "passengers"))
@@ -795,12 +787,9 @@ func updateReservationFlights(s *Session, a *Object) (string, error) {
 }
 
 func updateReservationPassengers(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tReservations, arg(a, "reservation_id"))
+	id, err := s.require(tReservations, arg(a, "reservation_id"), "reservation not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("reservation not found")
+		return "", err
 	}
 	cur, _ := s.getObj(tReservations, id)
 	newN, err := pyLen(arg(a, "passengers"))

@@ -121,24 +121,18 @@ func findUserIDByNameZip(s *Session, a *Object) (string, error) {
 }
 
 func getOrderDetails(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tOrders, arg(a, "order_id"))
+	id, err := s.require(tOrders, arg(a, "order_id"), "order not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("order not found")
+		return "", err
 	}
 	o, _ := s.get(tOrders, id)
 	return jsonResult(o)
 }
 
 func getProductDetails(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tProducts, arg(a, "product_id"))
+	id, err := s.require(tProducts, arg(a, "product_id"), "product not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("product not found")
+		return "", err
 	}
 	p, _ := s.get(tProducts, id)
 	return jsonResult(p)
@@ -513,12 +507,9 @@ func modifyPendingOrderAddress(s *Session, a *Object) (string, error) {
 }
 
 func modifyUserAddress(s *Session, a *Object) (string, error) {
-	id, ok, err := s.lookup(tUsers, arg(a, "user_id"))
+	id, err := s.require(tUsers, arg(a, "user_id"), "user not found")
 	if err != nil {
-		return "", pyErr(err)
-	}
-	if !ok {
-		return "", toolErr("user not found")
+		return "", err
 	}
 	u, _ := s.mut(tUsers, id)
 	u.Set("address", newAddress(a))
