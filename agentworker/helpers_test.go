@@ -80,20 +80,7 @@ func startWorker(t *testing.T, h *rtest.JS, cfg agentworker.Config, deps agentwo
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return st, stop
+	return st, rtest.Run(t, "worker", st.Run)
 }
 
 // runWorker runs a stage under ctx; the channel yields Run's result.

@@ -45,20 +45,7 @@ func startStage(t *testing.T, h *rtest.JS, m detector.Module, reg prometheus.Reg
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("stage: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return rtest.Run(t, "stage", st.Run)
 }
 
 func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text string) {

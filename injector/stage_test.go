@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,25 +26,13 @@ func startStage(t *testing.T, h *rtest.JS, cfg injector.Config, reg prometheus.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
+	stop := rtest.Run(t, "stage", st.Run)
 	if cfg.Sidecar {
 		rtest.CheckFor(t, 5*time.Second, "sidecar responder up", func() bool {
 			_, err := h.Conn.Request(streams.InceptionSubject(tenant, "probe", "x"), nil, time.Second)
 			return err == nil
 		})
 	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("stage: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
 	return stop
 }
 

@@ -37,25 +37,7 @@ func runConsumer(t *testing.T, h *rtest.JS, cfg streams.ConsumerConfig, reg prom
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("consumer run: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("consumer did not drain within 30s")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return rtest.Run(t, "consumer", c.Run)
 }
 
 func publishTurns(t *testing.T, h *rtest.JS, outs []streams.Out) {
