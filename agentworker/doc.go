@@ -44,8 +44,12 @@
 // overlay, status, progress within the current turn) lives in memory (one
 // writer per conversation, guaranteed by the consume loop; a bounded cache
 // with an idle TTL) and is written to the KV bucket REIN_CONVERSATIONS
-// (key <tenant>.<conv>) with a revision check after every tool result and
-// at the end of the turn (Config.Persist "turn" writes only at the end of
+// turn by turn — key <tenant>.<conv>.<turn> holds that turn's messages,
+// the conversation's status and, once it differs from a new one, the
+// backend's overlay, so a write costs one turn, not the whole conversation
+// — with a concurrency check over all of the conversation's keys (a stale
+// replica is refused and reloads) after every tool result and at the end
+// of the turn (Config.Persist "turn" writes only at the end of
 // the turn, for the built-in domains, re-running a turn cut short from the
 // overlay stored before it); with an external backend the model's decision
 // is also written before the call runs. Every output is derived from the

@@ -166,19 +166,14 @@ func outcomes(t *testing.T, h *rtest.JS, conv string) []event {
 // storedState reads a conversation's state from REIN_CONVERSATIONS.
 func storedState(t *testing.T, h *rtest.JS, conv string) (agentworker.State, bool) {
 	t.Helper()
-	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	s, ok, err := agentworker.LoadState(context.Background(), h.JS, tenant, conv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, conv))
-	if err != nil {
+	if !ok {
 		return agentworker.State{}, false
 	}
-	var s agentworker.State
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		t.Fatal(err)
-	}
-	return s, true
+	return *s, true
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {

@@ -31,8 +31,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		turn = d.Meta.Turn
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
-	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
-	st, err := s.load(ctx, key)
+	st, err := s.load(ctx, meta)
 	if err != nil {
 		return err
 	}
@@ -46,9 +45,9 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	case st.Status == StatusHuman:
 		// The conversation belongs to the human path: record the turn,
 		// never show it to the model.
-		st.Turn, st.TurnDone, st.Outcome, st.Reply = turn, true, OutcomeHuman, ""
+		st.Turn, st.TurnDone, st.Outcome, st.Reply, st.TurnStart = turn, true, OutcomeHuman, "", len(st.Messages)
 		st.HumanTurns++
-		if err := s.save(ctx, key, st); err != nil {
+		if err := s.save(ctx, meta, st); err != nil {
 			return err
 		}
 		s.m.turns.WithLabelValues(OutcomeHuman).Inc()
@@ -57,7 +56,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		st.begin(turn, task)
 	}
 	start := time.Now()
-	if err := s.run(ctx, meta, key, st); err != nil {
+	if err := s.run(ctx, meta, st); err != nil {
 		return err
 	}
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
@@ -69,11 +68,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 // reply or MaxSteps model calls. State is persisted after every tool
 // result, before the turn's events are published: at the end of the turn,
 // and after each tool step once the turn has run for LiveStepsAfter.
-func (s *Stage) run(ctx context.Context, meta schemas.Meta, key string, st *State) error {
+func (s *Stage) run(ctx context.Context, meta schemas.Meta, st *State) error {
 	start := time.Now()
 	for !st.TurnDone {
 		if calls := st.pending(); len(calls) > 0 {
-			if err := s.runCalls(ctx, meta, key, st, calls); err != nil {
+			if err := s.runCalls(ctx, meta, st, calls); err != nil {
 				return err
 			}
 			// Steps of a quick turn are published with its reply (one
@@ -111,12 +110,12 @@ func (s *Stage) run(ctx context.Context, meta schemas.Meta, key string, st *Stat
 		if s.backend.External() {
 			// Persist the decision before acting on another system, so a
 			// resumed turn repeats this very call under the same key.
-			if err := s.save(ctx, key, st); err != nil {
+			if err := s.save(ctx, meta, st); err != nil {
 				return err
 			}
 		}
 	}
-	if err := s.save(ctx, key, st); err != nil {
+	if err := s.save(ctx, meta, st); err != nil {
 		return err
 	}
 	return s.publish(ctx, meta, st)
@@ -170,7 +169,7 @@ func (s *Stage) normalise(st *State, calls []llm.ToolCall) []llm.ToolCall {
 }
 
 // runCalls runs the pending calls in order, persisting after each result.
-func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, key string, st *State, calls []llm.ToolCall) error {
+func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, st *State, calls []llm.ToolCall) error {
 	_, steps := turnOutputs(meta, st, s.cfg.MaxSteps)
 	for _, c := range calls {
 		out, err := s.call(ctx, meta, st, c, steps[c.ID])
@@ -179,7 +178,7 @@ func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, key string, st 
 		}
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: out})
 		if s.cfg.Persist == PersistStep || s.backend.External() {
-			if err := s.save(ctx, key, st); err != nil {
+			if err := s.save(ctx, meta, st); err != nil {
 				return err
 			}
 		}

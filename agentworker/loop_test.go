@@ -129,21 +129,21 @@ func TestStateConflict(t *testing.T) {
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
 	publishTask(t, h, "s1", 1, "hello", nil)
 	rtest.CheckFor(t, wait, "turn 1", func() bool { return len(agentTurns(t, h, "s1")) == 1 })
-	// Another writer stores turn 1 with an extra remark in the context.
+	// Another writer stores turn 1 again with an extra remark in the context.
 	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, "s1"))
+	e, err := kv.Get(context.Background(), streams.TurnStateKey(tenant, "s1", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s agentworker.State
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
+	var rec map[string]any
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
 		t.Fatal(err)
 	}
-	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleAssistant, Content: "(note from the other replica)"})
-	b, _ := json.Marshal(s)
+	rec["messages"] = append(rec["messages"].([]any), map[string]any{"role": "assistant", "content": "(note from the other replica)"})
+	b, _ := json.Marshal(rec)
 	if _, err := kv.Update(context.Background(), e.Key(), b, e.Revision()); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +156,16 @@ func TestStateConflict(t *testing.T) {
 	}
 	if !found || final.Turn != 2 {
 		t.Errorf("the other writer's state was overwritten: %+v", final.Messages)
+	}
+	// The worker noticed the other writer and reloaded: the model saw the
+	// remark when it answered turn 2.
+	reqs := model.requests()
+	found = false
+	for _, m := range reqs[len(reqs)-1].Messages {
+		found = found || m.Content == "(note from the other replica)"
+	}
+	if !found {
+		t.Errorf("turn 2 was answered from the stale copy: %+v", reqs[len(reqs)-1].Messages)
 	}
 }
 
@@ -228,5 +238,59 @@ func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "p1")) == 1 })
 	if reqs := model.requests(); len(reqs) == 0 || reqs[0].System != string(policy) {
 		t.Errorf("system prompt is not the policy document")
+	}
+}
+
+// TestStateStoredTurnByTurn: each turn is one record under
+// <tenant>.<conv>.<turn> holding only that turn, and a fresh worker
+// rebuilds the whole context from them.
+func TestStateStoredTurnByTurn(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
+	for turn, text := range []string{"hello", "show me reservation Q7RM2K", "thanks"} {
+		publishTask(t, h, "r1", turn+1, text, nil)
+		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "r1")) == turn+1 })
+	}
+	stop()
+	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []llm.Message
+	for turn := 1; turn <= 3; turn++ {
+		e, err := kv.Get(context.Background(), streams.TurnStateKey(tenant, "r1", turn))
+		if err != nil {
+			t.Fatalf("record of turn %d: %v", turn, err)
+		}
+		var rec struct {
+			Turn     int           `json:"turn"`
+			Messages []llm.Message `json:"messages"`
+		}
+		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Turn != turn || len(rec.Messages) < 2 || rec.Messages[0].Role != llm.RoleUser {
+			t.Fatalf("record of turn %d = %+v", turn, rec)
+		}
+		for _, m := range rec.Messages[1:] {
+			if m.Role == llm.RoleUser {
+				t.Fatalf("record of turn %d holds another turn's user message: %+v", turn, rec.Messages)
+			}
+		}
+		all = append(all, rec.Messages...)
+	}
+	// A fresh worker sees the three turns as context of the fourth.
+	model := scripted(t)
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	publishTask(t, h, "r1", 4, "bye", nil)
+	rtest.CheckFor(t, wait, "turn 4", func() bool { return len(agentTurns(t, h, "r1")) == 4 })
+	first := model.requests()[0].Messages
+	if len(first) != len(all)+1 {
+		t.Fatalf("turn 4's first request has %d messages, want %d + the new user message", len(first), len(all))
+	}
+	for i, m := range all {
+		if first[i].Role != m.Role || first[i].Content != m.Content || len(first[i].ToolCalls) != len(m.ToolCalls) {
+			t.Errorf("message %d = %+v, stored %+v", i, first[i], m)
+		}
 	}
 }

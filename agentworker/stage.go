@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/reinception/rein/agentworker/domains"
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
@@ -26,7 +24,8 @@ type Stage struct {
 	declared map[string]bool
 	m        *metrics
 	cache    *convcache.Cache[*State]
-	kv       jetstream.KeyValue
+	store    store
+	fresh    []byte // the overlay of a new conversation (not stored)
 }
 
 // New builds the agent-worker stage: it reads the system prompt, opens the
@@ -53,6 +52,13 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 	}
 	if s.backend, err = openBackend(cfg, deps); err != nil {
 		return nil, err
+	}
+	fresh, err := s.backend.Open(nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.fresh, err = fresh.State(); err != nil {
+		return nil, fmt.Errorf("agentworker: backend state: %w", err)
 	}
 	s.tools = catalogue(s.backend.Tools())
 	s.declared = map[string]bool{}
@@ -109,14 +115,14 @@ func (s *Stage) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	kv, err := s.deps.JS.KeyValue(ctx, streams.BucketConversations)
+	st, err := openStore(ctx, s.deps.JS)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
+		return err
 	}
-	s.kv = kv
+	s.store = st
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

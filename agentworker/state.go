@@ -3,13 +3,11 @@ package agentworker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
 )
 
 // Conversation statuses.
@@ -26,8 +24,9 @@ const (
 	OutcomeHuman     = "human_path" // the conversation belongs to a human: no agent run
 )
 
-// State is one conversation's agent state, persisted as JSON in the KV
-// bucket REIN_CONVERSATIONS under <tenant>.<conv>.
+// State is one conversation's agent state. It is persisted turn by turn:
+// each turn's part is a record in the KV bucket REIN_CONVERSATIONS (see
+// persist.go), so a write costs one turn's size, not the conversation's.
 type State struct {
 	Status string `json:"status"`
 	// Turn is the turn in progress or the last one handled; TurnDone says
@@ -55,7 +54,7 @@ type State struct {
 	EscalatedTurn int `json:"escalated_turn,omitempty"`
 	HumanTurns    int `json:"human_turns,omitempty"`
 
-	rev       uint64       // KV revision the state was read or written at
+	seq       uint64       // stream sequence of the conversation's newest stored record
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
 }
@@ -116,23 +115,16 @@ func (s *State) pending() []llm.ToolCall {
 	return out
 }
 
-// load returns the conversation's state: from memory, else from the KV
-// bucket, else a new one.
-func (st *Stage) load(ctx context.Context, key string) (*State, error) {
+// load returns the conversation's state: from memory, else from
+// REIN_CONVERSATIONS, else a new one.
+func (st *Stage) load(ctx context.Context, m schemas.Meta) (*State, error) {
+	key := streams.ConversationKey(m.Tenant, m.Conversation)
 	if s, ok := st.cache.Get(key); ok {
 		return s, nil
 	}
-	s := &State{Status: StatusActive}
-	e, err := st.kv.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("agentworker: read state %s: %w", key, err)
-	default:
-		if err := json.Unmarshal(e.Value(), s); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrBadState, key, err)
-		}
-		s.rev = e.Revision()
+	s, _, err := st.store.load(ctx, m.Tenant, m.Conversation)
+	if err != nil {
+		return nil, err
 	}
 	if s.conv, err = st.backend.Open(s.Overlay); err != nil {
 		return nil, err
@@ -141,35 +133,12 @@ func (st *Stage) load(ctx context.Context, key string) (*State, error) {
 	return s, nil
 }
 
-// save persists the state with a revision check: a state written by
-// another worker since it was read is never overwritten. On any failure
-// the in-memory copy is dropped, so the retry starts from what is stored.
-func (st *Stage) save(ctx context.Context, key string, s *State) error {
-	ov, err := s.conv.State()
-	if err != nil {
-		st.cache.Drop(key)
-		return fmt.Errorf("agentworker: backend state: %w", err)
+// save persists the current turn; on any failure the in-memory copy is
+// dropped, so the retry starts from what is stored.
+func (st *Stage) save(ctx context.Context, m schemas.Meta, s *State) error {
+	if err := st.store.save(ctx, m.Tenant, m.Conversation, s, st.fresh); err != nil {
+		st.cache.Drop(streams.ConversationKey(m.Tenant, m.Conversation))
+		return err
 	}
-	s.Overlay = ov
-	data, err := json.Marshal(s)
-	if err != nil {
-		st.cache.Drop(key)
-		return fmt.Errorf("agentworker: encode state: %w", err)
-	}
-	var rev uint64
-	if s.rev == 0 {
-		rev, err = st.kv.Create(ctx, key, data)
-	} else {
-		rev, err = st.kv.Update(ctx, key, data, s.rev)
-	}
-	if err != nil {
-		st.cache.Drop(key)
-		var apiErr *jetstream.APIError
-		if errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence) {
-			return fmt.Errorf("%w: %s: %w", ErrStateConflict, key, err)
-		}
-		return fmt.Errorf("agentworker: write state %s: %w", key, err)
-	}
-	s.rev = rev
 	return nil
 }

@@ -1,0 +1,177 @@
+package agentworker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// record is one turn's part of a conversation's State, stored as JSON in
+// the KV bucket REIN_CONVERSATIONS under <tenant>.<conv>.<turn>. A write
+// therefore costs the size of one turn, however long the conversation.
+type record struct {
+	Turn     int  `json:"turn"`
+	TurnDone bool `json:"turn_done"`
+	// Messages are the turn's part of the internal context, its user
+	// message first (none for a turn on the human path).
+	Messages    []llm.Message      `json:"messages"`
+	ModelCalls  int                `json:"model_calls"`
+	UserText    string             `json:"user_text"`
+	Inception   *schemas.Inception `json:"inception"`
+	DetectionID string             `json:"detection_id,omitempty"`
+	Outcome     string             `json:"outcome,omitempty"`
+	Reply       string             `json:"reply,omitempty"`
+	// The conversation as of this record.
+	Status        string `json:"status"`
+	EscalatedTurn int    `json:"escalated_turn,omitempty"`
+	HumanTurns    int    `json:"human_turns,omitempty"`
+	// Overlay is the backend's whole conversation state, present when it
+	// differs from a new conversation's (the newest record holds the
+	// current one).
+	Overlay []byte `json:"overlay,omitempty"`
+}
+
+// store reads and writes State records. Writes carry an optimistic
+// concurrency check over all of the conversation's keys (the stream's
+// expected-last-sequence for the subject filter <tenant>.<conv>.*): a
+// worker whose copy is stale — another replica wrote since it read — is
+// refused instead of overwriting, and reloads.
+type store struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	stream jetstream.Stream // the bucket's stream, for direct gets
+}
+
+func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
+	kv, err := js.KeyValue(ctx, streams.BucketConversations)
+	if err != nil {
+		return store{}, fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
+	}
+	st, err := js.Stream(ctx, streams.StreamConversations)
+	if err != nil {
+		return store{}, fmt.Errorf("agentworker: stream %s: %w", streams.StreamConversations, err)
+	}
+	return store{js: js, kv: kv, stream: st}, nil
+}
+
+// LoadState reads a conversation's State from REIN_CONVERSATIONS; ok is
+// false when it has none. Tools and tests use it; the stage keeps states
+// in memory and reads them only on a miss.
+func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string) (s *State, ok bool, err error) {
+	st, err := openStore(ctx, js)
+	if err != nil {
+		return nil, false, err
+	}
+	return st.load(ctx, tenant, conv)
+}
+
+// load assembles a State from the conversation's records: one direct get
+// answers whether there is any (a new conversation costs nothing more),
+// then a watch of its keys reads them all.
+func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
+	s := &State{Status: StatusActive}
+	filter := streams.ConversationStateKeys(tenant, conv)
+	_, err := st.stream.GetLastMsgForSubject(ctx, streams.ConversationStateSubject(filter))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return s, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", filter, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := st.kv.Watch(wctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var recs []record
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case e = <-w.Updates():
+		case <-wctx.Done():
+			return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, wctx.Err())
+		}
+		if e == nil {
+			break // every stored record has been delivered
+		}
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, false, fmt.Errorf("%w: %s: %w", ErrBadState, e.Key(), err)
+		}
+		recs = append(recs, r)
+		s.seq = max(s.seq, e.Revision())
+	}
+	if len(recs) == 0 {
+		return s, false, nil
+	}
+	s.assemble(recs)
+	return s, true, nil
+}
+
+// assemble rebuilds the State from its records.
+func (s *State) assemble(recs []record) {
+	slices.SortFunc(recs, func(a, b record) int { return a.Turn - b.Turn })
+	for i, r := range recs {
+		msgs := r.Messages
+		if !r.TurnDone && i < len(recs)-1 && len(msgs) > 1 {
+			msgs = msgs[:1] // an earlier turn that never finished keeps only its user message
+		}
+		s.TurnStart = len(s.Messages)
+		s.Messages = append(s.Messages, msgs...)
+	}
+	r := recs[len(recs)-1]
+	s.Turn, s.TurnDone, s.ModelCalls = r.Turn, r.TurnDone, r.ModelCalls
+	s.UserText, s.Inception, s.DetectionID, s.Outcome, s.Reply = r.UserText, r.Inception, r.DetectionID, r.Outcome, r.Reply
+	s.Status, s.EscalatedTurn, s.HumanTurns, s.Overlay = r.Status, r.EscalatedTurn, r.HumanTurns, r.Overlay
+}
+
+// record is the current turn's record. fresh is the overlay of a new
+// conversation, which is not stored.
+func (s *State) record(overlay, fresh []byte) record {
+	r := record{
+		Turn: s.Turn, TurnDone: s.TurnDone, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):], ModelCalls: s.ModelCalls,
+		UserText: s.UserText, Inception: s.Inception, DetectionID: s.DetectionID, Outcome: s.Outcome, Reply: s.Reply,
+		Status: s.Status, EscalatedTurn: s.EscalatedTurn, HumanTurns: s.HumanTurns,
+	}
+	if !bytes.Equal(overlay, fresh) {
+		r.Overlay = overlay
+	}
+	return r
+}
+
+// save writes the current turn's record, refused when another writer has
+// stored a record of the conversation since this copy was read.
+func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh []byte) error {
+	ov, err := s.conv.State()
+	if err != nil {
+		return fmt.Errorf("agentworker: backend state: %w", err)
+	}
+	data, err := json.Marshal(s.record(ov, fresh))
+	if err != nil {
+		return fmt.Errorf("agentworker: encode state: %w", err)
+	}
+	subject := streams.ConversationStateSubject(streams.TurnStateKey(tenant, conv, s.Turn))
+	all := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
+	ack, err := st.js.Publish(ctx, subject, data, jetstream.WithExpectLastSequenceForSubject(s.seq, all))
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			return fmt.Errorf("%w: %s: %w", ErrStateConflict, all, err)
+		}
+		return fmt.Errorf("agentworker: write state %s: %w", subject, err)
+	}
+	s.seq, s.Overlay = ack.Sequence, ov
+	return nil
+}
