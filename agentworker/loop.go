@@ -229,7 +229,7 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 	m.Turn = st.Turn
 	batch := make([]streams.Out, 0, len(outs)-st.published)
 	for _, o := range outs[st.published:] {
-		ev, err := schemas.NewEvent(o.typ, o.id, "", m, o.data)
+		ev, err := schemas.BuildEvent(o.typ, o.id, "", m, o.data)
 		if err != nil {
 			return streams.Permanent(fmt.Errorf("agentworker: build %s: %w", o.typ, err))
 		}

@@ -74,7 +74,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	}
 	task := TaskFor(det, d.Event.ID(), d.Meta.Turn, s.cfg.RecoveryTools)
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: task.Turn, Traceparent: d.Meta.Traceparent}
-	ev, err := schemas.NewEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, task.Turn), "", meta, task)
+	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, task.Turn), "", meta, task)
 	if err != nil {
 		return streams.Permanent(fmt.Errorf("injector: build task: %w", err))
 	}

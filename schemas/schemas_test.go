@@ -107,3 +107,40 @@ func TestMetaRoundTrip(t *testing.T) {
 		t.Errorf("bad tenant accepted: %v", err)
 	}
 }
+
+// TestBuildEventSkipsOnlyTheSchemaCheck: BuildEvent gives the same event
+// as NewEvent for a valid payload, leaves schema errors to the consumers,
+// and still refuses bad ids and unknown types.
+func TestBuildEventSkipsOnlyTheSchemaCheck(t *testing.T) {
+	m := schemas.Meta{Tenant: "acme", Conversation: "c1", Turn: 3}
+	turn := schemas.Turn{Role: "user", Text: "hi", Turn: 3}
+	a, err := schemas.NewEvent(schemas.TypeTurn, "x", "", m, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := schemas.BuildEvent(schemas.TypeTurn, "x", "", m, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetTime(a.Time())
+	if a.String() != b.String() {
+		t.Errorf("BuildEvent = %s, NewEvent = %s", b, a)
+	}
+	bad := schemas.Turn{Role: "robot", Text: "hi"}
+	if _, err := schemas.NewEvent(schemas.TypeTurn, "x", "", m, bad); err == nil {
+		t.Fatal("NewEvent accepted role robot")
+	}
+	ev, err := schemas.BuildEvent(schemas.TypeTurn, "x", "", m, bad)
+	if err != nil {
+		t.Fatalf("BuildEvent checked the schema: %v", err)
+	}
+	if err := schemas.Validate(schemas.TypeTurn, ev.Data()); err == nil {
+		t.Error("the consumers' check would not catch it")
+	}
+	if _, err := schemas.BuildEvent("dev.rein.nope.v1", "x", "", m, turn); !errors.Is(err, schemas.ErrUnknownType) {
+		t.Errorf("unknown type: %v", err)
+	}
+	if _, err := schemas.BuildEvent(schemas.TypeTurn, "x", "", schemas.Meta{Tenant: "ac me", Conversation: "c"}, turn); !errors.Is(err, schemas.ErrBadID) {
+		t.Errorf("bad id: %v", err)
+	}
+}
