@@ -65,6 +65,21 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 	return c.model.Detect(ctx, in)
 }
 
+// NeedsContext implements ContextFree. The model reads the whole dialogue,
+// so the agent's replies can be left out only when the gate holds the turn
+// back and would do so whatever they said: the gate must itself be
+// ContextFree and not need them, and its verdict on the dialogue given must
+// be clear. The gate then judges such a turn twice, which the cheap rules
+// gate affords; its counters move only in Detect.
+func (c *Cascade) NeedsContext(in Input) bool {
+	cf, ok := c.gate.(ContextFree)
+	if !ok || cf.NeedsContext(in) {
+		return true
+	}
+	g, err := c.gate.Detect(context.Background(), in)
+	return err != nil || g.Rein
+}
+
 // Stats returns the share of turns sent to the model so far.
 func (c *Cascade) Stats() CascadeStats {
 	p, s := c.passed.Load(), c.skipped.Load()

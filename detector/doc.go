@@ -15,20 +15,32 @@
 //     answer validated against a JSON Schema), NewRules (offline, grounded in
 //     the tool schemas and the taxonomy's domain notes; RulesPrecise or the
 //     looser RulesRecall gate) and NewCascade (recall gate, then the model).
+//     ContextFree: a module that tells per turn whether its decision needs
+//     the agent's replies (rules and cascade implement it).
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //
 // The detector stage (stage*.go: StageConfig, Deps, New, Run):
 //
-//   - consumes REIN_TURNS, every subject rein.turns.<tenant>.<conv>.user|agent
-//     (durable "detector"): agent turns only extend the conversation's
-//     surface context; each user turn is judged. Undecodable turns are
-//     dead-lettered to rein.dlq.detector and removed from REIN_TURNS.
+//   - consumes REIN_TURNS user turns, rein.turns.<tenant>.<conv>.user
+//     (durable "detector", which an older all-turns durable is narrowed
+//     to); each is judged. Undecodable user turns are dead-lettered to
+//     rein.dlq.detector and removed from REIN_TURNS.
+//   - reads agent replies (rein.turns.<tenant>.<conv>.agent) back into a
+//     conversation's cached surface context only when the module needs
+//     them: a module implementing ContextFree (rules; the cascade when its
+//     gate holds the turn back) says so per turn, any other (llm) always
+//     does. They are merged in stream order by direct gets of the next
+//     agent reply after the last one merged, validated like consumed
+//     events (an undecodable one is logged and left out). A conversation
+//     not in memory is rebuilt from its stored user and agent turns.
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
 //     yes or no; a module error or deadline gives failed=true, no activation.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
-//     rein_detector_inception_seconds{module} and, for the cascade,
-//     rein_detector_gate_total{result} from Cascade.Stats.
+//     rein_detector_inception_seconds{module},
+//     rein_detector_context_fetches_total (direct gets of agent replies)
+//     and, for the cascade, rein_detector_gate_total{result} from
+//     Cascade.Stats.
 package detector

@@ -60,6 +60,21 @@ type Module interface {
 	Detect(ctx context.Context, in Input) (Decision, error)
 }
 
+// ContextFree is implemented by modules that can tell, before judging,
+// whether their decision depends on the agent's replies. The stage keeps
+// the agent's replies out of a conversation's surface context until a
+// module needs them: it calls NeedsContext with the dialogue as far as
+// known (every user turn, but possibly not every agent reply; the slice is
+// the stage's own and must be neither kept nor modified) and, on true,
+// brings the agent replies up to date before Detect. NeedsContext must
+// answer true whenever Detect on the full dialogue could decide otherwise
+// than on the one given; a false answer for a turn whose decision does
+// not depend on the agent's words saves the reads. Modules that do not
+// implement it always get the full dialogue.
+type ContextFree interface {
+	NeedsContext(in Input) bool
+}
+
 // lastUser returns the turn to judge, or false when the dialogue does not
 // end with a user turn.
 func (in Input) lastUser() (string, bool) {

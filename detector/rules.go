@@ -256,20 +256,14 @@ func (m *RulesModule) confirm(name string, in Input, dr *domainRules, text, lowe
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	switch name {
 	case TypeAnaphora:
-		if descriptorAfter.MatchString(lower[loc[1]:]) {
-			return false // resolved in the same breath
-		}
-		if inTurnAntecedent.MatchString(lower[:loc[0]]) {
-			return false // "I booked a flight … cancel it"
+		if anaphoraResolved(lower, loc) {
+			return false
 		}
 		if len(earlier) == 0 {
 			return true // nothing said before: nothing to refer to
 		}
-		if pluralRef.MatchString(lower[loc[0]:loc[1]]) {
-			return false // "cancel those" refers to the whole set
-		}
-		if dr == nil || len(dr.entities) == 0 || m.entityCount(dr, text) > 0 {
-			return false // no entity shapes, or the user names the entity
+		if m.anaphoraSettled(dr, text, lower, loc) {
+			return false
 		}
 		// The agent just put several entities of one kind before the user
 		// and asked which; a bare reference does not choose among them.
@@ -279,15 +273,82 @@ func (m *RulesModule) confirm(name string, in Input, dr *domainRules, text, lowe
 		}
 		return m.entityCount(dr, last.Text) >= 2
 	case TypeContradiction:
-		for _, u := range earlier {
-			if u.Role == RoleUser {
-				return true // there is an earlier statement to conflict with
-			}
-		}
-		return false
+		return hasUser(earlier) // an earlier statement to conflict with
 	default:
 		return true
 	}
+}
+
+// anaphoraResolved reports a reference resolved in the same breath ("that
+// one from Boston") or by an antecedent earlier in the turn ("I booked a
+// flight … cancel it").
+func anaphoraResolved(lower string, loc []int) bool {
+	return descriptorAfter.MatchString(lower[loc[1]:]) || inTurnAntecedent.MatchString(lower[:loc[0]])
+}
+
+// anaphoraSettled reports a reference that the user turn itself rules out
+// as ambiguous once anything was said before: a plural ("cancel those"
+// means the whole set), no entity shapes in the domain, or the user names
+// the entity.
+func (m *RulesModule) anaphoraSettled(dr *domainRules, text, lower string, loc []int) bool {
+	return pluralRef.MatchString(lower[loc[0]:loc[1]]) || dr == nil || len(dr.entities) == 0 || m.entityCount(dr, text) > 0
+}
+
+func hasUser(dialogue []Utterance) bool {
+	for _, u := range dialogue {
+		if u.Role == RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsContext implements ContextFree. Only two precise-mode checks read the
+// earlier dialogue: an anaphora cue not settled by the turn's own words
+// (are several entities the agent just listed in play?) and a contradiction
+// cue (is there an earlier user statement?). It repeats judge's ambiguity
+// scan and answers true only when the first cue judge would confirm is one
+// of those two and the dialogue given can decide otherwise than the full
+// one: every other decision reads the user turn alone. Given fewer agent
+// replies, the dialogue has no fewer earlier user turns and is empty only
+// if the full one may be, which the checks below rely on. In recall mode
+// nothing reads the earlier dialogue.
+func (m *RulesModule) NeedsContext(in Input) bool {
+	if m.mode == RulesRecall {
+		return false
+	}
+	text, ok := in.lastUser()
+	if !ok {
+		return true
+	}
+	earlier := in.Dialogue[:len(in.Dialogue)-1]
+	lower := strings.ToLower(text)
+	var bg bigrams
+	bg.build(lower)
+	for _, et := range m.tax.ErrorTypes {
+		if et.HeldOut || et.Category != CategoryAmbiguous {
+			continue
+		}
+		loc := findAny(m.cues[et.Name], lower, &bg)
+		if loc == nil {
+			continue
+		}
+		switch et.Name {
+		case TypeAnaphora:
+			if anaphoraResolved(lower, loc) || len(earlier) > 0 && m.anaphoraSettled(m.domains[in.Domain], text, lower, loc) {
+				continue // confirm says no whatever the agent said
+			}
+			return true
+		case TypeContradiction:
+			if !hasUser(earlier) {
+				continue // none in the full dialogue either
+			}
+			return true
+		default:
+			return false // confirmed whatever was said before
+		}
+	}
+	return false
 }
 
 // entityCount returns the largest number of distinct ids of one entity

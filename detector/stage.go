@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -89,14 +90,17 @@ type Deps struct {
 	Tools func(domain string) ([]llm.Tool, error)
 }
 
-// Stage is the detector: a durable consumer on every turn that keeps each
-// conversation's surface context and publishes one detection per user turn.
+// Stage is the detector: a durable consumer on user turns that keeps each
+// conversation's surface context, merging the agent's replies from the
+// stream when the module needs them, and publishes one detection per user
+// turn.
 type Stage struct {
-	cfg   StageConfig
-	deps  Deps
-	m     *stageMetrics
-	convs *convcache.Cache[*conversation]
-	tools map[string][]llm.Tool
+	cfg     StageConfig
+	deps    Deps
+	m       *stageMetrics
+	fetches prometheus.Counter // direct gets of agent replies
+	convs   *convcache.Cache[*conversation]
+	tools   map[string][]llm.Tool
 
 	streamMu sync.Mutex
 	stream   jetstream.Stream // REIN_TURNS, looked up once
@@ -116,6 +120,8 @@ func New(cfg StageConfig, deps Deps) (*Stage, error) {
 	}
 	s := &Stage{cfg: cfg, deps: deps, m: newStageMetrics(deps.Registerer, deps.Module),
 		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
+	s.fetches = telemetry.Register(deps.Registerer, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
+		Help: "Direct gets of agent replies read to bring a conversation's surface context up to date."}))
 	domains := map[string]bool{cfg.Domain: true}
 	for _, d := range cfg.TenantDomains {
 		domains[d] = true
@@ -130,13 +136,15 @@ func New(cfg StageConfig, deps Deps) (*Stage, error) {
 	return s, nil
 }
 
-// ConsumerConfig is the stage's durable consumer: every turn, so that agent
-// replies (from rein's agent workers or a sidecar platform) enter the
-// surface context; undecodable turns are quarantined to the DLQ.
+// ConsumerConfig is the stage's durable consumer: user turns only (agent
+// replies, from rein's agent workers or a sidecar platform, are read back
+// by direct gets when a module needs them); undecodable user turns are
+// quarantined to the DLQ. Creating it updates the filter of a durable made
+// when the detector consumed every turn.
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
-		Filter: []string{streams.TurnsAll}, Workers: s.cfg.Workers, Quarantine: true,
+		Filter: []string{streams.UserTurnsAll}, Workers: s.cfg.Workers, Quarantine: true,
 		AckWait: max(30*time.Second, 3*s.cfg.Timeout),
 	}
 }
@@ -171,6 +179,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != d.Subject {
 		return streams.Permanent(fmt.Errorf("detector: a %s turn on subject %s", turn.Role, d.Subject))
 	}
+	if turn.Role == schemas.RoleAgent {
+		// Delivered only by a durable made before the filter was narrowed
+		// to user turns: refresh reads it back when a user turn needs it.
+		return nil
+	}
 	if turn.Turn == 0 {
 		turn.Turn = d.Meta.Turn
 	}
@@ -178,12 +191,16 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return err // retried: the surface context could not be rebuilt
 	}
-	if turn.Role == schemas.RoleAgent {
-		conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
-		return nil
-	}
 	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
-	det := s.detect(ctx, d.Meta, turn, conv.dialogue())
+	domain := s.domainOf(d.Meta.Tenant)
+	in := Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
+	if cf, ok := s.deps.Module.(ContextFree); !ok || cf.NeedsContext(in) {
+		if err := s.refresh(ctx, conv, d.Meta, d.Sequence); err != nil {
+			return err // retried: the agent's replies could not be read
+		}
+		in.Dialogue = conv.dialogue()
+	}
+	det := s.detect(ctx, d.Meta, turn, in)
 	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", d.Meta.Tenant, d.Meta.Conversation, turn.Turn),
 		"", schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}, det)
 	if err != nil {
@@ -196,9 +213,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 }
 
 // detect runs the module under the deadline and fails open.
-func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, dialogue []Utterance) schemas.Detection {
-	domain := s.domainOf(meta.Tenant)
-	in := Input{Tenant: meta.Tenant, Domain: domain, Dialogue: dialogue, Tools: s.tools[domain]}
+func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in Input) schemas.Detection {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	start := time.Now()
 	dec, err := s.deps.Module.Detect(mctx, in)

@@ -12,12 +12,18 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// conversation is one conversation's surface context. Only the consume
+// conversation is one conversation's surface context, oldest first by
+// stream sequence. User turns are added as the stage consumes them; agent
+// replies are merged from the stream only when a user turn's module needs
+// them (refresh), so the context may lag behind on agent replies: every
+// agent reply with a sequence up to agentSeq is in it. Only the consume
 // loop's worker that owns the conversation touches it.
 type conversation struct {
-	utter   []Utterance
-	turns   []turnKey // parallel to utter: which turn and role each came from
-	lastSeq uint64    // stream sequence of the newest turn applied
+	utter    []Utterance
+	turns    []turnKey // parallel to utter: which turn and role each came from
+	seqs     []uint64  // parallel to utter: stream sequence (0: unknown)
+	userSeq  uint64    // stream sequence of the newest user turn applied
+	agentSeq uint64    // agent replies up to this sequence are merged
 }
 
 type turnKey struct {
@@ -25,31 +31,46 @@ type turnKey struct {
 	role string
 }
 
-// add appends a turn unless it is already there (a redelivery), keeping
-// the newest max utterances.
+// add inserts a turn in sequence order unless it is already there (a
+// redelivery, or a turn at or below its role's watermark), keeping the
+// newest max utterances. A turn without a sequence goes last.
 func (c *conversation) add(t schemas.Turn, seq uint64, max int) {
 	k := turnKey{t.Turn, t.Role}
-	if seq != 0 && seq <= c.lastSeq || slices.Contains(c.turns, k) {
+	if slices.Contains(c.turns, k) {
 		return
 	}
-	c.utter = append(c.utter, Utterance{Role: t.Role, Text: t.Text})
-	c.turns = append(c.turns, k)
-	if seq > c.lastSeq {
-		c.lastSeq = seq
+	if seq != 0 {
+		mark := &c.userSeq
+		if t.Role == schemas.RoleAgent {
+			mark = &c.agentSeq
+		}
+		if seq <= *mark {
+			return
+		}
+		*mark = seq
 	}
+	i := len(c.seqs)
+	for seq != 0 && i > 0 && c.seqs[i-1] > seq {
+		i--
+	}
+	c.utter = slices.Insert(c.utter, i, Utterance{Role: t.Role, Text: t.Text})
+	c.turns = slices.Insert(c.turns, i, k)
+	c.seqs = slices.Insert(c.seqs, i, seq)
 	if n := len(c.utter) - max; n > 0 {
 		c.utter = slices.Delete(c.utter, 0, n)
 		c.turns = slices.Delete(c.turns, 0, n)
+		c.seqs = slices.Delete(c.seqs, 0, n)
 	}
 }
 
-// dialogue is the surface context up to and including the newest turn.
+// dialogue is the surface context as far as merged.
 func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
 
 // conversation returns the surface context of d's conversation, rebuilding
-// it from REIN_TURNS (the turns stored before d) when it is not in memory:
-// after a restart, an eviction, or on a replica that just took over. The
-// cost is bounded by the conversation's own length, never the stream's.
+// it from REIN_TURNS (the user and agent turns stored before d) when it is
+// not in memory: after a restart, an eviction, or on a replica that just
+// took over. The cost is bounded by the conversation's own length, never
+// the stream's; a conversation's first turn costs one direct get.
 func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversation, error) {
 	key := streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation)
 	if c, ok := s.convs.Get(key); ok {
@@ -74,8 +95,71 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
 		}
 	}
+	if d.Sequence > 0 {
+		c.agentSeq = d.Sequence - 1 // everything stored before d is in
+	}
 	s.convs.Put(key, c)
 	return c, nil
+}
+
+// refresh merges the conversation's agent replies stored after agentSeq and
+// before the sequence before: direct gets of "the next message on the
+// conversation's agent subject at or after N", one per reply plus one that
+// finds none or one past before. An undecodable reply is logged and
+// skipped; a failed read is returned (the turn is retried) with the
+// replies merged so far kept.
+func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta, before uint64) error {
+	if c.agentSeq+1 >= before {
+		return nil
+	}
+	st, err := s.turnsStream(ctx)
+	if err != nil {
+		return fmt.Errorf("detector: merge agent replies: %w", err)
+	}
+	subj := streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent)
+	for c.agentSeq+1 < before {
+		s.fetches.Inc()
+		m, err := st.GetMsg(ctx, c.agentSeq+1, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("detector: merge agent replies: %w", err)
+		}
+		if m.Sequence >= before {
+			break
+		}
+		if t, err := agentTurn(m); err != nil {
+			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", m.Sequence, "err", err)
+		} else {
+			c.add(t, m.Sequence, s.cfg.HistoryTurns)
+		}
+		c.agentSeq = max(c.agentSeq, m.Sequence)
+	}
+	c.agentSeq = before - 1
+	return nil
+}
+
+// agentTurn decodes and validates an agent reply read back from REIN_TURNS.
+func agentTurn(m *jetstream.RawStreamMsg) (schemas.Turn, error) {
+	d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
+	if err != nil {
+		return schemas.Turn{}, err
+	}
+	var t schemas.Turn
+	if d.Event.Type() != schemas.TypeTurn {
+		return t, fmt.Errorf("%w: event type %q", streams.ErrUndecodable, d.Event.Type())
+	}
+	if err := d.Payload(&t); err != nil {
+		return t, err
+	}
+	if t.Role != schemas.RoleAgent {
+		return t, fmt.Errorf("%w: a %s turn on subject %s", streams.ErrUndecodable, t.Role, m.Subject)
+	}
+	if t.Turn == 0 {
+		t.Turn = d.Meta.Turn
+	}
+	return t, nil
 }
 
 // hasEarlierTurns asks the stream, with one direct get, whether the

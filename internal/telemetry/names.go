@@ -28,6 +28,7 @@ const (
 	MDetectorActivations      = "rein_detector_activations_total" // {tenant,error_type}
 	MDetectorInceptionSeconds = "rein_detector_inception_seconds" // {module}
 	MDetectorGate             = "rein_detector_gate_total"        // {result} result: pass, skip
+	MDetectorContextFetches   = "rein_detector_context_fetches_total"
 
 	// injector and agent
 	MInjectorInjections = "rein_injector_injections_total" // {error_type}

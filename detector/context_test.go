@@ -1,0 +1,265 @@
+package detector
+
+import (
+	"context"
+	"reflect"
+	"sync/atomic"
+	"testing"
+
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// countingModule answers clear and counts its calls (the cascade's model).
+type countingModule struct{ calls atomic.Int64 }
+
+func (c *countingModule) Name() string { return "counting" }
+func (c *countingModule) Detect(context.Context, Input) (Decision, error) {
+	c.calls.Add(1)
+	return Decision{Rein: true, ErrorType: "x", Reasoning: "y"}, nil
+}
+
+// contextCases are dialogues (alternating user and agent, ending with the
+// user turn to judge) around the checks that read the earlier dialogue.
+func contextCases() [][]Utterance {
+	listing := "I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to cancel?"
+	return [][]Utterance{
+		dialogue("I want to cancel a reservation.", listing, "Cancel that one."),
+		dialogue("I want to cancel a reservation.", listing, "Cancel that one from Boston."),
+		dialogue("I want to cancel a reservation.", listing, "Cancel those, please."),
+		dialogue("I want to cancel a reservation.", listing, "Cancel ABC123, not that one."),
+		dialogue("I booked a flight last week, please cancel it."),
+		dialogue("Cancel that one."),
+		dialogue("Hello", "Hi! How can I help?", "Please cancel that one."),
+		dialogue("I want to fly to Denver.", "Done, booked to Denver.", "I never said that, I wanted Seattle."),
+		dialogue("I never said that."),
+		dialogue("Hi", "Welcome. Which reservation, ABC123 or XYZ789?", "Change that one to economy."),
+		dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Either is fine, I'm not sure which."),
+		dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Change it to May 24, in business."),
+		dialogue("Can you also book me a hotel in Denver?", listing, "Cancel that one."),
+		dialogue("I'd like to change the date of ABC123.", "Sure. ABC123 or XYZ789? Which one?", "ABC123, to May 24 please."),
+	}
+}
+
+// partials returns what the stage may hold of a window of w utterances of
+// full when agent replies after some point are not merged yet: for every
+// cut, full without the agent replies after it, windowed.
+func partials(full []Utterance, w int) [][]Utterance {
+	var out [][]Utterance
+	for cut := 0; cut <= len(full); cut++ {
+		if cut < len(full) && full[cut].Role != RoleAgent {
+			continue // the same partial as the next agent reply's cut
+		}
+		var p []Utterance
+		for i, u := range full {
+			if u.Role == RoleAgent && i >= cut {
+				continue
+			}
+			p = append(p, u)
+		}
+		out = append(out, window(p, w))
+	}
+	return out
+}
+
+func window(d []Utterance, w int) []Utterance {
+	if len(d) > w {
+		return d[len(d)-w:]
+	}
+	return d
+}
+
+// TestNeedsContextKeepsDecisions checks the ContextFree contract of the
+// rules module and the cascade: whenever NeedsContext says the agent's
+// replies are not needed, the decision on the dialogue without them is the
+// decision on the full one (and the cascade's model would not run).
+func TestNeedsContextKeepsDecisions(t *testing.T) {
+	ctx := context.Background()
+	precise, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate, err := NewRules(RulesConfig{Mode: RulesRecall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &countingModule{}
+	cascade, err := NewCascade(gate, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := miniTools(t, "airline")
+	cases := contextCases()
+	if !testing.Short() {
+		cases = append(cases, trajectoryTurns(t)...)
+	}
+	var needed, saved int
+	for _, full := range cases {
+		for _, w := range []int{2, 3, 40} {
+			fullIn := Input{Domain: "airline", Tools: tools, Dialogue: window(full, w)}
+			want, err := precise.Detect(ctx, fullIn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := model.calls.Load()
+			wantCascade, err := cascade.Detect(ctx, fullIn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			modelRan := model.calls.Load() > before
+			for _, p := range partials(full, w) {
+				in := Input{Domain: "airline", Tools: tools, Dialogue: p}
+				if precise.NeedsContext(in) {
+					needed++
+				} else {
+					saved++
+					if got, _ := precise.Detect(ctx, in); !reflect.DeepEqual(got, want) {
+						t.Errorf("rules on %q: without agent replies %+v, with them %+v", p, got, want)
+					}
+				}
+				if !cascade.NeedsContext(in) {
+					if modelRan {
+						t.Errorf("cascade on %q: the model runs on the full dialogue", full)
+					}
+					if got, _ := cascade.Detect(ctx, in); !reflect.DeepEqual(got, wantCascade) {
+						t.Errorf("cascade on %q: without agent replies %+v, with them %+v", p, got, wantCascade)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("rules: %d partial dialogues needed the agent's replies, %d did not", needed, saved)
+	if needed == 0 || saved == 0 {
+		t.Errorf("vacuous: %d needed, %d not", needed, saved)
+	}
+}
+
+func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recall, err := NewRules(RulesConfig{Mode: RulesRecall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		dlg  []Utterance
+		want bool
+	}{
+		{"no cue", dialogue("I want to cancel a reservation.", "Which one?", "ABC123 please."), false},
+		{"bare anaphora", dialogue("I want to cancel a reservation.", "Which one?", "Cancel that one."), true},
+		{"anaphora resolved in the turn", dialogue("Hi", "Which one?", "Cancel that one from Boston."), false},
+		{"plural after earlier turns", dialogue("Hi", "Which one?", "Cancel those."), false},
+		{"plural as the first turn", dialogue("Cancel those."), true},
+		{"contradiction after a user turn", dialogue("Fly me to Denver.", "Booked.", "I never said that."), true},
+		{"contradiction with no earlier user turn", dialogue("I never said that."), false},
+		{"other ambiguity", dialogue("Change my flight.", "Which one?", "Either is fine, I'm not sure which."), false},
+	} {
+		in := Input{Domain: "airline", Dialogue: tc.dlg}
+		if got := m.NeedsContext(in); got != tc.want {
+			t.Errorf("%s: NeedsContext = %v, want %v", tc.name, got, tc.want)
+		}
+		if recall.NeedsContext(in) {
+			t.Errorf("%s: the recall gate never reads the earlier dialogue", tc.name)
+		}
+	}
+}
+
+// TestConversationMergesLateAgentRepliesInOrder: user turns added as they
+// come and agent replies merged later give the same window as every turn
+// added in stream order.
+func TestConversationMergesLateAgentRepliesInOrder(t *testing.T) {
+	type stored struct {
+		seq  uint64
+		turn schemas.Turn
+	}
+	var log []stored
+	for i := 1; i <= 6; i++ {
+		log = append(log,
+			stored{uint64(len(log) + 1), schemas.Turn{Role: RoleUser, Turn: i, Text: "u"}},
+			stored{uint64(len(log) + 2), schemas.Turn{Role: RoleAgent, Turn: i, Text: "a"}},
+			stored{uint64(len(log) + 3), schemas.Turn{Role: RoleAgent, Turn: 100 + i, Text: "a2"}}) // a second reply
+	}
+	for _, max := range []int{2, 3, 5, 40} {
+		var inOrder, lazy conversation
+		for _, s := range log {
+			inOrder.add(s.turn, s.seq, max)
+			if s.turn.Role == RoleUser {
+				// Merge the agent replies stored before this user turn at
+				// every other turn only, as the stage does when needed.
+				if s.turn.Turn%2 == 0 {
+					for _, a := range log {
+						if a.turn.Role == RoleAgent && a.seq > lazy.agentSeq && a.seq < s.seq {
+							lazy.add(a.turn, a.seq, max)
+						}
+					}
+				}
+				lazy.add(s.turn, s.seq, max)
+				lazy.add(s.turn, s.seq, max) // a redelivery changes nothing
+				if s.turn.Turn%2 == 0 && !reflect.DeepEqual(lazy.utter, inOrder.utter) {
+					t.Errorf("max %d, turn %d: lazy %v, in order %v", max, s.turn.Turn, lazy.utter, inOrder.utter)
+				}
+			}
+		}
+	}
+}
+
+// An agent turn delivered by the consumer (a durable made before the filter
+// was narrowed) is acked without effect: no conversation is built for it.
+func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
+	h := testutil.StartJetStream(t, "")
+	s, err := New(StageConfig{TaxonomyVersion: "test-1"}, Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil),
+		Module: &countingModule{}, Tools: func(string) ([]llm.Tool, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := schemas.NewEvent(schemas.TypeTurn, "turn-acme-c9-1-agent", "", schemas.Meta{Tenant: "acme", Conversation: "c9", Turn: 1},
+		schemas.Turn{Role: RoleAgent, Turn: 1, Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := streams.Encode(streams.TurnSubject("acme", "c9", RoleAgent), &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := streams.Decode(msg.Subject, msg.Header, msg.Data, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Sequence = 7
+	if err := s.handle(context.Background(), d); err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+	if _, ok := s.convs.Get(streams.ConversationKey("acme", "c9")); ok {
+		t.Error("an agent turn built a conversation")
+	}
+	if n := h.StreamMsgs(t, streams.StreamDetections); n != 0 {
+		t.Errorf("detections = %d", n)
+	}
+}
+
+// BenchmarkRulesNeedsContext is the cost the stage adds per user turn with
+// the rules module: a clean turn and an anaphora cue.
+func BenchmarkRulesNeedsContext(b *testing.B) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"clean": "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.",
+		"cued":  "Change that one to the later flight, please.",
+	} {
+		in := Input{Domain: "airline", Dialogue: dialogue("Hi, I need to change a flight.", text)}
+		in.Dialogue[1].Role = RoleUser
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.NeedsContext(in)
+			}
+		})
+	}
+}
