@@ -93,6 +93,32 @@ type proc struct {
 	prov   streams.ProvisionConfig
 	stages *stageOptions
 	closer []func()
+	cc     streams.ConnectConfig // how stages open their own connections
+	conns  []*nats.Conn          // the stages' connections
+}
+
+// link is one stage's own NATS connection: each stage consumes, acks and
+// publishes on its own connection, so that one stage's traffic never
+// queues behind another's in a shared socket and server read loop.
+type link struct {
+	js  jetstream.JetStream
+	pub *streams.Publisher
+}
+
+// stageLink opens the connection of one stage.
+func (rt *proc) stageLink(stage string) (link, error) {
+	cc := rt.cc
+	cc.Name += "-" + stage
+	nc, err := streams.Connect(cc)
+	if err != nil {
+		return link{}, fmt.Errorf("%s: %w", stage, err)
+	}
+	rt.conns = append(rt.conns, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
+	}
+	return link{js: js, pub: streams.NewPublisher(js, rt.reg)}, nil
 }
 
 // startRuntime brings up NATS, provisions the streams and opens the HTTP
@@ -135,6 +161,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		cc.InProcess = rt.srv
 	}
 	rt.http.SetReady(false, "connecting to NATS")
+	rt.cc = cc
 	if rt.nc, err = streams.Connect(cc); err != nil {
 		rt.close()
 		return nil, err
@@ -166,6 +193,10 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 // close releases everything in reverse order: HTTP, NATS connection,
 // embedded server (which flushes JetStream to disk).
 func (rt *proc) close() {
+	for _, nc := range rt.conns {
+		_ = nc.FlushTimeout(2 * time.Second)
+		nc.Close()
+	}
 	if rt.nc != nil {
 		_ = rt.nc.FlushTimeout(2 * time.Second)
 		rt.nc.Close()

@@ -15,13 +15,17 @@ var sampleAirlinePolicy string
 func init() { registerStage("agentworker", newAgentWorkerStage) }
 
 func newAgentWorkerStage(rt *proc) (stageRunner, error) {
+	l, err := rt.stageLink("agentworker")
+	if err != nil {
+		return nil, err
+	}
 	o := rt.stages
 	cfg := agentworker.Config{
 		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
 		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
-	deps := agentworker.Deps{JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
+	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
 	if cfg.Backend == "none" {
 		return agentworker.New(cfg, deps)
 	}

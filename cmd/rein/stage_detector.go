@@ -8,6 +8,10 @@ import (
 func init() { registerStage("detector", newDetectorStage) }
 
 func newDetectorStage(rt *proc) (stageRunner, error) {
+	l, err := rt.stageLink("detector")
+	if err != nil {
+		return nil, err
+	}
 	o := rt.stages
 	m, tax, err := o.modules.build(rt.reg)
 	if err != nil {
@@ -16,7 +20,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	return detector.New(detector.StageConfig{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
 	}, detector.Deps{
-		JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
+		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
 		Module: m, Tools: domains.ToolCatalogue,
 	})
 }

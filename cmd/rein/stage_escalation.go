@@ -10,6 +10,10 @@ func init() { registerStage("escalation", newEscalationStage) }
 // of rein.yaml; with none configured, events stay in REIN_OUTCOMES for
 // platforms that consume them directly.
 func newEscalationStage(rt *proc) (stageRunner, error) {
+	l, err := rt.stageLink("escalation")
+	if err != nil {
+		return nil, err
+	}
 	var sinks escalation.SinksConfig
 	if sec := rt.file.section("sinks"); sec != nil {
 		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
@@ -17,6 +21,6 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 		}
 	}
 	return escalation.NewStage(escalation.StageConfig{Sinks: sinks}, escalation.StageDeps{
-		JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
+		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
 	})
 }

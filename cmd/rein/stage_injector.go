@@ -7,7 +7,11 @@ import (
 func init() { registerStage("injector", newInjectorStage) }
 
 func newInjectorStage(rt *proc) (stageRunner, error) {
+	l, err := rt.stageLink("injector")
+	if err != nil {
+		return nil, err
+	}
 	return injector.New(injector.Config{Workers: rt.stages.workers, Sidecar: true}, injector.Deps{
-		JS: rt.js, Publisher: rt.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg,
+		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg,
 	})
 }
