@@ -201,7 +201,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		in.Dialogue = conv.dialogue()
 	}
 	det := s.detect(ctx, d.Meta, turn, in)
-	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", d.Meta.Tenant, d.Meta.Conversation, turn.Turn),
+	ev, err := schemas.BuildEvent(schemas.TypeDetection, schemas.EventID("detection", d.Meta.Tenant, d.Meta.Conversation, turn.Turn),
 		"", schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}, det)
 	if err != nil {
 		return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
