@@ -1,0 +1,197 @@
+package streams
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+)
+
+// The CloudEvents NATS binding in binary content mode, written out by hand
+// for the one case rein produces: spec version 1.0. Every rule below copies
+// a decision of sdk-go's nats_jetstream binding (v2.16), which stays the
+// reference: codec_equiv_test.go checks the two against each other.
+
+// Header names as sdk-go writes them: "ce-" + the attribute or extension
+// name, lower case as given; nats.Header keys are case-sensitive.
+const (
+	cePrefix            = "ce-"
+	hdrSpecVersion      = "ce-specversion"
+	hdrContentType      = "content-type"
+	ceSpecVersionV1     = event.CloudEventsVersionV1
+	binaryEncodedFields = 9 // eight attributes + Nats-Msg-Id
+)
+
+// extHeaders avoids building the header name of rein's own extensions.
+var extHeaders = map[string]string{
+	"tenant":       "ce-tenant",
+	"conversation": "ce-conversation",
+	"turn":         "ce-turn",
+	"partitionkey": "ce-partitionkey",
+	"traceparent":  "ce-traceparent",
+}
+
+// binaryHeader writes the header of ev in binary content mode, as
+// nats_jetstream.WriteMsg does: each non-empty attribute in spec order
+// (id, source, specversion, type, datacontenttype, dataschema, subject,
+// time), time as RFC 3339 with nanoseconds in its own zone, then every
+// extension formatted by fmt.Sprint, which may overwrite an attribute's
+// header as it does in sdk-go. It adds Nats-Msg-Id = id. ok is false for
+// anything but a 1.0 event context.
+func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
+	ec, ok := ev.Context.(*event.EventContextV1)
+	if !ok || ec == nil {
+		return nil, false
+	}
+	// One backing array for every value slice; each slice is capped at one
+	// element so that an Add on the result cannot write into its neighbour.
+	vals := make([]string, 0, binaryEncodedFields+len(ec.Extensions))
+	h = make(nats.Header, binaryEncodedFields+len(ec.Extensions))
+	set := func(k, v string) {
+		vals = append(vals, v)
+		n := len(vals)
+		h[k] = vals[n-1 : n : n]
+	}
+	if ec.ID != "" {
+		set("ce-id", ec.ID)
+	}
+	if s := ec.Source.String(); s != "" {
+		set("ce-source", s)
+	}
+	set(hdrSpecVersion, ceSpecVersionV1)
+	if ec.Type != "" {
+		set("ce-type", ec.Type)
+	}
+	if ec.DataContentType != nil && *ec.DataContentType != "" {
+		set("ce-datacontenttype", *ec.DataContentType)
+	}
+	if ec.DataSchema != nil {
+		if s := ec.DataSchema.String(); s != "" {
+			set("ce-dataschema", s)
+		}
+	}
+	if ec.Subject != nil && *ec.Subject != "" {
+		set("ce-subject", *ec.Subject)
+	}
+	if ec.Time != nil && !ec.Time.IsZero() {
+		set("ce-time", ec.Time.Format(time.RFC3339Nano))
+	}
+	for name, v := range ec.Extensions {
+		k, known := extHeaders[name]
+		if !known {
+			k = cePrefix + name
+		}
+		set(k, formatExtension(v))
+	}
+	set(HeaderMsgID, ec.ID)
+	return h, true
+}
+
+// formatExtension is fmt.Sprint(v), the formatting sdk-go applies, without
+// fmt for the types rein uses.
+func formatExtension(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// attribute bits, to notice an attribute given twice.
+const (
+	attrID = 1 << iota
+	attrSource
+	attrSpecVersion
+	attrType
+	attrDataContentType
+	attrDataSchema
+	attrSubject
+	attrTime
+)
+
+// binaryEvent builds the event of a binary-mode 1.0 message as
+// binding.ToEvent(nats_jetstream.NewMessage(msg)) does, and reports ok =
+// false, leaving the decision to sdk-go, whenever it would differ or not be
+// certain:
+//   - the exact ce-specversion header is missing or not "1.0";
+//   - a header has no value (sdk-go indexes the first one unchecked);
+//   - an attribute or extension arrives under two keys (case variants, or
+//     content-type beside ce-datacontenttype): sdk-go's result then depends
+//     on map order;
+//   - any setter fails: sdk-go says why.
+//
+// The rules copied: only keys with the case-sensitive prefix "ce-" and the
+// key "content-type" count; the first value of each key is used; a ce- key
+// that lower-cases to a 1.0 attribute sets it, any other is an extension
+// named by the rest of the key (lower-cased, checked, stored as a string);
+// values go through the event context's own setters (trimmed, URLs
+// parsed, time as RFC 3339); a non-empty body becomes the data, shared,
+// not copied.
+func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
+	if sv := h[hdrSpecVersion]; len(sv) == 0 || sv[0] != ceSpecVersionV1 {
+		return nil, false
+	}
+	ec := &event.EventContextV1{}
+	var seen int
+	for k, v := range h {
+		if len(v) == 0 {
+			return nil, false
+		}
+		val := v[0]
+		var bit int
+		var err error
+		switch {
+		case k == hdrContentType:
+			bit, err = attrDataContentType, ec.SetDataContentType(val)
+		case strings.HasPrefix(k, cePrefix):
+			switch strings.ToLower(k) {
+			case "ce-id":
+				bit, err = attrID, ec.SetID(val)
+			case "ce-source":
+				bit, err = attrSource, ec.SetSource(val)
+			case hdrSpecVersion:
+				// Only the exact key can be here alone with "1.0"; a case
+				// variant is a second key for the same attribute.
+				bit = attrSpecVersion
+			case "ce-type":
+				bit, err = attrType, ec.SetType(val)
+			case "ce-datacontenttype":
+				bit, err = attrDataContentType, ec.SetDataContentType(val)
+			case "ce-dataschema":
+				bit, err = attrDataSchema, ec.SetDataSchema(val)
+			case "ce-subject":
+				bit, err = attrSubject, ec.SetSubject(val)
+			case "ce-time":
+				var t time.Time
+				if t, err = time.Parse(time.RFC3339Nano, val); err == nil {
+					err = ec.SetTime(t)
+				}
+				bit = attrTime
+			default:
+				name := k[len(cePrefix):]
+				if _, dup := ec.Extensions[strings.ToLower(name)]; dup {
+					return nil, false
+				}
+				err = ec.SetExtension(name, val)
+			}
+		default:
+			continue
+		}
+		if err != nil || seen&bit != 0 {
+			return nil, false
+		}
+		seen |= bit
+	}
+	ev := &event.Event{Context: ec}
+	if len(data) > 0 {
+		ev.DataEncoded = data
+	}
+	return ev, true
+}
