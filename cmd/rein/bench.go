@@ -140,7 +140,11 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- runStages(sctx, rt, names) }()
-	res, err := driveBench(ctx, rt, convs, turns, rate, progress)
+	err = waitPulling(ctx, rt, done)
+	var res benchResult
+	if err == nil {
+		res, err = driveBench(ctx, rt, convs, turns, rate, progress)
+	}
 	cancel()
 	<-done
 	if err == nil {
@@ -170,6 +174,36 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
 	res.PeakRSSMB = eval.PeakRSSMB()
 	return res, nil
+}
+
+// waitPulling waits until the stages' consumers are pulling, so that the
+// offered load does not queue behind their start-up (consumers created,
+// first pull requests out), which would count as latency of the first turns.
+func waitPulling(ctx context.Context, rt *proc, done chan error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, c := range []struct{ stream, durable string }{
+		{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector}, {streams.StreamTasks, streams.DurableAgentWorker},
+	} {
+		for {
+			if cons, err := rt.js.Consumer(ctx, c.stream, c.durable); err == nil {
+				if info, err := cons.Info(ctx); err == nil && info.NumWaiting > 0 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bench: consumer %s is not pulling after 30s", c.durable)
+			}
+			select {
+			case err := <-done:
+				done <- err // runBench still waits for it
+				return fmt.Errorf("bench: the stages stopped before the load started: %v", err)
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // driveBench offers the turns and times each from publish to the agent's
