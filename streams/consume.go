@@ -213,17 +213,19 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer hcancel()
 	var stopping atomic.Bool
 
-	queues := make([]chan job, c.cfg.Workers)
+	queues := make([]*partition, c.cfg.Workers)
 	current := make([]atomic.Pointer[inflight], c.cfg.Workers)
 	var wg sync.WaitGroup
 	for i := range queues {
-		// Never more than MaxAckPending messages are outstanding, so a
-		// queue of that size never blocks the delivery callback.
-		queues[i] = make(chan job, c.cfg.MaxAckPending)
+		queues[i] = newPartition()
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			for j := range queues[i] {
+			for {
+				j, ok := queues[i].pop()
+				if !ok {
+					return
+				}
 				if stopping.Load() {
 					c.release(j.msg)
 					continue
@@ -239,7 +241,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go c.heartbeats(current, hbDone)
 
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		queues[c.partition(msg.Subject())] <- job{msg: msg, at: time.Now()}
+		if !queues[c.partition(msg.Subject())].push(job{msg: msg, at: time.Now()}) {
+			c.release(msg) // delivered while draining
+		}
 	},
 		jetstream.PullPriorityGroup(priorityGroup),
 		jetstream.PullMaxMessages(min(c.cfg.MaxAckPending, 512)),
@@ -251,7 +255,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		close(hbDone)
 		for _, q := range queues {
-			close(q)
+			q.close()
 		}
 		wg.Wait()
 		return fmt.Errorf("consume %s: %w", c.cfg.Durable, err)
@@ -267,7 +271,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	stopping.Store(true)
 	for _, q := range queues {
-		close(q)
+		q.close()
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
