@@ -67,9 +67,10 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	if m.Traceparent != "" {
 		e.SetExtension(ExtTraceparent, m.Traceparent)
 	}
-	if err := e.SetData(DataContentType, json.RawMessage(raw)); err != nil {
-		return cloudevents.Event{}, fmt.Errorf("set data: %w", err)
-	}
+	// The payload is JSON already: store it as is (SetData would marshal
+	// it again, compacting a RawMessage byte by byte).
+	e.SetDataContentType(DataContentType)
+	e.DataEncoded = raw
 	return e, nil
 }
 
