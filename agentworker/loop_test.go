@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -292,5 +293,37 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 		if first[i].Role != m.Role || first[i].Content != m.Content || len(first[i].ToolCalls) != len(m.ToolCalls) {
 			t.Errorf("message %d = %+v, stored %+v", i, first[i], m)
 		}
+	}
+}
+
+// TestEvictedStatesReloadExactly: with room for one conversation in
+// memory, two interleaved conversations miss the cache on every turn and
+// each is rebuilt from its own records.
+func TestEvictedStatesReloadExactly(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	model := scripted(t)
+	startWorker(t, h, agentworker.Config{MaxConversations: 1}, agentworker.Deps{Model: model})
+	for turn := 1; turn <= 3; turn++ {
+		for _, conv := range []string{"ea", "eb"} {
+			publishTask(t, h, conv, turn, fmt.Sprintf("%s says hello %d", conv, turn), nil)
+			rtest.CheckFor(t, wait, conv+" reply", func() bool { return len(agentTurns(t, h, conv)) == turn })
+		}
+	}
+	for _, req := range model.requests() {
+		var users []string
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleUser {
+				users = append(users, m.Content)
+			}
+		}
+		conv := users[0][:2]
+		for i, u := range users {
+			if want := fmt.Sprintf("%s says hello %d", conv, i+1); u != want {
+				t.Fatalf("request context %q, want %q at %d", users, want, i)
+			}
+		}
+	}
+	if n := len(model.requests()); n < 6 {
+		t.Fatalf("%d model requests", n)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -47,21 +47,14 @@ type record struct {
 // worker whose copy is stale — another replica wrote since it read — is
 // refused instead of overwriting, and reloads.
 type store struct {
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
-	stream jetstream.Stream // the bucket's stream, for direct gets
+	js jetstream.JetStream
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
-	kv, err := js.KeyValue(ctx, streams.BucketConversations)
-	if err != nil {
+	if _, err := js.Stream(ctx, streams.StreamConversations); err != nil {
 		return store{}, fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
 	}
-	st, err := js.Stream(ctx, streams.StreamConversations)
-	if err != nil {
-		return store{}, fmt.Errorf("agentworker: stream %s: %w", streams.StreamConversations, err)
-	}
-	return store{js: js, kv: kv, stream: st}, nil
+	return store{js: js}, nil
 }
 
 // LoadState reads a conversation's State from REIN_CONVERSATIONS; ok is
@@ -75,43 +68,34 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 	return st.load(ctx, tenant, conv)
 }
 
-// load assembles a State from the conversation's records: one direct get
-// answers whether there is any (a new conversation costs nothing more),
-// then a watch of its keys reads them all.
+// load assembles a State from the conversation's records, read with one
+// batched direct get of the last message on each of its keys (a new
+// conversation answers "no messages"): a cache miss costs one round trip,
+// not a consumer.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
 	s := &State{Status: StatusActive}
-	filter := streams.ConversationStateKeys(tenant, conv)
-	_, err := st.stream.GetLastMsgForSubject(ctx, streams.ConversationStateSubject(filter))
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return s, false, nil
-	case err != nil:
-		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", filter, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	w, err := st.kv.Watch(wctx, filter, jetstream.IgnoreDeletes())
+	filter := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, st.js, streams.StreamConversations, []string{filter})
 	if err != nil {
 		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
 	}
-	defer func() { _ = w.Stop() }()
 	var recs []record
-	for {
-		var e jetstream.KeyValueEntry
-		select {
-		case e = <-w.Updates():
-		case <-wctx.Done():
-			return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, wctx.Err())
+	for m, err := range msgs {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			break
 		}
-		if e == nil {
-			break // every stored record has been delivered
+		if err != nil {
+			return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
+		}
+		s.seq = max(s.seq, m.Sequence)
+		if op := m.Header.Get(kvOperation); op != "" {
+			continue // a deleted or purged key
 		}
 		var r record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %w", ErrBadState, e.Key(), err)
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			return nil, false, fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
 		}
 		recs = append(recs, r)
-		s.seq = max(s.seq, e.Revision())
 	}
 	if len(recs) == 0 {
 		return s, false, nil
@@ -119,6 +103,9 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 	s.assemble(recs)
 	return s, true, nil
 }
+
+// kvOperation is the header NATS KV sets on delete and purge markers.
+const kvOperation = "KV-Operation"
 
 // assemble rebuilds the State from its records.
 func (s *State) assemble(recs []record) {
