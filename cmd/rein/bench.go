@@ -42,6 +42,14 @@ type benchResult struct {
 	Raw3HopMsgsPerS float64 `json:"raw_3hop_msgs_per_s"`
 	Raw3HopP99Ms    float64 `json:"raw_3hop_p99_ms"`
 	Ratio           float64 `json:"ratio"`
+	// The same chain with rein's message count per turn (the last hop also
+	// stores ShapeExtra messages: the steps and state records of a turn),
+	// still without any application work: the most rein's turns/s could be
+	// with its design on this machine. CeilingRatio = RawShape ÷ Raw3Hop.
+	ShapeExtra     int     `json:"shape_extra_msgs"`
+	RawShapePerS   float64 `json:"raw_shape_turns_per_s"`
+	CeilingRatio   float64 `json:"ceiling_ratio"`
+	ShareOfCeiling float64 `json:"share_of_ceiling"`
 }
 
 func init() { register(newBenchCmd) }
@@ -59,7 +67,9 @@ func newBenchCmd() *cobra.Command {
 --conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
 agent reply stored) p50/p99, CPU seconds per 1,000 turns and peak RSS. In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
-server of its own, and reports the ratio of the two throughputs.
+server of its own, and reports the ratio of the two throughputs; then the same chain with rein's
+message count per turn (its last hop also stores the turn's steps and state records) and no
+application work, the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
 they are offered open-loop at N turns/s. --quick finishes within a minute.`,
@@ -102,6 +112,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
+			fmt.Fprintf(out, "ceiling (the raw chain storing rein's %d extra messages per turn): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
+				res.ShapeExtra, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
 			return nil
 		},
 	}
@@ -149,6 +161,7 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	<-done
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
+		res.ShapeExtra = extraStores(ctx, rt, res.Turns, persist)
 	}
 	if verbose {
 		mfs, _ := rt.reg.Gather()
@@ -172,6 +185,14 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	}
 	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
+	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now the same chain with rein's %d extra stores per turn…\n", raw.MsgsPerSec, res.ShapeExtra)
+	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), rawMsgs, res.AvgEventBytes, res.ShapeExtra)
+	if err != nil {
+		return res, err
+	}
+	res.RawShapePerS = shape.MsgsPerSec
+	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
+	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
 	res.PeakRSSMB = eval.PeakRSSMB()
 	return res, nil
 }
@@ -334,6 +355,26 @@ func avgEventBytes(ctx context.Context, rt *proc) int {
 		return 512
 	}
 	return int(bytes / msgs)
+}
+
+// extraStores is what a turn stores beyond the three hops' outputs and the
+// agent turn: its steps (counted in REIN_STEPS) and its state records (one
+// per tool result with --agent-persist step, the bench agent making one
+// tool call per turn, plus one at the end of the turn).
+func extraStores(ctx context.Context, rt *proc, turns int, persist string) int {
+	writes := 2
+	if persist == "turn" {
+		writes = 1
+	}
+	s, err := rt.js.Stream(ctx, streams.StreamSteps)
+	if err != nil || turns == 0 {
+		return writes
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return writes
+	}
+	return int((info.State.Msgs+uint64(turns)/2)/uint64(turns)) + writes
 }
 
 // benchWorkers is the per-stage parallelism of the benchmark

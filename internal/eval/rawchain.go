@@ -22,6 +22,8 @@ type RawChainResult struct {
 	MsgsPerSec float64 `json:"msgs_per_s"`
 	P50Ms      float64 `json:"p50_ms"`
 	P99Ms      float64 `json:"p99_ms"`
+	// SideMsgs is what the last hop stored besides its output (RunRawShape).
+	SideMsgs uint64 `json:"side_msgs,omitempty"`
 }
 
 // RunRawChain starts a fresh embedded server with file storage in dir and
@@ -30,6 +32,18 @@ type RawChainResult struct {
 // next stream and acks its input once the downstream store is
 // acknowledged — the same at-least-once order rein's stages use.
 func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResult, error) {
+	return runChain(ctx, dir, n, payload, 0)
+}
+
+// RunRawShape is RunRawChain with rein's message count per turn: the last
+// hop also stores extra messages (rein's steps and state records) in a
+// side stream before acking its input. With no application work at all,
+// its throughput is the ceiling of rein's turns/s on this machine.
+func RunRawShape(ctx context.Context, dir string, n, payload, extra int) (RawChainResult, error) {
+	return runChain(ctx, dir, n, payload, extra)
+}
+
+func runChain(ctx context.Context, dir string, n, payload, extra int) (RawChainResult, error) {
 	payload = max(payload, 16)
 	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -44,7 +58,7 @@ func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResul
 		js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
 		return nc, js, err
 	}
-	names := []string{"BENCH_A", "BENCH_B", "BENCH_C", "BENCH_D"}
+	names := []string{"BENCH_A", "BENCH_B", "BENCH_C", "BENCH_D", "BENCH_SIDE"}
 	nc0, js0, err := conn()
 	if err != nil {
 		return RawChainResult{}, err
@@ -64,7 +78,13 @@ func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResul
 		}
 	}()
 	for hop := 0; hop < 3; hop++ {
-		stop, err := startHop(ctx, conn, names[hop], "bench."+names[hop+1])
+		var side []string
+		if hop == 2 {
+			for range extra {
+				side = append(side, "bench."+names[4])
+			}
+		}
+		stop, err := startHop(ctx, conn, names[hop], append(side, "bench."+names[hop+1]))
 		if err != nil {
 			return RawChainResult{}, err
 		}
@@ -136,16 +156,40 @@ func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResul
 	case <-time.After(5 * time.Minute):
 		return RawChainResult{}, fmt.Errorf("raw chain: only %d of %d messages arrived", got.Load(), n)
 	}
-	elapsed := time.Duration(lastArrival.Load()) - start
+	end := time.Duration(lastArrival.Load())
+	res := RawChainResult{Msgs: n, PayloadB: payload}
+	if extra > 0 {
+		// The side messages may still be landing: the run ends when they
+		// are all stored too.
+		side, err := js0.Stream(ctx, names[4])
+		if err != nil {
+			return res, err
+		}
+		for deadline := time.Now().Add(time.Minute); ; {
+			info, err := side.Info(ctx)
+			if err != nil {
+				return res, err
+			}
+			if res.SideMsgs = info.State.Msgs; res.SideMsgs >= uint64(n*extra) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return res, fmt.Errorf("raw shape: %d of %d side messages stored", res.SideMsgs, n*extra)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		end = max(end, time.Since(base))
+	}
+	res.MsgsPerSec = float64(n) / (end - start).Seconds()
 	mu.Lock()
 	defer mu.Unlock()
-	return RawChainResult{Msgs: n, PayloadB: payload, MsgsPerSec: float64(n) / elapsed.Seconds(),
-		P50Ms: Ms(Percentile(lat, 50)), P99Ms: Ms(Percentile(lat, 99))}, nil
+	res.P50Ms, res.P99Ms = Ms(Percentile(lat, 50)), Ms(Percentile(lat, 99))
+	return res, nil
 }
 
-// startHop consumes from stream and publishes each message to next,
-// acking the input once the output is stored.
-func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream, error), stream, next string) (func(), error) {
+// startHop consumes from stream and publishes each message to every
+// subject of next, acking the input once all outputs are stored.
+func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream, error), stream string, next []string) (func(), error) {
 	nc, js, err := conn()
 	if err != nil {
 		return nil, err
@@ -156,35 +200,46 @@ func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream,
 		return nil, err
 	}
 	type pending struct {
-		f jetstream.PubAckFuture
-		m jetstream.Msg
+		fs []jetstream.PubAckFuture
+		m  jetstream.Msg
 	}
 	acks := make(chan pending, 10000)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for p := range acks {
-			select {
-			case <-p.f.Ok():
+			ok := true
+			for _, f := range p.fs {
+				select {
+				case <-f.Ok():
+				case <-f.Err():
+					ok = false
+				}
+			}
+			if ok {
 				_ = p.m.Ack()
-			case <-p.f.Err():
+			} else {
 				_ = p.m.Nak()
 			}
 		}
 	}()
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		for {
-			f, err := js.PublishAsync(next, m.Data())
-			if err == nil {
-				acks <- pending{f, m}
-				return
-			}
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				return
+		fs := make([]jetstream.PubAckFuture, 0, len(next))
+		for _, subj := range next {
+			for {
+				f, err := js.PublishAsync(subj, m.Data())
+				if err == nil {
+					fs = append(fs, f)
+					break
+				}
+				select {
+				case <-js.PublishAsyncComplete():
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
+		acks <- pending{fs, m}
 	}, jetstream.PullMaxMessages(500))
 	if err != nil {
 		nc.Close()
