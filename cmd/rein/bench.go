@@ -31,6 +31,7 @@ const benchTenant = "bench"
 type benchResult struct {
 	Mode            string  `json:"mode"` // max or rate
 	Conversations   int     `json:"conversations"`
+	Active          int     `json:"active_conversations,omitempty"`
 	Turns           int     `json:"turns"`
 	OfferedPerSec   float64 `json:"offered_per_s,omitempty"`
 	TurnsPerSec     float64 `json:"turns_per_s"`
@@ -54,11 +55,24 @@ type benchResult struct {
 
 func init() { register(newBenchCmd) }
 
+// benchPlan is what one bench run plays.
+type benchPlan struct {
+	convs, turns int
+	// active bounds the conversations in progress at once: they are played
+	// in waves of active conversations, each wave's turns interleaved,
+	// the next wave starting when the last turn of this one is offered
+	// (0: one wave of every conversation, the worst case for caches).
+	active  int
+	rate    float64 // offered turns/s; 0: maximum rate
+	rawMsgs int
+	persist string
+	verbose bool
+}
+
 func newBenchCmd() *cobra.Command {
-	var convs, turns, rawMsgs int
-	var rate float64
-	var quick, asJSON, verbose bool
-	var cpuProfile, persist string
+	var plan benchPlan
+	var quick, asJSON bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
@@ -77,13 +91,13 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if quick {
 				if !cmd.Flags().Changed("conversations") {
-					convs = 300
+					plan.convs = 300
 				}
 				if !cmd.Flags().Changed("turns") {
-					turns = 5
+					plan.turns = 5
 				}
 				if !cmd.Flags().Changed("raw-msgs") {
-					rawMsgs = 15000
+					plan.rawMsgs = 15000
 				}
 			}
 			if cpuProfile != "" {
@@ -97,7 +111,10 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			res, err := runBench(cmd.Context(), convs, turns, rate, rawMsgs, persist, verbose, cmd.ErrOrStderr())
+			if plan.convs < 1 || plan.turns < 1 || plan.active < 0 || plan.rate < 0 {
+				return fmt.Errorf("bench: --conversations and --turns must be positive, --active and --rate not negative")
+			}
+			res, err := runBench(cmd.Context(), plan, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -118,19 +135,20 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&convs, "conversations", 2000, "conversations")
-	fs.IntVar(&turns, "turns", 10, "user turns per conversation")
-	fs.Float64Var(&rate, "rate", 0, "offered turns/s (0: maximum rate)")
-	fs.IntVar(&rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
+	fs.IntVar(&plan.convs, "conversations", 2000, "conversations")
+	fs.IntVar(&plan.turns, "turns", 10, "user turns per conversation")
+	fs.IntVar(&plan.active, "active", 0, "conversations in progress at once, played in waves (0: all at once)")
+	fs.Float64Var(&plan.rate, "rate", 0, "offered turns/s (0: maximum rate)")
+	fs.IntVar(&plan.rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
 	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (300 × 5 turns, 15,000 raw messages)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fs.StringVar(&persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
-	fs.BoolVar(&verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
+	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	return cmd
 }
 
-func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, persist string, verbose bool, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
 	dir, err := os.MkdirTemp("", "rein-bench-")
 	if err != nil {
 		return benchResult{}, err
@@ -141,7 +159,7 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 		return benchResult{}, err
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
-	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: persist,
+	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
 	if err != nil {
@@ -155,15 +173,15 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	err = waitPulling(ctx, rt, done)
 	var res benchResult
 	if err == nil {
-		res, err = driveBench(ctx, rt, convs, turns, rate, progress)
+		res, err = driveBench(ctx, rt, plan, progress)
 	}
 	cancel()
 	<-done
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
-		res.ShapeExtra = extraStores(ctx, rt, res.Turns, persist)
+		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.persist)
 	}
-	if verbose {
+	if plan.verbose {
 		mfs, _ := rt.reg.Gather()
 		for _, mf := range mfs {
 			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
@@ -178,15 +196,15 @@ func runBench(ctx context.Context, convs, turns int, rate float64, rawMsgs int, 
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, rawMsgs, res.AvgEventBytes)
-	raw, err := eval.RunRawChain(ctx, filepath.Join(dir, "raw"), rawMsgs, res.AvgEventBytes)
+	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, plan.rawMsgs, res.AvgEventBytes)
+	raw, err := eval.RunRawChain(ctx, filepath.Join(dir, "raw"), plan.rawMsgs, res.AvgEventBytes)
 	if err != nil {
 		return res, err
 	}
 	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
 	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now the same chain with rein's %d extra stores per turn…\n", raw.MsgsPerSec, res.ShapeExtra)
-	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), rawMsgs, res.AvgEventBytes, res.ShapeExtra)
+	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, res.ShapeExtra)
 	if err != nil {
 		return res, err
 	}
@@ -229,11 +247,16 @@ func waitPulling(ctx context.Context, rt *proc, done chan error) error {
 
 // driveBench offers the turns and times each from publish to the agent's
 // reply, seen on a plain subscription to the agent-turn subjects.
-func driveBench(ctx context.Context, rt *proc, convs, turns int, rate float64, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interface{ Write([]byte) (int, error) }) (benchResult, error) {
+	convs, turns, rate := plan.convs, plan.turns, plan.rate
 	total := convs * turns
-	res := benchResult{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate}
+	res := benchResult{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate, Active: plan.active}
 	if rate > 0 {
 		res.Mode = fmt.Sprintf("offered %.0f turns/s", rate)
+	}
+	wave := plan.active
+	if wave == 0 || wave > convs {
+		wave = convs
 	}
 	var mu sync.Mutex
 	sent := make(map[string]time.Time, total)
@@ -281,33 +304,40 @@ func driveBench(ctx context.Context, rt *proc, convs, turns int, rate float64, p
 	pubStart := time.Now()
 	due := func(i int) time.Duration { return time.Duration(float64(i) / rate * float64(time.Second)) }
 	i := 0
-	for turn := 1; turn <= turns; turn++ {
-		for c := 0; c < convs; c++ {
-			conv := fmt.Sprintf("b%05d", c)
-			meta := schemas.Meta{Tenant: benchTenant, Conversation: conv, Turn: turn}
-			ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", benchTenant, conv, turn)+"-user", "/rein/bench", meta,
-				schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
-			if err != nil {
-				return res, err
-			}
-			if rate > 0 {
-				if wait := due(i) - time.Since(pubStart); wait > 0 {
+	lastNote := time.Now()
+	for first := 0; first < convs; first += wave {
+		for turn := 1; turn <= turns; turn++ {
+			for c := first; c < min(first+wave, convs); c++ {
+				if time.Since(lastNote) >= 10*time.Second {
+					fmt.Fprintf(progress, "  %d of %d turns offered, %d answered…\n", i, total, replies.Load())
+					lastNote = time.Now()
+				}
+				conv := fmt.Sprintf("b%05d", c)
+				meta := schemas.Meta{Tenant: benchTenant, Conversation: conv, Turn: turn}
+				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", benchTenant, conv, turn)+"-user", "/rein/bench", meta,
+					schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
+				if err != nil {
+					return res, err
+				}
+				if rate > 0 {
+					if wait := due(i) - time.Since(pubStart); wait > 0 {
+						if err := flush(); err != nil {
+							return res, err
+						}
+						if wait = due(i) - time.Since(pubStart); wait > 0 {
+							time.Sleep(wait)
+						}
+					}
+				}
+				i++
+				mu.Lock()
+				sent[schemas.EventID("turn", benchTenant, conv, turn)+"-agent"] = time.Now()
+				mu.Unlock()
+				batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(benchTenant, conv, schemas.RoleUser), Event: &ev})
+				if len(batch) == cap(batch) {
 					if err := flush(); err != nil {
 						return res, err
 					}
-					if wait = due(i) - time.Since(pubStart); wait > 0 {
-						time.Sleep(wait)
-					}
-				}
-			}
-			i++
-			mu.Lock()
-			sent[schemas.EventID("turn", benchTenant, conv, turn)+"-agent"] = time.Now()
-			mu.Unlock()
-			batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(benchTenant, conv, schemas.RoleUser), Event: &ev})
-			if len(batch) == cap(batch) {
-				if err := flush(); err != nil {
-					return res, err
 				}
 			}
 		}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// TestBenchSmallRun plays a small bench in waves and checks that every
+// turn was answered and every figure the JSON promises is there.
+func TestBenchSmallRun(t *testing.T) {
+	out, err := runCLI(t, context.Background(), "bench", "--conversations", "30", "--turns", "2", "--active", "10",
+		"--raw-msgs", "300", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if r.Turns != 60 || r.Conversations != 30 || r.Active != 10 || r.TurnsPerSec <= 0 || r.P99Ms < r.P50Ms {
+		t.Errorf("result %+v", r)
+	}
+	// One tool call per turn: tool call, tool result and reply steps, and
+	// two state records.
+	if r.ShapeExtra != 5 {
+		t.Errorf("extra stores per turn = %d, want 5", r.ShapeExtra)
+	}
+	if r.Raw3HopMsgsPerS <= 0 || r.RawShapePerS <= 0 || r.Ratio <= 0 || r.CeilingRatio <= 0 || r.PeakRSSMB <= 0 || r.AvgEventBytes <= 0 {
+		t.Errorf("result %+v", r)
+	}
+}
