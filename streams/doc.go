@@ -3,9 +3,13 @@
 // the embedded nats-server (server.go) or connects to an external cluster
 // (connect.go); it provisions the streams idempotently (provision.go); it
 // encodes and decodes CloudEvents in binary content mode, as the CloudEvents
-// NATS binding and sdk-go's nats_jetstream protocol do (codec.go); it
+// NATS binding and sdk-go's nats_jetstream protocol do (codec.go; the hot
+// path writes and reads the ce- headers directly in cebinary.go, checked
+// against sdk-go by equivalence tests and a differential fuzz target, with
+// sdk-go as the fallback and for structured mode); it
 // publishes with Nats-Msg-Id = event id so redelivery never duplicates an
-// output (publisher.go); it runs every stage's consume loop (consume.go),
+// output (publisher.go); it runs every stage's consume loop (consume.go,
+// with one growing queue per worker in partition.go),
 // dead-lettering what cannot be handled (dlq.go); it accepts turns over
 // HTTP, POST /v1/turns (ingress.go); and it reads stream ranges back through
 // ordered consumers that leave no durable state (read.go).
@@ -19,7 +23,7 @@
 //	REIN_OUTCOMES    rein.escalations|reports.<tenant>.<conv>
 //	REIN_DLQ         rein.dlq.<stage>                        dead letters
 //	REIN_HANDOFF     rein.handoff.items|timeout.<tenant>.<conv> (work queue)
-//	KV REIN_CONVERSATIONS  <tenant>.<conv>                   conversation state
+//	KV REIN_CONVERSATIONS  <tenant>.<conv>.<turn>            agent state, one record per turn
 //
 // # The consume loop
 //
@@ -55,8 +59,8 @@
 // Why not a KV lookup per message: on this hardware a blocking KV get+CAS
 // costs more than a whole stream hop (see ../shared/perf: 1 hop 31.5k/s vs
 // 1 hop + KV 4.7k/s), so state lives in memory with its single writer and is
-// written back to REIN_CONVERSATIONS with revision checks only when it must
-// survive a crash.
+// written back to REIN_CONVERSATIONS, one record per turn with a concurrency
+// check over the conversation's keys, only when it must survive a crash.
 //
 // Metrics: rein_stage_messages_total{stage,outcome},
 // rein_stage_handle_seconds{stage}, rein_published_total{stream}.
