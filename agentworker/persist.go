@@ -47,14 +47,16 @@ type record struct {
 // worker whose copy is stale — another replica wrote since it read — is
 // refused instead of overwriting, and reloads.
 type store struct {
-	js jetstream.JetStream
+	js     jetstream.JetStream
+	stream jetstream.Stream // the bucket's stream
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
-	if _, err := js.Stream(ctx, streams.StreamConversations); err != nil {
+	st, err := js.Stream(ctx, streams.StreamConversations)
+	if err != nil {
 		return store{}, fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
 	}
-	return store{js: js}, nil
+	return store{js: js, stream: st}, nil
 }
 
 // LoadState reads a conversation's State from REIN_CONVERSATIONS; ok is
@@ -69,12 +71,19 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 }
 
 // load assembles a State from the conversation's records, read with one
-// batched direct get of the last message on each of its keys (a new
-// conversation answers "no messages"): a cache miss costs one round trip,
-// not a consumer.
+// batched direct get of the last message on each of its keys: a cache miss
+// costs a round trip or two, never a consumer.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
 	s := &State{Status: StatusActive}
 	filter := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
+	// A plain direct get first: it answers a new conversation (the common
+	// miss) on the connection's shared reply subscription, where the
+	// batched get would set up a subscription of its own.
+	if _, err := st.stream.GetLastMsgForSubject(ctx, filter); errors.Is(err, jetstream.ErrMsgNotFound) {
+		return s, false, nil
+	} else if err != nil {
+		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", filter, err)
+	}
 	msgs, err := jetstreamext.GetLastMsgsFor(ctx, st.js, streams.StreamConversations, []string{filter})
 	if err != nil {
 		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
