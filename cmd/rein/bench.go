@@ -67,6 +67,9 @@ type benchPlan struct {
 	rawMsgs int
 	persist string
 	verbose bool
+	// Conversations kept in memory by the detector and the agent worker
+	// (0: their defaults).
+	detectorCache, agentCache int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -142,6 +145,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.IntVar(&plan.rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
 	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (300 × 5 turns, 15,000 raw messages)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.IntVar(&plan.detectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 100,000)")
+	fs.IntVar(&plan.agentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -160,6 +165,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
+		detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
 	if err != nil {

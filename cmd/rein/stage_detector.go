@@ -19,6 +19,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	}
 	return detector.New(detector.StageConfig{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
+		MaxConversations: o.detectorCache,
 	}, detector.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
 		Module: m, Tools: domains.ToolCatalogue,

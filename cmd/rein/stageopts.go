@@ -17,6 +17,8 @@ type stageOptions struct {
 
 	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
 	maxSteps                                                                                  int
+	// Conversations kept in memory per stage (0: the stage's default).
+	detectorCache, agentCache int
 	// agentModel, when set (demo, bench), is the task agent's model.
 	agentModel llm.Client
 }
@@ -34,4 +36,6 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
+	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 100,000); others are re-read from REIN_TURNS")
+	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
