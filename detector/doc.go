@@ -33,7 +33,8 @@
 //     does. They are merged in stream order by direct gets of the next
 //     agent reply after the last one merged, validated like consumed
 //     events (an undecodable one is logged and left out). A conversation
-//     not in memory is rebuilt from its stored user and agent turns.
+//     not in memory is rebuilt from its stored user and agent turns, read
+//     with batched direct gets (streams.ReadSubject).
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
 //     yes or no; a module error or deadline gives failed=true, no activation.

@@ -69,8 +69,9 @@ func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
 // conversation returns the surface context of d's conversation, rebuilding
 // it from REIN_TURNS (the user and agent turns stored before d) when it is
 // not in memory: after a restart, an eviction, or on a replica that just
-// took over. The cost is bounded by the conversation's own length, never
-// the stream's; a conversation's first turn costs one direct get.
+// took over. The turns are read with batched direct gets (no consumer), so
+// the cost is bounded by the conversation's own length, never the
+// stream's; a conversation's first turn costs one direct get.
 func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversation, error) {
 	key := streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation)
 	if c, ok := s.convs.Get(key); ok {
@@ -78,19 +79,17 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 	}
 	c := &conversation{}
 	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
-		err := streams.ReadStream(ctx, s.deps.JS, streams.StreamTurns, streams.ReadOptions{
-			Filters: []string{streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)},
-			StopSeq: d.Sequence,
-		}, func(r streams.Raw) error {
-			if r.Decoded == nil {
+		err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation),
+			d.Sequence, func(r streams.Raw) error {
+				if r.Decoded == nil {
+					return nil
+				}
+				var t schemas.Turn
+				if r.Decoded.Payload(&t) == nil {
+					c.add(t, r.Sequence, s.cfg.HistoryTurns)
+				}
 				return nil
-			}
-			var t schemas.Turn
-			if r.Decoded.Payload(&t) == nil {
-				c.add(t, r.Sequence, s.cfg.HistoryTurns)
-			}
-			return nil
-		})
+			})
 		if err != nil {
 			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
 		}

@@ -1,0 +1,57 @@
+package streams_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// TestReadSubjectPagesInOrder: one conversation's 600 turns, interleaved
+// with another's, come back in order across pages, decoded, and stop
+// before the given sequence.
+func TestReadSubjectPagesInOrder(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	var outs []streams.Out
+	for turn := 1; turn <= 600; turn++ {
+		outs = append(outs, *turnEvent(t, "acme", "a", turn, "x"), *turnEvent(t, "acme", "b", turn, "y"))
+	}
+	publishTurns(t, h, outs)
+	ctx := context.Background()
+	read := func(stop uint64) (turns []int) {
+		t.Helper()
+		err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "a"), stop, func(r streams.Raw) error {
+			if r.Decoded == nil || r.Decoded.Meta.Conversation != "a" || r.Decoded.Sequence != r.Sequence {
+				return fmt.Errorf("message %d: %+v", r.Sequence, r)
+			}
+			turns = append(turns, r.Decoded.Meta.Turn)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return turns
+	}
+	all := read(0)
+	if len(all) != 600 {
+		t.Fatalf("read %d turns, want 600", len(all))
+	}
+	for i, turn := range all {
+		if turn != i+1 {
+			t.Fatalf("turn %d at %d", turn, i)
+		}
+	}
+	// Conversation a's turn n is at sequence 2n-1: stopping at 801 reads 400.
+	if got := read(801); len(got) != 400 || got[399] != 400 {
+		t.Fatalf("read before 801: %d turns", len(got))
+	}
+	none := 0
+	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "nobody"), 0, func(streams.Raw) error {
+		none++
+		return nil
+	}); err != nil || none != 0 {
+		t.Fatalf("unknown conversation: %d messages, %v", none, err)
+	}
+}
