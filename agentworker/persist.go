@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -70,9 +70,9 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 	return st.load(ctx, tenant, conv)
 }
 
-// load assembles a State from the conversation's records, read with one
-// batched direct get of the last message on each of its keys: a cache miss
-// costs a round trip or two, never a consumer.
+// load assembles a State from the conversation's records, read with
+// batched direct gets: a cache miss costs a round trip or two, never a
+// consumer, and a conversation's turns are not limited in number.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
 	s := &State{Status: StatusActive}
 	filter := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
@@ -84,27 +84,23 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 	} else if err != nil {
 		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", filter, err)
 	}
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, st.js, streams.StreamConversations, []string{filter})
-	if err != nil {
-		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
-	}
+	// The bucket keeps one message per key (history 1), so reading the
+	// filter returns exactly the current records, a page per round trip.
 	var recs []record
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			break
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
-		}
+	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, filter, 0, func(m streams.Raw) error {
 		s.seq = max(s.seq, m.Sequence)
-		if op := m.Header.Get(kvOperation); op != "" {
-			continue // a deleted or purged key
+		if op := nats.Header(m.Header).Get(kvOperation); op != "" {
+			return nil // a deleted or purged key
 		}
 		var r record
 		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return nil, false, fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
+			return fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
 		}
 		recs = append(recs, r)
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
 	}
 	if len(recs) == 0 {
 		return s, false, nil

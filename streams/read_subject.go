@@ -16,8 +16,21 @@ const subjectPage = 256
 // (0: up to the last), in sequence order, with batched direct gets: no
 // consumer is created, and a read costs one round trip per page of 256
 // messages. It is for the short per-conversation reads of a stage's cache
-// miss; long ranges use ReadStream.
+// miss; long ranges use ReadStream. Messages that are rein events come
+// with Decoded set.
 func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter string, stop uint64, fn func(Raw) error) error {
+	return ReadSubjectRaw(ctx, js, stream, filter, stop, func(r Raw) error {
+		if d, err := Decode(r.Subject, r.Header, r.Data, 0); err == nil {
+			d.Sequence = r.Sequence
+			r.Decoded = &d
+		}
+		return fn(r)
+	})
+}
+
+// ReadSubjectRaw is ReadSubject without decoding, for messages that are
+// not rein events (the records of the conversations bucket).
+func ReadSubjectRaw(ctx context.Context, js jetstream.JetStream, stream, filter string, stop uint64, fn func(Raw) error) error {
 	for seq := uint64(1); ; {
 		msgs, err := jetstreamext.GetBatch(ctx, js, stream, subjectPage, jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(filter))
 		if err != nil {
@@ -36,12 +49,7 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter str
 			}
 			n++
 			seq = m.Sequence + 1
-			r := Raw{Stream: stream, Subject: m.Subject, Sequence: m.Sequence, Time: m.Time, Header: m.Header, Data: m.Data}
-			if d, err := Decode(m.Subject, m.Header, m.Data, 0); err == nil {
-				d.Sequence = m.Sequence
-				r.Decoded = &d
-			}
-			if err := fn(r); err != nil {
+			if err := fn(Raw{Stream: stream, Subject: m.Subject, Sequence: m.Sequence, Time: m.Time, Header: m.Header, Data: m.Data}); err != nil {
 				return err
 			}
 		}
