@@ -206,3 +206,18 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 }
 
 const wait = 10 * time.Second
+
+// settled waits until every task delivered so far is acked: a turn's task
+// is acked once all of its outputs are stored, while the agent turn alone
+// can land before its steps and outcomes (the streams store in parallel).
+func settled(t *testing.T, h *rtest.JS) {
+	t.Helper()
+	rtest.CheckFor(t, wait, "every task acked", func() bool {
+		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+	})
+}

@@ -31,6 +31,7 @@ func TestMaxStepsEscalates(t *testing.T) {
 	startWorker(t, h, agentworker.Config{MaxSteps: 3}, agentworker.Deps{Model: model, Registerer: reg})
 	publishTask(t, h, "m1", 1, "tell me everything", nil)
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "m1")) == 1 })
+	settled(t, h)
 	if r := agentTurns(t, h, "m1")[0]; r.Text != agentworker.DefaultMaxStepsReply {
 		t.Errorf("reply = %q", r.Text)
 	}
@@ -69,9 +70,22 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	model := scripted(t)
 	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
 	publishTask(t, h, "d1", 1, "cancel that one", inception("anaphora", "ambiguity_report"))
-	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "d1")) == 1 })
+	// The task is acked once every output of the turn is stored (the agent
+	// turn may land before the steps: the streams store in parallel).
+	acked := func() bool {
+		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= 1 && info.NumAckPending == 0
+	}
+	rtest.CheckFor(t, wait, "task acked", acked)
 	calls := len(model.requests())
 	nSteps, nOut := len(steps(t, h, "d1")), len(outcomes(t, h, "d1"))
+	if len(agentTurns(t, h, "d1")) != 1 || nSteps == 0 || nOut == 0 {
+		t.Fatalf("first run: %d replies, %d steps, %d outcomes", len(agentTurns(t, h, "d1")), nSteps, nOut)
+	}
 
 	// Redelivery from scratch: a new worker (empty memory) and a lost
 	// durable consumer replay the task.
@@ -80,14 +94,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
-	rtest.CheckFor(t, wait, "task consumed again", func() bool {
-		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.AckFloor.Stream >= 1 && info.NumAckPending == 0
-	})
+	rtest.CheckFor(t, wait, "task consumed again", acked)
 	if n := len(model.requests()); n != calls {
 		t.Errorf("model called %d more times", n-calls)
 	}

@@ -145,6 +145,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 			regB := prometheus.NewRegistry()
 			startWorker(t, h, cfg, agentworker.Deps{Model: modelB, Registerer: regB})
 			rtest.CheckFor(t, wait, "worker B replies", func() bool { return len(agentTurns(t, h, "k1")) == 1 })
+			settled(t, h)
 
 			mu.Lock()
 			if len(bReqs) != 1 || !lastIsTool(bReqs[0], "cancel_reservation") {

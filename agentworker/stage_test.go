@@ -55,6 +55,7 @@ func TestRecoveryPaths(t *testing.T) {
 		}
 		return true
 	})
+	settled(t, h)
 	tools := map[string]bool{}
 	for _, tool := range st.Tools() {
 		tools[tool.Name] = true
