@@ -13,7 +13,6 @@ import (
 
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -95,12 +94,11 @@ type Deps struct {
 // stream when the module needs them, and publishes one detection per user
 // turn.
 type Stage struct {
-	cfg     StageConfig
-	deps    Deps
-	m       *stageMetrics
-	fetches prometheus.Counter // direct gets of agent replies
-	convs   *convcache.Cache[*conversation]
-	tools   map[string][]llm.Tool
+	cfg   StageConfig
+	deps  Deps
+	m     *stageMetrics
+	convs *convcache.Cache[*conversation]
+	tools map[string][]llm.Tool
 
 	streamMu sync.Mutex
 	stream   jetstream.Stream // REIN_TURNS, looked up once
@@ -120,8 +118,6 @@ func New(cfg StageConfig, deps Deps) (*Stage, error) {
 	}
 	s := &Stage{cfg: cfg, deps: deps, m: newStageMetrics(deps.Registerer, deps.Module),
 		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
-	s.fetches = telemetry.Register(deps.Registerer, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
-		Help: "Direct gets of agent replies read to bring a conversation's surface context up to date."}))
 	domains := map[string]bool{cfg.Domain: true}
 	for _, d := range cfg.TenantDomains {
 		domains[d] = true

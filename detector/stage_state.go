@@ -117,7 +117,7 @@ func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta,
 	}
 	subj := streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent)
 	for c.agentSeq+1 < before {
-		s.fetches.Inc()
+		s.m.fetches.Inc()
 		m, err := st.GetMsg(ctx, c.agentSeq+1, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
