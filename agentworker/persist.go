@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -20,21 +19,10 @@ import (
 // the KV bucket REIN_CONVERSATIONS under <tenant>.<conv>.<turn>. A write
 // therefore costs the size of one turn, however long the conversation.
 type record struct {
-	Turn     int  `json:"turn"`
-	TurnDone bool `json:"turn_done"`
+	progress // the conversation as of this record
 	// Messages are the turn's part of the internal context, its user
 	// message first (none for a turn on the human path).
-	Messages    []llm.Message      `json:"messages"`
-	ModelCalls  int                `json:"model_calls"`
-	UserText    string             `json:"user_text"`
-	Inception   *schemas.Inception `json:"inception"`
-	DetectionID string             `json:"detection_id,omitempty"`
-	Outcome     string             `json:"outcome,omitempty"`
-	Reply       string             `json:"reply,omitempty"`
-	// The conversation as of this record.
-	Status        string `json:"status"`
-	EscalatedTurn int    `json:"escalated_turn,omitempty"`
-	HumanTurns    int    `json:"human_turns,omitempty"`
+	Messages []llm.Message `json:"messages"`
 	// Overlay is the backend's whole conversation state, present when it
 	// differs from a new conversation's (the newest record holds the
 	// current one).
@@ -74,7 +62,7 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 // batched direct gets: a cache miss costs a round trip or two, never a
 // consumer, and a conversation's turns are not limited in number.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
-	s := &State{Status: StatusActive}
+	s := &State{progress: progress{Status: StatusActive}}
 	filter := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
 	// A plain direct get first: it answers a new conversation (the common
 	// miss) on the connection's shared reply subscription, where the
@@ -87,7 +75,7 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 	// The bucket keeps one message per key (history 1), so reading the
 	// filter returns exactly the current records, a page per round trip.
 	var recs []record
-	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, filter, 0, func(m streams.Raw) error {
+	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, filter, 0, 0, func(m streams.Raw) error {
 		s.seq = max(s.seq, m.Sequence)
 		if op := nats.Header(m.Header).Get(kvOperation); op != "" {
 			return nil // a deleted or purged key
@@ -123,20 +111,14 @@ func (s *State) assemble(recs []record) {
 		s.TurnStart = len(s.Messages)
 		s.Messages = append(s.Messages, msgs...)
 	}
-	r := recs[len(recs)-1]
-	s.Turn, s.TurnDone, s.ModelCalls = r.Turn, r.TurnDone, r.ModelCalls
-	s.UserText, s.Inception, s.DetectionID, s.Outcome, s.Reply = r.UserText, r.Inception, r.DetectionID, r.Outcome, r.Reply
-	s.Status, s.EscalatedTurn, s.HumanTurns, s.Overlay = r.Status, r.EscalatedTurn, r.HumanTurns, r.Overlay
+	last := recs[len(recs)-1]
+	s.progress, s.Overlay = last.progress, last.Overlay
 }
 
 // record is the current turn's record. fresh is the overlay of a new
 // conversation, which is not stored.
 func (s *State) record(overlay, fresh []byte) record {
-	r := record{
-		Turn: s.Turn, TurnDone: s.TurnDone, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):], ModelCalls: s.ModelCalls,
-		UserText: s.UserText, Inception: s.Inception, DetectionID: s.DetectionID, Outcome: s.Outcome, Reply: s.Reply,
-		Status: s.Status, EscalatedTurn: s.EscalatedTurn, HumanTurns: s.HumanTurns,
-	}
+	r := record{progress: s.progress, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):]}
 	if !bytes.Equal(overlay, fresh) {
 		r.Overlay = overlay
 	}

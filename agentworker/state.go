@@ -28,20 +28,30 @@ const (
 // each turn's part is a record in the KV bucket REIN_CONVERSATIONS (see
 // persist.go), so a write costs one turn's size, not the conversation's.
 type State struct {
+	progress
+	// Messages is the agent's internal context: every user message, tool
+	// call, tool result, think step and reply. TurnStart indexes the
+	// current turn's user message.
+	Messages  []llm.Message
+	TurnStart int
+	// Overlay is the backend's conversation state (the domain overlay).
+	Overlay []byte
+
+	seq       uint64       // stream sequence of the conversation's newest stored record
+	conv      Conversation // open backend conversation
+	published int          // events of the current turn already published
+}
+
+// progress is where a conversation stands: part of its State, and the
+// head of every turn record stored for it.
+type progress struct {
 	Status string `json:"status"`
 	// Turn is the turn in progress or the last one handled; TurnDone says
 	// whether it is finished.
 	Turn     int  `json:"turn"`
 	TurnDone bool `json:"turn_done"`
-	// Messages is the agent's internal context: every user message, tool
-	// call, tool result, think step and reply. TurnStart indexes the
-	// current turn's user message.
-	Messages  []llm.Message `json:"messages"`
-	TurnStart int           `json:"turn_start"`
 	// ModelCalls counts the current turn's model calls (against MaxSteps).
 	ModelCalls int `json:"model_calls"`
-	// Overlay is the backend's conversation state (the domain overlay).
-	Overlay []byte `json:"overlay,omitempty"`
 	// The current turn's task.
 	UserText    string             `json:"user_text"`
 	Inception   *schemas.Inception `json:"inception"`
@@ -53,10 +63,6 @@ type State struct {
 	// HumanTurns counts later user turns that did not reach the model.
 	EscalatedTurn int `json:"escalated_turn,omitempty"`
 	HumanTurns    int `json:"human_turns,omitempty"`
-
-	seq       uint64       // stream sequence of the conversation's newest stored record
-	conv      Conversation // open backend conversation
-	published int          // events of the current turn already published
 }
 
 // plantedID is the tool-call id of the planted think step of a turn.

@@ -30,18 +30,18 @@
 //     conversation's cached surface context only when the module needs
 //     them: a module implementing ContextFree (rules; the cascade when its
 //     gate holds the turn back) says so per turn, any other (llm) always
-//     does. They are merged in stream order by direct gets of the next
-//     agent reply after the last one merged, validated like consumed
-//     events (an undecodable one is logged and left out). A conversation
-//     not in memory is rebuilt from its stored user and agent turns, read
-//     with batched direct gets (streams.ReadSubject).
+//     does. The replies stored since the last one merged are read with
+//     batched direct gets (streams.ReadSubject), validated like consumed
+//     events (an undecodable one is logged and left out), and merged in
+//     stream order. A conversation not in memory is rebuilt the same way
+//     from its stored user and agent turns.
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
 //     yes or no; a module error or deadline gives failed=true, no activation.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},
-//     rein_detector_context_fetches_total (direct gets of agent replies)
+//     rein_detector_context_fetches_total (reads of agent replies)
 //     and, for the cascade, rein_detector_gate_total{result} from
 //     Cascade.Stats.
 package detector

@@ -2,8 +2,6 @@ package detector_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -26,15 +24,7 @@ func startRules(t *testing.T, h *rtest.JS, reg prometheus.Registerer) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1"}, detector.Deps{
-		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registerer: reg, Module: m,
-		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rtest.Run(t, "stage", st.Run)
+	return startStage(t, h, m, reg, 0)
 }
 
 func fetches(t *testing.T, reg *prometheus.Registry) float64 {

@@ -18,7 +18,7 @@ type stageMetrics struct {
 	decisions   *prometheus.CounterVec
 	activations *prometheus.CounterVec
 	inception   prometheus.Observer
-	fetches     prometheus.Counter // direct gets of agent replies
+	fetches     prometheus.Counter // reads of agent replies
 
 	mu      sync.Mutex
 	tenants map[string]bool
@@ -33,7 +33,7 @@ func newStageMetrics(reg prometheus.Registerer, m Module) *stageMetrics {
 		inception: telemetry.NewHistogramVec(reg, telemetry.MDetectorInceptionSeconds,
 			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
 		fetches: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
-			Help: "Direct gets of agent replies read to bring a conversation's surface context up to date."})),
+			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
 		tenants: map[string]bool{},
 	}
 	if g, ok := m.(Gated); ok && reg != nil {

@@ -80,7 +80,7 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 	c := &conversation{}
 	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
 		err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation),
-			d.Sequence, func(r streams.Raw) error {
+			0, d.Sequence, func(r streams.Raw) error {
 				if r.Decoded == nil {
 					return nil
 				}
@@ -102,61 +102,48 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 }
 
 // refresh merges the conversation's agent replies stored after agentSeq and
-// before the sequence before: direct gets of "the next message on the
-// conversation's agent subject at or after N", one per reply plus one that
-// finds none or one past before. An undecodable reply is logged and
-// skipped; a failed read is returned (the turn is retried) with the
-// replies merged so far kept.
+// before the sequence before, read with streams.ReadSubject (batched direct
+// gets). An undecodable reply is logged and skipped; a failed read is
+// returned (the turn is retried) with the replies merged so far kept.
 func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta, before uint64) error {
 	if c.agentSeq+1 >= before {
 		return nil
 	}
-	st, err := s.turnsStream(ctx)
+	s.m.fetches.Inc()
+	subj := streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent)
+	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
+		if t, err := agentTurn(r); err != nil {
+			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", r.Sequence, "err", err)
+		} else {
+			c.add(t, r.Sequence, s.cfg.HistoryTurns)
+		}
+		c.agentSeq = max(c.agentSeq, r.Sequence)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("detector: merge agent replies: %w", err)
-	}
-	subj := streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent)
-	for c.agentSeq+1 < before {
-		s.m.fetches.Inc()
-		m, err := st.GetMsg(ctx, c.agentSeq+1, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("detector: merge agent replies: %w", err)
-		}
-		if m.Sequence >= before {
-			break
-		}
-		if t, err := agentTurn(m); err != nil {
-			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", m.Sequence, "err", err)
-		} else {
-			c.add(t, m.Sequence, s.cfg.HistoryTurns)
-		}
-		c.agentSeq = max(c.agentSeq, m.Sequence)
 	}
 	c.agentSeq = before - 1
 	return nil
 }
 
-// agentTurn decodes and validates an agent reply read back from REIN_TURNS.
-func agentTurn(m *jetstream.RawStreamMsg) (schemas.Turn, error) {
-	d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
-	if err != nil {
-		return schemas.Turn{}, err
-	}
+// agentTurn is the agent reply a message read back from REIN_TURNS holds.
+func agentTurn(r streams.Raw) (schemas.Turn, error) {
 	var t schemas.Turn
-	if d.Event.Type() != schemas.TypeTurn {
-		return t, fmt.Errorf("%w: event type %q", streams.ErrUndecodable, d.Event.Type())
+	if r.Decoded == nil {
+		return t, fmt.Errorf("%w: not a valid rein event", streams.ErrUndecodable)
 	}
-	if err := d.Payload(&t); err != nil {
+	if typ := r.Decoded.Event.Type(); typ != schemas.TypeTurn {
+		return t, fmt.Errorf("%w: event type %q", streams.ErrUndecodable, typ)
+	}
+	if err := r.Decoded.Payload(&t); err != nil {
 		return t, err
 	}
 	if t.Role != schemas.RoleAgent {
-		return t, fmt.Errorf("%w: a %s turn on subject %s", streams.ErrUndecodable, t.Role, m.Subject)
+		return t, fmt.Errorf("%w: a %s turn on subject %s", streams.ErrUndecodable, t.Role, r.Subject)
 	}
 	if t.Turn == 0 {
-		t.Turn = d.Meta.Turn
+		t.Turn = r.Decoded.Meta.Turn
 	}
 	return t, nil
 }

@@ -12,14 +12,15 @@ import (
 // subjectPage is how many messages one batched direct get returns.
 const subjectPage = 256
 
-// ReadSubject reads the messages of one subject filter stored before stop
-// (0: up to the last), in sequence order, with batched direct gets: no
+// ReadSubject reads the messages of one subject filter stored from
+// sequence from (0: the first) up to before stop (0: the last), in
+// sequence order, with batched direct gets: no
 // consumer is created, and a read costs one round trip per page of 256
 // messages. It is for the short per-conversation reads of a stage's cache
 // miss; long ranges use ReadStream. Messages that are rein events come
 // with Decoded set.
-func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter string, stop uint64, fn func(Raw) error) error {
-	return ReadSubjectRaw(ctx, js, stream, filter, stop, func(r Raw) error {
+func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter string, from, stop uint64, fn func(Raw) error) error {
+	return ReadSubjectRaw(ctx, js, stream, filter, from, stop, func(r Raw) error {
 		if d, err := Decode(r.Subject, r.Header, r.Data, 0); err == nil {
 			d.Sequence = r.Sequence
 			r.Decoded = &d
@@ -30,8 +31,8 @@ func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter str
 
 // ReadSubjectRaw is ReadSubject without decoding, for messages that are
 // not rein events (the records of the conversations bucket).
-func ReadSubjectRaw(ctx context.Context, js jetstream.JetStream, stream, filter string, stop uint64, fn func(Raw) error) error {
-	for seq := uint64(1); ; {
+func ReadSubjectRaw(ctx context.Context, js jetstream.JetStream, stream, filter string, from, stop uint64, fn func(Raw) error) error {
+	for seq := max(from, 1); stop == 0 || seq < stop; {
 		msgs, err := jetstreamext.GetBatch(ctx, js, stream, subjectPage, jetstreamext.GetBatchSeq(seq), jetstreamext.GetBatchSubject(filter))
 		if err != nil {
 			return fmt.Errorf("read %s %s: %w", stream, filter, err)
@@ -57,4 +58,5 @@ func ReadSubjectRaw(ctx context.Context, js jetstream.JetStream, stream, filter 
 			return nil
 		}
 	}
+	return nil
 }

@@ -20,9 +20,9 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 	}
 	publishTurns(t, h, outs)
 	ctx := context.Background()
-	read := func(stop uint64) (turns []int) {
+	read := func(from, stop uint64) (turns []int) {
 		t.Helper()
-		err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "a"), stop, func(r streams.Raw) error {
+		err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "a"), from, stop, func(r streams.Raw) error {
 			if r.Decoded == nil || r.Decoded.Meta.Conversation != "a" || r.Decoded.Sequence != r.Sequence {
 				return fmt.Errorf("message %d: %+v", r.Sequence, r)
 			}
@@ -34,7 +34,7 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 		}
 		return turns
 	}
-	all := read(0)
+	all := read(0, 0)
 	if len(all) != 600 {
 		t.Fatalf("read %d turns, want 600", len(all))
 	}
@@ -44,11 +44,15 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 		}
 	}
 	// Conversation a's turn n is at sequence 2n-1: stopping at 801 reads 400.
-	if got := read(801); len(got) != 400 || got[399] != 400 {
+	if got := read(0, 801); len(got) != 400 || got[399] != 400 {
 		t.Fatalf("read before 801: %d turns", len(got))
 	}
+	// From 600 (turn 300 of b) up to 1001: a's turns 301 to 500.
+	if got := read(600, 1001); len(got) != 200 || got[0] != 301 || got[199] != 500 {
+		t.Fatalf("read 600..1000: %d turns from %v", len(got), got[:min(1, len(got))])
+	}
 	none := 0
-	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "nobody"), 0, func(streams.Raw) error {
+	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "nobody"), 0, 0, func(streams.Raw) error {
 		none++
 		return nil
 	}); err != nil || none != 0 {
