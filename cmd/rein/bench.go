@@ -75,7 +75,7 @@ type benchPlan struct {
 func newBenchCmd() *cobra.Command {
 	var plan benchPlan
 	var quick, asJSON bool
-	var cpuProfile string
+	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
@@ -121,6 +121,11 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 			if err != nil {
 				return err
 			}
+			if memProfile != "" {
+				if err := writeHeapProfile(memProfile); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -150,6 +155,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (go tool pprof -sample_index=alloc_space for what the run allocated)")
 	return cmd
 }
 
@@ -219,6 +225,20 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
 	res.PeakRSSMB = eval.PeakRSSMB()
 	return res, nil
+}
+
+// writeHeapProfile writes the heap profile: live memory at the end of the
+// run and, as alloc_space, everything the run allocated.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // waitPulling waits until the stages' consumers are pulling, so that the
@@ -320,7 +340,10 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 				}
 				conv := fmt.Sprintf("b%05d", c)
 				meta := schemas.Meta{Tenant: benchTenant, Conversation: conv, Turn: turn}
-				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", benchTenant, conv, turn)+"-user", "/rein/bench", meta,
+				// The driver stands for the platform: the detector's consumer
+				// enforces the schema; checking here too would bill the
+				// platform's work to rein.
+				ev, err := schemas.BuildEvent(schemas.TypeTurn, schemas.EventID("turn", benchTenant, conv, turn)+"-user", "/rein/bench", meta,
 					schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
 				if err != nil {
 					return res, err
