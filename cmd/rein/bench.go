@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/eval"
@@ -44,13 +45,17 @@ type benchResult struct {
 	Raw3HopP99Ms    float64 `json:"raw_3hop_p99_ms"`
 	Ratio           float64 `json:"ratio"`
 	// The same chain with rein's message count per turn (the last hop also
-	// stores ShapeExtra messages: the steps and state records of a turn),
-	// still without any application work: the most rein's turns/s could be
-	// with its design on this machine. CeilingRatio = RawShape ÷ Raw3Hop.
-	ShapeExtra     int     `json:"shape_extra_msgs"`
-	RawShapePerS   float64 `json:"raw_shape_turns_per_s"`
-	CeilingRatio   float64 `json:"ceiling_ratio"`
-	ShareOfCeiling float64 `json:"share_of_ceiling"`
+	// stores ShapeExtra messages: the steps and state records of a turn)
+	// and rein's headers (a stored event's CloudEvents attributes and
+	// Nats-Msg-Id, so the server deduplicates; the state records without),
+	// in messages of the same total size, still without any application
+	// work: the most rein's turns/s could be with its design on this
+	// machine. CeilingRatio = RawShape ÷ Raw3Hop.
+	ShapeExtra       int     `json:"shape_extra_msgs"`
+	ShapeHeaderBytes int     `json:"shape_header_bytes"`
+	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
+	CeilingRatio     float64 `json:"ceiling_ratio"`
+	ShareOfCeiling   float64 `json:"share_of_ceiling"`
 }
 
 func init() { register(newBenchCmd) }
@@ -85,8 +90,9 @@ func newBenchCmd() *cobra.Command {
 agent reply stored) p50/p99, CPU seconds per 1,000 turns and peak RSS. In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
 server of its own, and reports the ratio of the two throughputs; then the same chain with rein's
-message count per turn (its last hop also stores the turn's steps and state records) and no
-application work, the ceiling of rein's design on this machine.
+message count per turn (its last hop also stores the turn's steps and state records) and rein's
+headers (a stored event's CloudEvents attributes and Nats-Msg-Id, which the server deduplicates),
+in messages of the same size, with no application work: the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
 they are offered open-loop at N turns/s. --quick finishes within a minute.`,
@@ -137,8 +143,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
-			fmt.Fprintf(out, "ceiling (the raw chain storing rein's %d extra messages per turn): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
-				res.ShapeExtra, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
+			fmt.Fprintf(out, "ceiling (the raw chain storing rein's %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
+				res.ShapeExtra, res.ShapeHeaderBytes, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
 			return nil
 		},
 	}
@@ -189,9 +195,11 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	cancel()
 	<-done
+	var hdr eval.Headers
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
 		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.persist)
+		hdr, err = eventHeaders(ctx, rt, plan.persist)
 	}
 	if plan.verbose {
 		mfs, _ := rt.reg.Gather()
@@ -215,12 +223,12 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
-	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now the same chain with rein's %d extra stores per turn…\n", raw.MsgsPerSec, res.ShapeExtra)
-	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, res.ShapeExtra)
+	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now the same chain with rein's %d extra stores per turn and its headers…\n", raw.MsgsPerSec, res.ShapeExtra)
+	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, res.ShapeExtra, hdr)
 	if err != nil {
 		return res, err
 	}
-	res.RawShapePerS = shape.MsgsPerSec
+	res.RawShapePerS, res.ShapeHeaderBytes = shape.MsgsPerSec, res.AvgEventBytes-shape.PayloadB
 	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
 	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
 	res.PeakRSSMB = eval.PeakRSSMB()
@@ -338,7 +346,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 					fmt.Fprintf(progress, "  %d of %d turns offered, %d answered…\n", i, total, replies.Load())
 					lastNote = time.Now()
 				}
-				conv := fmt.Sprintf("b%05d", c)
+				conv := benchConv(c)
 				meta := schemas.Meta{Tenant: benchTenant, Conversation: conv, Turn: turn}
 				// The driver stands for the platform: the detector's consumer
 				// enforces the schema; checking here too would bill the
@@ -416,6 +424,30 @@ func avgEventBytes(ctx context.Context, rt *proc) int {
 	return int(bytes / msgs)
 }
 
+// eventHeaders is the header set of a stored user turn, the template of
+// the ceiling chain's messages; the turn's state records carry none.
+func eventHeaders(ctx context.Context, rt *proc, persist string) (eval.Headers, error) {
+	h := eval.Headers{Plain: 2}
+	if persist == "turn" {
+		h.Plain = 1
+	}
+	s, err := rt.js.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		return h, fmt.Errorf("bench: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, streams.TurnSubject(benchTenant, benchConv(0), schemas.RoleUser))
+	if err != nil {
+		return h, fmt.Errorf("bench: a stored user turn: %w", err)
+	}
+	// A direct get adds where and when the message was stored; those
+	// headers are not part of the message.
+	h.Template = m.Header
+	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer, jetstream.SubjectHeader} {
+		h.Template.Del(k)
+	}
+	return h, nil
+}
+
 // extraStores is what a turn stores beyond the three hops' outputs and the
 // agent turn: its steps (counted in REIN_STEPS) and its state records (one
 // per tool result with --agent-persist step, the bench agent making one
@@ -435,6 +467,9 @@ func extraStores(ctx context.Context, rt *proc, turns int, persist string) int {
 	}
 	return int((info.State.Msgs+uint64(turns)/2)/uint64(turns)) + writes
 }
+
+// benchConv names the bench's conversation c.
+func benchConv(c int) string { return fmt.Sprintf("b%05d", c) }
 
 // benchWorkers is the per-stage parallelism of the benchmark
 // (REIN_BENCH_WORKERS, default 64, as serve's default).

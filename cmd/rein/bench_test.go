@@ -26,6 +26,11 @@ func TestBenchSmallRun(t *testing.T) {
 	if r.ShapeExtra != 5 {
 		t.Errorf("extra stores per turn = %d, want 5", r.ShapeExtra)
 	}
+	// The ceiling chain carries a stored event's headers inside the same
+	// message size.
+	if r.ShapeHeaderBytes < 200 || r.ShapeHeaderBytes >= r.AvgEventBytes {
+		t.Errorf("ceiling chain header bytes = %d of %d", r.ShapeHeaderBytes, r.AvgEventBytes)
+	}
 	if r.Raw3HopMsgsPerS <= 0 || r.RawShapePerS <= 0 || r.Ratio <= 0 || r.CeilingRatio <= 0 || r.PeakRSSMB <= 0 || r.AvgEventBytes <= 0 {
 		t.Errorf("result %+v", r)
 	}

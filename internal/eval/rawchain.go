@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,19 +33,65 @@ type RawChainResult struct {
 // next stream and acks its input once the downstream store is
 // acknowledged — the same at-least-once order rein's stages use.
 func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResult, error) {
-	return runChain(ctx, dir, n, payload, 0)
+	return runChain(ctx, dir, n, payload, 0, Headers{})
 }
 
 // RunRawShape is RunRawChain with rein's message count per turn: the last
 // hop also stores extra messages (rein's steps and state records) in a
 // side stream before acking its input. With no application work at all,
 // its throughput is the ceiling of rein's turns/s on this machine.
-func RunRawShape(ctx context.Context, dir string, n, payload, extra int) (RawChainResult, error) {
-	return runChain(ctx, dir, n, payload, extra)
+func RunRawShape(ctx context.Context, dir string, n, payload, extra int, h Headers) (RawChainResult, error) {
+	return runChain(ctx, dir, n, payload, extra, h)
 }
 
-func runChain(ctx context.Context, dir string, n, payload, extra int) (RawChainResult, error) {
-	payload = max(payload, 16)
+// Headers is the header set a chain's messages carry: a real event's
+// headers, copied into every message with its ids (ce-id, Nats-Msg-Id)
+// made unique, so that the server parses, deduplicates and stores what it
+// does for rein's events and the clients encode and decode them. The
+// message keeps its total size: the payload shrinks by the header bytes.
+type Headers struct {
+	Template nats.Header
+	// Plain is how many of the last hop's extra messages carry no header
+	// (rein's state records).
+	Plain int
+}
+
+// size is the header's size on the wire, roughly ("k: v\r\n" per value).
+func (h Headers) size() int {
+	n := 0
+	for k, vs := range h.Template {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
+
+// msg builds a chain message for stream: data with the template's
+// headers, ids unique to (tag, i) and the expected stream set to stream's,
+// unless plain.
+func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nats.Msg {
+	m := &nats.Msg{Subject: "bench." + stream, Data: data}
+	if plain || len(h.Template) == 0 {
+		return m
+	}
+	m.Header = make(nats.Header, len(h.Template))
+	for k, v := range h.Template {
+		m.Header[k] = v
+	}
+	for _, k := range []string{"ce-id", streams.HeaderMsgID} {
+		if _, ok := m.Header[k]; ok {
+			m.Header[k] = []string{tag + "-" + strconv.FormatUint(i, 10)}
+		}
+	}
+	if _, ok := m.Header[streams.HeaderExpectedStream]; ok {
+		m.Header[streams.HeaderExpectedStream] = []string{stream}
+	}
+	return m
+}
+
+func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers) (RawChainResult, error) {
+	payload = max(payload-h.size(), 16)
 	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
 	if err != nil {
 		return RawChainResult{}, err
@@ -78,13 +125,14 @@ func runChain(ctx context.Context, dir string, n, payload, extra int) (RawChainR
 		}
 	}()
 	for hop := 0; hop < 3; hop++ {
-		var side []string
+		var side []output
 		if hop == 2 {
-			for range extra {
-				side = append(side, "bench."+names[4])
+			for e := range extra {
+				side = append(side, output{stream: names[4], tag: "side" + strconv.Itoa(e), plain: e >= extra-h.Plain})
 			}
 		}
-		stop, err := startHop(ctx, conn, names[hop], append(side, "bench."+names[hop+1]))
+		out := output{stream: names[hop+1], tag: names[hop+1]}
+		stop, err := startHop(ctx, conn, names[hop], append(side, out), h)
 		if err != nil {
 			return RawChainResult{}, err
 		}
@@ -137,8 +185,10 @@ func runChain(ctx context.Context, dir string, n, payload, extra int) (RawChainR
 		b := make([]byte, payload)
 		copy(b, buf)
 		binary.LittleEndian.PutUint64(b[:8], uint64(time.Since(base)))
+		binary.LittleEndian.PutUint64(b[8:16], uint64(i))
+		m := h.msg(names[0], names[0], uint64(i), b, false)
 		for {
-			_, err := jsPub.PublishAsync("bench."+names[0], b)
+			_, err := jsPub.PublishMsgAsync(m)
 			if err == nil {
 				break
 			}
@@ -187,9 +237,15 @@ func runChain(ctx context.Context, dir string, n, payload, extra int) (RawChainR
 	return res, nil
 }
 
+// output is one message a hop publishes per input.
+type output struct {
+	stream, tag string
+	plain       bool // without headers
+}
+
 // startHop consumes from stream and publishes each message to every
-// subject of next, acking the input once all outputs are stored.
-func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream, error), stream string, next []string) (func(), error) {
+// output, acking the input once all outputs are stored.
+func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream, error), stream string, next []output, h Headers) (func(), error) {
 	nc, js, err := conn()
 	if err != nil {
 		return nil, err
@@ -225,9 +281,11 @@ func startHop(ctx context.Context, conn func() (*nats.Conn, jetstream.JetStream,
 	}()
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		fs := make([]jetstream.PubAckFuture, 0, len(next))
-		for _, subj := range next {
+		i := binary.LittleEndian.Uint64(m.Data()[8:16])
+		for _, o := range next {
+			out := h.msg(o.stream, o.tag, i, m.Data(), o.plain)
 			for {
-				f, err := js.PublishAsync(subj, m.Data())
+				f, err := js.PublishMsgAsync(out)
 				if err == nil {
 					fs = append(fs, f)
 					break
