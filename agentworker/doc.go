@@ -44,11 +44,14 @@
 // overlay, status, progress within the current turn) lives in memory (one
 // writer per conversation, guaranteed by the consume loop; a bounded cache
 // with an idle TTL) and is written to the KV bucket REIN_CONVERSATIONS
-// turn by turn — key <tenant>.<conv>.<turn> holds that turn's messages,
-// the conversation's status and, once it differs from a new one, the
-// backend's overlay, so a write costs one turn, not the whole conversation
-// — with a concurrency check over all of the conversation's keys (a stale
-// replica is refused and reloads) after every tool result and at the end
+// turn by turn — each write appends a record under the key <tenant>.<conv>
+// holding the current turn's messages, the conversation's status and, once
+// it differs from a new one, the backend's overlay, so a write costs one
+// turn, not the whole conversation; the bucket keeps 64 values per key and
+// every 32nd record is a snapshot of the whole context, so the newest
+// snapshot and its followers rebuild the State — with a concurrency check
+// on the key (a stale replica is refused and reloads) after every tool
+// result and at the end
 // of the turn (Config.Persist "turn" writes only at the end of
 // the turn, for the built-in domains, re-running a turn cut short from the
 // overlay stored before it); with an external backend the model's decision

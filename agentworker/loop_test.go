@@ -142,7 +142,7 @@ func TestStateConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), streams.TurnStateKey(tenant, "s1", 1))
+	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, "s1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,9 +249,10 @@ func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
 	}
 }
 
-// TestStateStoredTurnByTurn: each turn is one record under
-// <tenant>.<conv>.<turn> holding only that turn, and a fresh worker
-// rebuilds the whole context from them.
+// TestStateStoredTurnByTurn: each write appends a record under the
+// conversation's key holding only its turn (a later record of a turn
+// supersedes the earlier), and a fresh worker rebuilds the whole context
+// from them.
 func TestStateStoredTurnByTurn(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
@@ -260,30 +261,27 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "r1")) == turn+1 })
 	}
 	stop()
-	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
-	if err != nil {
-		t.Fatal(err)
+	recs := stateRecords(t, h, "r1")
+	// The reservation lookup makes a tool call: a record after its result,
+	// another at the end of the turn.
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4 (one per turn, two for the turn with a tool call)", len(recs))
 	}
 	var all []llm.Message
-	for turn := 1; turn <= 3; turn++ {
-		e, err := kv.Get(context.Background(), streams.TurnStateKey(tenant, "r1", turn))
-		if err != nil {
-			t.Fatalf("record of turn %d: %v", turn, err)
-		}
-		var rec struct {
-			Turn     int           `json:"turn"`
-			Messages []llm.Message `json:"messages"`
-		}
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Turn != turn || len(rec.Messages) < 2 || rec.Messages[0].Role != llm.RoleUser {
-			t.Fatalf("record of turn %d = %+v", turn, rec)
+	for i, rec := range recs {
+		if rec.Snapshot || len(rec.Messages) < 2 || rec.Messages[0].Role != llm.RoleUser {
+			t.Fatalf("record %d = %+v", i, rec)
 		}
 		for _, m := range rec.Messages[1:] {
 			if m.Role == llm.RoleUser {
-				t.Fatalf("record of turn %d holds another turn's user message: %+v", turn, rec.Messages)
+				t.Fatalf("record %d (turn %d) holds another turn's user message: %+v", i, rec.Turn, rec.Messages)
 			}
+		}
+		if i+1 < len(recs) && recs[i+1].Turn == rec.Turn {
+			if len(recs[i+1].Messages) <= len(rec.Messages) {
+				t.Fatalf("turn %d: the later record does not extend the earlier", rec.Turn)
+			}
+			continue // superseded
 		}
 		all = append(all, rec.Messages...)
 	}
@@ -301,6 +299,84 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 			t.Errorf("message %d = %+v, stored %+v", i, first[i], m)
 		}
 	}
+}
+
+// TestLongConversationKeepsItsWholeContext: the bucket keeps the last 64
+// records of a key; a conversation of more turns than that is still
+// rebuilt whole, from the newest snapshot and the records after it.
+func TestLongConversationKeepsItsWholeContext(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
+	const turns = streams.ConversationHistory + 10
+	for turn := 1; turn <= turns; turn++ {
+		publishTask(t, h, "long", turn, fmt.Sprintf("message %d", turn), nil)
+		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "long")) == turn })
+	}
+	stop()
+	recs := stateRecords(t, h, "long")
+	if len(recs) != streams.ConversationHistory {
+		t.Fatalf("%d records kept, want the bucket's history %d", len(recs), streams.ConversationHistory)
+	}
+	if recs[0].Turn == 1 {
+		t.Fatal("the first turn's record is still kept: the test does not exceed the history")
+	}
+	snapshots := 0
+	for _, r := range recs {
+		if r.Snapshot {
+			snapshots++
+		}
+	}
+	if snapshots == 0 {
+		t.Fatal("no snapshot among the kept records")
+	}
+	model := scripted(t)
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	publishTask(t, h, "long", turns+1, "bye", nil)
+	rtest.CheckFor(t, wait, "last turn", func() bool { return len(agentTurns(t, h, "long")) == turns+1 })
+	var users []string
+	for _, m := range model.requests()[0].Messages {
+		if m.Role == llm.RoleUser {
+			users = append(users, m.Content)
+		}
+	}
+	if len(users) != turns+1 {
+		t.Fatalf("the context holds %d user messages, want %d", len(users), turns+1)
+	}
+	for i, u := range users[:turns] {
+		if want := fmt.Sprintf("message %d", i+1); u != want {
+			t.Fatalf("user message %d = %q, want %q", i, u, want)
+		}
+	}
+}
+
+// stateRecord is the stored form of a state record, as a reader of the
+// bucket sees it.
+type stateRecord struct {
+	Turn      int           `json:"turn"`
+	Snapshot  bool          `json:"snapshot"`
+	TurnStart int           `json:"turn_start"`
+	Messages  []llm.Message `json:"messages"`
+}
+
+// stateRecords reads the records kept under a conversation's key, oldest
+// first.
+func stateRecords(t *testing.T, h *rtest.JS, conv string) []stateRecord {
+	t.Helper()
+	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := kv.History(context.Background(), streams.ConversationKey(tenant, conv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]stateRecord, len(es))
+	for i, e := range es {
+		if err := json.Unmarshal(e.Value(), &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return recs
 }
 
 // TestEvictedStatesReloadExactly: with room for one conversation in

@@ -15,25 +15,41 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// record is one turn's part of a conversation's State, stored as JSON in
-// the KV bucket REIN_CONVERSATIONS under <tenant>.<conv>.<turn>. A write
-// therefore costs the size of one turn, however long the conversation.
+// record is one write of a conversation's State, stored as JSON in the KV
+// bucket REIN_CONVERSATIONS under the conversation's key <tenant>.<conv>.
+// The bucket keeps the key's last streams.ConversationHistory values: the
+// records of the conversation in the order written. An ordinary record
+// holds the part of the context of its turn only, so a write costs the
+// size of one turn, however long the conversation; a later record of the
+// same turn supersedes it. Every snapshotEvery records, one is a snapshot:
+// the whole context, so that the newest snapshot and the records after it
+// are always within the kept history. Keeping the records under one key
+// keeps the server's subject index at one entry per conversation, where a
+// key per turn cost one per turn (≈150 B of server memory each).
 type record struct {
 	progress // the conversation as of this record
 	// Messages are the turn's part of the internal context, its user
-	// message first (none for a turn on the human path).
-	Messages []llm.Message `json:"messages"`
+	// message first (none for a turn on the human path); in a snapshot,
+	// the whole context, the turn's part starting at TurnStart.
+	Messages  []llm.Message `json:"messages"`
+	Snapshot  bool          `json:"snapshot,omitempty"`
+	TurnStart int           `json:"turn_start,omitempty"`
 	// Overlay is the backend's whole conversation state, present when it
 	// differs from a new conversation's (the newest record holds the
 	// current one).
 	Overlay []byte `json:"overlay,omitempty"`
 }
 
+// snapshotEvery is how many records may follow a snapshot (or the start of
+// a conversation) before the next write is a snapshot: at most half the
+// kept history, so a snapshot and its followers always fit.
+const snapshotEvery = streams.ConversationHistory / 2
+
 // store reads and writes State records. Writes carry an optimistic
-// concurrency check over all of the conversation's keys (the stream's
-// expected-last-sequence for the subject filter <tenant>.<conv>.*): a
-// worker whose copy is stale — another replica wrote since it read — is
-// refused instead of overwriting, and reloads.
+// concurrency check on the conversation's key (the stream's expected last
+// sequence for its subject): a worker whose copy is stale — another
+// replica wrote since it read — is refused instead of overwriting, and
+// reloads.
 type store struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream // the bucket's stream
@@ -60,25 +76,24 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 
 // load assembles a State from the conversation's records, read with
 // batched direct gets: a cache miss costs a round trip or two, never a
-// consumer, and a conversation's turns are not limited in number.
+// consumer.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
 	s := &State{progress: progress{Status: StatusActive}}
-	filter := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
+	subject := streams.ConversationStateSubject(streams.ConversationKey(tenant, conv))
 	// A plain direct get first: it answers a new conversation (the common
 	// miss) on the connection's shared reply subscription, where the
 	// batched get would set up a subscription of its own.
-	if _, err := st.stream.GetLastMsgForSubject(ctx, filter); errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, err := st.stream.GetLastMsgForSubject(ctx, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
 		return s, false, nil
 	} else if err != nil {
-		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", filter, err)
+		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", subject, err)
 	}
-	// The bucket keeps one message per key (history 1), so reading the
-	// filter returns exactly the current records, a page per round trip.
 	var recs []record
-	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, filter, 0, 0, func(m streams.Raw) error {
+	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, subject, 0, 0, func(m streams.Raw) error {
 		s.seq = max(s.seq, m.Sequence)
 		if op := nats.Header(m.Header).Get(kvOperation); op != "" {
-			return nil // a deleted or purged key
+			recs = recs[:0] // the key was deleted or purged: what came before is gone
+			return nil
 		}
 		var r record
 		if err := json.Unmarshal(m.Data, &r); err != nil {
@@ -88,7 +103,7 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("agentworker: read state %s: %w", filter, err)
+		return nil, false, fmt.Errorf("agentworker: read state %s: %w", subject, err)
 	}
 	if len(recs) == 0 {
 		return s, false, nil
@@ -100,53 +115,81 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 // kvOperation is the header NATS KV sets on delete and purge markers.
 const kvOperation = "KV-Operation"
 
-// assemble rebuilds the State from its records.
+// assemble rebuilds the State from its records, in the order written.
 func (s *State) assemble(recs []record) {
-	slices.SortFunc(recs, func(a, b record) int { return a.Turn - b.Turn })
+	var done []llm.Message // the context of the turns before cur's
+	cur := recs[0]
+	s.records = 0
 	for i, r := range recs {
-		msgs := r.Messages
-		if !r.TurnDone && i < len(recs)-1 && len(msgs) > 1 {
-			msgs = msgs[:1] // an earlier turn that never finished keeps only its user message
+		if r.Snapshot {
+			at := min(r.TurnStart, len(r.Messages))
+			done = slices.Clone(r.Messages[:at])
+			r.Messages = r.Messages[at:]
+			s.records = 0
+		} else {
+			s.records++
+			if i > 0 && r.Turn != cur.Turn {
+				done = append(done, closed(cur)...)
+			} // else r supersedes cur, a record of the same turn
 		}
-		s.TurnStart = len(s.Messages)
-		s.Messages = append(s.Messages, msgs...)
+		cur = r
 	}
-	last := recs[len(recs)-1]
-	s.progress, s.Overlay = last.progress, last.Overlay
+	s.TurnStart = len(done)
+	s.Messages = append(done, cur.Messages...)
+	s.progress, s.Overlay = cur.progress, cur.Overlay
 }
 
-// record is the current turn's record. fresh is the overlay of a new
-// conversation, which is not stored.
+// closed is the part of a finished-with turn that stays in the context: an
+// earlier turn that never finished (its task was dead-lettered) keeps only
+// its user message, so the context holds no call without a result.
+func closed(r record) []llm.Message {
+	if !r.TurnDone && len(r.Messages) > 1 {
+		return r.Messages[:1]
+	}
+	return r.Messages
+}
+
+// record is the record to write now: the current turn's part, or the whole
+// context when snapshotEvery records have followed the last snapshot. fresh
+// is the overlay of a new conversation, which is not stored.
 func (s *State) record(overlay, fresh []byte) record {
 	r := record{progress: s.progress, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):]}
+	if s.records >= snapshotEvery {
+		r.Messages, r.Snapshot, r.TurnStart = s.Messages, true, s.TurnStart
+	}
 	if !bytes.Equal(overlay, fresh) {
 		r.Overlay = overlay
 	}
 	return r
 }
 
-// save writes the current turn's record, refused when another writer has
+// save appends the current turn's record, refused when another writer has
 // stored a record of the conversation since this copy was read.
 func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh []byte) error {
 	ov, err := s.conv.State()
 	if err != nil {
 		return fmt.Errorf("agentworker: backend state: %w", err)
 	}
-	data, err := json.Marshal(s.record(ov, fresh))
+	rec := s.record(ov, fresh)
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("agentworker: encode state: %w", err)
 	}
-	subject := streams.ConversationStateSubject(streams.TurnStateKey(tenant, conv, s.Turn))
-	all := streams.ConversationStateSubject(streams.ConversationStateKeys(tenant, conv))
-	ack, err := st.publish(ctx, subject, data, jetstream.WithExpectLastSequenceForSubject(s.seq, all))
+	subject := streams.ConversationStateSubject(streams.ConversationKey(tenant, conv))
+	ack, err := st.publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(s.seq))
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
-			return fmt.Errorf("%w: %s: %w", ErrStateConflict, all, err)
+			return fmt.Errorf("%w: %s: %w", ErrStateConflict, subject, err)
 		}
 		return fmt.Errorf("agentworker: write state %s: %w", subject, err)
 	}
 	s.seq, s.Overlay = ack.Sequence, ov
+	if rec.Snapshot {
+		s.records = 0
+	} else {
+		s.records++
+	}
 	return nil
 }
 

@@ -25,8 +25,9 @@ const (
 )
 
 // State is one conversation's agent state. It is persisted turn by turn:
-// each turn's part is a record in the KV bucket REIN_CONVERSATIONS (see
-// persist.go), so a write costs one turn's size, not the conversation's.
+// each write appends the current turn's part as a record under the
+// conversation's key in the KV bucket REIN_CONVERSATIONS (see persist.go),
+// so a write costs one turn's size, not the conversation's.
 type State struct {
 	progress
 	// Messages is the agent's internal context: every user message, tool
@@ -38,6 +39,7 @@ type State struct {
 	Overlay []byte
 
 	seq       uint64       // stream sequence of the conversation's newest stored record
+	records   int          // records stored since the newest snapshot (see record)
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
 }

@@ -23,7 +23,7 @@
 //	REIN_OUTCOMES    rein.escalations|reports.<tenant>.<conv>
 //	REIN_DLQ         rein.dlq.<stage>                        dead letters
 //	REIN_HANDOFF     rein.handoff.items|timeout.<tenant>.<conv> (work queue)
-//	KV REIN_CONVERSATIONS  <tenant>.<conv>.<turn>            agent state, one record per turn
+//	KV REIN_CONVERSATIONS  <tenant>.<conv>                   agent state, a record per write (history 64)
 //
 // # The consume loop
 //

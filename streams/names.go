@@ -1,7 +1,5 @@
 package streams
 
-import "strconv"
-
 // This file names every NATS stream, subject, durable consumer, KV bucket and
 // header rein uses. Nothing else in the code base spells one out.
 
@@ -154,19 +152,10 @@ const (
 )
 
 // ConversationKey names a conversation: <tenant>.<conv> (cache and
-// partition key, and the prefix of its state records' keys).
+// partition key, and its key in the conversations bucket, under which the
+// agent worker appends its state records).
 func ConversationKey(tenant, conv string) string { return tenant + "." + conv }
 
-// TurnStateKey is the KV key of one turn's agent-state record in the
-// conversations bucket: <tenant>.<conv>.<turn>.
-func TurnStateKey(tenant, conv string, turn int) string {
-	return ConversationKey(tenant, conv) + "." + strconv.Itoa(turn)
-}
-
-// ConversationStateKeys is the KV key filter of every state record of one
-// conversation: <tenant>.<conv>.*.
-func ConversationStateKeys(tenant, conv string) string { return ConversationKey(tenant, conv) + ".*" }
-
 // ConversationStateSubject is the subject, in the bucket's stream
-// (StreamConversations), of a key or key filter of the conversations bucket.
+// (StreamConversations), of a key of the conversations bucket.
 func ConversationStateSubject(key string) string { return "$KV." + BucketConversations + "." + key }

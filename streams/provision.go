@@ -170,7 +170,7 @@ func ConversationsKV(ctx context.Context, js jetstream.JetStream, p ProvisionCon
 	}
 	cfg := jetstream.KeyValueConfig{
 		Bucket:   BucketConversations,
-		History:  1,
+		History:  ConversationHistory,
 		TTL:      ttl,
 		Replicas: s.Replicas,
 		Storage:  jetstream.FileStorage,
@@ -181,6 +181,13 @@ func ConversationsKV(ctx context.Context, js jetstream.JetStream, p ProvisionCon
 	}
 	return kv, nil
 }
+
+// ConversationHistory is how many values the conversations bucket keeps
+// per key (the KV maximum): the agent worker appends a conversation's state
+// records under one key, one subject per conversation in the server's
+// index, and writes a snapshot often enough that the newest one and every
+// record after it are always kept.
+const ConversationHistory = 64
 
 // IsNotFound reports whether err says a stream, consumer or key is missing.
 func IsNotFound(err error) bool {
