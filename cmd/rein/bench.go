@@ -75,6 +75,7 @@ type benchPlan struct {
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	detectorCache, agentCache int
+	memLimit                  string // --memory-limit
 }
 
 func newBenchCmd() *cobra.Command {
@@ -158,6 +159,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fs.IntVar(&plan.detectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 100,000)")
 	fs.IntVar(&plan.agentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
+	fs.StringVar(&plan.memLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -175,7 +177,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	if err != nil {
 		return benchResult{}, err
 	}
-	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes}
+	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}

@@ -65,6 +65,7 @@ type serverFlags struct {
 	logLevel   string
 	configPath string
 	maxBytes   int
+	memLimit   string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -76,6 +77,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams, sinks and detector sections")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
+	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
 
 // proc is what the server-side commands share: NATS (embedded or
@@ -126,6 +128,9 @@ func (rt *proc) stageLink(stage string) (link, error) {
 func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name string) (*proc, error) {
 	log, err := telemetry.NewLogger(os.Stderr, f.logLevel)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyMemoryLimit(f.memLimit); err != nil {
 		return nil, err
 	}
 	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry(), prov: streams.DefaultProvision()}
