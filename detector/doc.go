@@ -38,6 +38,11 @@
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
 //     yes or no; a module error or deadline gives failed=true, no activation.
+//     With Deps.Then set (cmd/rein fuses the injector into this stage when
+//     both run in one process), the event Then builds from the detection —
+//     the turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv> — is
+//     published in the same batch, and the turn is acked once both are
+//     stored.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

@@ -87,6 +87,11 @@ type Deps struct {
 	Module     Module
 	// Tools returns the agent's tool catalogue of a domain.
 	Tools func(domain string) ([]llm.Tool, error)
+	// Then, when set, builds one more event from each detection, published
+	// in one batch with it before the turn is acked; stored is called once
+	// both are stored. cmd/rein sets it to the injector's Stage.Task when
+	// both stages run in one process (fused: one hop fewer per turn).
+	Then func(meta schemas.Meta, det schemas.Detection, detectionID string) (out streams.Out, stored func(), err error)
 }
 
 // Stage is the detector: a durable consumer on user turns that keeps each
@@ -197,14 +202,25 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		in.Dialogue = conv.dialogue()
 	}
 	det := s.detect(ctx, d.Meta, turn, in)
-	ev, err := schemas.BuildEvent(schemas.TypeDetection, schemas.EventID("detection", d.Meta.Tenant, d.Meta.Conversation, turn.Turn),
-		"", schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}, det)
+	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
+	id := schemas.EventID("detection", meta.Tenant, meta.Conversation, turn.Turn)
+	ev, err := schemas.BuildEvent(schemas.TypeDetection, id, "", meta, det)
 	if err != nil {
 		return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
 	}
-	if _, err := s.deps.Publisher.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation), &ev); err != nil {
+	outs := []streams.Out{{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}}
+	stored := func() {}
+	if s.deps.Then != nil {
+		next, done, err := s.deps.Then(meta, det, id)
+		if err != nil {
+			return streams.Permanent(fmt.Errorf("detector: %w", err))
+		}
+		outs, stored = append(outs, next), done
+	}
+	if _, err := s.deps.Publisher.PublishAll(ctx, outs...); err != nil {
 		return err
 	}
+	stored()
 	return nil
 }
 

@@ -30,6 +30,10 @@ type Config struct {
 	// Sidecar starts the request/reply responder on
 	// rein.inception.get.<tenant>.<conv>.<turn> beside the consumer.
 	Sidecar bool
+	// Fused: a detector in this process publishes each task together with
+	// its detection (it calls Stage.Task), so the stage runs no consumer of
+	// its own, only the sidecar responder when Sidecar is set.
+	Fused bool
 	// SidecarWait is how long a sidecar request waits for a detection that
 	// has not arrived yet before answering status "timeout" (default 2s).
 	SidecarWait time.Duration

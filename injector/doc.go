@@ -15,6 +15,17 @@
 // before the agent's first sampling. Otherwise inception is null and the
 // turn runs exactly as without rein (fail-open).
 //
+// Fused (Config.Fused): when the detector runs in the same process, cmd/rein
+// hands it Stage.Task, so each task is built here but published by the
+// detector together with its detection; the stage then creates no consumer
+// (one delivery, ack and decode fewer per turn) and runs only the sidecar
+// responder. Tasks, ids and metrics are the same. A durable "injector" made
+// by an earlier unfused run is left as it was; one created later, when the
+// stages run apart again, reads REIN_DETECTIONS from its start: the agent
+// worker drops tasks of turns before a conversation's current one but
+// republishes its current turn's outputs, which the streams store again
+// once past their duplicate window.
+//
 // Sidecar mode (Config.Sidecar): for platforms that run their own agent,
 // a NATS request/reply responder in queue group Config.QueueGroup on
 // rein.inception.get.<tenant>.<conv>.<turn> answers the JSON Answer
@@ -31,6 +42,6 @@
 // a redelivered detection may count twice though it publishes one task).
 // The consume loop adds rein_stage_messages_total{stage="injector",...}.
 //
-// Exports: Config, Deps, New, (*Stage).Run, Inception, TaskFor, Answer,
+// Exports: Config, Deps, New, (*Stage).Run, (*Stage).Task, Inception, TaskFor, Answer,
 // Ask, ParseInceptionSubject.
 package injector

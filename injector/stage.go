@@ -43,22 +43,34 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 }
 
 // Run consumes detections (and answers sidecar requests when configured)
-// until ctx is cancelled, then drains both.
+// until ctx is cancelled, then drains both. A fused stage (Config.Fused)
+// runs only the responder: its detector publishes the tasks.
 func (s *Stage) Run(ctx context.Context) error {
-	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
-		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
-	if err != nil {
-		return err
+	var c *streams.Consumer
+	if !s.cfg.Fused {
+		var err error
+		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
+			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+		if err != nil {
+			return err
+		}
+	}
+	consume := func() error {
+		if c == nil {
+			<-ctx.Done()
+			return nil
+		}
+		return c.Run(ctx)
 	}
 	if !s.cfg.Sidecar {
-		return c.Run(ctx)
+		return consume()
 	}
 	r, err := s.startResponder(ctx)
 	if err != nil {
 		return err
 	}
 	// The responder stops when ctx ends or the consumer fails.
-	cerr := c.Run(ctx)
+	cerr := consume()
 	return errors.Join(cerr, r.stop())
 }
 
@@ -72,17 +84,33 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err := d.Payload(&det); err != nil {
 		return streams.Permanent(err)
 	}
-	task := TaskFor(det, d.Event.ID(), d.Meta.Turn, s.cfg.RecoveryTools)
-	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: task.Turn, Traceparent: d.Meta.Traceparent}
-	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, task.Turn), "", meta, task)
+	out, stored, err := s.Task(d.Meta, det, d.Event.ID())
 	if err != nil {
-		return streams.Permanent(fmt.Errorf("injector: build task: %w", err))
+		return streams.Permanent(err)
 	}
-	if _, err := s.deps.Publisher.Publish(ctx, streams.StreamTasks, streams.TaskSubject(meta.Tenant, meta.Conversation), &ev); err != nil {
+	if _, err := s.deps.Publisher.PublishAll(ctx, out); err != nil {
 		return err
 	}
-	if task.Inception != nil {
-		s.m.injected(task.Inception.ErrorType)
-	}
+	stored()
 	return nil
+}
+
+// Task builds the task of one detection's user turn: the event to publish
+// (deterministic id task-<tenant>-<conv>-<turn>) and a func to call once it
+// is stored, which counts the injection. The stage's own consumer uses it,
+// and so does a detector fused with the stage (Config.Fused), which
+// publishes the task in one batch with the detection. meta is the
+// detection's.
+func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID string) (streams.Out, func(), error) {
+	task := TaskFor(det, detectionID, meta.Turn, s.cfg.RecoveryTools)
+	meta.Turn = task.Turn
+	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, task.Turn), "", meta, task)
+	if err != nil {
+		return streams.Out{}, nil, fmt.Errorf("injector: build task: %w", err)
+	}
+	stored := func() {}
+	if task.Inception != nil {
+		stored = func() { s.m.injected(task.Inception.ErrorType) }
+	}
+	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, stored, nil
 }

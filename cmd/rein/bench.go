@@ -51,7 +51,11 @@ type benchResult struct {
 	// in messages of the same total size, still without any application
 	// work: the most rein's turns/s could be with its design on this
 	// machine. CeilingRatio = RawShape ÷ Raw3Hop.
-	ShapeExtra       int     `json:"shape_extra_msgs"`
+	ShapeExtra int `json:"shape_extra_msgs"`
+	ShapeHops  int `json:"shape_hops"`
+	// Injector is "fused" (the detector publishes each task with its
+	// detection: two hops per turn) or "separate" (three hops).
+	Injector         string  `json:"injector"`
 	ShapeHeaderBytes int     `json:"shape_header_bytes"`
 	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
 	CeilingRatio     float64 `json:"ceiling_ratio"`
@@ -71,7 +75,9 @@ type benchPlan struct {
 	rate    float64 // offered turns/s; 0: maximum rate
 	rawMsgs int
 	persist string
-	verbose bool
+	// separate runs the injector as its own consumer (--fuse-injector=false).
+	separate bool
+	verbose  bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	detectorCache, agentCache int
@@ -90,10 +96,12 @@ func newBenchCmd() *cobra.Command {
 --conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
 agent reply stored) p50/p99, CPU seconds per 1,000 turns and peak RSS. In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
-server of its own, and reports the ratio of the two throughputs; then the same chain with rein's
-message count per turn (its last hop also stores the turn's steps and state records) and rein's
-headers (a stored event's CloudEvents attributes and Nats-Msg-Id, which the server deduplicates),
-in messages of the same size, with no application work: the ceiling of rein's design on this machine.
+server of its own, and reports the ratio of the two throughputs; then a raw chain shaped like rein:
+its hops (two with the injector fused into the detector, as serve runs it; three with
+--separate-injector), rein's message count per turn (the first hop also stores the detection, the
+last the turn's steps and state records) and rein's headers (a stored event's CloudEvents
+attributes and Nats-Msg-Id, which the server deduplicates), in messages of the same size, with no
+application work: the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
 they are offered open-loop at N turns/s. --quick finishes within a minute.`,
@@ -144,8 +152,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
-			fmt.Fprintf(out, "ceiling (the raw chain storing rein's %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
-				res.ShapeExtra, res.ShapeHeaderBytes, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
+			fmt.Fprintf(out, "ceiling (a raw chain of rein's %d hops storing its %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
+				res.ShapeHops, res.ShapeExtra, res.ShapeHeaderBytes, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
 			return nil
 		},
 	}
@@ -161,6 +169,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.IntVar(&plan.agentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.memLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.BoolVar(&plan.separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.StringVar(&memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (go tool pprof -sample_index=alloc_space for what the run allocated)")
@@ -179,7 +188,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
-		detectorCache: plan.detectorCache, agentCache: plan.agentCache,
+		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
 	if err != nil {
@@ -190,7 +199,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- runStages(sctx, rt, names) }()
-	err = waitPulling(ctx, rt, done)
+	err = waitPulling(ctx, rt, done, !plan.separate)
 	var res benchResult
 	if err == nil {
 		res, err = driveBench(ctx, rt, plan, progress)
@@ -225,8 +234,16 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
-	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now the same chain with rein's %d extra stores per turn and its headers…\n", raw.MsgsPerSec, res.ShapeExtra)
-	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, res.ShapeExtra, hdr)
+	// rein's shape: the detector stores the detection and hands on the
+	// task, in its own hop or fused; the agent worker stores the extras.
+	side := []int{0, 0, res.ShapeExtra}
+	res.Injector = "separate"
+	if !plan.separate {
+		side, res.Injector = []int{1, res.ShapeExtra}, "fused"
+	}
+	res.ShapeHops = len(side)
+	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now rein's shape: %d hops, %d extra stores per turn, its headers…\n", raw.MsgsPerSec, res.ShapeHops, res.ShapeExtra)
+	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, side, hdr)
 	if err != nil {
 		return res, err
 	}
@@ -254,11 +271,14 @@ func writeHeapProfile(path string) error {
 // waitPulling waits until the stages' consumers are pulling, so that the
 // offered load does not queue behind their start-up (consumers created,
 // first pull requests out), which would count as latency of the first turns.
-func waitPulling(ctx context.Context, rt *proc, done chan error) error {
+func waitPulling(ctx context.Context, rt *proc, done chan error, fused bool) error {
 	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range []struct{ stream, durable string }{
-		{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector}, {streams.StreamTasks, streams.DurableAgentWorker},
-	} {
+	type durable struct{ stream, durable string }
+	pulling := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
+	if !fused {
+		pulling = append(pulling, durable{streams.StreamDetections, streams.DurableInjector})
+	}
+	for _, c := range pulling {
 		for {
 			if cons, err := rt.js.Consumer(ctx, c.stream, c.durable); err == nil {
 				if info, err := cons.Info(ctx); err == nil && info.NumWaiting > 0 {

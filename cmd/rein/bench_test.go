@@ -26,6 +26,10 @@ func TestBenchSmallRun(t *testing.T) {
 	if r.ShapeExtra != 5 {
 		t.Errorf("extra stores per turn = %d, want 5", r.ShapeExtra)
 	}
+	// The injector is fused into the detector: two hops per turn.
+	if r.Injector != "fused" || r.ShapeHops != 2 {
+		t.Errorf("injector %q, %d hops; want fused, 2", r.Injector, r.ShapeHops)
+	}
 	// The ceiling chain carries a stored event's headers inside the same
 	// message size.
 	if r.ShapeHeaderBytes < 200 || r.ShapeHeaderBytes >= r.AvgEventBytes {

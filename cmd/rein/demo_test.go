@@ -8,10 +8,18 @@ import (
 
 // The offline demo (rules module, scripted agent) catches anaphora and the
 // three unsupported types, and each ends in the right recovery tool.
+// The injector runs fused into the detector by default, and as its own
+// consumer with --fuse-injector=false: the outcome is the same.
 func TestDemoOfflineJSON(t *testing.T) {
 	t.Setenv("REIN_LLM_PROVIDER", "")
-	out, err := runCLI(t, context.Background(), "demo", "--json", "--data-dir", t.TempDir(),
-		"--nats-listen", freePort(t), "--http", freePort(t))
+	for _, fuse := range []string{"true", "false"} {
+		t.Run("fuse-injector="+fuse, func(t *testing.T) { demoOffline(t, "--fuse-injector="+fuse) })
+	}
+}
+
+func demoOffline(t *testing.T, flags ...string) {
+	args := append([]string{"demo", "--json", "--data-dir", t.TempDir(), "--nats-listen", freePort(t), "--http", freePort(t)}, flags...)
+	out, err := runCLI(t, context.Background(), args...)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}

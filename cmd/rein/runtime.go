@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/dashboard"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
@@ -97,6 +98,10 @@ type proc struct {
 	closer []func()
 	cc     streams.ConnectConfig // how stages open their own connections
 	conns  []*nats.Conn          // the stages' connections
+	// running names the stages this process runs (runStages); injector is
+	// the one injector stage, built once (see injectorStage).
+	running  []string
+	injector *injector.Stage
 }
 
 // link is one stage's own NATS connection: each stage consumes, acks and

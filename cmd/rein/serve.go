@@ -122,6 +122,7 @@ func resolveStages(req []string) ([]string, error) {
 // first stage to fail stops the others.
 func runStages(ctx context.Context, rt *proc, names []string) error {
 	runners := make([]stageRunner, 0, len(names))
+	rt.running = names
 	for _, n := range names {
 		r, err := stageFactories[n](rt)
 		if err != nil {

@@ -17,11 +17,19 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
+	deps := detector.Deps{
+		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
+		Module: m, Tools: domains.ToolCatalogue,
+	}
+	if rt.fused() {
+		inj, err := rt.injectorStage()
+		if err != nil {
+			return nil, err
+		}
+		deps.Then = inj.Task
+	}
 	return detector.New(detector.StageConfig{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
 		MaxConversations: o.detectorCache,
-	}, detector.Deps{
-		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
-		Module: m, Tools: domains.ToolCatalogue,
-	})
+	}, deps)
 }

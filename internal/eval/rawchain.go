@@ -33,15 +33,19 @@ type RawChainResult struct {
 // next stream and acks its input once the downstream store is
 // acknowledged — the same at-least-once order rein's stages use.
 func RunRawChain(ctx context.Context, dir string, n, payload int) (RawChainResult, error) {
-	return runChain(ctx, dir, n, payload, 0, Headers{})
+	return runChain(ctx, dir, n, payload, []int{0, 0, 0}, Headers{})
 }
 
-// RunRawShape is RunRawChain with rein's message count per turn: the last
-// hop also stores extra messages (rein's steps and state records) in a
-// side stream before acking its input. With no application work at all,
-// its throughput is the ceiling of rein's turns/s on this machine.
-func RunRawShape(ctx context.Context, dir string, n, payload, extra int, h Headers) (RawChainResult, error) {
-	return runChain(ctx, dir, n, payload, extra, h)
+// RunRawShape is RunRawChain shaped like rein's pipeline: one hop per
+// entry of side, hop i also storing side[i] messages in a side stream
+// (rein's detections, steps and state records) before acking its input.
+// With no application work at all, its throughput is the ceiling of
+// rein's turns/s on this machine.
+func RunRawShape(ctx context.Context, dir string, n, payload int, side []int, h Headers) (RawChainResult, error) {
+	if len(side) < 1 || len(side) > 8 {
+		return RawChainResult{}, fmt.Errorf("raw shape: %d hops, want 1..8", len(side))
+	}
+	return runChain(ctx, dir, n, payload, side, h)
 }
 
 // Headers is the header set a chain's messages carry: a real event's
@@ -51,7 +55,7 @@ func RunRawShape(ctx context.Context, dir string, n, payload, extra int, h Heade
 // message keeps its total size: the payload shrinks by the header bytes.
 type Headers struct {
 	Template nats.Header
-	// Plain is how many of the last hop's extra messages carry no header
+	// Plain is how many of the last hop's side messages carry no header
 	// (rein's state records).
 	Plain int
 }
@@ -90,7 +94,7 @@ func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nat
 	return m
 }
 
-func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers) (RawChainResult, error) {
+func runChain(ctx context.Context, dir string, n, payload int, side []int, h Headers) (RawChainResult, error) {
 	payload = max(payload-h.size(), 16)
 	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
 	if err != nil {
@@ -105,7 +109,15 @@ func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers)
 		js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4000))
 		return nc, js, err
 	}
-	names := []string{"BENCH_A", "BENCH_B", "BENCH_C", "BENCH_D", "BENCH_SIDE"}
+	// names: the chain's streams BENCH_A, BENCH_B, … (one per hop and the
+	// end), then the side stream.
+	names := make([]string, 0, len(side)+2)
+	for i := range len(side) + 1 {
+		names = append(names, "BENCH_"+string(rune('A'+i)))
+	}
+	sideStream := "BENCH_SIDE"
+	names = append(names, sideStream)
+	last := names[len(side)]
 	nc0, js0, err := conn()
 	if err != nil {
 		return RawChainResult{}, err
@@ -124,15 +136,16 @@ func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers)
 			s()
 		}
 	}()
-	for hop := 0; hop < 3; hop++ {
-		var side []output
-		if hop == 2 {
-			for e := range extra {
-				side = append(side, output{stream: names[4], tag: "side" + strconv.Itoa(e), plain: e >= extra-h.Plain})
-			}
+	sideTotal := 0
+	for hop, extra := range side {
+		var outs []output
+		for e := range extra {
+			plain := hop == len(side)-1 && e >= extra-h.Plain
+			outs = append(outs, output{stream: sideStream, tag: "side" + strconv.Itoa(hop) + "-" + strconv.Itoa(e), plain: plain})
 		}
-		out := output{stream: names[hop+1], tag: names[hop+1]}
-		stop, err := startHop(ctx, conn, names[hop], append(side, out), h)
+		sideTotal += extra
+		outs = append(outs, output{stream: names[hop+1], tag: names[hop+1]})
+		stop, err := startHop(ctx, conn, names[hop], outs, h)
 		if err != nil {
 			return RawChainResult{}, err
 		}
@@ -144,7 +157,7 @@ func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers)
 		return RawChainResult{}, err
 	}
 	defer ncEnd.Close()
-	endCons, err := jsEnd.CreateOrUpdateConsumer(ctx, names[3], jetstream.ConsumerConfig{Durable: "end", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 10000})
+	endCons, err := jsEnd.CreateOrUpdateConsumer(ctx, last, jetstream.ConsumerConfig{Durable: "end", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 10000})
 	if err != nil {
 		return RawChainResult{}, err
 	}
@@ -208,10 +221,10 @@ func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers)
 	}
 	end := time.Duration(lastArrival.Load())
 	res := RawChainResult{Msgs: n, PayloadB: payload}
-	if extra > 0 {
+	if sideTotal > 0 {
 		// The side messages may still be landing: the run ends when they
 		// are all stored too.
-		side, err := js0.Stream(ctx, names[4])
+		side, err := js0.Stream(ctx, sideStream)
 		if err != nil {
 			return res, err
 		}
@@ -220,11 +233,11 @@ func runChain(ctx context.Context, dir string, n, payload, extra int, h Headers)
 			if err != nil {
 				return res, err
 			}
-			if res.SideMsgs = info.State.Msgs; res.SideMsgs >= uint64(n*extra) {
+			if res.SideMsgs = info.State.Msgs; res.SideMsgs >= uint64(n*sideTotal) {
 				break
 			}
 			if time.Now().After(deadline) {
-				return res, fmt.Errorf("raw shape: %d of %d side messages stored", res.SideMsgs, n*extra)
+				return res, fmt.Errorf("raw shape: %d of %d side messages stored", res.SideMsgs, n*sideTotal)
 			}
 			time.Sleep(time.Millisecond)
 		}

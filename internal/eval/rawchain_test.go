@@ -20,12 +20,21 @@ func TestRawChainDeliversEveryMessage(t *testing.T) {
 }
 
 func TestRawShapeStoresTheExtraMessages(t *testing.T) {
-	res, err := RunRawShape(context.Background(), t.TempDir(), 1000, 512, 5, Headers{})
-	if err != nil {
-		t.Fatal(err)
+	for _, side := range [][]int{{0, 0, 5}, {1, 5}} {
+		res, err := RunRawShape(context.Background(), t.TempDir(), 1000, 512, side, Headers{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		for _, n := range side {
+			want += uint64(n) * 1000
+		}
+		if res.Msgs != 1000 || res.MsgsPerSec <= 0 || res.SideMsgs != want {
+			t.Fatalf("shape %v: result %+v, want %d side messages", side, res, want)
+		}
 	}
-	if res.Msgs != 1000 || res.MsgsPerSec <= 0 || res.SideMsgs != 5000 {
-		t.Fatalf("result %+v", res)
+	if _, err := RunRawShape(context.Background(), t.TempDir(), 10, 512, nil, Headers{}); err == nil {
+		t.Fatal("a shape without hops ran")
 	}
 }
 
@@ -41,7 +50,7 @@ func TestRawShapeWithHeaders(t *testing.T) {
 		streams.HeaderMsgID:          {"turn-bench-b00001-1-user"},
 		streams.HeaderExpectedStream: {"REIN_TURNS"},
 	}
-	res, err := RunRawShape(context.Background(), t.TempDir(), 1000, 512, 5, Headers{Template: tmpl, Plain: 2})
+	res, err := RunRawShape(context.Background(), t.TempDir(), 1000, 512, []int{0, 0, 5}, Headers{Template: tmpl, Plain: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
