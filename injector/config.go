@@ -43,6 +43,15 @@ type Config struct {
 	// SidecarMaxInflight bounds requests waiting at once; past it a request
 	// is answered status "busy" at once (default 4096).
 	SidecarMaxInflight int
+	// RecheckAfter: a detection whose event time is older than this is
+	// checked against REIN_TASKS before its task is published, because the
+	// task stream's duplicate window may no longer hold that task's id: a
+	// durable created after the stages ran fused, or one recreated, reads
+	// REIN_DETECTIONS from its start. The conversation's last stored task
+	// answers it: a task of this turn or a later one means this turn's task
+	// exists. It must be shorter than REIN_TASKS' duplicate window (default:
+	// half that window, read from the stream when the stage starts).
+	RecheckAfter time.Duration
 	// RecoveryTools maps an error type to its recovery tool when a detection
 	// does not name one (default DefaultRecoveryTools; entries given here
 	// are added to the defaults).
@@ -80,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
 	case c.SidecarWait < 0 || c.SidecarWait > time.Minute:
 		return fmt.Errorf("%w: sidecar wait %s must be 0..1m", ErrInvalidConfig, c.SidecarWait)
+	case c.RecheckAfter < 0:
+		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.SidecarMaxInflight < 1:
 		return fmt.Errorf("%w: sidecar max inflight must be at least 1", ErrInvalidConfig)
 	}

@@ -21,10 +21,12 @@
 // (one delivery, ack and decode fewer per turn) and runs only the sidecar
 // responder. Tasks, ids and metrics are the same. A durable "injector" made
 // by an earlier unfused run is left as it was; one created later, when the
-// stages run apart again, reads REIN_DETECTIONS from its start: the agent
-// worker drops tasks of turns before a conversation's current one but
-// republishes its current turn's outputs, which the streams store again
-// once past their duplicate window.
+// stages run apart again, reads REIN_DETECTIONS from its start. Past the
+// task stream's duplicate window a task id no longer protects, so the
+// unfused stage checks a detection older than Config.RecheckAfter (default
+// half of REIN_TASKS' duplicate window) against the conversation's last
+// stored task (one direct get) and publishes nothing when that task is of
+// the same turn or a later one.
 //
 // Sidecar mode (Config.Sidecar): for platforms that run their own agent,
 // a NATS request/reply responder in queue group Config.QueueGroup on

@@ -30,8 +30,14 @@ func Inception(det schemas.Detection, tools map[string]string) *schemas.Inceptio
 
 // TaskFor builds the task of one user turn from its detection.
 func TaskFor(det schemas.Detection, detectionID string, turn int, tools map[string]string) schemas.Task {
+	return schemas.Task{Turn: taskTurn(det, turn), UserText: det.UserText, DetectionID: detectionID, Inception: Inception(det, tools)}
+}
+
+// taskTurn is the user turn a detection's task is for: the detection's own
+// turn, else the turn of its event (meta).
+func taskTurn(det schemas.Detection, metaTurn int) int {
 	if det.Turn != 0 {
-		turn = det.Turn
+		return det.Turn
 	}
-	return schemas.Task{Turn: turn, UserText: det.UserText, DetectionID: detectionID, Inception: Inception(det, tools)}
+	return metaTurn
 }

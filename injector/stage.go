@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -14,9 +17,11 @@ import (
 // publishes exactly one task per user turn, and optionally the sidecar
 // responder.
 type Stage struct {
-	cfg  Config
-	deps Deps
-	m    *metrics
+	cfg     Config
+	deps    Deps
+	m       *metrics
+	tasks   jetstream.Stream // REIN_TASKS, for the recheck (unfused only)
+	recheck time.Duration    // Config.RecheckAfter or half the tasks' duplicate window
 }
 
 // New builds the injector stage.
@@ -49,6 +54,13 @@ func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
 		var err error
+		if s.tasks, err = s.deps.JS.Stream(ctx, streams.StreamTasks); err != nil {
+			return fmt.Errorf("injector: stream %s: %w", streams.StreamTasks, err)
+		}
+		s.recheck = s.cfg.RecheckAfter
+		if s.recheck == 0 {
+			s.recheck = s.tasks.CachedInfo().Config.Duplicates / 2
+		}
 		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 		if err != nil {
@@ -88,6 +100,16 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return streams.Permanent(err)
 	}
+	if time.Since(d.Event.Time()) > s.recheck {
+		exists, err := s.taskExists(ctx, d.Meta, taskTurn(det, d.Meta.Turn))
+		if err != nil {
+			return err // transient: redelivered
+		}
+		if exists {
+			s.deps.Logger.Debug("injector: task already stored", "tenant", d.Meta.Tenant, "conversation", d.Meta.Conversation, "turn", taskTurn(det, d.Meta.Turn))
+			return nil
+		}
+	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, out); err != nil {
 		return err
 	}
@@ -113,4 +135,23 @@ func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID strin
 		stored = func() { s.m.injected(task.Inception.ErrorType) }
 	}
 	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, stored, nil
+}
+
+// taskExists tells whether REIN_TASKS already holds the task of the turn:
+// the conversation's tasks are stored in turn order, so its last one being
+// of this turn or a later one means this turn's was published.
+func (s *Stage) taskExists(ctx context.Context, meta schemas.Meta, turn int) (bool, error) {
+	raw, err := s.tasks.GetLastMsgForSubject(ctx, streams.TaskSubject(meta.Tenant, meta.Conversation))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("injector: last task of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+	}
+	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil {
+		// An undecodable stored task says nothing about this turn's.
+		return false, nil
+	}
+	return last.Meta.Turn >= turn, nil
 }

@@ -169,6 +169,67 @@ func TestRedeliveredDetectionsProduceNoSecondTask(t *testing.T) {
 	}
 }
 
+// TestOldDetectionsAreRecheckedAgainstStoredTasks covers a durable that
+// reads REIN_DETECTIONS from its start long after the tasks were stored (the
+// stages ran fused before, or the durable was recreated): the duplicate
+// window no longer holds those tasks' ids, so the stored tasks answer.
+func TestOldDetectionsAreRecheckedAgainstStoredTasks(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	pub := streams.NewPublisher(h.JS, nil)
+	// Tasks stored long ago: published under other message ids, as if their
+	// own had left the duplicate window.
+	storeTask := func(conv string, turn int) {
+		ev, err := schemas.NewEvent(schemas.TypeTask, schemas.EventID("task", tenant, conv, turn)+"-long-ago", "",
+			schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, schemas.Task{Turn: turn, UserText: "earlier", DetectionID: "d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(ctx, streams.StreamTasks, streams.TaskSubject(tenant, conv), &ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storeTask("done", 3)   // this turn's task exists
+	storeTask("behind", 2) // only an earlier turn's
+	publishOld := func(conv string, turn int, age time.Duration) {
+		det := schemas.Detection{Turn: turn, UserText: "hello", Module: "rules", TaxonomyVersion: "test-1"}
+		ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", tenant, conv, turn), "",
+			schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, det)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.SetTime(time.Now().Add(-age))
+		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publishOld("done", 3, time.Hour)
+	publishOld("behind", 3, time.Hour)
+	publishOld("new", 1, time.Hour)
+	startStage(t, h, injector.Config{}, nil)
+	rtest.CheckFor(t, 10*time.Second, "injector consumed the three detections", func() bool {
+		c, err := h.JS.Consumer(ctx, streams.StreamDetections, streams.DurableInjector)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.AckFloor.Stream >= 3 && info.NumAckPending == 0
+	})
+	got := tasks(t, h)
+	if len(got) != 4 {
+		t.Errorf("tasks stored = %d, want the 2 old ones and 2 new: %v", len(got), got)
+	}
+	if _, dup := got[schemas.EventID("task", tenant, "done", 3)]; dup {
+		t.Error("a second task for a turn whose task was already stored")
+	}
+	for _, conv := range []string{"behind", "new"} {
+		turn := map[string]int{"behind": 3, "new": 1}[conv]
+		if _, ok := got[schemas.EventID("task", tenant, conv, turn)]; !ok {
+			t.Errorf("no task for %s turn %d", conv, turn)
+		}
+	}
+}
+
 func sum(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()
