@@ -166,4 +166,7 @@ type Deps struct {
 	Domain *domains.Domain
 	// Backend, when set, replaces the backend Config.Backend names.
 	Backend Backend
+	// Now is the clock that ages state snapshots against the bucket's
+	// max age (default time.Now).
+	Now func() time.Time
 }

@@ -48,8 +48,10 @@
 // holding the current turn's messages, the conversation's status and, once
 // it differs from a new one, the backend's overlay, so a write costs one
 // turn, not the whole conversation; the bucket keeps 64 values per key and
-// every 32nd record is a snapshot of the whole context, so the newest
-// snapshot and its followers rebuild the State — with a concurrency check
+// every 32nd record is a snapshot of the whole context (so is a write
+// when the newest whole context is older than half the bucket's max age,
+// kv_ttl, which expires records one by one), so the newest snapshot and
+// its followers rebuild the State — with a concurrency check
 // on the key (a stale replica is refused and reloads) after every tool
 // result and at the end
 // of the turn (Config.Persist "turn" writes only at the end of

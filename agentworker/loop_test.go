@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -408,5 +409,57 @@ func TestEvictedStatesReloadExactly(t *testing.T) {
 	}
 	if n := len(model.requests()); n < 6 {
 		t.Fatalf("%d model requests", n)
+	}
+}
+
+// TestStateSnapshotsBeforeTheBucketAgesThemOut: the bucket's records expire
+// one by one after its max age (kv_ttl, 24h by default), so a conversation
+// active for longer than that must always have a record holding its whole
+// context that is younger: a write is a snapshot once the newest whole
+// context is older than half the max age — counted from the clock of the
+// worker that wrote it, or from its stored time for a worker that read it.
+func TestStateSnapshotsBeforeTheBucketAgesThemOut(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	var ahead atomic.Int64 // how far the workers' clock runs ahead
+	now := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	play := func(turn int) {
+		t.Helper()
+		publishTask(t, h, "days", turn, fmt.Sprintf("message %d", turn), nil)
+		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "days")) == turn })
+	}
+	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t), Now: now})
+	play(1)
+	play(2)
+	ahead.Store(int64(13 * time.Hour)) // the first record is now older than 12h
+	play(3)
+	play(4)
+	stop()
+	// A worker that reads the state dates its whole context by the stored
+	// time of the snapshot: just written, so no snapshot yet...
+	ahead.Store(0)
+	_, stop = startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t), Now: now})
+	play(5)
+	stop()
+	// ...but 13 hours later, one.
+	ahead.Store(int64(13 * time.Hour))
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t), Now: now})
+	play(6)
+
+	recs := stateRecords(t, h, "days")
+	var got []bool
+	for _, r := range recs {
+		got = append(got, r.Snapshot)
+	}
+	if want := []bool{false, false, true, false, false, true}; !slices.Equal(got, want) {
+		t.Fatalf("snapshot flags of the records = %v, want %v", got, want)
+	}
+	users := 0
+	for _, m := range recs[2].Messages {
+		if m.Role == llm.RoleUser {
+			users++
+		}
+	}
+	if users != 3 {
+		t.Errorf("turn 3's snapshot holds %d user messages, want the whole context's 3", users)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,7 +28,8 @@ import (
 // keeps the server's subject index at one entry per conversation, where a
 // key per turn cost one per turn (≈150 B of server memory each).
 type record struct {
-	progress // the conversation as of this record
+	at       time.Time // when it was stored (not part of the JSON)
+	progress           // the conversation as of this record
 	// Messages are the turn's part of the internal context, its user
 	// message first (none for a turn on the human path); in a snapshot,
 	// the whole context, the turn's part starting at TurnStart.
@@ -43,6 +45,12 @@ type record struct {
 // snapshotEvery is how many records may follow a snapshot (or the start of
 // a conversation) before the next write is a snapshot: at most half the
 // kept history, so a snapshot and its followers always fit.
+//
+// A conversation's records also expire one by one with the bucket's max
+// age (kv_ttl): one active for longer than that would lose its oldest
+// records and the context they held. So a write is a snapshot as well when
+// the newest record holding the whole context (the last snapshot, or the
+// conversation's first record) is older than half the max age.
 const snapshotEvery = streams.ConversationHistory / 2
 
 // store reads and writes State records. Writes carry an optimistic
@@ -53,6 +61,8 @@ const snapshotEvery = streams.ConversationHistory / 2
 type store struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream // the bucket's stream
+	maxAge time.Duration    // the bucket's max age (0: records never expire)
+	now    func() time.Time
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
@@ -60,7 +70,7 @@ func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
 	if err != nil {
 		return store{}, fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
 	}
-	return store{js: js, stream: st}, nil
+	return store{js: js, stream: st, maxAge: st.CachedInfo().Config.MaxAge, now: time.Now}, nil
 }
 
 // LoadState reads a conversation's State from REIN_CONVERSATIONS; ok is
@@ -95,7 +105,7 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 			recs = recs[:0] // the key was deleted or purged: what came before is gone
 			return nil
 		}
-		var r record
+		r := record{at: m.Time}
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
 		}
@@ -119,13 +129,13 @@ const kvOperation = "KV-Operation"
 func (s *State) assemble(recs []record) {
 	var done []llm.Message // the context of the turns before cur's
 	cur := recs[0]
-	s.records = 0
+	s.records, s.wholeAt = 0, cur.at
 	for i, r := range recs {
 		if r.Snapshot {
 			at := min(r.TurnStart, len(r.Messages))
 			done = slices.Clone(r.Messages[:at])
 			r.Messages = r.Messages[at:]
-			s.records = 0
+			s.records, s.wholeAt = 0, r.at
 		} else {
 			s.records++
 			if i > 0 && r.Turn != cur.Turn {
@@ -150,11 +160,12 @@ func closed(r record) []llm.Message {
 }
 
 // record is the record to write now: the current turn's part, or the whole
-// context when snapshotEvery records have followed the last snapshot. fresh
-// is the overlay of a new conversation, which is not stored.
-func (s *State) record(overlay, fresh []byte) record {
+// context when snapshotEvery records have followed the last snapshot or
+// aged says the newest whole context is getting old. fresh is the overlay
+// of a new conversation, which is not stored.
+func (s *State) record(overlay, fresh []byte, aged bool) record {
 	r := record{progress: s.progress, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):]}
-	if s.records >= snapshotEvery {
+	if s.records >= snapshotEvery || aged {
 		r.Messages, r.Snapshot, r.TurnStart = s.Messages, true, s.TurnStart
 	}
 	if !bytes.Equal(overlay, fresh) {
@@ -170,7 +181,10 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 	if err != nil {
 		return fmt.Errorf("agentworker: backend state: %w", err)
 	}
-	rec := s.record(ov, fresh)
+	now := st.now()
+	first := s.seq == 0 // a conversation's first record holds its whole context
+	aged := !first && st.maxAge > 0 && now.Sub(s.wholeAt) > st.maxAge/2
+	rec := s.record(ov, fresh, aged)
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("agentworker: encode state: %w", err)
@@ -185,6 +199,9 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 		return fmt.Errorf("agentworker: write state %s: %w", subject, err)
 	}
 	s.seq, s.Overlay = ack.Sequence, ov
+	if rec.Snapshot || first {
+		s.wholeAt = now
+	}
 	if rec.Snapshot {
 		s.records = 0
 	} else {

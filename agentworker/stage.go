@@ -122,6 +122,9 @@ func (s *Stage) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if s.deps.Now != nil {
+		st.now = s.deps.Now
+	}
 	s.store = st
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)

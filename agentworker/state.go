@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -40,6 +41,7 @@ type State struct {
 
 	seq       uint64       // stream sequence of the conversation's newest stored record
 	records   int          // records stored since the newest snapshot (see record)
+	wholeAt   time.Time    // when the newest record holding the whole context was stored
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
 }
