@@ -38,6 +38,14 @@ type StageConfig struct {
 	Workers int
 	// TaxonomyVersion is recorded in every detection.
 	TaxonomyVersion string
+	// RecheckAfter: a user turn stored longer ago than this is first
+	// checked against the conversation's last stored detection (and, with
+	// Deps.Then, Deps.ThenStored), since the duplicate window may no longer
+	// hold the ids of its outputs: a durable created anew reads REIN_TURNS
+	// from its start. A turn whose outputs are stored is acked without a
+	// second inception call. Default: half of REIN_DETECTIONS' duplicate
+	// window, read from the stream when the stage starts.
+	RecheckAfter time.Duration
 }
 
 func (c *StageConfig) defaults() {
@@ -67,6 +75,8 @@ func (c StageConfig) Validate() error {
 	switch {
 	case c.Timeout < 0 || c.HistoryTurns < 2 || c.MaxConversations < 1 || c.IdleTTL < time.Second:
 		return fmt.Errorf("%w: timeout, history, max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.RecheckAfter < 0:
+		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.TaxonomyVersion == "":
 		return fmt.Errorf("%w: taxonomy version is empty", ErrInvalidConfig)
 	}
@@ -92,6 +102,11 @@ type Deps struct {
 	// both are stored. cmd/rein sets it to the injector's Stage.Task when
 	// both stages run in one process (fused: one hop fewer per turn).
 	Then func(meta schemas.Meta, det schemas.Detection, detectionID string) (out streams.Out, stored func(), err error)
+	// ThenStored tells whether Then's event of a user turn is already
+	// stored (the injector's Stage.TaskStored); asked only for turns older
+	// than StageConfig.RecheckAfter. With Then set and ThenStored nil, such
+	// a turn is always judged again.
+	ThenStored func(ctx context.Context, tenant, conv string, turn int) (bool, error)
 }
 
 // Stage is the detector: a durable consumer on user turns that keeps each
@@ -107,6 +122,9 @@ type Stage struct {
 
 	streamMu sync.Mutex
 	stream   jetstream.Stream // REIN_TURNS, looked up once
+
+	detections jetstream.Stream // REIN_DETECTIONS, for the recheck
+	recheck    time.Duration    // StageConfig.RecheckAfter or half the detections' duplicate window
 }
 
 // New builds the detector stage.
@@ -152,6 +170,14 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
+	det, err := s.deps.JS.Stream(ctx, streams.StreamDetections)
+	if err != nil {
+		return fmt.Errorf("detector: stream %s: %w", streams.StreamDetections, err)
+	}
+	s.detections, s.recheck = det, s.cfg.RecheckAfter
+	if s.recheck == 0 {
+		s.recheck = det.CachedInfo().Config.Duplicates / 2
+	}
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
@@ -187,6 +213,17 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	}
 	if turn.Turn == 0 {
 		turn.Turn = d.Meta.Turn
+	}
+	if time.Since(d.Stored) > s.recheck {
+		done, err := s.handled(ctx, d.Meta.Tenant, d.Meta.Conversation, turn.Turn)
+		if err != nil {
+			return err // retried
+		}
+		if done {
+			// Its context may be cached without this turn: read it anew.
+			s.convs.Drop(streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation))
+			return nil
+		}
 	}
 	conv, err := s.conversation(ctx, d)
 	if err != nil {

@@ -175,3 +175,27 @@ func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	return st, err
 }
+
+// handled tells whether a user turn's outputs are already stored: the
+// conversation's last detection is of this turn or a later one (detections
+// are stored in turn order) and, with Deps.Then, so is Then's event.
+func (s *Stage) handled(ctx context.Context, tenant, conv string, turn int) (bool, error) {
+	raw, err := s.detections.GetLastMsgForSubject(ctx, streams.DetectionSubject(tenant, conv))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("detector: last detection of %s/%s: %w", tenant, conv, err)
+	}
+	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil || last.Meta.Turn < turn {
+		return false, nil
+	}
+	if s.deps.Then == nil {
+		return true, nil
+	}
+	if s.deps.ThenStored == nil {
+		return false, nil
+	}
+	return s.deps.ThenStored(ctx, tenant, conv, turn)
+}

@@ -43,7 +43,7 @@ type Config struct {
 	// SidecarMaxInflight bounds requests waiting at once; past it a request
 	// is answered status "busy" at once (default 4096).
 	SidecarMaxInflight int
-	// RecheckAfter: a detection whose event time is older than this is
+	// RecheckAfter: a detection stored longer ago than this is
 	// checked against REIN_TASKS before its task is published, because the
 	// task stream's duplicate window may no longer hold that task's id: a
 	// durable created after the stages ran fused, or one recreated, reads

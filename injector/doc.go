@@ -44,6 +44,6 @@
 // a redelivered detection may count twice though it publishes one task).
 // The consume loop adds rein_stage_messages_total{stage="injector",...}.
 //
-// Exports: Config, Deps, New, (*Stage).Run, (*Stage).Task, Inception, TaskFor, Answer,
+// Exports: Config, Deps, New, (*Stage).Run, (*Stage).Task, (*Stage).TaskStored, Inception, TaskFor, Answer,
 // Ask, ParseInceptionSubject.
 package injector

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,8 +21,10 @@ type Stage struct {
 	cfg     Config
 	deps    Deps
 	m       *metrics
-	tasks   jetstream.Stream // REIN_TASKS, for the recheck (unfused only)
-	recheck time.Duration    // Config.RecheckAfter or half the tasks' duplicate window
+	recheck time.Duration // Config.RecheckAfter or half the tasks' duplicate window
+
+	mu    sync.Mutex
+	tasks jetstream.Stream // REIN_TASKS, looked up on first use (TaskStored)
 }
 
 // New builds the injector stage.
@@ -54,12 +57,13 @@ func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
 		var err error
-		if s.tasks, err = s.deps.JS.Stream(ctx, streams.StreamTasks); err != nil {
-			return fmt.Errorf("injector: stream %s: %w", streams.StreamTasks, err)
+		tasks, err := s.taskStream(ctx)
+		if err != nil {
+			return err
 		}
 		s.recheck = s.cfg.RecheckAfter
 		if s.recheck == 0 {
-			s.recheck = s.tasks.CachedInfo().Config.Duplicates / 2
+			s.recheck = tasks.CachedInfo().Config.Duplicates / 2
 		}
 		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
@@ -100,10 +104,10 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return streams.Permanent(err)
 	}
-	if time.Since(d.Event.Time()) > s.recheck {
-		exists, err := s.taskExists(ctx, d.Meta, taskTurn(det, d.Meta.Turn))
+	if time.Since(d.Stored) > s.recheck {
+		exists, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn))
 		if err != nil {
-			return err // transient: redelivered
+			return err // transient: retried
 		}
 		if exists {
 			s.deps.Logger.Debug("injector: task already stored", "tenant", d.Meta.Tenant, "conversation", d.Meta.Conversation, "turn", taskTurn(det, d.Meta.Turn))
@@ -137,16 +141,22 @@ func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID strin
 	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, stored, nil
 }
 
-// taskExists tells whether REIN_TASKS already holds the task of the turn:
-// the conversation's tasks are stored in turn order, so its last one being
-// of this turn or a later one means this turn's was published.
-func (s *Stage) taskExists(ctx context.Context, meta schemas.Meta, turn int) (bool, error) {
-	raw, err := s.tasks.GetLastMsgForSubject(ctx, streams.TaskSubject(meta.Tenant, meta.Conversation))
+// TaskStored tells whether REIN_TASKS already holds the task of a user
+// turn: a conversation's tasks are stored in turn order, so its last one
+// being of this turn or a later one means this turn's was published. The
+// stage asks it for detections older than Config.RecheckAfter, and a
+// detector fused with the stage for user turns older than its own.
+func (s *Stage) TaskStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
+	tasks, err := s.taskStream(ctx)
+	if err != nil {
+		return false, err
+	}
+	raw, err := tasks.GetLastMsgForSubject(ctx, streams.TaskSubject(tenant, conv))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("injector: last task of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+		return false, fmt.Errorf("injector: last task of %s/%s: %w", tenant, conv, err)
 	}
 	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
 	if err != nil {
@@ -154,4 +164,18 @@ func (s *Stage) taskExists(ctx context.Context, meta schemas.Meta, turn int) (bo
 		return false, nil
 	}
 	return last.Meta.Turn >= turn, nil
+}
+
+// taskStream is REIN_TASKS, looked up once.
+func (s *Stage) taskStream(ctx context.Context) (jetstream.Stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tasks == nil {
+		st, err := s.deps.JS.Stream(ctx, streams.StreamTasks)
+		if err != nil {
+			return nil, fmt.Errorf("injector: stream %s: %w", streams.StreamTasks, err)
+		}
+		s.tasks = st
+	}
+	return s.tasks, nil
 }

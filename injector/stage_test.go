@@ -191,22 +191,22 @@ func TestOldDetectionsAreRecheckedAgainstStoredTasks(t *testing.T) {
 	}
 	storeTask("done", 3)   // this turn's task exists
 	storeTask("behind", 2) // only an earlier turn's
-	publishOld := func(conv string, turn int, age time.Duration) {
+	publishOld := func(conv string, turn int) {
 		det := schemas.Detection{Turn: turn, UserText: "hello", Module: "rules", TaxonomyVersion: "test-1"}
 		ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", tenant, conv, turn), "",
 			schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, det)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev.SetTime(time.Now().Add(-age))
 		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	publishOld("done", 3, time.Hour)
-	publishOld("behind", 3, time.Hour)
-	publishOld("new", 1, time.Hour)
-	startStage(t, h, injector.Config{}, nil)
+	publishOld("done", 3)
+	publishOld("behind", 3)
+	publishOld("new", 1)
+	// Every detection counts as old: stored over a nanosecond ago.
+	startStage(t, h, injector.Config{RecheckAfter: time.Nanosecond}, nil)
 	rtest.CheckFor(t, 10*time.Second, "injector consumed the three detections", func() bool {
 		c, err := h.JS.Consumer(ctx, streams.StreamDetections, streams.DurableInjector)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2"
@@ -67,6 +68,9 @@ type Decoded struct {
 	// Sequence is the stream sequence when the event was read from a
 	// stream (0 otherwise).
 	Sequence uint64
+	// Stored is when the stream stored it, by the server's clock, for an
+	// event delivered by a consumer (zero otherwise).
+	Stored time.Time
 }
 
 // Payload unmarshals the event's data, which Decode has already checked

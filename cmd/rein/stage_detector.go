@@ -26,7 +26,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		if err != nil {
 			return nil, err
 		}
-		deps.Then = inj.Task
+		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
 	}
 	return detector.New(detector.StageConfig{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
