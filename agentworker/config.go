@@ -63,6 +63,15 @@ type Config struct {
 	// a dropped state is read back from REIN_CONVERSATIONS.
 	MaxConversations int
 	IdleTTL          time.Duration
+	// RecheckAfter: a task stored longer ago than this is first checked
+	// against the conversation's last stored agent reply, since the
+	// duplicate window may no longer hold the ids of the turn's outputs and
+	// its state may have expired with the bucket's max age: a durable
+	// created anew reads REIN_TASKS from its start. A task whose turn has
+	// its reply stored (that turn's or a later one) is acked: the turn is
+	// neither run again nor republished. Default: half of REIN_TURNS'
+	// duplicate window, read from the stream when the stage starts.
+	RecheckAfter time.Duration
 }
 
 // Persist modes (Config.Persist).
@@ -123,6 +132,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative model timeout or max tokens", ErrInvalidConfig)
 	case c.Workers < 1 || c.Workers > 4096:
 		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
+	case c.RecheckAfter < 0:
+		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.MaxConversations < 1 || c.IdleTTL < time.Second:
 		return fmt.Errorf("%w: max conversations or idle TTL out of range", ErrInvalidConfig)
 	case c.Persist != PersistStep && c.Persist != PersistTurn:

@@ -3,12 +3,14 @@ package agentworker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -31,6 +33,15 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		turn = d.Meta.Turn
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
+	if time.Since(d.Stored) > s.recheck {
+		answered, err := s.replyStored(ctx, meta)
+		if err != nil {
+			return err // retried
+		}
+		if answered {
+			return nil
+		}
+	}
 	st, err := s.load(ctx, meta)
 	if err != nil {
 		return err
@@ -62,6 +73,24 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
 	s.m.turnSecs.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// replyStored tells whether the turn is answered: the conversation's last
+// stored agent reply (replies are stored in turn order) is of this turn or
+// a later one.
+func (s *Stage) replyStored(ctx context.Context, meta schemas.Meta) (bool, error) {
+	raw, err := s.turns.GetLastMsgForSubject(ctx, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("agentworker: last reply of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+	}
+	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil {
+		return false, nil // an undecodable reply says nothing of this turn
+	}
+	return last.Meta.Turn >= meta.Turn, nil
 }
 
 // run is the agent loop: model → tool calls → results → … until a text

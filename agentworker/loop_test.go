@@ -463,3 +463,55 @@ func TestStateSnapshotsBeforeTheBucketAgesThemOut(t *testing.T) {
 		t.Errorf("turn 3's snapshot holds %d user messages, want the whole context's 3", users)
 	}
 }
+
+// TestOldAnsweredTasksAreNotRunAgain: a durable created anew reads
+// REIN_TASKS from its start, long after the turns were answered, when their
+// outputs' ids have left the duplicate window and their state may have
+// expired. A task older than RecheckAfter whose turn has its reply stored is
+// acked without running the turn again; a later turn still runs.
+func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	// Every task counts as old: stored over a nanosecond ago.
+	cfg := agentworker.Config{RecheckAfter: time.Nanosecond}
+	_, stop := startWorker(t, h, cfg, agentworker.Deps{Model: scripted(t)})
+	publishTask(t, h, "r1", 1, "show me reservation Q7RM2K", nil)
+	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "r1")) == 1 })
+	stop()
+	stepsBefore := len(steps(t, h, "r1"))
+	// The state expired, and the task comes again under another id.
+	kv, err := h.JS.KeyValue(ctx, streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, streams.ConversationKey(tenant, "r1")); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := schemas.NewEvent(schemas.TypeTask, schemas.EventID("task", tenant, "r1", 1)+"-again", "",
+		schemas.Meta{Tenant: tenant, Conversation: "r1", Turn: 1}, schemas.Task{Turn: 1, UserText: "show me reservation Q7RM2K", DetectionID: "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamTasks, streams.TaskSubject(tenant, "r1"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	model := scripted(t)
+	startWorker(t, h, cfg, agentworker.Deps{Model: model})
+	rtest.CheckFor(t, wait, "the repeated task acked", func() bool {
+		c, err := h.JS.Consumer(ctx, streams.StreamTasks, streams.DurableAgentWorker)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.AckFloor.Stream >= 2 && info.NumAckPending == 0
+	})
+	if n := len(model.requests()); n != 0 {
+		t.Errorf("the answered turn ran again: %d model requests", n)
+	}
+	if n := len(steps(t, h, "r1")); n != stepsBefore {
+		t.Errorf("steps = %d after the repeated task, want %d", n, stepsBefore)
+	}
+	// A turn not answered yet runs, old or not.
+	publishTask(t, h, "r1", 2, "thanks", nil)
+	rtest.CheckFor(t, wait, "turn 2's reply", func() bool { return len(agentTurns(t, h, "r1")) == 2 })
+}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/reinception/rein/agentworker/domains"
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
@@ -25,7 +27,9 @@ type Stage struct {
 	m        *metrics
 	cache    *convcache.Cache[*State]
 	store    store
-	fresh    []byte // the overlay of a new conversation (not stored)
+	fresh    []byte           // the overlay of a new conversation (not stored)
+	turns    jetstream.Stream // REIN_TURNS, for the recheck of old tasks
+	recheck  time.Duration    // Config.RecheckAfter or half the turns' duplicate window
 }
 
 // New builds the agent-worker stage: it reads the system prompt, opens the
@@ -126,6 +130,12 @@ func (s *Stage) Run(ctx context.Context) error {
 		st.now = s.deps.Now
 	}
 	s.store = st
+	if s.turns, err = s.deps.JS.Stream(ctx, streams.StreamTurns); err != nil {
+		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamTurns, err)
+	}
+	if s.recheck = s.cfg.RecheckAfter; s.recheck == 0 {
+		s.recheck = s.turns.CachedInfo().Config.Duplicates / 2
+	}
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
