@@ -3,14 +3,12 @@ package agentworker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -79,18 +77,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 // stored agent reply (replies are stored in turn order) is of this turn or
 // a later one.
 func (s *Stage) replyStored(ctx context.Context, meta schemas.Meta) (bool, error) {
-	raw, err := s.turns.GetLastMsgForSubject(ctx, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	last, found, err := streams.LastTurn(ctx, s.turns, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
 	if err != nil {
-		return false, fmt.Errorf("agentworker: last reply of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+		return false, fmt.Errorf("agentworker: %w", err)
 	}
-	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
-	if err != nil {
-		return false, nil // an undecodable reply says nothing of this turn
-	}
-	return last.Meta.Turn >= meta.Turn, nil
+	return found && last >= meta.Turn, nil
 }
 
 // run is the agent loop: model → tool calls → results → … until a text

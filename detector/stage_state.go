@@ -180,15 +180,11 @@ func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
 // conversation's last detection is of this turn or a later one (detections
 // are stored in turn order) and, with Deps.Then, so is Then's event.
 func (s *Stage) handled(ctx context.Context, tenant, conv string, turn int) (bool, error) {
-	raw, err := s.detections.GetLastMsgForSubject(ctx, streams.DetectionSubject(tenant, conv))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	last, found, err := streams.LastTurn(ctx, s.detections, streams.DetectionSubject(tenant, conv))
 	if err != nil {
-		return false, fmt.Errorf("detector: last detection of %s/%s: %w", tenant, conv, err)
+		return false, fmt.Errorf("detector: %w", err)
 	}
-	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
-	if err != nil || last.Meta.Turn < turn {
+	if !found || last < turn {
 		return false, nil
 	}
 	if s.deps.Then == nil {

@@ -151,19 +151,11 @@ func (s *Stage) TaskStored(ctx context.Context, tenant, conv string, turn int) (
 	if err != nil {
 		return false, err
 	}
-	raw, err := tasks.GetLastMsgForSubject(ctx, streams.TaskSubject(tenant, conv))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	last, found, err := streams.LastTurn(ctx, tasks, streams.TaskSubject(tenant, conv))
 	if err != nil {
-		return false, fmt.Errorf("injector: last task of %s/%s: %w", tenant, conv, err)
+		return false, fmt.Errorf("injector: %w", err)
 	}
-	last, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
-	if err != nil {
-		// An undecodable stored task says nothing about this turn's.
-		return false, nil
-	}
-	return last.Meta.Turn >= turn, nil
+	return found && last >= turn, nil
 }
 
 // taskStream is REIN_TASKS, looked up once.

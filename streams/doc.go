@@ -53,14 +53,19 @@
 //     or at once when it drains cleanly and unpins. Redeliveries after a
 //     failover come in stream order, and every output is published with a
 //     deterministic Nats-Msg-Id, so a turn handled twice yields one output.
+//     Past the duplicate window the ids no longer protect: an input stored
+//     longer ago than half of it (Decoded.Stored, the server's timestamp)
+//     is checked against the conversation's last stored output (LastTurn,
+//     one direct get) before it is handled again.
 //     More replicas give availability; throughput scales with workers per
 //     replica and with separate consumers per tenant set.
 //
 // Why not a KV lookup per message: on this hardware a blocking KV get+CAS
 // costs more than a whole stream hop (see ../shared/perf: 1 hop 31.5k/s vs
 // 1 hop + KV 4.7k/s), so state lives in memory with its single writer and is
-// written back to REIN_CONVERSATIONS, one record per turn with a concurrency
-// check over the conversation's keys, only when it must survive a crash.
+// written back to REIN_CONVERSATIONS, a record of the turn's part under the
+// conversation's key with a concurrency check on that key, only when it must
+// survive a crash.
 //
 // Metrics: rein_stage_messages_total{stage,outcome},
 // rein_stage_handle_seconds{stage}, rein_published_total{stream}.

@@ -59,3 +59,29 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 		t.Fatalf("unknown conversation: %d messages, %v", none, err)
 	}
 }
+
+// TestLastTurn: the turn of a subject's last stored event; nothing found for
+// an empty subject or a last message that is not a rein event.
+func TestLastTurn(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "a", 1, "x"), *turnEvent(t, "acme", "a", 7, "y"), *turnEvent(t, "acme", "b", 2, "z")})
+	st, err := h.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(conv string, want int, wantFound bool) {
+		t.Helper()
+		turn, found, err := streams.LastTurn(ctx, st, streams.TurnSubject("acme", conv, "user"))
+		if err != nil || turn != want || found != wantFound {
+			t.Errorf("LastTurn(%s) = %d, %v, %v; want %d, %v", conv, turn, found, err, want, wantFound)
+		}
+	}
+	check("a", 7, true)
+	check("b", 2, true)
+	check("none", 0, false)
+	if _, err := h.JS.Publish(ctx, streams.TurnSubject("acme", "b", "user"), []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	check("b", 0, false)
+}

@@ -1,0 +1,30 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// LastTurn reads the last event stored on subject (one direct get where the
+// stream allows it) and returns its turn (the rein extension). found is
+// false when the subject holds nothing, or when its last message is not a
+// decodable rein event, which says nothing of any turn. Stages use it to
+// tell whether a turn's output is already stored: a conversation's outputs
+// on a subject are stored in turn order.
+func LastTurn(ctx context.Context, s jetstream.Stream, subject string) (turn int, found bool, err error) {
+	raw, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("streams: last message on %s: %w", subject, err)
+	}
+	d, err := Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil {
+		return 0, false, nil
+	}
+	return d.Meta.Turn, true, nil
+}
