@@ -63,14 +63,14 @@ type Config struct {
 	// a dropped state is read back from REIN_CONVERSATIONS.
 	MaxConversations int
 	IdleTTL          time.Duration
-	// RecheckAfter: a task stored longer ago than this is first checked
-	// against the conversation's last stored agent reply, since the
-	// duplicate window may no longer hold the ids of the turn's outputs and
-	// its state may have expired with the bucket's max age: a durable
-	// created anew reads REIN_TASKS from its start. A task whose turn has
-	// its reply stored (that turn's or a later one) is acked: the turn is
-	// neither run again nor republished. Default: half of REIN_TURNS'
-	// duplicate window, read from the stream when the stage starts.
+	// RecheckAfter: a task stored longer ago than this, of a turn its
+	// conversation's state does not know of, is first checked against the
+	// conversation's last stored agent reply: the state may have expired
+	// with the bucket's max age after the turn was answered, and a durable
+	// created anew reads REIN_TASKS from its start. When that reply is of
+	// this turn or a later one the task is acked and the turn not run
+	// again. Default: half of REIN_TURNS' duplicate window, read from the
+	// stream when the stage starts.
 	RecheckAfter time.Duration
 }
 

@@ -63,14 +63,16 @@
 // republishes what may have been lost (duplicates are dropped by
 // Nats-Msg-Id within the streams' duplicate window), and never applies a tool call with side effects twice: a
 // domain call whose result was not stored re-runs on the overlay from
-// before it; an HTTP call re-runs with the same idempotency key. A task
-// stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
-// duplicate window) — a durable created anew replays REIN_TASKS from its
-// start, past that window and perhaps past the state's expiry — is first
-// checked against the conversation's last stored reply (one direct get):
-// when it is of this turn or a later one, the task is acked, the turn
-// neither run again nor republished. A turn on the human path stores no
-// reply, so a replayed one is recorded again from its state, as before.
+// before it; an HTTP call re-runs with the same idempotency key. A durable
+// created anew replays REIN_TASKS from its start, past the duplicate window
+// and perhaps past the state's expiry: a task stored longer ago than
+// Config.RecheckAfter (half of REIN_TURNS' duplicate window) of a turn the
+// state does not know of is first checked against the conversation's last
+// stored reply (one direct get), and acked without running when that reply
+// is of this turn or a later one. A finished turn the state knows of is
+// still republished (a crash may have stored only part of its outputs;
+// past the window that can store some twice). A turn on the human path
+// stores no reply: with its state expired, a replayed one would run.
 //
 // Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
 // human_path), rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}

@@ -31,15 +31,6 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		turn = d.Meta.Turn
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
-	if time.Since(d.Stored) > s.recheck {
-		answered, err := s.replyStored(ctx, meta)
-		if err != nil {
-			return err // retried
-		}
-		if answered {
-			return nil
-		}
-	}
 	st, err := s.load(ctx, meta)
 	if err != nil {
 		return err
@@ -62,6 +53,19 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		s.m.turns.WithLabelValues(OutcomeHuman).Inc()
 		return nil
 	default:
+		// A turn the state does not know of. When the task is old, the
+		// state may have expired after the turn was answered: do not run
+		// it again. (A finished turn the state knows of is republished
+		// above instead: a crash may have stored only part of its outputs.)
+		if time.Since(d.Stored) > s.recheck {
+			answered, err := s.replyStored(ctx, meta)
+			if err != nil {
+				return err // retried
+			}
+			if answered {
+				return nil
+			}
+		}
 		st.begin(turn, task)
 	}
 	start := time.Now()

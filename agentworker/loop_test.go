@@ -467,8 +467,9 @@ func TestStateSnapshotsBeforeTheBucketAgesThemOut(t *testing.T) {
 // TestOldAnsweredTasksAreNotRunAgain: a durable created anew reads
 // REIN_TASKS from its start, long after the turns were answered, when their
 // outputs' ids have left the duplicate window and their state may have
-// expired. A task older than RecheckAfter whose turn has its reply stored is
-// acked without running the turn again; a later turn still runs.
+// expired. A task older than RecheckAfter, of a turn the state does not know
+// of, whose reply is stored is acked without running the turn again; a later
+// turn still runs.
 func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
