@@ -56,7 +56,6 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
-		var err error
 		tasks, err := s.taskStream(ctx)
 		if err != nil {
 			return err
