@@ -133,9 +133,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if s.turns, err = s.deps.JS.Stream(ctx, streams.StreamTurns); err != nil {
 		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamTurns, err)
 	}
-	if s.recheck = s.cfg.RecheckAfter; s.recheck == 0 {
-		s.recheck = s.turns.CachedInfo().Config.Duplicates / 2
-	}
+	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.turns)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

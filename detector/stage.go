@@ -174,10 +174,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("detector: stream %s: %w", streams.StreamDetections, err)
 	}
-	s.detections, s.recheck = det, s.cfg.RecheckAfter
-	if s.recheck == 0 {
-		s.recheck = det.CachedInfo().Config.Duplicates / 2
-	}
+	s.detections, s.recheck = det, streams.RecheckAfter(s.cfg.RecheckAfter, det)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

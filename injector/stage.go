@@ -60,10 +60,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.recheck = s.cfg.RecheckAfter
-		if s.recheck == 0 {
-			s.recheck = tasks.CachedInfo().Config.Duplicates / 2
-		}
+		s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, tasks)
 		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 		if err != nil {

@@ -55,8 +55,8 @@
 //     deterministic Nats-Msg-Id, so a turn handled twice yields one output.
 //     Past the duplicate window the ids no longer protect: an input stored
 //     longer ago than half of it (Decoded.Stored, the server's timestamp)
-//     is checked against the conversation's last stored output (LastTurn,
-//     one direct get) before it is handled again.
+//     (RecheckAfter) is checked against the conversation's last stored
+//     output (LastTurn, one direct get) before it is handled again.
 //     More replicas give availability; throughput scales with workers per
 //     replica and with separate consumers per tenant set.
 //

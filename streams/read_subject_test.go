@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
@@ -61,7 +62,8 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 }
 
 // TestLastTurn: the turn of a subject's last stored event; nothing found for
-// an empty subject or a last message that is not a rein event.
+// an empty subject or a last message that is not a rein event; and the age
+// past which stages check inputs against it.
 func TestLastTurn(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
@@ -84,4 +86,12 @@ func TestLastTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("b", 0, false)
+	// The age past which inputs are checked: half the 2-minute window
+	// rein provisions, unless configured.
+	if got := streams.RecheckAfter(0, st); got != time.Minute {
+		t.Errorf("RecheckAfter(0) = %s, want 1m", got)
+	}
+	if got := streams.RecheckAfter(5*time.Second, st); got != 5*time.Second {
+		t.Errorf("RecheckAfter(5s) = %s, want 5s", got)
+	}
 }

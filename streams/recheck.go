@@ -4,9 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// RecheckAfter is the age (Decoded.Stored) past which a stage checks an
+// input against the outputs already stored before handling it again: the
+// configured age when set, else half the duplicate window of the stream the
+// outputs go to, within which their Nats-Msg-Id still drops a repeat.
+func RecheckAfter(configured time.Duration, out jetstream.Stream) time.Duration {
+	if configured != 0 {
+		return configured
+	}
+	return out.CachedInfo().Config.Duplicates / 2
+}
 
 // LastTurn reads the last event stored on subject (one direct get where the
 // stream allows it) and returns its turn (the rein extension). found is
