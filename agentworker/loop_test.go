@@ -73,15 +73,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	publishTask(t, h, "d1", 1, "cancel that one", inception("anaphora", "ambiguity_report"))
 	// The task is acked once every output of the turn is stored (the agent
 	// turn may land before the steps: the streams store in parallel).
-	acked := func() bool {
-		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.AckFloor.Stream >= 1 && info.NumAckPending == 0
-	}
-	rtest.CheckFor(t, wait, "task acked", acked)
+	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1)
 	calls := len(model.requests())
 	nSteps, nOut := len(steps(t, h, "d1")), len(outcomes(t, h, "d1"))
 	if len(agentTurns(t, h, "d1")) != 1 || nSteps == 0 || nOut == 0 {
@@ -95,7 +87,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
-	rtest.CheckFor(t, wait, "task consumed again", acked)
+	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1) // consumed again
 	if n := len(model.requests()); n != calls {
 		t.Errorf("model called %d more times", n-calls)
 	}
@@ -498,14 +490,7 @@ func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	}
 	model := scripted(t)
 	startWorker(t, h, cfg, agentworker.Deps{Model: model})
-	rtest.CheckFor(t, wait, "the repeated task acked", func() bool {
-		c, err := h.JS.Consumer(ctx, streams.StreamTasks, streams.DurableAgentWorker)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.AckFloor.Stream >= 2 && info.NumAckPending == 0
-	})
+	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 2) // the repeated task
 	if n := len(model.requests()); n != 0 {
 		t.Errorf("the answered turn ran again: %d model requests", n)
 	}

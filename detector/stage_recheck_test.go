@@ -49,17 +49,6 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		rtest.Run(t, "stage", st.Run)
 		return m
 	}
-	consumed := func(t *testing.T, h *rtest.JS, n uint64) {
-		t.Helper()
-		rtest.CheckFor(t, 10*time.Second, "every turn acked", func() bool {
-			c, err := h.JS.Consumer(context.Background(), streams.StreamTurns, streams.DurableDetector)
-			if err != nil {
-				return false
-			}
-			info, err := c.Info(context.Background())
-			return err == nil && info.AckFloor.Stream >= n && info.NumAckPending == 0
-		})
-	}
 	judged := func(m *fakeModule) int {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -72,7 +61,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		publishTurn(t, h, "done", "user", 1, "cancel that one")
 		publishTurn(t, h, "fresh", "user", 1, "hello")
 		m := run(t, h, detector.Deps{})
-		consumed(t, h, 2)
+		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judged(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one without a detection", n)
 		}
@@ -97,7 +86,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 			// Only "both" has its task stored too.
 			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
 		})
-		consumed(t, h, 2)
+		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judged(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one whose task is missing", n)
 		}

@@ -153,14 +153,7 @@ func TestRedeliveredDetectionsProduceNoSecondTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	startStage(t, h, injector.Config{}, nil)
-	rtest.CheckFor(t, 10*time.Second, "injector consumed both copies", func() bool {
-		c, err := h.JS.Consumer(context.Background(), streams.StreamDetections, streams.DurableInjector)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.AckFloor.Stream >= 2 && info.NumAckPending == 0
-	})
+	h.WaitAcked(t, 10*time.Second, streams.StreamDetections, streams.DurableInjector, 2) // both copies
 	if n := h.StreamMsgs(t, streams.StreamTasks); n != 1 {
 		t.Errorf("tasks stored = %d, want 1", n)
 	}
@@ -207,14 +200,7 @@ func TestOldDetectionsAreRecheckedAgainstStoredTasks(t *testing.T) {
 	publishOld("new", 1)
 	// Every detection counts as old: stored over a nanosecond ago.
 	startStage(t, h, injector.Config{RecheckAfter: time.Nanosecond}, nil)
-	rtest.CheckFor(t, 10*time.Second, "injector consumed the three detections", func() bool {
-		c, err := h.JS.Consumer(ctx, streams.StreamDetections, streams.DurableInjector)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.AckFloor.Stream >= 3 && info.NumAckPending == 0
-	})
+	h.WaitAcked(t, 10*time.Second, streams.StreamDetections, streams.DurableInjector, 3) // the three detections
 	got := tasks(t, h)
 	if len(got) != 4 {
 		t.Errorf("tasks stored = %d, want the 2 old ones and 2 new: %v", len(got), got)

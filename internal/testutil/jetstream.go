@@ -79,3 +79,17 @@ func (h *JS) StreamMsgs(t testing.TB, name string) uint64 {
 	}
 	return info.State.Msgs
 }
+
+// WaitAcked polls, up to within, until the durable consumer has acked every
+// message of its stream through sequence through and has none pending.
+func (h *JS) WaitAcked(t testing.TB, within time.Duration, stream, durable string, through uint64) {
+	t.Helper()
+	CheckFor(t, within, durable+" acked its messages", func() bool {
+		c, err := h.JS.Consumer(context.Background(), stream, durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= through && info.NumAckPending == 0
+	})
+}
