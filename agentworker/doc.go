@@ -59,20 +59,21 @@
 // overlay stored before it); with an external backend the model's decision
 // is also written before the call runs. Every output is derived from the
 // State with a deterministic id, and is published after the State is
-// stored, so a redelivered task resumes where the stored State stopped,
-// republishes what may have been lost (duplicates are dropped by
-// Nats-Msg-Id within the streams' duplicate window), and never applies a tool call with side effects twice: a
-// domain call whose result was not stored re-runs on the overlay from
-// before it; an HTTP call re-runs with the same idempotency key. A durable
-// created anew replays REIN_TASKS from its start, past the duplicate window
-// and perhaps past the state's expiry: a task stored longer ago than
-// Config.RecheckAfter (half of REIN_TURNS' duplicate window) of a turn the
-// state does not know of is first checked against the conversation's last
-// stored reply (one direct get), and acked without running when that reply
-// is of this turn or a later one. A finished turn the state knows of is
-// still republished (a crash may have stored only part of its outputs;
-// past the window that can store some twice). A turn on the human path
-// stores no reply: with its state expired, a replayed one would run.
+// stored, the agent reply last, once every other output of the turn is
+// stored. So a redelivered task resumes where the stored State stopped and
+// never applies a tool call with side effects twice (a domain call whose
+// result was not stored re-runs on the overlay from before it; an HTTP call
+// re-runs with the same idempotency key); a redelivered finished turn
+// whose reply is stored publishes nothing (one direct get, only when this
+// worker did not publish it itself), and one whose reply is not republishes
+// its outputs (duplicates are dropped by Nats-Msg-Id within the streams'
+// duplicate window). A durable created anew replays REIN_TASKS from its
+// start, past the duplicate window and perhaps past the state's expiry: a
+// task stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
+// duplicate window) of a turn the state does not know of is first checked
+// against the conversation's last stored reply and escalation (direct
+// gets), and acked without running when that reply is of this turn or a
+// later one, or when the conversation was handed to a human.
 //
 // Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
 // human_path), rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}

@@ -39,7 +39,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	case st.Turn > turn:
 		return nil // an older turn, finished long ago
 	case st.Turn == turn && st.TurnDone:
-		return s.publish(ctx, meta, st) // redelivered after its outputs: they deduplicate
+		return s.republish(ctx, meta, st) // redelivered after it finished
 	case st.Turn == turn:
 		// resume the turn in progress
 	case st.Status == StatusHuman:
@@ -54,15 +54,14 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return nil
 	default:
 		// A turn the state does not know of. When the task is old, the
-		// state may have expired after the turn was answered: do not run
-		// it again. (A finished turn the state knows of is republished
-		// above instead: a crash may have stored only part of its outputs.)
+		// state may have expired after the turn was answered, or after the
+		// conversation was handed to a human: do not run it.
 		if time.Since(d.Stored) > s.recheck {
-			answered, err := s.replyStored(ctx, meta)
+			settled, err := s.settled(ctx, meta)
 			if err != nil {
 				return err // retried
 			}
-			if answered {
+			if settled {
 				return nil
 			}
 		}
@@ -75,6 +74,41 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
 	s.m.turnSecs.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// republish handles a finished turn delivered again. The turn's reply is
+// stored only after every other output of it is (publish), so a stored
+// reply says the whole turn is and nothing is published again; otherwise
+// the outputs not known to be stored are, their ids dropping the ones that
+// were within the duplicate window. The check costs one direct get, and
+// only when this worker has not published the turn itself (a restart, a
+// reload, a failed publish): a worker that did returns at once.
+func (s *Stage) republish(ctx context.Context, meta schemas.Meta, st *State) error {
+	if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); st.published < len(outs) {
+		answered, err := s.replyStored(ctx, meta)
+		if err != nil {
+			return err
+		}
+		if answered {
+			st.published = len(outs)
+			return nil
+		}
+	}
+	return s.publish(ctx, meta, st)
+}
+
+// settled tells whether an old turn the state does not know of must not
+// run: it is answered, or the conversation was handed to a human (its
+// escalation is stored), whose turns never reach the model.
+func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
+	if answered, err := s.replyStored(ctx, meta); err != nil || answered {
+		return answered, err
+	}
+	_, escalated, err := streams.LastTurn(ctx, s.outcomes, streams.EscalationSubject(meta.Tenant, meta.Conversation))
+	if err != nil {
+		return false, fmt.Errorf("agentworker: %w", err)
+	}
+	return escalated, nil
 }
 
 // replyStored tells whether the turn is answered: the conversation's last
@@ -243,7 +277,9 @@ func (s *Stage) call(ctx context.Context, meta schemas.Meta, st *State, c llm.To
 }
 
 // publish publishes the turn's events not yet published by this worker.
-// After a restart it publishes them all again; their ids deduplicate.
+// After a restart it publishes them all again; their ids deduplicate. The
+// agent reply, a finished turn's last output, is published once every
+// other one is stored (republish relies on it).
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
 	outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
 	if st.published >= len(outs) {
@@ -258,6 +294,12 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 			return streams.Permanent(fmt.Errorf("agentworker: build %s: %w", o.typ, err))
 		}
 		batch = append(batch, streams.Out{Stream: o.stream, Subject: o.subject, Event: eventPtr(ev)})
+	}
+	if st.TurnDone && len(batch) > 1 {
+		if _, err := s.deps.Publisher.PublishAll(ctx, batch[:len(batch)-1]...); err != nil {
+			return err
+		}
+		batch = batch[len(batch)-1:]
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, batch...); err != nil {
 		return err

@@ -86,10 +86,26 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	if err := h.JS.DeleteConsumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err != nil {
 		t.Fatal(err)
 	}
+	// Every publish on the conversation's output subjects, stored or not.
+	seen, err := h.Conn.SubscribeSync("rein.*.acme.d1.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenSteps, err := h.Conn.SubscribeSync("rein.*.acme.d1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
 	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1) // consumed again
 	if n := len(model.requests()); n != calls {
 		t.Errorf("model called %d more times", n-calls)
+	}
+	// Its reply is stored, so is every other output: nothing is published
+	// again, which past the duplicate window would store it twice.
+	n1, _, _ := seen.Pending()
+	n2, _, _ := seenSteps.Pending()
+	if n1+n2 != 0 {
+		t.Errorf("the finished turn was published again: %d messages", n1+n2)
 	}
 	if len(agentTurns(t, h, "d1")) != 1 || len(steps(t, h, "d1")) != nSteps || len(outcomes(t, h, "d1")) != nOut {
 		t.Errorf("outputs duplicated")
@@ -500,4 +516,45 @@ func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	// A turn not answered yet runs, old or not.
 	publishTask(t, h, "r1", 2, "thanks", nil)
 	rtest.CheckFor(t, wait, "turn 2's reply", func() bool { return len(agentTurns(t, h, "r1")) == 2 })
+}
+
+// TestOldHumanPathTasksDoNotReachTheModel: a turn on the human path stores
+// no reply. Replayed long after, with the conversation's state expired, it
+// is acked without reaching the model: the stored escalation says the
+// conversation belongs to a human.
+func TestOldHumanPathTasksDoNotReachTheModel(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	cfg := agentworker.Config{RecheckAfter: time.Nanosecond} // every task is old
+	_, stop := startWorker(t, h, cfg, agentworker.Deps{Model: scripted(t)})
+	publishTask(t, h, "h1", 1, "I want seat selection", inception("unsupported_action", "transfer_to_human_agents"))
+	publishTask(t, h, "h1", 2, "hello? are you there?", nil)
+	rtest.CheckFor(t, wait, "turn 2 on the human path", func() bool {
+		s, ok := storedState(t, h, "h1")
+		return ok && s.Turn == 2 && s.HumanTurns == 1
+	})
+	stop()
+	if n := len(outcomes(t, h, "h1")); n != 1 {
+		t.Fatalf("outcomes = %d, want the escalation", n)
+	}
+	kv, err := h.JS.KeyValue(ctx, streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, streams.ConversationKey(tenant, "h1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.JS.DeleteConsumer(ctx, streams.StreamTasks, streams.DurableAgentWorker); err != nil {
+		t.Fatal(err)
+	}
+	model := scripted(t)
+	startWorker(t, h, cfg, agentworker.Deps{Model: model})
+	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 2)
+	// Turn 1 is answered (its reply is stored); turn 2 is the human's.
+	if n := len(model.requests()); n != 0 {
+		t.Errorf("the replayed turns reached the model: %d requests", n)
+	}
+	if n := len(agentTurns(t, h, "h1")); n != 1 {
+		t.Errorf("agent turns = %d, want 1", n)
+	}
 }

@@ -29,6 +29,7 @@ type Stage struct {
 	store    store
 	fresh    []byte           // the overlay of a new conversation (not stored)
 	turns    jetstream.Stream // REIN_TURNS, for the recheck of old tasks
+	outcomes jetstream.Stream // REIN_OUTCOMES, likewise
 	recheck  time.Duration    // Config.RecheckAfter or half the turns' duplicate window
 }
 
@@ -132,6 +133,9 @@ func (s *Stage) Run(ctx context.Context) error {
 	s.store = st
 	if s.turns, err = s.deps.JS.Stream(ctx, streams.StreamTurns); err != nil {
 		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamTurns, err)
+	}
+	if s.outcomes, err = s.deps.JS.Stream(ctx, streams.StreamOutcomes); err != nil {
+		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamOutcomes, err)
 	}
 	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.turns)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
