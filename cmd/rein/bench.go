@@ -56,6 +56,7 @@ type benchResult struct {
 	// Injector is "fused" (the detector publishes each task with its
 	// detection: two hops per turn) or "separate" (three hops).
 	Injector         string  `json:"injector"`
+	DuplicatesS      float64 `json:"duplicates_window_s"`
 	ShapeHeaderBytes int     `json:"shape_header_bytes"`
 	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
 	CeilingRatio     float64 `json:"ceiling_ratio"`
@@ -82,6 +83,9 @@ type benchPlan struct {
 	// (0: their defaults).
 	detectorCache, agentCache int
 	memLimit                  string // --memory-limit
+	// duplicates is the streams' Nats-Msg-Id window (0: the default, as
+	// rein.yaml's streams.defaults.duplicates).
+	duplicates time.Duration
 }
 
 func newBenchCmd() *cobra.Command {
@@ -130,8 +134,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if plan.convs < 1 || plan.turns < 1 || plan.active < 0 || plan.rate < 0 {
-				return fmt.Errorf("bench: --conversations and --turns must be positive, --active and --rate not negative")
+			if plan.convs < 1 || plan.turns < 1 || plan.active < 0 || plan.rate < 0 || plan.duplicates < 0 {
+				return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate and --duplicates not negative")
 			}
 			res, err := runBench(cmd.Context(), plan, cmd.ErrOrStderr())
 			if err != nil {
@@ -169,6 +173,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.IntVar(&plan.detectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 100,000)")
 	fs.IntVar(&plan.agentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.memLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
+	fs.DurationVar(&plan.duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
@@ -191,7 +196,11 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
-	rt, err := startRuntime(ctx, &sf, &fileConfig{}, "rein-bench")
+	file := &fileConfig{}
+	if plan.duplicates > 0 {
+		file.Sections = map[string][]byte{"streams": fmt.Appendf(nil, "defaults: {duplicates: %s}\n", plan.duplicates)}
+	}
+	rt, err := startRuntime(ctx, &sf, file, "rein-bench")
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -207,6 +216,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = eval.PeakRSSMB()
+		res.DuplicatesS = rt.prov.StreamConfig(streams.StreamSteps).Duplicates.Seconds()
 	}
 	cancel()
 	<-done
