@@ -138,6 +138,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamOutcomes, err)
 	}
 	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.turns)
+	streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), s.turns)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

@@ -175,6 +175,7 @@ func (s *Stage) Run(ctx context.Context) error {
 		return fmt.Errorf("detector: stream %s: %w", streams.StreamDetections, err)
 	}
 	s.detections, s.recheck = det, streams.RecheckAfter(s.cfg.RecheckAfter, det)
+	streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), det)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

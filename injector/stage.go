@@ -61,6 +61,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return err
 		}
 		s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, tasks)
+		streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), tasks)
 		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 		if err != nil {

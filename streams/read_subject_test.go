@@ -1,8 +1,11 @@
 package streams_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +96,38 @@ func TestLastTurn(t *testing.T) {
 	}
 	if got := streams.RecheckAfter(5*time.Second, st); got != 5*time.Second {
 		t.Errorf("RecheckAfter(5s) = %s, want 5s", got)
+	}
+}
+
+// TestWarnShortWindow: a stage whose output stream's duplicate window is
+// shorter than its AckWait is warned about; rein's default window is not.
+func TestWarnShortWindow(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	warned := func(name string, cc streams.ConsumerConfig) bool {
+		t.Helper()
+		st, err := h.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		streams.WarnShortWindow(slog.New(slog.NewTextHandler(&buf, nil)), cc, st)
+		return strings.Contains(buf.String(), "level=WARN") && strings.Contains(buf.String(), "stream="+name)
+	}
+	cc := streams.ConsumerConfig{Stage: streams.StageDetector} // AckWait: the 30 s default
+	if warned(streams.StreamDetections, cc) {
+		t.Error("warned about the default 2-minute window")
+	}
+	cc.AckWait = 3 * time.Minute
+	if !warned(streams.StreamDetections, cc) {
+		t.Error("no warning for a 3-minute ack wait against a 2-minute window")
+	}
+	cfg := streams.DefaultProvision()
+	cfg.Defaults.Duplicate = 20 * time.Second
+	if _, err := h.JS.UpdateStream(ctx, cfg.StreamConfig(streams.StreamTasks)); err != nil {
+		t.Fatal(err)
+	}
+	if !warned(streams.StreamTasks, streams.ConsumerConfig{Stage: streams.StageInjector}) {
+		t.Error("no warning for a 20 s window against the 30 s default ack wait")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,4 +40,18 @@ func LastTurn(ctx context.Context, s jetstream.Stream, subject string) (turn int
 		return 0, false, nil
 	}
 	return d.Meta.Turn, true, nil
+}
+
+// WarnShortWindow logs a warning when the duplicate window of out, the
+// stream a stage's outputs go to, is shorter than the stage's AckWait. An
+// input is redelivered AckWait after a crash: the outputs of a turn cut
+// short, stored before the crash, have then left the window and are
+// stored a second time. (The rechecks make replays and redeliveries of
+// finished turns safe whatever the window; this is what remains.)
+func WarnShortWindow(log *slog.Logger, cc ConsumerConfig, out jetstream.Stream) {
+	cc.defaults()
+	if w := out.CachedInfo().Config.Duplicates; w < cc.AckWait {
+		log.Warn("the duplicate window is shorter than the stage's ack wait: after a crash, outputs of a turn cut short may be stored twice",
+			"stage", cc.Stage, "stream", out.CachedInfo().Config.Name, "duplicates", w, "ack_wait", cc.AckWait)
+	}
 }

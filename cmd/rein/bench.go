@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -86,12 +87,13 @@ type benchPlan struct {
 	// duplicates is the streams' Nats-Msg-Id window (0: the default, as
 	// rein.yaml's streams.defaults.duplicates).
 	duplicates time.Duration
+	memProfile string // --memprofile
 }
 
 func newBenchCmd() *cobra.Command {
 	var plan benchPlan
 	var quick, asJSON bool
-	var cpuProfile, memProfile string
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
@@ -141,11 +143,6 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 			if err != nil {
 				return err
 			}
-			if memProfile != "" {
-				if err := writeHeapProfile(memProfile); err != nil {
-					return err
-				}
-			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -178,7 +175,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-	fs.StringVar(&memProfile, "memprofile", "", "write a heap profile at the end of the run to this file (go tool pprof -sample_index=alloc_space for what the run allocated)")
+	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
 }
 
@@ -217,6 +214,9 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = eval.PeakRSSMB()
 		res.DuplicatesS = rt.prov.StreamConfig(streams.StreamSteps).Duplicates.Seconds()
+		if err == nil && plan.memProfile != "" {
+			err = writeHeapProfile(plan.memProfile)
+		}
 	}
 	cancel()
 	<-done
@@ -267,9 +267,11 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	return res, nil
 }
 
-// writeHeapProfile writes the heap profile: live memory at the end of the
-// run and, as alloc_space, everything the run allocated.
+// writeHeapProfile writes the heap profile: what is live now (after a
+// collection, so that inuse_space is exact) and, as alloc_space,
+// everything allocated so far.
 func writeHeapProfile(path string) error {
+	runtime.GC()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
