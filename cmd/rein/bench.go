@@ -88,6 +88,7 @@ type benchPlan struct {
 	// rein.yaml's streams.defaults.duplicates).
 	duplicates time.Duration
 	memProfile string // --memprofile
+	natsURL    string // --nats-url: an external server instead of the embedded one
 }
 
 func newBenchCmd() *cobra.Command {
@@ -175,6 +176,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
 	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
 }
@@ -189,7 +191,8 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	if err != nil {
 		return benchResult{}, err
 	}
-	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit}
+	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit,
+		nats: natsFlags{url: plan.natsURL}}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
@@ -199,6 +202,10 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	rt, err := startRuntime(ctx, &sf, file, "rein-bench")
 	if err != nil {
+		return benchResult{}, err
+	}
+	if err := freshServer(ctx, rt); err != nil {
+		rt.close()
 		return benchResult{}, err
 	}
 	rt.stages = &so
@@ -265,6 +272,19 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
 	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
 	return res, nil
+}
+
+// freshServer refuses a server that already holds rein turns: the run's
+// counts and latencies would mix with them.
+func freshServer(ctx context.Context, rt *proc) error {
+	st, err := rt.js.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if n := st.CachedInfo().State.Msgs; n > 0 {
+		return fmt.Errorf("bench: the server already holds %d rein turns; run against a fresh server", n)
+	}
+	return nil
 }
 
 // writeHeapProfile writes the heap profile: what is live now (after a

@@ -3,7 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/streams"
 )
 
 // TestBenchSmallRun plays a small bench in waves and checks that every
@@ -37,5 +44,52 @@ func TestBenchSmallRun(t *testing.T) {
 	}
 	if r.Raw3HopMsgsPerS <= 0 || r.RawShapePerS <= 0 || r.Ratio <= 0 || r.CeilingRatio <= 0 || r.PeakRSSMB <= 0 || r.AvgEventBytes <= 0 {
 		t.Errorf("result %+v", r)
+	}
+}
+
+// TestBenchAgainstAnExternalServer: with --nats-url the pipeline runs on
+// that server, provisioned with --duplicates as the window; a second run
+// on the same server is refused, its turns would mix with the first's.
+func TestBenchAgainstAnExternalServer(t *testing.T) {
+	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	args := []string{"bench", "--conversations", "20", "--turns", "2", "--raw-msgs", "300", "--duplicates", "20s",
+		"--nats-url", srv.ClientURL(), "--json"}
+	out, err := runCLI(t, context.Background(), args...)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var r benchResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench --json: %v\n%s", err, out)
+	}
+	if r.Turns != 40 || r.DuplicatesS != 20 {
+		t.Errorf("turns %d, window %v s; want 40, 20", r.Turns, r.DuplicatesS)
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(context.Background(), streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := st.CachedInfo().State.Msgs
+	if w := st.CachedInfo().Config.Duplicates; w != 20*time.Second {
+		t.Errorf("%s duplicate window = %s", streams.StreamTurns, w)
+	}
+	if turns != 80 {
+		t.Errorf("the external server holds %d turns, want 80 (40 user, 40 agent)", turns)
+	}
+	if out, err := runCLI(t, context.Background(), args...); err == nil || !strings.Contains(out+err.Error(), "fresh server") {
+		t.Errorf("a second run on the same server: %v\n%s", err, out)
 	}
 }
