@@ -49,6 +49,8 @@
 //     conversation's last stored detection (one direct get) and, fused,
 //     its task (Deps.ThenStored): when they are of this turn or a later
 //     one the turn is acked with no second inception call and no output.
+//     The turn a worker judged last, stored again as a new message (a
+//     platform's retry), is acked the same way.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

@@ -227,6 +227,12 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return err // retried: the surface context could not be rebuilt
 	}
+	if turn.Turn == conv.judged {
+		// The turn this worker judged last, stored again: a platform's
+		// retry. Within the duplicate window its outputs' ids would drop
+		// them; past it they would be stored twice.
+		return nil
+	}
 	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
 	domain := s.domainOf(d.Meta.Tenant)
 	in := Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
@@ -256,6 +262,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return err
 	}
 	stored()
+	conv.judged = max(conv.judged, turn.Turn)
 	return nil
 }
 

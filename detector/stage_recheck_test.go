@@ -34,26 +34,8 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule {
-		t.Helper()
-		m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
-		deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
-		deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		deps.Registerer = prometheus.NewRegistry()
-		deps.Tools = func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil }
-		// Every turn counts as old: stored over a nanosecond ago.
-		st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: time.Second, RecheckAfter: time.Nanosecond}, deps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rtest.Run(t, "stage", st.Run)
-		return m
-	}
-	judged := func(m *fakeModule) int {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(m.seen)
-	}
+	// Every turn counts as old: stored over a nanosecond ago.
+	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule { return startJudging(t, h, deps, time.Nanosecond) }
 
 	t.Run("detector alone", func(t *testing.T) {
 		h := rtest.StartJetStream(t, "")
@@ -62,7 +44,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		publishTurn(t, h, "fresh", "user", 1, "hello")
 		m := run(t, h, detector.Deps{})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-		if n := judged(m); n != 1 {
+		if n := judgedTurns(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one without a detection", n)
 		}
 		ds := detections(t, h)
@@ -87,7 +69,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
 		})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-		if n := judged(m); n != 1 {
+		if n := judgedTurns(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one whose task is missing", n)
 		}
 		if n := h.StreamMsgs(t, streams.StreamTasks); n != 1 {
@@ -97,4 +79,63 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 			t.Error("the turn whose task was missing was not judged and stored again")
 		}
 	})
+}
+
+// startJudging runs a detector stage whose module says "no error" to every
+// turn and records what it saw.
+func startJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time.Duration) *fakeModule {
+	t.Helper()
+	m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
+	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
+	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	deps.Registerer = prometheus.NewRegistry()
+	deps.Tools = func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil }
+	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: time.Second, RecheckAfter: recheckAfter}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtest.Run(t, "stage", st.Run)
+	return m
+}
+
+func judgedTurns(m *fakeModule) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.seen)
+}
+
+// TestATurnSentAgainIsNotJudgedAgain: a platform that sends its last user
+// turn again (a retry, as a new message) gets no second judgement and no
+// second detection: past the duplicate window the detection's id would not
+// drop it.
+func TestATurnSentAgainIsNotJudgedAgain(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	m := startJudging(t, h, detector.Deps{}, 0)
+	publishTurn(t, h, "again", "user", 1, "cancel that one")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	seen, err := h.Conn.SubscribeSync(streams.DetectionSubject("acme", "again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", "acme", "again", 1)+"-user-resent", "",
+		schemas.Meta{Tenant: "acme", Conversation: "again", Turn: 1}, schemas.Turn{Role: "user", Text: "cancel that one", Turn: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", "again", "user"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged %d turns, want 1", n)
+	}
+	if n, _, _ := seen.Pending(); n != 0 {
+		t.Errorf("the turn sent again published %d detections", n)
+	}
+	// The next turn is judged as usual.
+	publishTurn(t, h, "again", "user", 2, "the one to Boston")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 3)
+	if n := judgedTurns(m); n != 2 {
+		t.Errorf("the module judged %d turns, want 2", n)
+	}
 }

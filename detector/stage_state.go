@@ -24,6 +24,9 @@ type conversation struct {
 	seqs     []uint64  // parallel to utter: stream sequence (0: unknown)
 	userSeq  uint64    // stream sequence of the newest user turn applied
 	agentSeq uint64    // agent replies up to this sequence are merged
+	// judged is the newest user turn whose detection this worker stored
+	// (0 for a context rebuilt from the stream).
+	judged int
 }
 
 type turnKey struct {
