@@ -35,7 +35,9 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		}
 	}
 	// Every turn counts as old: stored over a nanosecond ago.
-	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule { return startJudging(t, h, deps, time.Nanosecond) }
+	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule {
+		return startJudging(t, h, deps, time.Nanosecond)
+	}
 
 	t.Run("detector alone", func(t *testing.T) {
 		h := rtest.StartJetStream(t, "")
