@@ -59,15 +59,16 @@
 // overlay stored before it); with an external backend the model's decision
 // is also written before the call runs. Every output is derived from the
 // State with a deterministic id, and is published after the State is
-// stored, the agent reply last, once every other output of the turn is
 // stored. So a redelivered task resumes where the stored State stopped and
 // never applies a tool call with side effects twice (a domain call whose
 // result was not stored re-runs on the overlay from before it; an HTTP call
-// re-runs with the same idempotency key); a redelivered finished turn
-// whose reply is stored publishes nothing (one direct get, only when this
-// worker did not publish it itself), and one whose reply is not republishes
-// its outputs (duplicates are dropped by Nats-Msg-Id within the streams'
-// duplicate window). A durable created anew replays REIN_TASKS from its
+// re-runs with the same idempotency key). A redelivered finished turn whose
+// outputs are all stored publishes nothing: a turn's outputs on one subject
+// are stored in the order published, so one direct get per subject (of the
+// last event there) tells, and only when this worker did not publish the
+// turn itself; one whose outputs are not all stored republishes them
+// (duplicates are dropped by Nats-Msg-Id within the streams' duplicate
+// window). A durable created anew replays REIN_TASKS from its
 // start, past the duplicate window and perhaps past the state's expiry: a
 // task stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
 // duplicate window) of a turn the state does not know of is first checked

@@ -76,25 +76,46 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	return nil
 }
 
-// republish handles a finished turn delivered again. The turn's reply is
-// stored only after every other output of it is (publish), so a stored
-// reply says the whole turn is and nothing is published again; otherwise
-// the outputs not known to be stored are, their ids dropping the ones that
-// were within the duplicate window. The check costs one direct get, and
+// republish handles a finished turn delivered again. When every output of
+// the turn is found stored, nothing is published again; otherwise all are,
+// their ids dropping the ones stored within the duplicate window. The check
+// costs a direct get per subject the turn publishes to (two to four), and
 // only when this worker has not published the turn itself (a restart, a
 // reload, a failed publish): a worker that did returns at once.
 func (s *Stage) republish(ctx context.Context, meta schemas.Meta, st *State) error {
 	if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); st.published < len(outs) {
-		answered, err := s.replyStored(ctx, meta)
+		stored, err := s.allStored(ctx, outs, st.Turn)
 		if err != nil {
 			return err
 		}
-		if answered {
+		if stored {
 			st.published = len(outs)
 			return nil
 		}
 	}
 	return s.publish(ctx, meta, st)
+}
+
+// allStored tells whether every output of a turn is stored. The outputs on
+// one subject are published in order on one connection, and a stream
+// stores a connection's messages in the order sent, so they are all stored
+// when the subject's last stored event is the turn's last output there, or
+// of a later turn.
+func (s *Stage) allStored(ctx context.Context, outs []output, turn int) (bool, error) {
+	last := map[string]output{} // subject → the turn's last output on it
+	for _, o := range outs {
+		last[o.subject] = o
+	}
+	for subject, o := range last {
+		d, found, err := streams.LastEvent(ctx, s.outputs[o.stream], subject)
+		if err != nil {
+			return false, fmt.Errorf("agentworker: %w", err)
+		}
+		if !found || (d.Meta.Turn <= turn && d.Event.ID() != o.id) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // settled tells whether an old turn the state does not know of must not
@@ -104,7 +125,7 @@ func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
 	if answered, err := s.replyStored(ctx, meta); err != nil || answered {
 		return answered, err
 	}
-	_, escalated, err := streams.LastTurn(ctx, s.outcomes, streams.EscalationSubject(meta.Tenant, meta.Conversation))
+	_, escalated, err := streams.LastTurn(ctx, s.outputs[streams.StreamOutcomes], streams.EscalationSubject(meta.Tenant, meta.Conversation))
 	if err != nil {
 		return false, fmt.Errorf("agentworker: %w", err)
 	}
@@ -115,7 +136,7 @@ func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
 // stored agent reply (replies are stored in turn order) is of this turn or
 // a later one.
 func (s *Stage) replyStored(ctx context.Context, meta schemas.Meta) (bool, error) {
-	last, found, err := streams.LastTurn(ctx, s.turns, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	last, found, err := streams.LastTurn(ctx, s.outputs[streams.StreamTurns], streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
 	if err != nil {
 		return false, fmt.Errorf("agentworker: %w", err)
 	}
@@ -277,9 +298,7 @@ func (s *Stage) call(ctx context.Context, meta schemas.Meta, st *State, c llm.To
 }
 
 // publish publishes the turn's events not yet published by this worker.
-// After a restart it publishes them all again; their ids deduplicate. The
-// agent reply, a finished turn's last output, is published once every
-// other one is stored (republish relies on it).
+// After a restart it publishes them all again; their ids deduplicate.
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
 	outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
 	if st.published >= len(outs) {
@@ -294,12 +313,6 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 			return streams.Permanent(fmt.Errorf("agentworker: build %s: %w", o.typ, err))
 		}
 		batch = append(batch, streams.Out{Stream: o.stream, Subject: o.subject, Event: eventPtr(ev)})
-	}
-	if st.TurnDone && len(batch) > 1 {
-		if _, err := s.deps.Publisher.PublishAll(ctx, batch[:len(batch)-1]...); err != nil {
-			return err
-		}
-		batch = batch[len(batch)-1:]
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, batch...); err != nil {
 		return err

@@ -27,10 +27,11 @@ type Stage struct {
 	m        *metrics
 	cache    *convcache.Cache[*State]
 	store    store
-	fresh    []byte           // the overlay of a new conversation (not stored)
-	turns    jetstream.Stream // REIN_TURNS, for the recheck of old tasks
-	outcomes jetstream.Stream // REIN_OUTCOMES, likewise
-	recheck  time.Duration    // Config.RecheckAfter or half the turns' duplicate window
+	fresh    []byte // the overlay of a new conversation (not stored)
+	// outputs are the streams a turn publishes to (REIN_STEPS, REIN_TURNS,
+	// REIN_OUTCOMES), by name, for the checks of what is stored.
+	outputs map[string]jetstream.Stream
+	recheck time.Duration // Config.RecheckAfter or half the turns' duplicate window
 }
 
 // New builds the agent-worker stage: it reads the system prompt, opens the
@@ -131,14 +132,16 @@ func (s *Stage) Run(ctx context.Context) error {
 		st.now = s.deps.Now
 	}
 	s.store = st
-	if s.turns, err = s.deps.JS.Stream(ctx, streams.StreamTurns); err != nil {
-		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamTurns, err)
+	s.outputs = map[string]jetstream.Stream{}
+	for _, name := range []string{streams.StreamSteps, streams.StreamTurns, streams.StreamOutcomes} {
+		if s.outputs[name], err = s.deps.JS.Stream(ctx, name); err != nil {
+			return fmt.Errorf("agentworker: stream %s: %w", name, err)
+		}
 	}
-	if s.outcomes, err = s.deps.JS.Stream(ctx, streams.StreamOutcomes); err != nil {
-		return fmt.Errorf("agentworker: stream %s: %w", streams.StreamOutcomes, err)
+	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.outputs[streams.StreamTurns])
+	for _, out := range s.outputs {
+		streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), out)
 	}
-	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.turns)
-	streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), s.turns)
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -85,6 +86,10 @@ func TestLastTurn(t *testing.T) {
 	check("a", 7, true)
 	check("b", 2, true)
 	check("none", 0, false)
+	if d, found, err := streams.LastEvent(ctx, st, streams.TurnSubject("acme", "a", "user")); err != nil || !found ||
+		d.Event.ID() != schemas.EventID("turn", "acme", "a", 7)+"-user" || d.Sequence != 2 {
+		t.Errorf("LastEvent(a) = %s at %d, %v, %v", d.Event.ID(), d.Sequence, found, err)
+	}
 	if _, err := h.JS.Publish(ctx, streams.TurnSubject("acme", "b", "user"), []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}

@@ -28,18 +28,26 @@ func RecheckAfter(configured time.Duration, out jetstream.Stream) time.Duration 
 // tell whether a turn's output is already stored: a conversation's outputs
 // on a subject are stored in turn order.
 func LastTurn(ctx context.Context, s jetstream.Stream, subject string) (turn int, found bool, err error) {
+	d, found, err := LastEvent(ctx, s, subject)
+	return d.Meta.Turn, found, err
+}
+
+// LastEvent reads the last event stored on subject, as LastTurn does, and
+// returns it decoded.
+func LastEvent(ctx context.Context, s jetstream.Stream, subject string) (d Decoded, found bool, err error) {
 	raw, err := s.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, false, nil
+		return Decoded{}, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("streams: last message on %s: %w", subject, err)
+		return Decoded{}, false, fmt.Errorf("streams: last message on %s: %w", subject, err)
 	}
-	d, err := Decode(raw.Subject, raw.Header, raw.Data, 0)
+	d, err = Decode(raw.Subject, raw.Header, raw.Data, 0)
 	if err != nil {
-		return 0, false, nil
+		return Decoded{}, false, nil
 	}
-	return d.Meta.Turn, true, nil
+	d.Sequence = raw.Sequence
+	return d, true, nil
 }
 
 // WarnShortWindow logs a warning when the duplicate window of out, the
