@@ -81,34 +81,59 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	}
 
 	// Redelivery from scratch: a new worker (empty memory) and a lost
-	// durable consumer replay the task.
-	stop()
-	if err := h.JS.DeleteConsumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err != nil {
-		t.Fatal(err)
+	// durable consumer replay the task. redeliver returns the new worker's
+	// stop and how many messages it published on the conversation's output
+	// subjects, stored or not.
+	redeliver := func(stop func()) (func(), int) {
+		t.Helper()
+		stop()
+		if err := h.JS.DeleteConsumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err != nil {
+			t.Fatal(err)
+		}
+		seen, err := h.Conn.SubscribeSync("rein.*.acme.d1.>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seen.Unsubscribe()
+		seenSteps, err := h.Conn.SubscribeSync("rein.*.acme.d1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seenSteps.Unsubscribe()
+		_, stop = startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+		h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1) // consumed again
+		if n := len(model.requests()); n != calls {
+			t.Errorf("model called %d more times", n-calls)
+		}
+		n1, _, _ := seen.Pending()
+		n2, _, _ := seenSteps.Pending()
+		return stop, n1 + n2
 	}
-	// Every publish on the conversation's output subjects, stored or not.
-	seen, err := h.Conn.SubscribeSync("rein.*.acme.d1.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seenSteps, err := h.Conn.SubscribeSync("rein.*.acme.d1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
-	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1) // consumed again
-	if n := len(model.requests()); n != calls {
-		t.Errorf("model called %d more times", n-calls)
-	}
-	// Its reply is stored, so is every other output: nothing is published
-	// again, which past the duplicate window would store it twice.
-	n1, _, _ := seen.Pending()
-	n2, _, _ := seenSteps.Pending()
-	if n1+n2 != 0 {
-		t.Errorf("the finished turn was published again: %d messages", n1+n2)
+	stop, republished := redeliver(stop)
+	// Every output of the turn is stored: nothing is published again,
+	// which past the duplicate window would store it twice.
+	if republished != 0 {
+		t.Errorf("the finished turn was published again: %d messages", republished)
 	}
 	if len(agentTurns(t, h, "d1")) != 1 || len(steps(t, h, "d1")) != nSteps || len(outcomes(t, h, "d1")) != nOut {
 		t.Errorf("outputs duplicated")
+	}
+
+	// An output lost (here the reply step, deleted): the turn's outputs
+	// are published again.
+	st, err := h.JS.Stream(context.Background(), streams.StreamSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := st.GetLastMsgForSubject(context.Background(), streams.StepSubject(tenant, "d1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMsg(context.Background(), last.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	if _, republished = redeliver(stop); republished == 0 {
+		t.Error("a turn with an output missing was not published again")
 	}
 }
 
