@@ -56,7 +56,11 @@
 //     Past the duplicate window the ids no longer protect: an input stored
 //     longer ago than half of it (Decoded.Stored, the server's timestamp)
 //     (RecheckAfter) is checked against the conversation's last stored
-//     output (LastTurn, one direct get) before it is handled again.
+//     output (LastTurn or LastEvent, one direct get) before it is handled
+//     again. What the window still covers — a turn cut short by a crash,
+//     its stored outputs published again AckWait later — is why a stage
+//     warns at start when the window is shorter than its AckWait
+//     (WarnShortWindow).
 //     More replicas give availability; throughput scales with workers per
 //     replica and with separate consumers per tenant set.
 //
