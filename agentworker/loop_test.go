@@ -514,13 +514,7 @@ func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	stop()
 	stepsBefore := len(steps(t, h, "r1"))
 	// The state expired, and the task comes again under another id.
-	kv, err := h.JS.KeyValue(ctx, streams.BucketConversations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kv.Purge(ctx, streams.ConversationKey(tenant, "r1")); err != nil {
-		t.Fatal(err)
-	}
+	expireState(t, h, "r1")
 	ev, err := schemas.NewEvent(schemas.TypeTask, schemas.EventID("task", tenant, "r1", 1)+"-again", "",
 		schemas.Meta{Tenant: tenant, Conversation: "r1", Turn: 1}, schemas.Task{Turn: 1, UserText: "show me reservation Q7RM2K", DetectionID: "d"})
 	if err != nil {
@@ -562,13 +556,7 @@ func TestOldHumanPathTasksDoNotReachTheModel(t *testing.T) {
 	if n := len(outcomes(t, h, "h1")); n != 1 {
 		t.Fatalf("outcomes = %d, want the escalation", n)
 	}
-	kv, err := h.JS.KeyValue(ctx, streams.BucketConversations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kv.Purge(ctx, streams.ConversationKey(tenant, "h1")); err != nil {
-		t.Fatal(err)
-	}
+	expireState(t, h, "h1")
 	if err := h.JS.DeleteConsumer(ctx, streams.StreamTasks, streams.DurableAgentWorker); err != nil {
 		t.Fatal(err)
 	}
@@ -581,5 +569,18 @@ func TestOldHumanPathTasksDoNotReachTheModel(t *testing.T) {
 	}
 	if n := len(agentTurns(t, h, "h1")); n != 1 {
 		t.Errorf("agent turns = %d, want 1", n)
+	}
+}
+
+// expireState removes a conversation's agent state from the bucket, as its
+// max age would.
+func expireState(t *testing.T, h *rtest.JS, conv string) {
+	t.Helper()
+	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(context.Background(), streams.ConversationKey(tenant, conv)); err != nil {
+		t.Fatal(err)
 	}
 }
