@@ -43,14 +43,19 @@
 //     the turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv> — is
 //     published in the same batch, and the turn is acked once both are
 //     stored.
-//   - a user turn stored longer ago than StageConfig.RecheckAfter (half
-//     the detections' duplicate window) — a durable created anew replays
-//     REIN_TURNS from its start — is first checked against the
-//     conversation's last stored detection (one direct get) and, fused,
-//     its task (Deps.ThenStored): when they are of this turn or a later
-//     one the turn is acked with no second inception call and no output.
-//     The turn a worker judged last, stored again as a new message (a
-//     platform's retry), is acked the same way.
+//   - a user turn delivered before without an ack (a worker stopped
+//     mid-turn, an ack lost), or stored longer ago than
+//     StageConfig.RecheckAfter (half the detections' duplicate window: a
+//     durable created anew replays REIN_TURNS from its start), is first
+//     checked against the conversation's last stored detection (one direct
+//     get) and, fused, its task (Deps.ThenStored): when they are of this
+//     turn or a later one the turn is acked with no second inception call
+//     and no output; when only this turn's detection is stored, the task
+//     is built from it, so that what the agent is told is what was
+//     recorded (a second call could answer otherwise). A publish that
+//     fails after the module answered is retried with that answer. The
+//     turn a worker judged last, stored again as a new message (a
+//     platform's retry), is acked with no output.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

@@ -38,13 +38,15 @@ type StageConfig struct {
 	Workers int
 	// TaxonomyVersion is recorded in every detection.
 	TaxonomyVersion string
-	// RecheckAfter: a user turn stored longer ago than this is first
-	// checked against the conversation's last stored detection (and, with
-	// Deps.Then, Deps.ThenStored), since the duplicate window may no longer
-	// hold the ids of its outputs: a durable created anew reads REIN_TURNS
-	// from its start. A turn whose outputs are stored is acked without a
-	// second inception call. Default: half of REIN_DETECTIONS' duplicate
-	// window, read from the stream when the stage starts.
+	// RecheckAfter: a user turn stored longer ago than this (or delivered
+	// before without an ack) is first checked against the conversation's
+	// last stored detection (and, with Deps.Then, Deps.ThenStored), since
+	// the duplicate window may no longer hold the ids of its outputs: a
+	// durable created anew reads REIN_TURNS from its start. A turn whose
+	// outputs are stored is acked without a second inception call; one whose
+	// detection alone is stored has Then's event built from that detection.
+	// Default: half of REIN_DETECTIONS' duplicate window, read from the
+	// stream when the stage starts.
 	RecheckAfter time.Duration
 }
 
@@ -104,8 +106,10 @@ type Deps struct {
 	Then func(meta schemas.Meta, det schemas.Detection, detectionID string) (out streams.Out, stored func(), err error)
 	// ThenStored tells whether Then's event of a user turn is already
 	// stored (the injector's Stage.TaskStored); asked only for turns older
-	// than StageConfig.RecheckAfter. With Then set and ThenStored nil, such
-	// a turn is always judged again.
+	// than StageConfig.RecheckAfter or delivered again. With Then set and
+	// ThenStored nil, Then's event of such a turn is built again from its
+	// stored detection and published (its id drops it within the duplicate
+	// window).
 	ThenStored func(ctx context.Context, tenant, conv string, turn int) (bool, error)
 }
 
@@ -212,14 +216,25 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if turn.Turn == 0 {
 		turn.Turn = d.Meta.Turn
 	}
-	if time.Since(d.Stored) > s.recheck {
-		done, err := s.handled(ctx, d.Meta.Tenant, d.Meta.Conversation, turn.Turn)
+	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
+	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
+	if d.Delivered > 1 || time.Since(d.Stored) > s.recheck {
+		// Delivered before without an ack, or older than the duplicate
+		// window covers: its outputs may be stored already.
+		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn)
 		if err != nil {
 			return err // retried
 		}
-		if done {
+		if st.det != nil {
+			// Decided before and not all handed on: hand on what was
+			// decided, never a second judgement that may differ from it.
+			if err := s.publish(ctx, meta, *st.det, st.id, false); err != nil {
+				return err
+			}
+		}
+		if st.done || st.det != nil {
 			// Its context may be cached without this turn: read it anew.
-			s.convs.Drop(streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation))
+			s.convs.Drop(key)
 			return nil
 		}
 	}
@@ -234,22 +249,41 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return nil
 	}
 	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
-	domain := s.domainOf(d.Meta.Tenant)
-	in := Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
-	if cf, ok := s.deps.Module.(ContextFree); !ok || cf.NeedsContext(in) {
-		if err := s.refresh(ctx, conv, d.Meta, d.Sequence); err != nil {
-			return err // retried: the agent's replies could not be read
+	det, ok := conv.undelivered(turn.Turn)
+	if !ok {
+		domain := s.domainOf(d.Meta.Tenant)
+		in := Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
+		if cf, ok := s.deps.Module.(ContextFree); !ok || cf.NeedsContext(in) {
+			if err := s.refresh(ctx, conv, d.Meta, d.Sequence); err != nil {
+				return err // retried: the agent's replies could not be read
+			}
+			in.Dialogue = conv.dialogue()
 		}
-		in.Dialogue = conv.dialogue()
+		det = s.detect(ctx, d.Meta, turn, in)
+		// Kept until stored: a retry after a failed publish hands on this
+		// decision rather than asking the module again.
+		conv.pending = pendingDetection{turn: turn.Turn, det: det}
 	}
-	det := s.detect(ctx, d.Meta, turn, in)
-	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
-	id := schemas.EventID("detection", meta.Tenant, meta.Conversation, turn.Turn)
-	ev, err := schemas.BuildEvent(schemas.TypeDetection, id, "", meta, det)
-	if err != nil {
-		return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
+	if err := s.publish(ctx, meta, det, schemas.EventID("detection", meta.Tenant, meta.Conversation, turn.Turn), true); err != nil {
+		return err
 	}
-	outs := []streams.Out{{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}}
+	conv.pending = pendingDetection{}
+	conv.judged = max(conv.judged, turn.Turn)
+	return nil
+}
+
+// publish stores a turn's detection under id (when withDetection; else
+// only what Deps.Then builds from it) and, fused, the event Then builds,
+// in one pipelined batch.
+func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Detection, id string, withDetection bool) error {
+	var outs []streams.Out
+	if withDetection {
+		ev, err := schemas.BuildEvent(schemas.TypeDetection, id, "", meta, det)
+		if err != nil {
+			return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
+		}
+		outs = append(outs, streams.Out{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev})
+	}
 	stored := func() {}
 	if s.deps.Then != nil {
 		next, done, err := s.deps.Then(meta, det, id)
@@ -258,11 +292,13 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		}
 		outs, stored = append(outs, next), done
 	}
+	if len(outs) == 0 {
+		return nil
+	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, outs...); err != nil {
 		return err
 	}
 	stored()
-	conv.judged = max(conv.judged, turn.Turn)
 	return nil
 }
 

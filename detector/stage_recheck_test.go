@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,30 +63,135 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		publishTurn(t, h, "both", "user", 1, "cancel that one")
 		publishTurn(t, h, "detection-only", "user", 1, "hello")
 		m := run(t, h, detector.Deps{
-			Then: func(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
-				ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, meta.Turn), "", meta,
-					schemas.Task{Turn: meta.Turn, UserText: det.UserText, DetectionID: id})
-				return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, func() {}, err
-			},
+			Then: taskThen,
 			// Only "both" has its task stored too.
 			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
 		})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-		if n := judgedTurns(m); n != 1 {
-			t.Errorf("the module judged %d turns, want only the one whose task is missing", n)
+		if n := judgedTurns(m); n != 0 {
+			t.Errorf("the module judged %d turns, want none: both were decided before", n)
 		}
-		if n := h.StreamMsgs(t, streams.StreamTasks); n != 1 {
-			t.Errorf("tasks stored = %d, want the missing one only", n)
+		if n := h.StreamMsgs(t, streams.StreamDetections); n != 2 {
+			t.Errorf("detections stored = %d, want the 2 stored before", n)
 		}
-		if _, ok := detections(t, h)[schemas.EventID("detection", "acme", "detection-only", 1)]; !ok {
-			t.Error("the turn whose task was missing was not judged and stored again")
+		// The missing task is built from the stored detection.
+		tasks := storedTasks(t, h)
+		if len(tasks) != 1 || tasks[0].DetectionID != schemas.EventID("detection", "acme", "detection-only", 1)+"-long-ago" || tasks[0].UserText != "earlier" {
+			t.Errorf("tasks %+v: want detection-only's, built from its stored detection", tasks)
 		}
 	})
+}
+
+// taskThen is a fused detector's Then: the turn's task, from its detection.
+func taskThen(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
+	task := schemas.Task{Turn: meta.Turn, UserText: det.UserText, DetectionID: id}
+	if det.Rein {
+		task.Inception = &schemas.Inception{Thought: det.Reasoning, ErrorType: det.ErrorType, RecoveryTool: det.RecoveryTool}
+	}
+	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, meta.Turn), "", meta, task)
+	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, func() {}, err
+}
+
+// storedTasks reads REIN_TASKS.
+func storedTasks(t *testing.T, h *rtest.JS) []schemas.Task {
+	t.Helper()
+	var out []schemas.Task
+	err := streams.ReadStream(context.Background(), h.JS, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
+		var task schemas.Task
+		if r.Decoded == nil {
+			t.Fatalf("undecodable task at %d", r.Sequence)
+		}
+		if err := r.Decoded.Payload(&task); err != nil {
+			return err
+		}
+		out = append(out, task)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A user turn delivered again after a worker stopped mid-turn (its
+// detection stored, its task not) is handed on as it was decided: no
+// second inception call, whose answer could differ from the stored
+// detection, and no second count in the activation metrics. A redelivered
+// turn with nothing stored is judged as usual.
+func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	// The stopped worker's detection, under the turn's own id.
+	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", "cut", 1), "",
+		schemas.Meta{Tenant: "acme", Conversation: "cut", Turn: 1},
+		schemas.Detection{Turn: 1, UserText: "cancel that one", Module: "fake", TaxonomyVersion: "test-1", Rein: true,
+			ErrorType: "anaphora", Category: "ambiguous", RecoveryTool: "ambiguity_report", Reasoning: "three bookings match"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", "cut"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, h, "cut", "user", 1, "cancel that one")
+	publishTurn(t, h, "lost", "user", 1, "hello")
+	st, m := newJudging(t, h, detector.Deps{Then: taskThen,
+		ThenStored: func(context.Context, string, string, int) (bool, error) { return false, nil }}, time.Hour)
+	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
+	rtest.Run(t, "stage", st.Run)
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged %d turns, want 1 (lost's)", n)
+	}
+	tasks := map[string]schemas.Task{}
+	for _, task := range storedTasks(t, h) {
+		tasks[task.DetectionID] = task
+	}
+	// The module would say "no error": the task must carry the stored
+	// decision's inception.
+	if cut := tasks[schemas.EventID("detection", "acme", "cut", 1)]; cut.Inception == nil || cut.Inception.ErrorType != "anaphora" || len(tasks) != 2 {
+		t.Errorf("tasks %+v: want cut's from its stored detection (anaphora) and lost's", tasks)
+	}
+	if ds := detections(t, h); len(ds) != 2 || !ds[schemas.EventID("detection", "acme", "cut", 1)].Rein {
+		t.Errorf("detections %+v: want cut's stored one kept and lost's", ds)
+	}
+}
+
+// A publish that fails after the module answered is retried with that
+// answer: the consume loop's retry does not ask the module again.
+func TestFailedPublishIsRetriedWithTheSameDecision(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	var calls atomic.Int32
+	m := startJudging(t, h, detector.Deps{
+		Then: func(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
+			out, done, err := taskThen(meta, det, id)
+			if calls.Add(1) == 1 {
+				out.Stream = streams.StreamSteps // refused: the subject is not that stream's
+			}
+			return out, done, err
+		}}, time.Hour)
+	publishTurn(t, h, "retry", "user", 1, "cancel that one")
+	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged the turn %d times, want once", n)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the task was built %d times, want 2 (the refused publish and its retry)", n)
+	}
+	if n := len(storedTasks(t, h)); n != 1 {
+		t.Errorf("tasks stored = %d, want 1", n)
+	}
 }
 
 // startJudging runs a detector stage whose module says "no error" to every
 // turn and records what it saw.
 func startJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time.Duration) *fakeModule {
+	t.Helper()
+	st, m := newJudging(t, h, deps, recheckAfter)
+	rtest.Run(t, "stage", st.Run)
+	return m
+}
+
+// newJudging builds that stage without running it.
+func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time.Duration) (*detector.Stage, *fakeModule) {
 	t.Helper()
 	m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
 	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
@@ -96,8 +202,7 @@ func startJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtest.Run(t, "stage", st.Run)
-	return m
+	return st, m
 }
 
 func judgedTurns(m *fakeModule) int {

@@ -27,6 +27,23 @@ type conversation struct {
 	// judged is the newest user turn whose detection this worker stored
 	// (0 for a context rebuilt from the stream).
 	judged int
+	// pending is a decision whose outputs are not all stored yet (turn 0:
+	// none).
+	pending pendingDetection
+}
+
+type pendingDetection struct {
+	turn int
+	det  schemas.Detection
+}
+
+// undelivered is the decision taken for turn by an earlier attempt whose
+// publish failed.
+func (c *conversation) undelivered(turn int) (schemas.Detection, bool) {
+	if c.pending.turn == 0 || c.pending.turn != turn {
+		return schemas.Detection{}, false
+	}
+	return c.pending.det, true
 }
 
 type turnKey struct {
@@ -179,22 +196,41 @@ func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
 	return st, err
 }
 
-// handled tells whether a user turn's outputs are already stored: the
-// conversation's last detection is of this turn or a later one (detections
-// are stored in turn order) and, with Deps.Then, so is Then's event.
-func (s *Stage) handled(ctx context.Context, tenant, conv string, turn int) (bool, error) {
-	last, found, err := streams.LastTurn(ctx, s.detections, streams.DetectionSubject(tenant, conv))
+// stored is what of a user turn's outputs is already stored.
+type stored struct {
+	// done: the detection and, with Deps.Then, Then's event.
+	done bool
+	// det (with its event id) is the turn's stored detection when Then's
+	// event is not known to be stored with it.
+	det *schemas.Detection
+	id  string
+}
+
+// storedOutputs reads the conversation's last detection (detections are
+// stored in turn order): of a later turn, or of this one with Then's event
+// stored too (Deps.ThenStored), the turn is done; of this one otherwise,
+// it is returned to be handed on as decided. With ThenStored nil, Then's
+// event is published again (its id drops it within the duplicate window).
+func (s *Stage) storedOutputs(ctx context.Context, tenant, conv string, turn int) (stored, error) {
+	last, found, err := streams.LastEvent(ctx, s.detections, streams.DetectionSubject(tenant, conv))
 	if err != nil {
-		return false, fmt.Errorf("detector: %w", err)
+		return stored{}, fmt.Errorf("detector: %w", err)
 	}
-	if !found || last < turn {
-		return false, nil
+	if !found || last.Meta.Turn < turn {
+		return stored{}, nil
 	}
 	if s.deps.Then == nil {
-		return true, nil
+		return stored{done: true}, nil
 	}
-	if s.deps.ThenStored == nil {
-		return false, nil
+	if s.deps.ThenStored != nil {
+		ok, err := s.deps.ThenStored(ctx, tenant, conv, turn)
+		if err != nil || ok {
+			return stored{done: ok}, err
+		}
 	}
-	return s.deps.ThenStored(ctx, tenant, conv, turn)
+	var det schemas.Detection
+	if last.Meta.Turn > turn || last.Event.Type() != schemas.TypeDetection || last.Payload(&det) != nil {
+		return stored{}, nil // this turn's detection is not at hand: judged again
+	}
+	return stored{det: &det, id: last.Event.ID()}, nil
 }

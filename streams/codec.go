@@ -71,6 +71,11 @@ type Decoded struct {
 	// Stored is when the stream stored it, by the server's clock, for an
 	// event delivered by a consumer (zero otherwise).
 	Stored time.Time
+	// Delivered is how many times the consumer has delivered it, this time
+	// included (0 when not read by a consumer): above 1, an earlier
+	// delivery was not acked — a worker that stopped mid-turn, an ack
+	// lost, or the ack wait passed — and some of its outputs may be stored.
+	Delivered uint64
 }
 
 // Payload unmarshals the event's data, which Decode has already checked

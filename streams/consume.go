@@ -338,7 +338,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) {
 		return
 	}
 	if md, err := msg.Metadata(); err == nil {
-		d.Sequence, d.Stored = md.Sequence.Stream, md.Timestamp
+		d.Sequence, d.Stored, d.Delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
 	}
 	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {

@@ -226,6 +226,31 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 	rtest.CheckFor(t, 30*time.Second, "every message handled exactly once across the restart", func() bool { return count.Load() == n })
 }
 
+// A message whose earlier delivery was not acked comes back with its
+// delivery count, which tells a stage to look for outputs stored before.
+func TestRedeliveryIsCounted(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "again", 1, "x"), *turnEvent(t, "acme", "again", 2, "x")})
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "again", Filter: []string{streams.UserTurnsAll}}
+	h.DeliverUnacked(t, streams.StreamTurns, cfg.ConsumerConfigJS(), 1)
+	var mu sync.Mutex
+	delivered := map[int]uint64{}
+	runConsumer(t, h, cfg, nil, func(_ context.Context, d streams.Decoded) error {
+		mu.Lock()
+		defer mu.Unlock()
+		delivered[d.Meta.Turn] = d.Delivered
+		return nil
+	})
+	rtest.CheckFor(t, 30*time.Second, "both turns handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(delivered) == 2
+	})
+	if delivered[1] != 2 || delivered[2] != 1 {
+		t.Errorf("delivery counts %v, want turn 1 delivered twice and turn 2 once", delivered)
+	}
+}
+
 func TestRestartOnSameDataDirKeepsMessages(t *testing.T) {
 	dir := t.TempDir()
 	h := rtest.StartJetStream(t, dir)

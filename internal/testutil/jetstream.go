@@ -93,3 +93,46 @@ func (h *JS) WaitAcked(t testing.TB, within time.Duration, stream, durable strin
 		return err == nil && info.AckFloor.Stream >= through && info.NumAckPending == 0
 	})
 }
+
+// DeliverUnacked plays a worker that stopped mid-turn: it creates the
+// durable consumer cc (a stage's, from streams.ConsumerConfig.ConsumerConfigJS),
+// takes its next n messages and hands them back unacknowledged (a Nak, as
+// the server does itself once the ack wait passes), then unpins the
+// consumer's priority group so that the stage's own pulls are served at
+// once. The stage then sees each of them delivered a second time.
+func (h *JS) DeliverUnacked(t testing.TB, stream string, cc jetstream.ConsumerConfig, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := h.JS.CreateOrUpdateConsumer(ctx, stream, cc)
+	if err != nil {
+		t.Fatalf("consumer %s: %v", cc.Durable, err)
+	}
+	var opts []jetstream.FetchOpt
+	if len(cc.PriorityGroups) > 0 {
+		opts = append(opts, jetstream.FetchPriorityGroup(cc.PriorityGroups[0]))
+	}
+	batch, err := cons.Fetch(n, append(opts, jetstream.FetchMaxWait(5*time.Second))...)
+	if err != nil {
+		t.Fatalf("fetch from %s: %v", cc.Durable, err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if err := m.Nak(); err != nil {
+			t.Fatalf("nak: %v", err)
+		}
+		got++
+	}
+	if got != n {
+		t.Fatalf("fetched %d messages from %s, want %d (err %v)", got, cc.Durable, n, batch.Error())
+	}
+	if len(cc.PriorityGroups) > 0 {
+		s, err := h.JS.Stream(ctx, stream)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		if err := s.UnpinConsumer(ctx, cc.Durable, cc.PriorityGroups[0]); err != nil {
+			t.Fatalf("unpin %s: %v", cc.Durable, err)
+		}
+	}
+}
