@@ -53,9 +53,10 @@
 //     and no output; when only this turn's detection is stored, the task
 //     is built from it, so that what the agent is told is what was
 //     recorded (a second call could answer otherwise). A publish that
-//     fails after the module answered is retried with that answer. The
-//     turn a worker judged last, stored again as a new message (a
-//     platform's retry), is acked with no output.
+//     fails after the module answered is retried with that answer. A user
+//     turn sent again as a new message (a platform's retry: its number is
+//     already in the conversation's context, from another message) is
+//     acked with no output.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

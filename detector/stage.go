@@ -242,10 +242,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return err // retried: the surface context could not be rebuilt
 	}
-	if turn.Turn == conv.judged {
-		// The turn this worker judged last, stored again: a platform's
-		// retry. Within the duplicate window its outputs' ids would drop
-		// them; past it they would be stored twice.
+	if conv.sentAgain(turn.Turn, d.Sequence) {
+		// A platform's retry: a turn it sent before, stored again as a new
+		// message, and judged when its first copy came. Within the
+		// duplicate window its outputs' ids would drop them; past it they
+		// would be stored twice (and a second judgement could differ).
 		return nil
 	}
 	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)

@@ -211,6 +211,50 @@ func judgedTurns(m *fakeModule) int {
 	return len(m.seen)
 }
 
+// resend stores a user turn again as a new message, as a platform's retry
+// does (same turn, another message id).
+func resend(t *testing.T, h *rtest.JS, conv string, turn int, text string) {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", "acme", conv, turn)+"-user-resent", "",
+		schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn}, schemas.Turn{Role: "user", Text: text, Turn: turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", conv, "user"), &ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An older turn sent again is known by its number too, whether the
+// conversation is in memory or rebuilt from the stream after a restart.
+func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	st, m := newJudging(t, h, detector.Deps{}, time.Hour)
+	stop := rtest.Run(t, "stage", st.Run)
+	publishTurn(t, h, "older", "user", 1, "cancel that one")
+	publishTurn(t, h, "older", "user", 2, "the one to Boston")
+	publishTurn(t, h, "older", "user", 3, "yes")
+	resend(t, h, "older", 1, "cancel that one")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 4)
+	if n := judgedTurns(m); n != 3 {
+		t.Errorf("the module judged %d turns, want 3: turn 1 sent again is not judged again", n)
+	}
+	// A restarted stage rebuilds the context from the stream, first copies
+	// included.
+	stop()
+	st2, m2 := newJudging(t, h, detector.Deps{}, time.Hour)
+	rtest.Run(t, "stage again", st2.Run)
+	resend(t, h, "older", 2, "the one to Boston")
+	publishTurn(t, h, "older", "user", 4, "thanks")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 6)
+	if n := judgedTurns(m2); n != 1 {
+		t.Errorf("the restarted stage judged %d turns, want 1 (turn 4)", n)
+	}
+	if ds := detections(t, h); len(ds) != 4 {
+		t.Errorf("%d detections stored, want one per turn (4)", len(ds))
+	}
+}
+
 // TestATurnSentAgainIsNotJudgedAgain: a platform that sends its last user
 // turn again (a retry, as a new message) gets no second judgement and no
 // second detection: past the duplicate window the detection's id would not
@@ -224,14 +268,7 @@ func TestATurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", "acme", "again", 1)+"-user-resent", "",
-		schemas.Meta{Tenant: "acme", Conversation: "again", Turn: 1}, schemas.Turn{Role: "user", Text: "cancel that one", Turn: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", "again", "user"), &ev); err != nil {
-		t.Fatal(err)
-	}
+	resend(t, h, "again", 1, "cancel that one")
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want 1", n)

@@ -83,6 +83,25 @@ func (c *conversation) add(t schemas.Turn, seq uint64, max int) {
 	}
 }
 
+// sentAgain tells whether a user turn arriving at stream sequence seq was
+// seen before: it is the turn this worker judged last, or the context
+// holds a user turn of that number stored at another sequence (the first
+// copy, judged when it came: a conversation's user turns are consumed in
+// stream order). Turn numbers name turns, as the outputs' ids do. A
+// retry of the same message (same sequence) is not "sent again"; a turn
+// older than the context's HistoryTurns is not known and is judged again.
+func (c *conversation) sentAgain(turn int, seq uint64) bool {
+	if turn == c.judged {
+		return true
+	}
+	for i, k := range c.turns {
+		if k.turn == turn && k.role == schemas.RoleUser && c.seqs[i] != 0 && c.seqs[i] != seq {
+			return true
+		}
+	}
+	return false
+}
+
 // dialogue is the surface context as far as merged.
 func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
 
