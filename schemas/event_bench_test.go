@@ -13,8 +13,14 @@ func BenchmarkBuildEvent(b *testing.B) {
 		name  string
 		build func(typ, id, source string, m Meta, data any) error
 	}{
-		{"BuildEvent", func(typ, id, source string, m Meta, data any) error { _, err := BuildEvent(typ, id, source, m, data); return err }},
-		{"NewEvent", func(typ, id, source string, m Meta, data any) error { _, err := NewEvent(typ, id, source, m, data); return err }},
+		{"BuildEvent", func(typ, id, source string, m Meta, data any) error {
+			_, err := BuildEvent(typ, id, source, m, data)
+			return err
+		}},
+		{"NewEvent", func(typ, id, source string, m Meta, data any) error {
+			_, err := NewEvent(typ, id, source, m, data)
+			return err
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
