@@ -216,6 +216,9 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if turn.Turn == 0 {
 		turn.Turn = d.Meta.Turn
 	}
+	if turn.Turn < 1 {
+		return streams.Permanent(fmt.Errorf("detector: a user turn without a turn number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply"))
+	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
 	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
 	if d.Delivered > 1 || time.Since(d.Stored) > s.recheck {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -281,5 +282,40 @@ func TestATurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 3)
 	if n := judgedTurns(m); n != 2 {
 		t.Errorf("the module judged %d turns, want 2", n)
+	}
+}
+
+// A user turn without a number (neither the turn extension nor data.turn)
+// cannot name its detection, task and reply: it is dead-lettered with that
+// reason, never acked silently, and the conversation goes on.
+func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	m := startJudging(t, h, detector.Deps{}, time.Hour)
+	ev, err := schemas.NewEvent(schemas.TypeTurn, "turn-acme-nonumber-user", "",
+		schemas.Meta{Tenant: "acme", Conversation: "nonumber"}, schemas.Turn{Role: "user", Text: "cancel that one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", "nonumber", "user"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, h, "nonumber", "user", 1, "the one to Boston")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged %d turns, want 1 (the numbered one)", n)
+	}
+	var reasons []string
+	err = streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
+		var dl schemas.DeadLetter
+		if r.Decoded != nil && r.Decoded.Payload(&dl) == nil {
+			reasons = append(reasons, dl.Reason)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reasons) != 1 || !strings.Contains(reasons[0], "turn number") {
+		t.Errorf("dead letters %q, want one saying the turn number is missing", reasons)
 	}
 }

@@ -118,6 +118,9 @@ func TurnSubjectOf(ev *event.Event) (subject, field string, err error) {
 	if _, ok := ev.Extensions()[schemas.ExtTurn]; ok && t.Turn != 0 && t.Turn != meta.Turn {
 		return "", "turn", fmt.Errorf("turn extension %d disagrees with data.turn %d", meta.Turn, t.Turn)
 	}
+	if t.Role == schemas.RoleUser && t.Turn == 0 && meta.Turn == 0 {
+		return "", "turn", fmt.Errorf("a user turn needs its number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply")
+	}
 	return TurnSubject(meta.Tenant, meta.Conversation, t.Role), "", nil
 }
 

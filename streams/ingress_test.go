@@ -46,6 +46,8 @@ func TestHTTPIngress(t *testing.T) {
 		{"missing text", binary("acme", `{"role":"user"}`), 400, "data"},
 		{"wrong type", structured(`{"specversion":"1.0","id":"s2","source":"/p","type":"dev.rein.task.v1","tenant":"acme","conversation":"c2","data":{}}`), 400, "type"},
 		{"turn disagrees", binary("acme", `{"role":"user","text":"x","turn":5}`), 400, "turn"},
+		{"user turn without a number", structured(`{"specversion":"1.0","id":"s3","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c3","datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`), 400, "turn"},
+		{"agent turn without a number", structured(`{"specversion":"1.0","id":"s4","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c3","datacontenttype":"application/json","data":{"role":"agent","text":"hello"}}`), 202, ""},
 		{"oversize", binary("acme", `{"role":"user","text":"`+strings.Repeat("a", 8000)+`"}`), 413, "data"},
 		{"not a cloudevent", func() *http.Request {
 			r, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("hello"))
@@ -78,7 +80,7 @@ func TestHTTPIngress(t *testing.T) {
 			}
 		})
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
-		t.Errorf("REIN_TURNS holds %d, want only the 2 accepted turns", n)
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
+		t.Errorf("REIN_TURNS holds %d, want only the 3 accepted turns", n)
 	}
 }
