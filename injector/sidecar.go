@@ -46,8 +46,9 @@ func ParseInceptionSubject(subject string) (tenant, conv string, turn int, err e
 		return "", "", 0, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	n, err := strconv.Atoi(parts[5])
-	if err != nil || n < 0 {
-		return "", "", 0, fmt.Errorf("%w: turn %q is not a non-negative integer", ErrBadRequest, parts[5])
+	if err != nil || n < 1 {
+		// User turns are numbered from 1: no detection ever has turn 0.
+		return "", "", 0, fmt.Errorf("%w: turn %q is not a turn number (an integer from 1)", ErrBadRequest, parts[5])
 	}
 	return parts[3], parts[4], n, nil
 }
