@@ -55,8 +55,9 @@
 //     recorded (a second call could answer otherwise). A publish that
 //     fails after the module answered is retried with that answer. A user
 //     turn sent again as a new message (a platform's retry: its number is
-//     already in the conversation's context, from another message) is
-//     acked with no output.
+//     already in the conversation's context, from another message, and a
+//     detection of it is stored) is acked with no output; one whose first
+//     copy was dead-lettered is judged.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

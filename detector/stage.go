@@ -245,12 +245,23 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return err // retried: the surface context could not be rebuilt
 	}
-	if conv.sentAgain(turn.Turn, d.Sequence) {
-		// A platform's retry: a turn it sent before, stored again as a new
-		// message, and judged when its first copy came. Within the
-		// duplicate window its outputs' ids would drop them; past it they
-		// would be stored twice (and a second judgement could differ).
+	if turn.Turn == conv.judged {
+		// Judged and stored by this worker, now stored again as a new
+		// message: a platform's retry. Within the duplicate window its
+		// outputs' ids would drop them; past it they would be stored twice
+		// (and a second judgement could differ).
 		return nil
+	}
+	if conv.sentBefore(turn.Turn, d.Sequence) {
+		// An earlier copy came as another message: a retry too, unless that
+		// copy was never judged (dead-lettered, and now sent again).
+		judged, err := s.detectionStored(ctx, meta.Tenant, meta.Conversation, turn.Turn)
+		if err != nil {
+			return err // retried
+		}
+		if judged {
+			return nil
+		}
 	}
 	conv.add(turn, d.Sequence, s.cfg.HistoryTurns)
 	det, ok := conv.undelivered(turn.Turn)
@@ -269,6 +280,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		conv.pending = pendingDetection{turn: turn.Turn, det: det}
 	}
 	if err := s.publish(ctx, meta, det, schemas.EventID("detection", meta.Tenant, meta.Conversation, turn.Turn), true); err != nil {
+		if errors.Is(err, streams.ErrPermanent) {
+			// Dead-lettered: a copy sent again is judged anew, since this
+			// decision may be what could not be handed on.
+			conv.pending = pendingDetection{}
+		}
 		return err
 	}
 	conv.pending = pendingDetection{}

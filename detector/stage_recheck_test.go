@@ -2,6 +2,7 @@ package detector_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -253,6 +254,33 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	}
 	if ds := detections(t, h); len(ds) != 4 {
 		t.Errorf("%d detections stored, want one per turn (4)", len(ds))
+	}
+}
+
+// A turn whose first copy was dead-lettered, never judged, is judged when
+// it is sent again: the turn number alone does not make it a retry.
+func TestADeadLetteredTurnSentAgainIsJudged(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	var calls atomic.Int32
+	m := startJudging(t, h, detector.Deps{
+		Then: func(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
+			if calls.Add(1) == 1 {
+				return streams.Out{}, nil, errors.New("the task cannot be built") // permanent: dead-lettered
+			}
+			return taskThen(meta, det, id)
+		}}, time.Hour)
+	publishTurn(t, h, "dlq", "user", 1, "cancel that one")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
+		t.Fatalf("dead letters = %d, want the first copy", n)
+	}
+	resend(t, h, "dlq", 1, "cancel that one")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	if n := judgedTurns(m); n != 2 {
+		t.Errorf("the module judged %d times, want 2: the copy sent again is judged", n)
+	}
+	if n := len(storedTasks(t, h)); n != 1 {
+		t.Errorf("tasks stored = %d, want 1", n)
 	}
 }
 

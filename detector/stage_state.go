@@ -83,17 +83,12 @@ func (c *conversation) add(t schemas.Turn, seq uint64, max int) {
 	}
 }
 
-// sentAgain tells whether a user turn arriving at stream sequence seq was
-// seen before: it is the turn this worker judged last, or the context
-// holds a user turn of that number stored at another sequence (the first
-// copy, judged when it came: a conversation's user turns are consumed in
-// stream order). Turn numbers name turns, as the outputs' ids do. A
-// retry of the same message (same sequence) is not "sent again"; a turn
-// older than the context's HistoryTurns is not known and is judged again.
-func (c *conversation) sentAgain(turn int, seq uint64) bool {
-	if turn == c.judged {
-		return true
-	}
+// sentBefore tells whether the context holds a user turn of this number
+// stored at another stream sequence than seq: an earlier copy of the turn
+// (a conversation's user turns are consumed in stream order). A retry of
+// the same message keeps its sequence; a turn older than the context's
+// HistoryTurns is not known.
+func (c *conversation) sentBefore(turn int, seq uint64) bool {
 	for i, k := range c.turns {
 		if k.turn == turn && k.role == schemas.RoleUser && c.seqs[i] != 0 && c.seqs[i] != seq {
 			return true
@@ -213,6 +208,27 @@ func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
 		s.stream = st
 	}
 	return st, err
+}
+
+// errFound stops a read once it has found what it looked for.
+var errFound = errors.New("found")
+
+// detectionStored reads the conversation's detections (batched direct gets;
+// asked only for a turn sent again) for one of this turn.
+func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
+	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.DetectionSubject(tenant, conv), 0, 0, func(r streams.Raw) error {
+		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
+			return errFound
+		}
+		return nil
+	})
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("detector: read detections: %w", err)
+	}
+	return false, nil
 }
 
 // stored is what of a user turn's outputs is already stored.
