@@ -3,7 +3,8 @@
 // one, and publishes what the agent said and did.
 //
 // Consumes: REIN_TASKS, subjects rein.tasks.<tenant>.<conv> (durable
-// consumer "agentworker"), one dev.rein.task.v1 per user turn.
+// consumer "agentworker"), one dev.rein.task.v1 per user turn; a task
+// without a turn number (from 1) is dead-lettered.
 //
 // The request: the fixed system prompt (Config.SystemPrompt or
 // SystemPromptFile; for the τ-bench domains their policy document; rein

@@ -30,6 +30,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if turn == 0 {
 		turn = d.Meta.Turn
 	}
+	if turn < 1 {
+		// Turn numbers name the turn's state, steps and reply; rein numbers
+		// every task from its user turn.
+		return streams.Permanent(fmt.Errorf("agentworker: a task without a turn number (data.turn or the turn extension, from 1)"))
+	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
 	st, err := s.load(ctx, meta)
 	if err != nil {

@@ -205,3 +205,22 @@ func TestHumanPathAfterTransfer(t *testing.T) {
 		t.Errorf("human_path turns = %v", got)
 	}
 }
+
+// A task without a turn number (a foreign publisher's: rein numbers every
+// task from its user turn) is dead-lettered with the reason; it would
+// otherwise be taken for a turn in progress of a state that has none.
+func TestATaskWithoutATurnNumberIsDeadLettered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	model := scripted(t)
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: prometheus.NewRegistry()})
+	publishTask(t, h, "unnumbered", 0, "show reservation Q7RM2K", nil)
+	publishTask(t, h, "unnumbered", 1, "show reservation Q7RM2K", nil)
+	settled(t, h)
+	if n := len(agentTurns(t, h, "unnumbered")); n != 1 {
+		t.Errorf("agent turns = %d, want 1 (turn 1's)", n)
+	}
+	dls := readAll(t, h, streams.StreamDLQ)
+	if len(dls) != 1 || !strings.Contains(string(dls[0].data), "turn number") {
+		t.Errorf("dead letters %+v, want one naming the missing turn number", dls)
+	}
+}
