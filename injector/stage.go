@@ -126,6 +126,9 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 // detection's.
 func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID string) (streams.Out, func(), error) {
 	task := TaskFor(det, detectionID, meta.Turn, s.cfg.RecoveryTools)
+	if task.Turn < 1 {
+		return streams.Out{}, nil, fmt.Errorf("injector: a detection without a turn number (data.turn or the turn extension, from 1)")
+	}
 	meta.Turn = task.Turn
 	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, task.Turn), "", meta, task)
 	if err != nil {

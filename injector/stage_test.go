@@ -162,6 +162,23 @@ func TestRedeliveredDetectionsProduceNoSecondTask(t *testing.T) {
 	}
 }
 
+// A detection without a turn number (a foreign publisher's: the detector
+// numbers every detection from its user turn) is dead-lettered, not turned
+// into a task of turn 0.
+func TestADetectionWithoutATurnNumberIsDeadLettered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	startStage(t, h, injector.Config{}, nil)
+	publishDetection(t, h, "unnumbered", schemas.Detection{UserText: "cancel that one"}, "")
+	publishDetection(t, h, "unnumbered", schemas.Detection{Turn: 1, UserText: "cancel that one"}, "")
+	h.WaitAcked(t, 10*time.Second, streams.StreamDetections, streams.DurableInjector, 2)
+	if got := tasks(t, h); len(got) != 1 {
+		t.Errorf("tasks %v, want turn 1's only", got)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
+		t.Errorf("dead letters = %d, want 1", n)
+	}
+}
+
 // TestOldDetectionsAreRecheckedAgainstStoredTasks covers a durable that
 // reads REIN_DETECTIONS from its start long after the tasks were stored (the
 // stages ran fused before, or the durable was recreated): the duplicate
