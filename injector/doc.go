@@ -3,7 +3,8 @@
 // module found a known error.
 //
 // Consumes: REIN_DETECTIONS, subjects rein.detections.<tenant>.<conv>
-// (durable consumer "injector"), one dev.rein.detection.v1 per user turn.
+// (durable consumer "injector"), one dev.rein.detection.v1 per user turn;
+// a detection without a turn number (from 1) is dead-lettered.
 //
 // Produces: one dev.rein.task.v1 per user turn on rein.tasks.<tenant>.<conv>
 // (stream REIN_TASKS) with the deterministic id task-<tenant>-<conv>-<turn>,
