@@ -98,19 +98,8 @@ func taskThen(meta schemas.Meta, det schemas.Detection, id string) (streams.Out,
 func storedTasks(t *testing.T, h *rtest.JS) []schemas.Task {
 	t.Helper()
 	var out []schemas.Task
-	err := streams.ReadStream(context.Background(), h.JS, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
-		var task schemas.Task
-		if r.Decoded == nil {
-			t.Fatalf("undecodable task at %d", r.Sequence)
-		}
-		if err := r.Decoded.Payload(&task); err != nil {
-			return err
-		}
-		out = append(out, task)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, e := range storedPayloads[schemas.Task](t, h, streams.StreamTasks) {
+		out = append(out, e.data)
 	}
 	return out
 }
@@ -333,15 +322,8 @@ func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
 		t.Errorf("the module judged %d turns, want 1 (the numbered one)", n)
 	}
 	var reasons []string
-	err = streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
-		var dl schemas.DeadLetter
-		if r.Decoded != nil && r.Decoded.Payload(&dl) == nil {
-			reasons = append(reasons, dl.Reason)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, e := range storedPayloads[schemas.DeadLetter](t, h, streams.StreamDLQ) {
+		reasons = append(reasons, e.data.Reason)
 	}
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "turn number") {
 		t.Errorf("dead letters %q, want one saying the turn number is missing", reasons)

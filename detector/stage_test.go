@@ -2,7 +2,6 @@ package detector_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -60,18 +59,36 @@ func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text st
 	}
 }
 
+// detections reads REIN_DETECTIONS by event id.
 func detections(t *testing.T, h *rtest.JS) map[string]schemas.Detection {
 	t.Helper()
 	out := map[string]schemas.Detection{}
-	err := streams.ReadStream(context.Background(), h.JS, streams.StreamDetections, streams.ReadOptions{}, func(r streams.Raw) error {
-		var d schemas.Detection
+	for _, e := range storedPayloads[schemas.Detection](t, h, streams.StreamDetections) {
+		out[e.id] = e.data
+	}
+	return out
+}
+
+// payload is one stored event's id and data.
+type payload[T any] struct {
+	id   string
+	data T
+}
+
+// storedPayloads reads a stream's events in order, each event's data
+// decoded as T; an undecodable message fails the test.
+func storedPayloads[T any](t *testing.T, h *rtest.JS, stream string) []payload[T] {
+	t.Helper()
+	var out []payload[T]
+	err := streams.ReadStream(context.Background(), h.JS, stream, streams.ReadOptions{}, func(r streams.Raw) error {
 		if r.Decoded == nil {
-			t.Fatalf("undecodable detection at %d", r.Sequence)
+			t.Fatalf("undecodable message in %s at %d", stream, r.Sequence)
 		}
-		if err := json.Unmarshal(r.Decoded.Event.Data(), &d); err != nil {
+		var v T
+		if err := r.Decoded.Payload(&v); err != nil {
 			return err
 		}
-		out[r.Decoded.Event.ID()] = d
+		out = append(out, payload[T]{r.Decoded.Event.ID(), v})
 		return nil
 	})
 	if err != nil {
