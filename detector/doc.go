@@ -61,7 +61,9 @@
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},
-//     rein_detector_context_fetches_total (reads of agent replies)
+//     rein_detector_context_fetches_total (reads of agent replies),
+//     rein_detector_unjudged_turns_total{reason} (turns acked without a
+//     module call: stored, handed_on, sent_again)
 //     and, for the cascade, rein_detector_gate_total{result} from
 //     Cascade.Stats.
 package detector

@@ -238,6 +238,11 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		if st.done || st.det != nil {
 			// Its context may be cached without this turn: read it anew.
 			s.convs.Drop(key)
+			if st.det != nil {
+				s.m.unjudged[UnjudgedHandedOn].Inc()
+			} else {
+				s.m.unjudged[UnjudgedStored].Inc()
+			}
 			return nil
 		}
 	}
@@ -250,6 +255,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// message: a platform's retry. Within the duplicate window its
 		// outputs' ids would drop them; past it they would be stored twice
 		// (and a second judgement could differ).
+		s.m.unjudged[UnjudgedSentAgain].Inc()
 		return nil
 	}
 	if conv.sentBefore(turn.Turn, d.Sequence) {
@@ -260,6 +266,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			return err // retried
 		}
 		if judged {
+			s.m.unjudged[UnjudgedSentAgain].Inc()
 			return nil
 		}
 	}

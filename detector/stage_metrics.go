@@ -19,6 +19,9 @@ type stageMetrics struct {
 	activations *prometheus.CounterVec
 	inception   prometheus.Observer
 	fetches     prometheus.Counter // reads of agent replies
+	// unjudged counts user turns acked without asking the module, by
+	// reason (the Unjudged* constants).
+	unjudged map[string]prometheus.Counter
 
 	mu      sync.Mutex
 	tenants map[string]bool
@@ -36,12 +39,25 @@ func newStageMetrics(reg prometheus.Registerer, m Module) *stageMetrics {
 			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
 		tenants: map[string]bool{},
 	}
+	unjudged := telemetry.NewCounterVec(reg, telemetry.MDetectorUnjudged,
+		"User turns acked without asking the inception module: their outputs were stored (stored), their stored detection was handed on (handed_on), or a platform sent a judged turn again (sent_again).", "reason")
+	sm.unjudged = map[string]prometheus.Counter{}
+	for _, r := range []string{UnjudgedStored, UnjudgedHandedOn, UnjudgedSentAgain} {
+		sm.unjudged[r] = unjudged.WithLabelValues(r)
+	}
 	if g, ok := m.(Gated); ok && reg != nil {
 		telemetry.Register(reg, &gateCollector{g: g, desc: prometheus.NewDesc(telemetry.MDetectorGate,
 			"Turns the cascade's rules gate passed to the model or skipped.", []string{"result"}, nil)})
 	}
 	return sm
 }
+
+// Reasons of rein_detector_unjudged_turns_total.
+const (
+	UnjudgedStored    = "stored"     // a replayed or redelivered turn whose outputs are stored
+	UnjudgedHandedOn  = "handed_on"  // its stored detection handed on to the task
+	UnjudgedSentAgain = "sent_again" // a platform's retry of a judged turn
+)
 
 // tenant bounds the tenant label: the first MaxTenantLabels tenants keep
 // their name, later ones share OtherTenant.

@@ -47,10 +47,14 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		storeDetection(t, h, "done", 1)
 		publishTurn(t, h, "done", "user", 1, "cancel that one")
 		publishTurn(t, h, "fresh", "user", 1, "hello")
-		m := run(t, h, detector.Deps{})
+		reg := prometheus.NewRegistry()
+		m := run(t, h, detector.Deps{Registerer: reg})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judgedTurns(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one without a detection", n)
+		}
+		if n := unjudged(t, reg, detector.UnjudgedStored); n != 1 {
+			t.Errorf("unjudged{stored} = %v, want 1", n)
 		}
 		ds := detections(t, h)
 		if _, again := ds[schemas.EventID("detection", "acme", "done", 1)]; again || len(ds) != 2 {
@@ -64,14 +68,19 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		storeDetection(t, h, "detection-only", 1)
 		publishTurn(t, h, "both", "user", 1, "cancel that one")
 		publishTurn(t, h, "detection-only", "user", 1, "hello")
+		reg := prometheus.NewRegistry()
 		m := run(t, h, detector.Deps{
-			Then: taskThen,
+			Registerer: reg,
+			Then:       taskThen,
 			// Only "both" has its task stored too.
 			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
 		})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judgedTurns(m); n != 0 {
 			t.Errorf("the module judged %d turns, want none: both were decided before", n)
+		}
+		if st, on := unjudged(t, reg, detector.UnjudgedStored), unjudged(t, reg, detector.UnjudgedHandedOn); st != 1 || on != 1 {
+			t.Errorf("unjudged stored %v, handed_on %v; want 1 and 1", st, on)
 		}
 		if n := h.StreamMsgs(t, streams.StreamDetections); n != 2 {
 			t.Errorf("detections stored = %d, want the 2 stored before", n)
@@ -124,13 +133,17 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	}
 	publishTurn(t, h, "cut", "user", 1, "cancel that one")
 	publishTurn(t, h, "lost", "user", 1, "hello")
-	st, m := newJudging(t, h, detector.Deps{Then: taskThen,
+	reg := prometheus.NewRegistry()
+	st, m := newJudging(t, h, detector.Deps{Registerer: reg, Then: taskThen,
 		ThenStored: func(context.Context, string, string, int) (bool, error) { return false, nil }}, time.Hour)
 	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	rtest.Run(t, "stage", st.Run)
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want 1 (lost's)", n)
+	}
+	if n := unjudged(t, reg, detector.UnjudgedHandedOn); n != 1 {
+		t.Errorf("unjudged{handed_on} = %v, want 1", n)
 	}
 	tasks := map[string]schemas.Task{}
 	for _, task := range storedTasks(t, h) {
@@ -187,13 +200,38 @@ func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time
 	m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
 	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
 	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	deps.Registerer = prometheus.NewRegistry()
+	if deps.Registerer == nil {
+		deps.Registerer = prometheus.NewRegistry()
+	}
 	deps.Tools = func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil }
 	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: time.Second, RecheckAfter: recheckAfter}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st, m
+}
+
+// unjudged is rein_detector_unjudged_turns_total{reason} in reg.
+func unjudged(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "rein_detector_unjudged_turns_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("rein_detector_unjudged_turns_total{reason=%q} not found", reason)
+	return 0
 }
 
 func judgedTurns(m *fakeModule) int {
@@ -220,7 +258,8 @@ func resend(t *testing.T, h *rtest.JS, conv string, turn int, text string) {
 // conversation is in memory or rebuilt from the stream after a restart.
 func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	st, m := newJudging(t, h, detector.Deps{}, time.Hour)
+	reg := prometheus.NewRegistry()
+	st, m := newJudging(t, h, detector.Deps{Registerer: reg}, time.Hour)
 	stop := rtest.Run(t, "stage", st.Run)
 	publishTurn(t, h, "older", "user", 1, "cancel that one")
 	publishTurn(t, h, "older", "user", 2, "the one to Boston")
@@ -229,6 +268,9 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 4)
 	if n := judgedTurns(m); n != 3 {
 		t.Errorf("the module judged %d turns, want 3: turn 1 sent again is not judged again", n)
+	}
+	if n := unjudged(t, reg, detector.UnjudgedSentAgain); n != 1 {
+		t.Errorf("unjudged{sent_again} = %v, want 1", n)
 	}
 	// A restarted stage rebuilds the context from the stream, first copies
 	// included.
