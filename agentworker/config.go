@@ -56,7 +56,10 @@ type Config struct {
 	// after each tool step; a quicker turn publishes them with its reply
 	// (default 1s; a negative value publishes every step at once).
 	LiveStepsAfter time.Duration
-	// Workers is the number of conversations run in parallel (default 32).
+	// Workers bounds the turns run at once, the stage's in-flight limit
+	// (default: the consumer's, 4096). Turns are scheduled by conversation:
+	// a conversation waiting on the model holds one slot, never another
+	// conversation's.
 	Workers int
 	// MaxConversations bounds the conversation states kept in memory and
 	// IdleTTL drops one not used for that long (defaults 10,000 and 30m);
@@ -99,9 +102,6 @@ func (c *Config) defaults() {
 	if c.ModelTimeout == 0 {
 		c.ModelTimeout = 2 * time.Minute
 	}
-	if c.Workers == 0 {
-		c.Workers = 32
-	}
 	if c.Persist == "" {
 		c.Persist = PersistStep
 	}
@@ -130,8 +130,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max steps %d must be 1..1000", ErrInvalidConfig, c.MaxSteps)
 	case c.ModelTimeout < 0 || c.MaxTokens < 0:
 		return fmt.Errorf("%w: negative model timeout or max tokens", ErrInvalidConfig)
-	case c.Workers < 1 || c.Workers > 4096:
-		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
+	case c.Workers < 0 || c.Workers > 4096:
+		return fmt.Errorf("%w: workers %d must be 0 (the default) to 4096", ErrInvalidConfig, c.Workers)
 	case c.RecheckAfter < 0:
 		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.MaxConversations < 1 || c.IdleTTL < time.Second:

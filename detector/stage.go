@@ -34,7 +34,10 @@ type StageConfig struct {
 	// dropped conversation is rebuilt from REIN_TURNS on its next turn.
 	MaxConversations int
 	IdleTTL          time.Duration
-	// Workers is the number of conversations judged in parallel (default 64).
+	// Workers bounds the user turns judged at once, the stage's in-flight
+	// limit (default: the consumer's, 4096). Turns are scheduled by
+	// conversation, so a conversation waiting on the inception model never
+	// holds up another.
 	Workers int
 	// TaxonomyVersion is recorded in every detection.
 	TaxonomyVersion string
@@ -65,9 +68,6 @@ func (c *StageConfig) defaults() {
 	}
 	if c.IdleTTL == 0 {
 		c.IdleTTL = 30 * time.Minute
-	}
-	if c.Workers == 0 {
-		c.Workers = 64
 	}
 }
 
@@ -167,7 +167,7 @@ func New(cfg StageConfig, deps Deps) (*Stage, error) {
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
-		Filter: []string{streams.UserTurnsAll}, Workers: s.cfg.Workers, Quarantine: true,
+		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: max(30*time.Second, 3*s.cfg.Timeout),
 	}
 }

@@ -18,7 +18,8 @@ import (
 // StageConfig configures the escalation stage.
 type StageConfig struct {
 	Sinks SinksConfig
-	// Workers is the number of conversations delivered in parallel (default 16).
+	// Workers bounds the events delivered at once (default 16): sinks are
+	// remote systems, kept to a modest concurrency.
 	Workers int
 }
 
@@ -89,7 +90,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	}()
 	c, err := streams.NewConsumer(streams.ConsumerConfig{
 		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
-		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, Workers: s.cfg.Workers,
+		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: 2 * time.Minute, // webhook retries can take a while; heartbeats keep it owned
 	}, streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

@@ -25,7 +25,8 @@ var DefaultRecoveryTools = map[string]string{
 
 // Config configures the injector stage.
 type Config struct {
-	// Workers is the number of conversations handled in parallel (default 32).
+	// Workers bounds the detections handled at once, the stage's in-flight
+	// limit (default: the consumer's, 4096).
 	Workers int
 	// Sidecar starts the request/reply responder on
 	// rein.inception.get.<tenant>.<conv>.<turn> beside the consumer.
@@ -59,9 +60,6 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
-	if c.Workers == 0 {
-		c.Workers = 32
-	}
 	if c.SidecarWait == 0 {
 		c.SidecarWait = 2 * time.Second
 	}
@@ -85,8 +83,8 @@ func (c *Config) defaults() {
 func (c Config) Validate() error {
 	c.defaults()
 	switch {
-	case c.Workers < 1 || c.Workers > 4096:
-		return fmt.Errorf("%w: workers %d must be 1..4096", ErrInvalidConfig, c.Workers)
+	case c.Workers < 0 || c.Workers > 4096:
+		return fmt.Errorf("%w: workers %d must be 0 (the default) to 4096", ErrInvalidConfig, c.Workers)
 	case c.SidecarWait < 0 || c.SidecarWait > time.Minute:
 		return fmt.Errorf("%w: sidecar wait %s must be 0..1m", ErrInvalidConfig, c.SidecarWait)
 	case c.RecheckAfter < 0:

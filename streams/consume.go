@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"log/slog"
-	"sync"
+		"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -27,10 +25,17 @@ type ConsumerConfig struct {
 	Stream  string   // stream to consume
 	Durable string   // durable consumer name
 	Filter  []string // subject filters
-	// Workers is the number of conversation partitions handled in
-	// parallel (default 32). Turns of one conversation always go to the
-	// same partition and are handled one at a time, in stream order.
-	Workers int
+	// MaxInFlight bounds the messages handled at once (default 4096,
+	// at most MaxAckPending). Messages are scheduled by conversation: the
+	// turns of one conversation are handled one at a time, in stream
+	// order; a conversation waiting on a model holds one slot, and the
+	// others go on (see schedule.go). Waiting for a slot costs a queued
+	// message, not a thread.
+	MaxInFlight int
+	// MaxHold bounds how long the order gate holds a message whose
+	// conversation has an earlier message unacked by a dead holder
+	// (default 3×AckWait: that message is redelivered after AckWait).
+	MaxHold time.Duration
 	// MaxAckPending bounds unacknowledged messages (default 4096).
 	MaxAckPending int
 	// AckWait is the redelivery timeout; long handlers send in-progress
@@ -61,11 +66,11 @@ type ConsumerConfig struct {
 const priorityGroup = "rein"
 
 func (c *ConsumerConfig) defaults() {
-	if c.Workers == 0 {
-		c.Workers = 32
-	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 4096
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = c.MaxAckPending
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second
@@ -82,6 +87,9 @@ func (c *ConsumerConfig) defaults() {
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
+	if c.MaxHold == 0 {
+		c.MaxHold = 3 * c.AckWait
+	}
 }
 
 // Validate checks the configuration after defaults are applied.
@@ -92,8 +100,10 @@ func (c ConsumerConfig) Validate() error {
 		return fmt.Errorf("%w: consumer needs a stage, a stream and a durable name", ErrConfig)
 	case len(c.Filter) == 0:
 		return fmt.Errorf("%w: consumer %s needs a subject filter", ErrConfig, c.Durable)
-	case c.Workers < 1 || c.Workers > 4096:
-		return fmt.Errorf("%w: consumer %s: workers %d must be 1..4096", ErrConfig, c.Durable, c.Workers)
+	case c.MaxInFlight < 1 || c.MaxInFlight > c.MaxAckPending:
+		return fmt.Errorf("%w: consumer %s: max in flight %d must be 1..%d (the max ack pending)", ErrConfig, c.Durable, c.MaxInFlight, c.MaxAckPending)
+	case c.MaxAckPending < 1 || c.MaxAckPending > 1<<20:
+		return fmt.Errorf("%w: consumer %s: max ack pending %d must be 1..%d", ErrConfig, c.Durable, c.MaxAckPending, 1<<20)
 	case c.Attempts < 1:
 		return fmt.Errorf("%w: consumer %s: attempts must be at least 1", ErrConfig, c.Durable)
 	case c.AckWait < time.Second:
@@ -112,8 +122,12 @@ type ConsumerDeps struct {
 
 // stageMetrics are the transport metrics shared by every stage.
 type stageMetrics struct {
-	messages *prometheus.CounterVec
-	handle   *prometheus.HistogramVec
+	messages      *prometheus.CounterVec
+	handle        *prometheus.HistogramVec
+	inFlight      *prometheus.GaugeVec
+	queued        *prometheus.GaugeVec
+	conversations *prometheus.GaugeVec
+	holds         *prometheus.CounterVec
 }
 
 func newStageMetrics(reg prometheus.Registerer) stageMetrics {
@@ -122,6 +136,14 @@ func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 			"Messages handled by a stage, by outcome (ack, retry, dlq, requeue).", "stage", "outcome"),
 		handle: telemetry.NewHistogramVec(reg, telemetry.MStageHandleSeconds,
 			"Time from a message's delivery to its ack or dead letter.", telemetry.LatencyBuckets, "stage"),
+		inFlight: telemetry.NewGaugeVec(reg, telemetry.MStageInFlight,
+			"Messages a stage is handling now (bounded by its max in flight).", "stage"),
+		queued: telemetry.NewGaugeVec(reg, telemetry.MStageQueued,
+			"Messages delivered to a stage and waiting for their conversation's earlier turn or an in-flight slot.", "stage"),
+		conversations: telemetry.NewGaugeVec(reg, telemetry.MStageConversations,
+			"Conversations a stage has work for now.", "stage"),
+		holds: telemetry.NewCounterVec(reg, telemetry.MStageOrderHolds,
+			"Messages the order gate held until an earlier message of their conversation was decided (held), then let run (released, or timeout past MaxHold).", "stage", "outcome"),
 	}
 }
 
@@ -133,7 +155,7 @@ type Consumer struct {
 	m       stageMetrics
 	outcome map[string]prometheus.Counter
 	handle  prometheus.Observer
-	seed    maphash.Seed
+	sched   *scheduler // while running
 	source  jetstream.Stream
 }
 
@@ -149,7 +171,7 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), seed: maphash.MakeSeed()}
+	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer)}
 	c.outcome = map[string]prometheus.Counter{}
 	for _, o := range []string{"ack", "retry", "dlq", "requeue"} {
 		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
@@ -181,14 +203,10 @@ func (c ConsumerConfig) ConsumerConfigJS() jetstream.ConsumerConfig {
 }
 
 type job struct {
-	msg jetstream.Msg
-	at  time.Time
-}
-
-// inflight is what a worker is handling now, for heartbeats.
-type inflight struct {
-	msg   jetstream.Msg
-	since time.Time
+	msg       jetstream.Msg
+	at        time.Time // delivered
+	seq       uint64    // stream sequence (0 when unknown)
+	heldSince time.Time // first held by the order gate
 }
 
 // Run consumes until ctx is cancelled, then stops pulling, lets in-flight
@@ -213,35 +231,41 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer hcancel()
 	var stopping atomic.Bool
 
-	queues := make([]*partition, c.cfg.Workers)
-	current := make([]atomic.Pointer[inflight], c.cfg.Workers)
-	var wg sync.WaitGroup
-	for i := range queues {
-		queues[i] = newPartition()
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			for {
-				j, ok := queues[i].pop()
-				if !ok {
-					return
-				}
-				if stopping.Load() {
-					c.release(j.msg)
-					continue
-				}
-				current[i].Store(&inflight{msg: j.msg, since: time.Now()})
-				c.process(hctx, j, &stopping)
-				current[i].Store(nil)
+	inFlight := c.m.inFlight.WithLabelValues(c.cfg.Stage)
+	gate := &orderGate{stage: c.cfg.Stage, stream: c.cfg.Stream, js: c.deps.JS, cons: cons, log: c.deps.Logger,
+		maxHold: c.cfg.MaxHold, recheck: min(time.Second, c.cfg.AckWait/3), holds: c.m.holds}
+	gate.start(ctx, cons.CachedInfo())
+	sched := newScheduler(c.cfg.MaxInFlight,
+		func(key string, j *job) time.Duration {
+			if stopping.Load() {
+				return 0 // run releases it
 			}
-		}(i)
-	}
+			return gate.hold(hctx, key, j)
+		},
+		func(key string, j job) {
+			if stopping.Load() {
+				c.release(j.msg)
+				return
+			}
+			inFlight.Inc()
+			defer inFlight.Dec()
+			if c.process(hctx, j, &stopping) {
+				gate.decided(key, j.seq)
+			}
+		})
+	c.sched = sched
 
 	hbDone := make(chan struct{})
-	go c.heartbeats(current, hbDone)
+	go c.heartbeats(sched, hbDone)
 
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		if !queues[c.partition(msg.Subject())].push(job{msg: msg, at: time.Now()}) {
+		j := job{msg: msg, at: time.Now()}
+		md, err := msg.Metadata()
+		if err == nil {
+			j.seq = md.Sequence.Stream
+			gate.observe(md)
+		}
+		if !sched.push(c.key(msg.Subject()), j) {
 			c.release(msg) // delivered while draining
 		}
 	},
@@ -254,13 +278,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}))
 	if err != nil {
 		close(hbDone)
-		for _, q := range queues {
-			q.close()
-		}
-		wg.Wait()
+		sched.close()
+		sched.wait()
 		return fmt.Errorf("consume %s: %w", c.cfg.Durable, err)
 	}
-	c.deps.Logger.Info("consumer started", "stage", c.cfg.Stage, "stream", c.cfg.Stream, "durable", c.cfg.Durable, "workers", c.cfg.Workers)
+	c.deps.Logger.Info("consumer started", "stage", c.cfg.Stage, "stream", c.cfg.Stream, "durable", c.cfg.Durable, "max_in_flight", c.cfg.MaxInFlight)
 
 	<-ctx.Done()
 	cc.Drain()
@@ -270,11 +292,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		cc.Stop()
 	}
 	stopping.Store(true)
-	for _, q := range queues {
-		q.close()
-	}
+	sched.close()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { sched.wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(c.cfg.ShutdownGrace):
@@ -295,28 +315,38 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// partition maps a message to its conversation's worker.
-func (c *Consumer) partition(subject string) int {
-	key := subject
+// key is a message's conversation: <tenant>.<conv> from its subject.
+func (c *Consumer) key(subject string) string {
 	if t, conv, ok := SubjectIDs(subject); ok {
-		key = t + "." + conv
+		return t + "." + conv
 	}
-	return int(maphash.String(c.seed, key) % uint64(c.cfg.Workers))
+	return subject
 }
 
-func (c *Consumer) heartbeats(current []atomic.Pointer[inflight], done <-chan struct{}) {
+// heartbeats keeps every message the consumer holds — handled, queued
+// behind its conversation's earlier turn, or held by the order gate —
+// owned, so that none is redelivered while it waits its turn.
+// It also samples the queue gauges.
+func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 	every := c.cfg.AckWait / 3
-	t := time.NewTicker(every)
+	queued, convs := c.m.queued.WithLabelValues(c.cfg.Stage), c.m.conversations.WithLabelValues(c.cfg.Stage)
+	t := time.NewTicker(min(every, time.Second))
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-done:
+			q, n := s.depth()
+			queued.Set(float64(q))
+			convs.Set(float64(n))
 			return
 		case now := <-t.C:
-			for i := range current {
-				if f := current[i].Load(); f != nil && now.Sub(f.since) >= every {
-					_ = f.msg.InProgress()
-				}
+			q, n := s.depth()
+			queued.Set(float64(q))
+			convs.Set(float64(n))
+			if now.Sub(last) >= every {
+				last = now
+				s.each(now, every, func(m jetstream.Msg) { _ = m.InProgress() })
 			}
 		}
 	}
@@ -328,14 +358,14 @@ func (c *Consumer) release(msg jetstream.Msg) {
 	c.outcome["requeue"].Inc()
 }
 
-// process decides, once, what happens to one message.
-func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) {
+// process decides, once, what happens to one message. It reports whether
+// the message was decided (acked or dead-lettered) rather than released.
+func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bool {
 	msg := j.msg
 	defer func() { c.handle.Observe(time.Since(j.at).Seconds()) }()
 	d, err := Decode(msg.Subject(), msg.Headers(), msg.Data(), c.cfg.MaxBytes)
 	if err != nil {
-		c.deadLetter(ctx, msg, err.Error(), 1, true)
-		return
+		return c.deadLetter(ctx, msg, err.Error(), 1, true)
 	}
 	if md, err := msg.Metadata(); err == nil {
 		d.Sequence, d.Stored, d.Delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
@@ -347,20 +377,18 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) {
 		case err == nil:
 			_ = msg.Ack()
 			c.outcome["ack"].Inc()
-			return
+			return true
 		case errors.Is(err, ErrPermanent):
-			c.deadLetter(ctx, msg, err.Error(), attempt, false)
-			return
+			return c.deadLetter(ctx, msg, err.Error(), attempt, false)
 		case attempt >= c.cfg.Attempts:
-			c.deadLetter(ctx, msg, fmt.Sprintf("gave up after %d attempts: %v", attempt, err), attempt, false)
-			return
+			return c.deadLetter(ctx, msg, fmt.Sprintf("gave up after %d attempts: %v", attempt, err), attempt, false)
 		}
 		c.outcome["retry"].Inc()
 		c.deps.Logger.Warn("handler failed; retrying", "stage", c.cfg.Stage, "subject", msg.Subject(), "attempt", attempt, "err", err)
 		if stopping.Load() || sleepCtx(ctx, backoff) != nil {
 			// Shutting down: leave it for redelivery rather than lose it.
 			c.release(msg)
-			return
+			return false
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
@@ -381,7 +409,7 @@ func (c *Consumer) safeHandle(ctx context.Context, d Decoded) (err error) {
 // terminates it; an undecodable message is also deleted from a quarantined
 // source stream. If the dead letter cannot be stored the message is
 // released for redelivery instead, so nothing is lost.
-func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason string, attempts int, undecodable bool) {
+func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason string, attempts int, undecodable bool) bool {
 	var seq uint64
 	if md, err := msg.Metadata(); err == nil {
 		seq = md.Sequence.Stream
@@ -390,7 +418,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 		c.deps.Logger.Error("dead letter failed; releasing for redelivery", "stage", c.cfg.Stage, "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(c.cfg.Backoff)
 		c.outcome["requeue"].Inc()
-		return
+		return false
 	}
 	_ = msg.Term()
 	c.outcome["dlq"].Inc()
@@ -400,4 +428,5 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 			c.deps.Logger.Warn("quarantine delete failed", "stream", c.cfg.Stream, "seq", seq, "err", err)
 		}
 	}
+	return true
 }

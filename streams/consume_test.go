@@ -70,7 +70,7 @@ func TestOrderingPerConversation(t *testing.T) {
 	last := map[string]int{}
 	var active sync.Map // conversation → handling now
 	var violations, handled atomic.Int64
-	runConsumer(t, h, streams.ConsumerConfig{Workers: 8}, nil, func(_ context.Context, d streams.Decoded) error {
+	runConsumer(t, h, streams.ConsumerConfig{MaxInFlight: 8}, nil, func(_ context.Context, d streams.Decoded) error {
 		if _, busy := active.LoadOrStore(d.Meta.Conversation, true); busy {
 			violations.Add(1) // two turns of one conversation at once
 		}
@@ -209,7 +209,7 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 		}
 		return nil
 	}
-	stop := runConsumer(t, h, streams.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, Workers: 4}, nil, handler)
+	stop := runConsumer(t, h, streams.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
 	// Shut down while a handler is in flight. (How many workers hold a
 	// message depends on how the ten conversations hash to partitions.)
 	select {
@@ -222,7 +222,7 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 	close(release) // let in-flight handlers finish during the drain
 	<-stopped
 	// A second run of the same durable picks up whatever was released.
-	runConsumer(t, h, streams.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, Workers: 4}, nil, handler)
+	runConsumer(t, h, streams.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
 	rtest.CheckFor(t, 30*time.Second, "every message handled exactly once across the restart", func() bool { return count.Load() == n })
 }
 
@@ -309,7 +309,7 @@ func TestOrderingAcrossTwoReplicas(t *testing.T) {
 			return handler(ctx, d)
 		}
 	}
-	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "replicated", Filter: []string{streams.UserTurnsAll}, Workers: 4}
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "replicated", Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}
 	runConsumer(t, h, cfg, nil, handlerOf(1))
 	runConsumer(t, h, cfg, nil, handlerOf(2))
 	var outs []streams.Out

@@ -528,11 +528,11 @@ func extraStores(ctx context.Context, rt *proc, turns int, persist string) int {
 // benchConv names the bench's conversation c.
 func benchConv(c int) string { return fmt.Sprintf("b%05d", c) }
 
-// benchWorkers is the per-stage parallelism of the benchmark
-// (REIN_BENCH_WORKERS, default 64, as serve's default).
+// benchWorkers is the per-stage in-flight limit of the benchmark
+// (REIN_BENCH_WORKERS; default 0, serve's default).
 func benchWorkers() int {
 	if n, err := strconv.Atoi(os.Getenv("REIN_BENCH_WORKERS")); err == nil && n > 0 {
 		return n
 	}
-	return 64
+	return 0
 }

@@ -30,7 +30,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	o.modules.bind(fs, defaultModule)
 	fs.StringVar(&o.domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the inception module and run by the agent")
 	fs.DurationVar(&o.detectorTimeout, "detector-timeout", 5*time.Second, "deadline of one inception call; past it the turn proceeds without injection")
-	fs.IntVar(&o.workers, "workers", 64, "conversations handled in parallel per stage")
+	fs.IntVar(&o.workers, "workers", 0, "in-flight limit per stage: turns handled at once (0: the default, 4096; turns are scheduled by conversation, so a slow model call never blocks other conversations)")
 	fs.StringVar(&o.agentPrompt, "agent-prompt", "", "the task agent's fixed system prompt file (default: policy.md in --agent-data, or the sample policy)")
 	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
 	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")

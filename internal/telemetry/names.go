@@ -5,10 +5,14 @@ package telemetry
 // are _seconds histograms, and no label ever carries a conversation id.
 const (
 	// transport (streams consume loop and publisher)
-	MStageMessages      = "rein_stage_messages_total"   // {stage,outcome} outcome: ack, retry, dlq
-	MStageHandleSeconds = "rein_stage_handle_seconds"   // {stage}
-	MPublished          = "rein_published_total"        // {stream}
-	MIngressRequests    = "rein_ingress_requests_total" // {transport,outcome}
+	MStageMessages      = "rein_stage_messages_total"    // {stage,outcome} outcome: ack, retry, dlq
+	MStageHandleSeconds = "rein_stage_handle_seconds"    // {stage}
+	MStageInFlight      = "rein_stage_in_flight"         // {stage} messages being handled now
+	MStageQueued        = "rein_stage_queued_messages"   // {stage} delivered, waiting for their conversation or a slot
+	MStageConversations = "rein_stage_conversations"     // {stage} conversations with work
+	MStageOrderHolds    = "rein_stage_order_holds_total" // {stage,outcome} held, released, timeout
+	MPublished          = "rein_published_total"         // {stream}
+	MIngressRequests    = "rein_ingress_requests_total"  // {transport,outcome}
 
 	// stream and consumer state (sampled from JetStream at scrape time)
 	MStreamMessages      = "rein_stream_messages"               // {stream}

@@ -41,3 +41,8 @@ func NewHistogramVec(reg prometheus.Registerer, name, help string, buckets []flo
 
 // LatencyBuckets suit per-message handling, from 50µs to 30s.
 var LatencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// NewGaugeVec registers (or reuses) a gauge vector.
+func NewGaugeVec(reg prometheus.Registerer, name, help string, labels ...string) *prometheus.GaugeVec {
+	return Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+}

@@ -101,6 +101,19 @@ func (h *JS) WaitAcked(t testing.TB, within time.Duration, stream, durable strin
 // consumer's priority group so that the stage's own pulls are served at
 // once. The stage then sees each of them delivered a second time.
 func (h *JS) DeliverUnacked(t testing.TB, stream string, cc jetstream.ConsumerConfig, n int) {
+	h.deliver(t, stream, cc, n, true)
+}
+
+// DeliverAbandoned fetches n messages through the durable described by cc
+// and leaves them unacked, as a holder killed mid-turn does: the server
+// redelivers them only after AckWait. The priority group's pin is then
+// released, so that the next client is delivered to at once (as it is
+// once a dead holder's pin expires).
+func (h *JS) DeliverAbandoned(t testing.TB, stream string, cc jetstream.ConsumerConfig, n int) {
+	h.deliver(t, stream, cc, n, false)
+}
+
+func (h *JS) deliver(t testing.TB, stream string, cc jetstream.ConsumerConfig, n int, nak bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -118,8 +131,10 @@ func (h *JS) DeliverUnacked(t testing.TB, stream string, cc jetstream.ConsumerCo
 	}
 	got := 0
 	for m := range batch.Messages() {
-		if err := m.Nak(); err != nil {
-			t.Fatalf("nak: %v", err)
+		if nak {
+			if err := m.Nak(); err != nil {
+				t.Fatalf("nak: %v", err)
+			}
 		}
 		got++
 	}
