@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"log/slog"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
