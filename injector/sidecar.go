@@ -45,10 +45,10 @@ func ParseInceptionSubject(subject string) (tenant, conv string, turn int, err e
 	if err := schemas.CheckIDs(parts[3], parts[4]); err != nil {
 		return "", "", 0, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
-	n, err := strconv.Atoi(parts[5])
+	n, err := schemas.ParseTurn(parts[5])
 	if err != nil || n < 1 {
 		// User turns are numbered from 1: no detection ever has turn 0.
-		return "", "", 0, fmt.Errorf("%w: turn %q is not a turn number (an integer from 1)", ErrBadRequest, parts[5])
+		return "", "", 0, fmt.Errorf("%w: turn %q is not a turn number (an integer from 1 to %d)", ErrBadRequest, parts[5], schemas.MaxTurn)
 	}
 	return parts[3], parts[4], n, nil
 }

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -11,6 +12,16 @@ import (
 
 // Source is the CloudEvents source attribute of events rein produces.
 const Source = "/rein"
+
+// MaxTurn is the largest turn number rein accepts: 2^53-1, the largest
+// integer every JSON reader (JavaScript's included) holds exactly. Turn
+// numbers are 64-bit end to end (the constant does not fit a 32-bit int,
+// so rein does not build where int is 32 bits); a number past MaxTurn is
+// refused with ErrBadID, never wrapped.
+const MaxTurn = 1<<53 - 1
+
+// maxTurn makes the build fail where int cannot hold MaxTurn.
+const maxTurn int = MaxTurn
 
 // Meta is what every rein event says about where it belongs.
 type Meta struct {
@@ -40,6 +51,9 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	if err := CheckIDs(m.Tenant, m.Conversation); err != nil {
 		return cloudevents.Event{}, err
 	}
+	if err := CheckTurn(m.Turn); err != nil {
+		return cloudevents.Event{}, err
+	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return cloudevents.Event{}, fmt.Errorf("marshal %s: %w", typ, err)
@@ -62,7 +76,7 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	e.SetTime(time.Now().UTC())
 	e.SetExtension(ExtTenant, m.Tenant)
 	e.SetExtension(ExtConversation, m.Conversation)
-	e.SetExtension(ExtTurn, int32(m.Turn))
+	e.SetExtension(ExtTurn, turnValue(m.Turn))
 	e.SetExtension(ExtPartitionKey, m.Conversation)
 	if m.Traceparent != "" {
 		e.SetExtension(ExtTraceparent, m.Traceparent)
@@ -96,13 +110,40 @@ func MetaOf(e *cloudevents.Event) (Meta, error) {
 		return m, err
 	}
 	if v, ok := ext[ExtTurn]; ok {
-		n, err := strconv.Atoi(extString(v))
-		if err != nil || n < 0 {
-			return m, fmt.Errorf("%w: extension turn %q is not a non-negative integer", ErrBadID, extString(v))
+		n, err := ParseTurn(extString(v))
+		if err != nil {
+			return m, fmt.Errorf("extension turn: %w", err)
 		}
 		m.Turn = n
 	}
 	return m, nil
+}
+
+// CheckTurn refuses a turn number outside 0..MaxTurn.
+func CheckTurn(n int) error {
+	if n < 0 || n > maxTurn {
+		return fmt.Errorf("%w: turn %d is outside 0..%d", ErrBadID, n, MaxTurn)
+	}
+	return nil
+}
+
+// ParseTurn reads a turn number written in decimal, 0..MaxTurn.
+func ParseTurn(s string) (int, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > MaxTurn {
+		return 0, fmt.Errorf("%w: turn %q is not an integer in 0..%d", ErrBadID, s, MaxTurn)
+	}
+	return int(n), nil
+}
+
+// turnValue is the turn extension's value: a CloudEvents Integer (32-bit
+// by the spec) when it fits, else the decimal String, as the spec's type
+// system has no wider integer. Readers accept both.
+func turnValue(n int) any {
+	if n <= math.MaxInt32 {
+		return int32(n)
+	}
+	return strconv.Itoa(n)
 }
 
 func extString(v any) string {
