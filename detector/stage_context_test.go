@@ -41,10 +41,10 @@ func TestStageMergesAgentRepliesWhenAnaphoraNeedsThem(t *testing.T) {
 	publishTurn(t, h, "c1", "user", 2, "cancel that one")
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
 	ds := detections(t, h)
-	if d := ds["detection-acme-c1-2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
+	if d := ds["detection.acme.c1.2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
 		t.Errorf("turn 2: want anaphora (the agent's listing merged), got %+v", d)
 	}
-	if d := ds["detection-acme-c1-1"]; d.Rein || d.Failed {
+	if d := ds["detection.acme.c1.1"]; d.Rein || d.Failed {
 		t.Errorf("turn 1 = %+v", d)
 	}
 	if n := fetches(t, reg); n < 1 {
@@ -119,7 +119,7 @@ func TestStageNarrowsAnOldDurable(t *testing.T) {
 	publishTurn(t, h, "c4", "user", 2, "cancel that one")
 	startRules(t, h, prometheus.NewRegistry())
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
-	if d := detections(t, h)["detection-acme-c4-2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
+	if d := detections(t, h)["detection.acme.c4.2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
 		t.Errorf("turn 2 = %+v", d)
 	}
 	info, err := h.JS.Consumer(context.Background(), streams.StreamTurns, streams.DurableDetector)

@@ -113,11 +113,11 @@ func TestStagePublishesOneDetectionPerUserTurnWithSurfaceContext(t *testing.T) {
 	publishTurn(t, h, "c1", "user", 2, "cancel that one")
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
 	ds := detections(t, h)
-	d2 := ds["detection-acme-c1-2"]
+	d2 := ds["detection.acme.c1.2"]
 	if !d2.Rein || d2.ErrorType != "anaphora" || d2.UserText != "cancel that one" || d2.TaxonomyVersion != "test-1" || d2.Module != "fake" {
 		t.Errorf("turn 2 detection = %+v", d2)
 	}
-	if d1 := ds["detection-acme-c1-1"]; d1.Rein || d1.Failed {
+	if d1 := ds["detection.acme.c1.1"]; d1.Rein || d1.Failed {
 		t.Errorf("turn 1 detection = %+v", d1)
 	}
 	m.mu.Lock()

@@ -43,13 +43,25 @@ func clip(s string) string {
 }
 
 // EventID is the deterministic id of a stage's output for one turn:
-// <stage>-<tenant>-<conv>-<turn>. Publishing with it as Nats-Msg-Id makes
-// redelivery idempotent.
+// <stage>.<tenant>.<conv>.<turn>. Publishing with it as Nats-Msg-Id makes
+// redelivery idempotent. The separator is outside the id alphabet, so two
+// tenants' ids never meet: with "-" (the alphabet's own character),
+// tenant "a-b" conversation "c" and tenant "a" conversation "b-c" shared
+// every id, and one tenant could choose conversation ids that made the
+// stream drop another's outputs as duplicates.
 func EventID(stage, tenant, conversation string, turn int) string {
-	return stage + "-" + tenant + "-" + conversation + "-" + strconv.Itoa(turn)
+	return stage + "." + tenant + "." + conversation + "." + strconv.Itoa(turn)
 }
 
 // StepEventID is the deterministic id of one agent step.
 func StepEventID(tenant, conversation string, turn, step int) string {
-	return EventID("step", tenant, conversation, turn) + "-" + strconv.Itoa(step)
+	return EventID("step", tenant, conversation, turn) + "." + strconv.Itoa(step)
+}
+
+// TurnMsgID is the Nats-Msg-Id of a turn published from outside rein
+// (HTTP ingress, rein publish): derived from what identifies the turn,
+// never the caller's event id, so one caller's id can never suppress
+// another's turn. The caller's id stays in the event for correlation.
+func TurnMsgID(tenant, conversation string, turn int, role string) string {
+	return EventID("turn", tenant, conversation, turn) + "." + role
 }

@@ -13,6 +13,9 @@ var (
 	ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without authentication")
 	// ErrConfig marks an invalid configuration value.
 	ErrConfig = errors.New("invalid configuration")
+	// ErrConflictingDuplicate: a turn offered under a number its
+	// conversation already has, with other content (see PublishTurn).
+	ErrConflictingDuplicate = errors.New("conflicting duplicate")
 	// ErrNotReady is returned when the embedded server does not come up in time.
 	ErrNotReady = errors.New("embedded NATS server not ready")
 )

@@ -47,6 +47,9 @@ type IngressAccepted struct {
 	Stream   string `json:"stream"`
 	Sequence uint64 `json:"seq"`
 	Subject  string `json:"subject"`
+	// Duplicate: this very turn was stored before (the answer is then
+	// 200, and seq is the first copy's); nothing new was stored.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 func (in *Ingress) refuse(w http.ResponseWriter, code int, field, format string, args ...any) {
@@ -87,14 +90,21 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.refuse(w, http.StatusBadRequest, fieldOf(err), "%v", err)
 		return
 	}
-	seq, err := in.pub.PublishMsg(r.Context(), StreamTurns, msg)
-	if err != nil {
+	res, err := PublishTurn(r.Context(), in.pub, msg)
+	switch {
+	case IsConflict(err):
+		in.requests.WithLabelValues("http", "conflict").Inc()
+		telemetry.WriteJSON(w, http.StatusConflict, IngressError{Error: err.Error(), Field: "data"})
+	case err != nil:
 		in.requests.WithLabelValues("http", "error").Inc()
 		telemetry.WriteJSON(w, http.StatusServiceUnavailable, IngressError{Error: err.Error()})
-		return
+	case res.Duplicate:
+		in.requests.WithLabelValues("http", "duplicate").Inc()
+		telemetry.WriteJSON(w, http.StatusOK, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: res.Sequence, Subject: subject, Duplicate: true})
+	default:
+		in.requests.WithLabelValues("http", "accepted").Inc()
+		telemetry.WriteJSON(w, http.StatusAccepted, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: res.Sequence, Subject: subject})
 	}
-	in.requests.WithLabelValues("http", "accepted").Inc()
-	telemetry.WriteJSON(w, http.StatusAccepted, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: seq, Subject: subject})
 }
 
 // TurnSubjectOf checks that ev is a turn with valid ids, role and payload

@@ -75,7 +75,24 @@ func (p *Publisher) PublishMsg(ctx context.Context, stream string, msg *nats.Msg
 	return seqs[0], nil
 }
 
+// publishOne stores one pre-encoded message and tells whether the stream
+// took it as a duplicate of one stored before (whose sequence it returns).
+func (p *Publisher) publishOne(ctx context.Context, stream string, msg *nats.Msg) (uint64, bool, error) {
+	dups := make([]bool, 1)
+	seqs, err := p.publishMsgsDup(ctx, []Out{{Stream: stream, Subject: msg.Subject}}, []*nats.Msg{msg}, dups)
+	if err != nil {
+		return 0, false, err
+	}
+	return seqs[0], dups[0], nil
+}
+
 func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Msg) ([]uint64, error) {
+	return p.publishMsgsDup(ctx, outs, msgs, nil)
+}
+
+// publishMsgsDup is publishMsgs, recording in dups (when not nil) which
+// messages the stream reported as duplicates.
+func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats.Msg, dups []bool) ([]uint64, error) {
 	seqs := make([]uint64, len(msgs))
 	pending := make([]int, len(msgs))
 	for i := range pending {
@@ -110,6 +127,9 @@ func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Ms
 			select {
 			case ack := <-f.Ok():
 				seqs[i] = ack.Sequence
+				if dups != nil {
+					dups[i] = ack.Duplicate
+				}
 				if !ack.Duplicate {
 					p.published.WithLabelValues(outs[i].Stream).Inc()
 				}

@@ -55,10 +55,10 @@ func TestTimelineOrder(t *testing.T) {
 		}
 	}
 	want := []string{
-		"turn-user-acme-demo1-1", "detection-acme-demo1-1", "task-acme-demo1-1", "step-acme-demo1-1-0", "step-acme-demo1-1-1",
-		"turn-agent-acme-demo1-1", "turn-user-acme-demo1-2", "detection-acme-demo1-2", "task-acme-demo1-2",
-		"step-acme-demo1-2-0", "step-acme-demo1-2-1", "step-acme-demo1-2-2", "escalation-acme-demo1-2",
-		"turn-agent-acme-demo1-2", "turn-user-acme-demo1-3", "detection-acme-demo1-3", "dlq-agentworker-REIN_TASKS-9",
+		"turn-user.acme.demo1.1", "detection.acme.demo1.1", "task.acme.demo1.1", "step.acme.demo1.1.0", "step.acme.demo1.1.1",
+		"turn-agent.acme.demo1.1", "turn-user.acme.demo1.2", "detection.acme.demo1.2", "task.acme.demo1.2",
+		"step.acme.demo1.2.0", "step.acme.demo1.2.1", "step.acme.demo1.2.2", "escalation.acme.demo1.2",
+		"turn-agent.acme.demo1.2", "turn-user.acme.demo1.3", "detection.acme.demo1.3", "dlq-agentworker-REIN_TASKS-9",
 	}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("timeline\n got %v\nwant %v", ids, want)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+func turnsStored(t *testing.T, h *rtest.JS) uint64 {
+	t.Helper()
+	s, err := h.JS.Stream(context.Background(), streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func writeLines(t *testing.T, lines []string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "turns.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// A file with a bad line publishes nothing and names the line; a good file
+// run twice stores each turn once.
+func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	var lines []string
+	for i := 1; i <= 10; i++ {
+		lines = append(lines, fmt.Sprintf(`{"tenant":"acme","conversation":"c%d","text":"hello %d"}`, i%3, i))
+	}
+	bad := append([]string(nil), lines...)
+	bad[6] = `{"tenant":"acme","conversation":"c1","txt":"typo"}`
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", writeLines(t, bad))
+	if err == nil || !strings.Contains(err.Error(), "nothing published") {
+		t.Fatalf("a file with a bad line: err %v, want nothing published", err)
+	}
+	if n := turnsStored(t, h); n != 0 {
+		t.Fatalf("%d turns stored from a file with a bad line, want 0", n)
+	}
+	if _, bl, err := readPublishFile(writeLines(t, bad)); err != nil || len(bl) != 1 || bl[0].line != 7 || bl[0].field != "txt" {
+		t.Fatalf("bad lines %+v (%v): want line 7, field txt", bl, err)
+	}
+
+	good := writeLines(t, lines)
+	for run := 1; run <= 2; run++ {
+		out, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", good)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		if dups := strings.Count(out, "duplicate"); (run == 1 && dups != 0) || (run == 2 && dups != 10) {
+			t.Fatalf("run %d reported %d duplicates:\n%s", run, dups, out)
+		}
+		if n := turnsStored(t, h); n != 10 {
+			t.Fatalf("after run %d: %d turns stored, want 10", run, n)
+		}
+	}
+
+	// --continue-on-error publishes the good lines and still fails.
+	mixed := writeLines(t, []string{`{"tenant":"acme","conversation":"m1","text":"fine"}`, `{"tenant":"ac me","conversation":"m1","text":"x"}`})
+	if _, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", mixed, "--continue-on-error"); err == nil {
+		t.Fatal("--continue-on-error with a bad line exited 0")
+	}
+	if n := turnsStored(t, h); n != 11 {
+		t.Fatalf("--continue-on-error stored %d turns in all, want 11", n)
+	}
+}
+
+func TestPublishFileErrorsInPlainWords(t *testing.T) {
+	cases := map[string]string{
+		`{"tenant":"acme","conversation":"c1","text":"x","turn":"two"}`: `field "turn": must be a whole number`,
+		`{"tenant":"acme","conversation":"c1","text":""}`:               `field "text": must not be empty`,
+		`{"tenant":"acme","conversation":"c1","text":"x","role":"bot"}`: `field "role"`,
+		`{"tenant":"acme", "conversation"`:                              `cut short`,
+		`not json`:                                                      `not valid JSON`,
+		"{\"tenant\":\"acme\",\"conversation\":\"c1\",\"text\":\"\xff\"}": `not valid UTF-8`,
+	}
+	for line, want := range cases {
+		_, bad, err := readPublishFile(writeLines(t, []string{line}))
+		if err != nil || len(bad) != 1 || !strings.Contains(bad[0].Error(), want) || !strings.HasPrefix(bad[0].Error(), "line 1:") {
+			t.Errorf("%s: %v (%v), want %q", line, bad, err, want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package streams_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// postTurn posts a binary-mode user turn with the caller's event id.
+func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string) (int, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
+	r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": id, "ce-source": "/platform",
+		"ce-type": schemas.TypeTurn, "ce-tenant": tenant, "ce-conversation": conv, "Content-Type": "application/json"} {
+		r.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func streamMsgs(t *testing.T, h *rtest.JS, name string) uint64 {
+	t.Helper()
+	s, err := h.JS.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// The id a caller chooses is not what the stream deduplicates on: tenant
+// B reusing tenant A's event id does not suppress A's turn; the same turn
+// sent twice is reported as a duplicate; the same turn number with other
+// text is a conflict, dead-lettered, not silently dropped.
+func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	srv := httptest.NewServer(streams.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil))
+	defer srv.Close()
+
+	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-b", "c1", 1, "hello from b"); code != 202 {
+		t.Fatalf("tenant b: %d %v", code, body)
+	}
+	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-a", "c1", 1, "hello from a"); code != 202 || body["duplicate"] == true {
+		t.Fatalf("tenant a with b's event id: %d %v — its turn was suppressed", code, body)
+	}
+	if n := streamMsgs(t, h, streams.StreamTurns); n != 2 {
+		t.Fatalf("REIN_TURNS holds %d turns, want both tenants' 2", n)
+	}
+
+	code, body := postTurn(t, srv.URL, "evt-2", "tenant-a", "c1", 1, "hello from a")
+	if code != 200 || body["duplicate"] != true {
+		t.Fatalf("the same turn again: %d %v, want 200 duplicate", code, body)
+	}
+	code, body = postTurn(t, srv.URL, "evt-3", "tenant-a", "c1", 1, "something else entirely")
+	if code != 409 || !strings.Contains(body["error"].(string), streams.ReasonConflictingDuplicate) {
+		t.Fatalf("the same turn number with other text: %d %v, want 409 conflicting_duplicate", code, body)
+	}
+	if n := streamMsgs(t, h, streams.StreamTurns); n != 2 {
+		t.Fatalf("REIN_TURNS holds %d turns after a duplicate and a conflict, want 2", n)
+	}
+	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool {
+		return streamMsgs(t, h, streams.StreamDLQ) == 1
+	})
+	s, _ := h.JS.Stream(context.Background(), streams.StreamDLQ)
+	raw, err := s.GetLastMsgForSubject(context.Background(), streams.DLQSubject(streams.StageIngress))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dl schemas.DeadLetter
+	d, err := streams.Decode(raw.Subject, raw.Header, raw.Data, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Payload(&dl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(dl.Reason, streams.ReasonConflictingDuplicate) || !strings.Contains(string(dl.Data), "something else") {
+		t.Fatalf("dead letter %q / %s: want the conflicting turn with reason conflicting_duplicate", dl.Reason, dl.Data)
+	}
+}
+
+// Output ids keep tenants apart even when ids contain the old separator.
+func TestEventIDsDoNotCollideAcrossTenants(t *testing.T) {
+	if a, b := schemas.EventID("agent", "a-b", "c", 1), schemas.EventID("agent", "a", "b-c", 1); a == b {
+		t.Fatalf("tenant a-b/c and tenant a/b-c share the id %q", a)
+	}
+}

@@ -1,0 +1,113 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// TurnResult is what storing a turn from outside rein came to.
+type TurnResult struct {
+	Sequence uint64 // the stream sequence of the stored turn (the first copy for a duplicate)
+	// Duplicate: this very turn (same tenant, conversation, number, role
+	// and content) was stored before; nothing new was stored.
+	Duplicate bool
+}
+
+// ConflictError says that another event is stored under the turn's
+// derived id: same tenant, conversation, number and role, other content.
+// The offered turn is not stored; it is dead-lettered with reason
+// conflicting_duplicate.
+type ConflictError struct {
+	Tenant, Conversation, Role string
+	Turn                       int
+	StoredSeq                  uint64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s: turn %d (%s) of %s/%s is already stored (seq %d) with different content",
+		ReasonConflictingDuplicate, e.Turn, e.Role, e.Tenant, e.Conversation, e.StoredSeq)
+}
+
+func (e *ConflictError) Unwrap() error { return ErrConflictingDuplicate }
+
+// ReasonConflictingDuplicate is the dead-letter reason of a turn offered
+// again with different content.
+const ReasonConflictingDuplicate = "conflicting_duplicate"
+
+// PublishTurn stores one turn offered from outside rein (the HTTP ingress,
+// rein publish) — msg as Encode made it, on its turn subject. The
+// Nats-Msg-Id the stream deduplicates on is derived from the turn's
+// tenant, conversation, number and role (schemas.TurnMsgID), never the
+// caller's event id, which stays in the event for correlation. When the
+// stream reports a duplicate, the stored copy is read back: the same turn
+// → Duplicate; different content → the offered turn is dead-lettered
+// (stage "ingress", reason conflicting_duplicate) and a *ConflictError
+// returned. An agent turn without a number keeps its event id: it names
+// no turn to derive from.
+func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult, error) {
+	d, err := Decode(msg.Subject, msg.Header, msg.Data, 0)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	var t schemas.Turn
+	if err := d.Payload(&t); err != nil {
+		return TurnResult{}, err
+	}
+	turn := d.Meta.Turn
+	if turn == 0 {
+		turn = t.Turn
+	}
+	if turn > 0 {
+		msg.Header.Set(HeaderMsgID, schemas.TurnMsgID(d.Meta.Tenant, d.Meta.Conversation, turn, t.Role))
+	}
+	seq, dup, err := pub.publishOne(ctx, StreamTurns, msg)
+	if err != nil || !dup {
+		return TurnResult{Sequence: seq}, err
+	}
+	stream, err := pub.js.Stream(ctx, StreamTurns)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("ingress: duplicate check: %w", err)
+	}
+	stored, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("ingress: duplicate check: read seq %d: %w", seq, err)
+	}
+	if sameTurn(stored, msg, t) {
+		return TurnResult{Sequence: seq, Duplicate: true}, nil
+	}
+	cerr := &ConflictError{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Role: t.Role, Turn: turn, StoredSeq: seq}
+	if err := PublishDeadLetter(ctx, pub, StageIngress, StreamTurns, 0, 0, msg.Subject, msg.Header, msg.Data, cerr.Error()); err != nil {
+		return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
+	}
+	return TurnResult{Sequence: seq}, cerr
+}
+
+// sameTurn tells whether the stored message is the offered turn again: the
+// same subject and the same payload (compared as JSON values, so that key
+// order and spacing do not count).
+func sameTurn(stored *jetstream.RawStreamMsg, offered *nats.Msg, t schemas.Turn) bool {
+	if stored.Subject != offered.Subject {
+		return false
+	}
+	if bytes.Equal(stored.Data, offered.Data) {
+		return true
+	}
+	var a, b any
+	if json.Unmarshal(stored.Data, &a) != nil || json.Unmarshal(offered.Data, &b) != nil {
+		return false
+	}
+	ra, _ := json.Marshal(a)
+	rb, _ := json.Marshal(b)
+	return bytes.Equal(ra, rb)
+}
+
+// IsConflict reports whether err is a conflicting duplicate.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflictingDuplicate) }
