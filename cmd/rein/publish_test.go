@@ -81,11 +81,11 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 
 func TestPublishFileErrorsInPlainWords(t *testing.T) {
 	cases := map[string]string{
-		`{"tenant":"acme","conversation":"c1","text":"x","turn":"two"}`: `field "turn": must be a whole number`,
-		`{"tenant":"acme","conversation":"c1","text":""}`:               `field "text": must not be empty`,
-		`{"tenant":"acme","conversation":"c1","text":"x","role":"bot"}`: `field "role"`,
-		`{"tenant":"acme", "conversation"`:                              `cut short`,
-		`not json`:                                                      `not valid JSON`,
+		`{"tenant":"acme","conversation":"c1","text":"x","turn":"two"}`:   `field "turn": must be a whole number`,
+		`{"tenant":"acme","conversation":"c1","text":""}`:                 `field "text": must not be empty`,
+		`{"tenant":"acme","conversation":"c1","text":"x","role":"bot"}`:   `field "role"`,
+		`{"tenant":"acme", "conversation"`:                                `cut short`,
+		`not json`:                                                        `not valid JSON`,
 		"{\"tenant\":\"acme\",\"conversation\":\"c1\",\"text\":\"\xff\"}": `not valid UTF-8`,
 	}
 	for line, want := range cases {
