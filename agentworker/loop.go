@@ -41,8 +41,13 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return err
 	}
 	switch {
+	case st.Turn > turn && st.finished(turn):
+		return nil // an older turn delivered again (a lost ack): it has its outcome
 	case st.Turn > turn:
-		return nil // an older turn, finished long ago
+		// A later turn ran first: only when the order gate gave up waiting
+		// for this one (MaxHold). The user has moved on; the turn ends with
+		// an explicit superseded record, never a silent ack.
+		return s.supersede(ctx, meta, st, turn)
 	case st.Turn == turn && st.TurnDone:
 		return s.republish(ctx, meta, st) // redelivered after it finished
 	case st.Turn == turn:
@@ -52,6 +57,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// never show it to the model.
 		st.Turn, st.TurnDone, st.Outcome, st.Reply, st.TurnStart = turn, true, OutcomeHuman, "", len(st.Messages)
 		st.HumanTurns++
+		st.remember(turn)
 		if err := s.save(ctx, meta, st); err != nil {
 			return err
 		}
@@ -214,6 +220,7 @@ func (s *Stage) finish(st *State, outcome, reply string) {
 	}
 	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: reply})
 	st.TurnDone, st.Outcome, st.Reply = true, outcome, reply
+	st.remember(st.Turn)
 }
 
 func (s *Stage) chat(ctx context.Context, st *State) (llm.Response, error) {

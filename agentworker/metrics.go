@@ -26,7 +26,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
 	return &metrics{
 		turns: telemetry.NewCounterVec(reg, telemetry.MAgentTurns,
-			"Agent turns by outcome (reply, escalated, max_steps, human_path).", "outcome"),
+			"Agent turns by outcome (reply, escalated, max_steps, human_path, agent_unavailable, failed, superseded).", "outcome"),
 		turnSecs: telemetry.NewHistogramVec(reg, telemetry.MAgentTurnSeconds,
 			"Time the agent took for one turn, from its task to its reply.", telemetry.LatencyBuckets).WithLabelValues(),
 		toolCalls: telemetry.NewCounterVec(reg, telemetry.MAgentToolCalls,

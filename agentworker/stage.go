@@ -108,7 +108,7 @@ func (s *Stage) Tools() []llm.Tool { return s.tools }
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
-		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers,
+		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: max(30*time.Second, s.cfg.ModelTimeout/2),
 	}
 }

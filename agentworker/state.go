@@ -23,7 +23,20 @@ const (
 	OutcomeEscalated = "escalated"  // the agent transferred to a human and answered
 	OutcomeMaxSteps  = "max_steps"  // the step limit ended the turn
 	OutcomeHuman     = "human_path" // the conversation belongs to a human: no agent run
+	// OutcomeUnavailable: the turn failed past every retry; the
+	// conversation is handed to a human (escalation agent_unavailable).
+	OutcomeUnavailable = "agent_unavailable"
+	// OutcomeFailed: the task itself is unusable (dead-lettered); the turn
+	// ends with dev.rein.unanswered.v1 reason failed.
+	OutcomeFailed = "failed"
+	// OutcomeSuperseded: a later turn ran first; the turn ends with
+	// dev.rein.unanswered.v1 reason superseded.
+	OutcomeSuperseded = "superseded"
 )
+
+// recentTurns is how many finished turn numbers a state remembers, to tell
+// a finished turn delivered again from one a later turn overtook.
+const recentTurns = 16
 
 // State is one conversation's agent state. It is persisted turn by turn:
 // each write appends the current turn's part as a record under the
@@ -67,6 +80,32 @@ type progress struct {
 	// HumanTurns counts later user turns that did not reach the model.
 	EscalatedTurn int `json:"escalated_turn,omitempty"`
 	HumanTurns    int `json:"human_turns,omitempty"`
+	// Recent are the last finished turns (at most recentTurns), newest
+	// last.
+	Recent []int `json:"recent,omitempty"`
+}
+
+// remember records that turn has its outcome.
+func (p *progress) remember(turn int) {
+	for _, t := range p.Recent {
+		if t == turn {
+			return
+		}
+	}
+	p.Recent = append(p.Recent, turn)
+	if len(p.Recent) > recentTurns {
+		p.Recent = append(p.Recent[:0], p.Recent[len(p.Recent)-recentTurns:]...)
+	}
+}
+
+// finished tells whether turn is known to have its outcome.
+func (p *progress) finished(turn int) bool {
+	for _, t := range p.Recent {
+		if t == turn {
+			return true
+		}
+	}
+	return false
 }
 
 // plantedID is the tool-call id of the planted think step of a turn.

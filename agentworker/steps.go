@@ -79,6 +79,19 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	if !s.TurnDone {
 		return outs, callSteps
 	}
+	switch s.Outcome {
+	case OutcomeUnavailable:
+		outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+			schemas.EventID("escalation", t, c, turn),
+			schemas.Escalation{Turn: turn, Reason: schemas.ReasonAgentUnavailable, ErrorType: errorType, DetectionID: s.DetectionID, Thought: thought,
+				Summary: "The agent could not answer the user's message (" + clip(s.Reply, 300) + "): " + clip(s.UserText, 2000)}})
+		return outs, callSteps
+	case OutcomeFailed:
+		outs = append(outs, output{streams.StreamOutcomes, streams.UnansweredSubject(t, c), schemas.TypeUnanswered,
+			schemas.EventID("unanswered", t, c, turn),
+			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredFailed, Detail: s.Reply}})
+		return outs, callSteps
+	}
 	if s.Outcome == OutcomeMaxSteps {
 		outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
 			schemas.EventID("escalation", t, c, turn),

@@ -71,6 +71,9 @@ type Escalation struct {
 const (
 	ReasonTransfer = "transfer_to_human_agents"
 	ReasonMaxSteps = "max_steps"
+	// ReasonAgentUnavailable: the agent could not answer the turn (its
+	// model or tools failed past every retry); a human takes it.
+	ReasonAgentUnavailable = "agent_unavailable"
 )
 
 // Report is the data of dev.rein.report.v1: an ambiguity report by the agent.
@@ -100,4 +103,17 @@ type HandoffTimeout struct {
 	Turn         int    `json:"turn"`
 	EscalationID string `json:"escalation_id"`
 	Deadline     string `json:"deadline"`
+}
+
+// Unanswered is the data of dev.rein.unanswered.v1: the explicit outcome of
+// a user turn that gets no agent reply, and why (UnansweredSuperseded,
+// UnansweredFailed). With a reply, an escalation or a report, it is one of
+// the outcomes that every user turn ends with exactly once.
+type Unanswered struct {
+	Turn   int    `json:"turn"`
+	Reason string `json:"reason"`
+	// SupersededBy is the later turn that ran first (reason superseded).
+	SupersededBy int `json:"superseded_by,omitempty"`
+	// Detail says what failed (reason failed), secrets redacted.
+	Detail string `json:"detail,omitempty"`
 }

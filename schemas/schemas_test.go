@@ -18,13 +18,14 @@ var samples = map[string]any{
 	schemas.TypeDetection: schemas.Detection{Turn: 2, UserText: "Please cancel that one.", Rein: true, ErrorType: "anaphora",
 		Category: "ambiguous", RecoveryTool: "ambiguity_report", Evidence: "that one", Reasoning: "It is unclear which reservation is meant; call ambiguity_report, then ask.",
 		Module: "rules", LatencyMS: 0.02, TaxonomyVersion: "rein-default-1"},
-	schemas.TypeTask: schemas.Task{Turn: 2, UserText: "Please cancel that one.", DetectionID: "detection-acme-c1-2",
+	schemas.TypeTask: schemas.Task{Turn: 2, UserText: "Please cancel that one.", DetectionID: "detection.acme.c1.2",
 		Inception: &schemas.Inception{Thought: "It is unclear which reservation is meant; call ambiguity_report, then ask.", ErrorType: "anaphora", RecoveryTool: "ambiguity_report"}},
 	schemas.TypeStep:           schemas.Step{Turn: 2, Step: 1, Kind: "think", Name: "think", CallID: "call_2_0_0", Arguments: json.RawMessage(`{"thought":"…"}`), Injected: true},
 	schemas.TypeEscalation:     schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer},
 	schemas.TypeReport:         schemas.Report{Turn: 2, Report: "which reservation?", ErrorType: "anaphora"},
 	schemas.TypeDeadLetter:     schemas.DeadLetter{Stage: "detector", Reason: "body is not valid UTF-8", Subject: "rein.turns.acme.c1.user", Data: []byte{0xff}},
-	schemas.TypeHandoffTimeout: schemas.HandoffTimeout{Turn: 1, EscalationID: "escalation-acme-c1-1", Deadline: "2026-12-02T15:00:00Z"},
+	schemas.TypeHandoffTimeout: schemas.HandoffTimeout{Turn: 1, EscalationID: "escalation.acme.c1.1", Deadline: "2026-12-02T15:00:00Z"},
+	schemas.TypeUnanswered:     schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredSuperseded, SupersededBy: 3},
 }
 
 func TestEverySchemaAcceptsItsSampleAndGolden(t *testing.T) {

@@ -10,6 +10,18 @@ const (
 	TypeReport         = "dev.rein.report.v1"
 	TypeDeadLetter     = "dev.rein.deadletter.v1"
 	TypeHandoffTimeout = "dev.rein.handoff.timeout.v1"
+	TypeUnanswered     = "dev.rein.unanswered.v1"
+)
+
+// Reasons a user turn ends with no agent reply (dev.rein.unanswered.v1).
+const (
+	// UnansweredSuperseded: a later turn of the conversation ran first (an
+	// earlier turn held past the order gate's bound after a crash); the
+	// user has moved on, so the older turn is not answered.
+	UnansweredSuperseded = "superseded"
+	// UnansweredFailed: the turn failed for good (its task is in the
+	// dead-letter stream, with the cause).
+	UnansweredFailed = "failed"
 )
 
 // CloudEvents extension attribute names carried by every rein event.
@@ -54,4 +66,5 @@ const (
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
+	TypeUnanswered,
 }

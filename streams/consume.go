@@ -32,6 +32,13 @@ type ConsumerConfig struct {
 	// others go on (see schedule.go). Waiting for a slot costs a queued
 	// message, not a thread.
 	MaxInFlight int
+	// OnDeadLetter, when set, records the outcome of an input that is
+	// about to be dead-lettered (it decoded, but its handler failed for
+	// good: cause wraps ErrPermanent, or the attempts are spent), so that
+	// no turn ends without one — e.g. the agent worker hands the
+	// conversation to a human. It runs before the dead letter is stored;
+	// when it fails the message is released and retried.
+	OnDeadLetter func(ctx context.Context, d Decoded, cause error) error
 	// MaxHold bounds how long the order gate holds a message whose
 	// conversation has an earlier message unacked by a dead holder
 	// (default 3×AckWait: that message is redelivered after AckWait).
@@ -379,8 +386,14 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			c.outcome["ack"].Inc()
 			return true
 		case errors.Is(err, ErrPermanent):
+			if !c.recordOutcome(ctx, msg, d, err) {
+				return false
+			}
 			return c.deadLetter(ctx, msg, err.Error(), attempt, false)
 		case attempt >= c.cfg.Attempts:
+			if !c.recordOutcome(ctx, msg, d, err) {
+				return false
+			}
 			return c.deadLetter(ctx, msg, fmt.Sprintf("gave up after %d attempts: %v", attempt, err), attempt, false)
 		}
 		c.outcome["retry"].Inc()
@@ -392,6 +405,31 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// recordOutcome runs OnDeadLetter; on failure the message is released for
+// redelivery (and false returned), since its turn would otherwise end with
+// no outcome.
+func (c *Consumer) recordOutcome(ctx context.Context, msg jetstream.Msg, d Decoded, cause error) bool {
+	if c.cfg.OnDeadLetter == nil {
+		return true
+	}
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return c.cfg.OnDeadLetter(ctx, d, cause)
+	}()
+	if err != nil {
+		c.deps.Logger.Error("recording the outcome of a failed message failed; releasing it for redelivery",
+			"stage", c.cfg.Stage, "subject", msg.Subject(), "err", err)
+		_ = msg.NakWithDelay(c.cfg.Backoff)
+		c.outcome["requeue"].Inc()
+		return false
+	}
+	return true
 }
 
 // safeHandle runs the handler, turning a panic into a permanent error so

@@ -31,6 +31,7 @@ const (
 	subjSteps       = "rein.steps"
 	subjEscalations = "rein.escalations"
 	subjReports     = "rein.reports"
+	subjUnanswered  = "rein.unanswered"
 	subjDLQ         = "rein.dlq"
 	subjHandoff     = "rein.handoff"
 	subjHandoffTO   = "rein.handoff.timeout"
@@ -47,6 +48,7 @@ const (
 	StepsAll       = subjSteps + ".>"
 	EscalationsAll = subjEscalations + ".>"
 	ReportsAll     = subjReports + ".>"
+	UnansweredAll  = subjUnanswered + ".>"
 	DLQAll         = subjDLQ + ".>"
 	HandoffItems   = subjHandoff + ".items.>"
 	HandoffTimeout = subjHandoffTO + ".>"
@@ -79,6 +81,12 @@ func EscalationSubject(tenant, conv string) string {
 
 // ReportSubject is rein.reports.<tenant>.<conv>.
 func ReportSubject(tenant, conv string) string { return subjReports + "." + tenant + "." + conv }
+
+// UnansweredSubject is rein.unanswered.<tenant>.<conv>: the explicit
+// outcome of a user turn that gets no reply (dev.rein.unanswered.v1).
+func UnansweredSubject(tenant, conv string) string {
+	return subjUnanswered + "." + tenant + "." + conv
+}
 
 // DLQSubject is rein.dlq.<stage>.
 func DLQSubject(stage string) string { return subjDLQ + "." + stage }
@@ -116,7 +124,7 @@ func SubjectsFor(stream, tenant, conv string) []string {
 	case StreamSteps:
 		return []string{subjSteps + "." + t + "." + c}
 	case StreamOutcomes:
-		return []string{subjEscalations + "." + t + "." + c, subjReports + "." + t + "." + c}
+		return []string{subjEscalations + "." + t + "." + c, subjReports + "." + t + "." + c, subjUnanswered + "." + t + "." + c}
 	case StreamHandoff:
 		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
 	}

@@ -69,7 +69,7 @@ var streamSubjects = map[string][]string{
 	StreamDetections: {DetectionsAll},
 	StreamTasks:      {TasksAll},
 	StreamSteps:      {StepsAll},
-	StreamOutcomes:   {EscalationsAll, ReportsAll},
+	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll},
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
 }

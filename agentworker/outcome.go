@@ -1,0 +1,85 @@
+package agentworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// Every user turn ends with exactly one outcome. Besides a reply (and the
+// escalations and reports the agent's own tools yield), two paths end a
+// turn the agent did not answer, each with an explicit event:
+//   - deadLettered: the turn failed for good. A usable task whose run
+//     failed past every retry (model or tools down) hands the conversation
+//     to a human: escalation reason agent_unavailable, carrying the user's
+//     message. A task rein cannot use (ErrPermanent) ends with
+//     dev.rein.unanswered.v1 reason failed.
+//   - supersede: a later turn of the conversation ran first.
+
+// deadLettered is the consumer's OnDeadLetter: it records the outcome of a
+// task about to be dead-lettered.
+func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error) error {
+	var task schemas.Task
+	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
+		return nil // not a task: the dead letter is all there is to record
+	}
+	turn := task.Turn
+	if turn == 0 {
+		turn = d.Meta.Turn
+	}
+	if turn < 1 {
+		return nil
+	}
+	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
+	st, err := s.load(ctx, meta)
+	if err != nil {
+		return err
+	}
+	if st.Turn > turn || (st.Turn == turn && st.TurnDone) {
+		return nil // it has its outcome already
+	}
+	if st.Turn != turn {
+		st.begin(turn, task)
+	}
+	outcome := OutcomeUnavailable
+	if errors.Is(cause, streams.ErrPermanent) {
+		outcome = OutcomeFailed
+	}
+	st.TurnDone, st.Outcome, st.Reply = true, outcome, clip(cause.Error(), 1000)
+	if outcome == OutcomeUnavailable {
+		st.Status, st.EscalatedTurn = StatusHuman, turn
+	}
+	st.remember(turn)
+	if err := s.save(ctx, meta, st); err != nil {
+		return err
+	}
+	if err := s.publish(ctx, meta, st); err != nil {
+		return err
+	}
+	s.m.turns.WithLabelValues(outcome).Inc()
+	s.deps.Logger.Warn("turn not answered by the agent", "tenant", meta.Tenant, "conversation", meta.Conversation,
+		"turn", turn, "outcome", outcome, "err", cause)
+	return nil
+}
+
+// supersede ends turn, overtaken by the later st.Turn, with an explicit
+// record.
+func (s *Stage) supersede(ctx context.Context, meta schemas.Meta, st *State, turn int) error {
+	meta.Turn = turn
+	ev, err := schemas.BuildEvent(schemas.TypeUnanswered, schemas.EventID("unanswered", meta.Tenant, meta.Conversation, turn), "", meta,
+		schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredSuperseded, SupersededBy: st.Turn})
+	if err != nil {
+		return streams.Permanent(fmt.Errorf("agentworker: build superseded record: %w", err))
+	}
+	if _, err := s.deps.Publisher.Publish(ctx, streams.StreamOutcomes, streams.UnansweredSubject(meta.Tenant, meta.Conversation), &ev); err != nil {
+		return err
+	}
+	st.remember(turn)
+	s.m.turns.WithLabelValues(OutcomeSuperseded).Inc()
+	s.deps.Logger.Warn("turn superseded: a later turn of the conversation ran first", "tenant", meta.Tenant,
+		"conversation", meta.Conversation, "turn", turn, "superseded_by", st.Turn)
+	return nil
+}
