@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
@@ -62,7 +63,21 @@ type benchResult struct {
 	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
 	CeilingRatio     float64 `json:"ceiling_ratio"`
 	ShareOfCeiling   float64 `json:"share_of_ceiling"`
+	// With --model-latency: each of the scripted agent's two model calls
+	// per turn takes ModelLatencyMs. InFlightMax is the most turns
+	// published and not yet answered at once; AddedP50/P99Ms are what rein
+	// adds to a turn (end to end minus the model's time);
+	// LittleCeiling is what Little's law allows with that many in flight
+	// (in flight ÷ model time per turn).
+	ModelLatencyMs float64 `json:"model_latency_ms,omitempty"`
+	InFlightMax    int     `json:"in_flight_max,omitempty"`
+	AddedP50Ms     float64 `json:"added_p50_ms,omitempty"`
+	AddedP99Ms     float64 `json:"added_p99_ms,omitempty"`
+	LittleCeiling  float64 `json:"little_ceiling_turns_per_s,omitempty"`
 }
+
+// benchModelCalls is the scripted bench agent's model calls per turn.
+const benchModelCalls = 2
 
 func init() { register(newBenchCmd) }
 
@@ -89,6 +104,34 @@ type benchPlan struct {
 	duplicates time.Duration
 	memProfile string // --memprofile
 	natsURL    string // --nats-url: an external server instead of the embedded one
+	// modelLatency is how long each scripted model call takes (0: none,
+	// the CPU scenario).
+	modelLatency time.Duration
+}
+
+// benchScript is the bench agent's script, each call taking latency.
+func benchScript(latency time.Duration) (*llm.Script, error) {
+	if latency <= 0 {
+		return llm.ParseScript(benchAgentScript)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(benchAgentScript, &doc); err != nil {
+		return nil, err
+	}
+	rules, _ := doc["rules"].([]any)
+	for _, r := range rules {
+		if m, ok := r.(map[string]any); ok {
+			m["latency"] = latency.String()
+		}
+	}
+	if d, ok := doc["default"].(map[string]any); ok {
+		d["latency"] = latency.String()
+	}
+	raw, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return llm.ParseScript(raw)
 }
 
 func newBenchCmd() *cobra.Command {
@@ -153,6 +196,10 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
 			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
+			if res.ModelLatencyMs > 0 {
+				fmt.Fprintf(out, "  model latency %.0f ms × %d calls per turn: %d turns in flight at most · rein adds p50 %.1f ms, p99 %.1f ms · Little's-law ceiling %.0f turns/s\n",
+					res.ModelLatencyMs, benchModelCalls, res.InFlightMax, res.AddedP50Ms, res.AddedP99Ms, res.LittleCeiling)
+			}
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
 			fmt.Fprintf(out, "ceiling (a raw chain of rein's %d hops storing its %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
@@ -177,6 +224,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
+	fs.DurationVar(&plan.modelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
 	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
 }
@@ -187,7 +235,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		return benchResult{}, err
 	}
 	defer os.RemoveAll(dir)
-	script, err := llm.ParseScript(benchAgentScript)
+	script, err := benchScript(plan.modelLatency)
 	if err != nil {
 		return benchResult{}, err
 	}
@@ -351,6 +399,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 	}
 	var mu sync.Mutex
 	sent := map[string]time.Time{} // turns in flight only: the bench's own memory stays small
+	inFlightMax := 0
 	lat := make([]time.Duration, 0, total)
 	var replies atomic.Int64
 	var last atomic.Int64
@@ -426,6 +475,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 				i++
 				mu.Lock()
 				sent[schemas.EventID("turn", benchTenant, conv, turn)+"-agent"] = time.Now()
+				inFlightMax = max(inFlightMax, len(sent))
 				mu.Unlock()
 				batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(benchTenant, conv, schemas.RoleUser), Event: &ev})
 				if len(batch) == cap(batch) {
@@ -458,6 +508,13 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 	res.CPUSecPer1000 = (eval.CPUTime() - cpu0).Seconds() / float64(total) * 1000
 	mu.Lock()
 	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	if plan.modelLatency > 0 {
+		model := time.Duration(benchModelCalls) * plan.modelLatency
+		res.ModelLatencyMs = eval.Ms(plan.modelLatency)
+		res.InFlightMax = inFlightMax
+		res.AddedP50Ms, res.AddedP99Ms = res.P50Ms-eval.Ms(model), res.P99Ms-eval.Ms(model)
+		res.LittleCeiling = float64(inFlightMax) / model.Seconds()
+	}
 	mu.Unlock()
 	return res, nil
 }
