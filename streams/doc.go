@@ -9,7 +9,8 @@
 // sdk-go as the fallback and for structured mode); it
 // publishes with Nats-Msg-Id = event id so redelivery never duplicates an
 // output (publisher.go); it runs every stage's consume loop (consume.go,
-// with one growing queue per worker in partition.go),
+// scheduling by conversation in schedule.go and the crash-order gate in
+// order.go),
 // dead-lettering what cannot be handled (dlq.go); it accepts turns over
 // HTTP, POST /v1/turns (ingress.go); and it reads stream ranges back through
 // ordered consumers that leave no durable state (read.go).
@@ -37,33 +38,50 @@
 // lost. On shutdown the loop stops pulling, lets in-flight handlers finish
 // (bounded by a grace period) and naks what it had queued.
 //
-// # Per-conversation ordering
+// # Per-conversation ordering and scheduling
 //
 // Turns of one conversation must be handled strictly in order and one at a
 // time; different conversations in parallel. The design:
 //
-//   - Within a process, the delivery callback hashes <tenant>.<conv> (from
-//     the subject) to one of N worker goroutines, each with its own queue.
-//     A conversation therefore has exactly one writer, which may keep the
-//     conversation's state in memory. Retries happen in place, so a failing
-//     turn holds back the later turns of its conversation only.
+//   - Within a process, the delivery callback queues each message on its
+//     conversation (<tenant>.<conv> from the subject; schedule.go): a queue
+//     ordered by stream sequence, drained by one goroutine while it has
+//     work. A conversation therefore has exactly one writer, which may keep
+//     its state in memory. ConsumerConfig.MaxInFlight bounds the handlers
+//     running at once (default: MaxAckPending, 4096); a conversation
+//     waiting on a model holds one slot and never holds up another.
+//     Retries happen in place, so a failing turn holds back the later turns
+//     of its conversation only. Queued messages get heartbeats too.
 //   - Across replicas, every durable consumer uses a pinned-client priority
 //     group: the server delivers to one replica at a time and moves the pin
 //     to another when the pinned one stops pulling (PinnedTTL = 2×AckWait),
-//     or at once when it drains cleanly and unpins. Redeliveries after a
-//     failover come in stream order, and every output is published with a
-//     deterministic Nats-Msg-Id, so a turn handled twice yields one output.
-//     Past the duplicate window the ids no longer protect: an input stored
-//     longer ago than half of it (Decoded.Stored, the server's timestamp)
-//     (RecheckAfter) is checked against the conversation's last stored
-//     output (LastTurn or LastEvent, one direct get) before it is handled
-//     again; so is, by the detector, an input delivered before without an
-//     ack (Decoded.Delivered > 1). What the window still covers — a turn cut short by a crash,
+//     or at once when it drains cleanly and unpins.
+//   - Across a crash (order.go): a dead holder's unacked messages come back
+//     only after AckWait, while the next holder already receives the later
+//     ones. The order gate notices that deliveries may be outstanding
+//     elsewhere — the ack floor is below what was delivered when the
+//     consumer starts, or the delivery sequence skips (another client was
+//     delivered to) — and until the ack floor has passed them, a message
+//     runs only once the previous message on its subject (one batch direct
+//     get) is under the floor or was decided here; otherwise it is held,
+//     costing no slot, up to MaxHold (3×AckWait; counted as a timeout, and
+//     a turn overtaken that way ends with an explicit superseded record).
+//   - Every output is published with a deterministic Nats-Msg-Id
+//     (schemas.EventID: <stage>.<tenant>.<conv>.<turn>, a separator outside
+//     the id alphabet), so a turn handled twice yields one output; turns
+//     from outside are stored under ids derived from tenant, conversation,
+//     turn and role (PublishTurn), never a caller's. Past the duplicate
+//     window the ids no longer protect: an input stored longer ago than
+//     half of it (Decoded.Stored, the server's timestamp) (RecheckAfter) is
+//     checked against the conversation's last stored output (LastTurn or
+//     LastEvent, one direct get) before it is handled again; so is, by the
+//     detector, an input delivered before without an ack (Decoded.Delivered
+//     > 1). What the window still covers — a turn cut short by a crash,
 //     its stored outputs published again AckWait later — is why a stage
 //     warns at start when the window is shorter than its AckWait
 //     (WarnShortWindow).
-//     More replicas give availability; throughput scales with workers per
-//     replica and with separate consumers per tenant set.
+//   - An input about to be dead-lettered first has its outcome recorded
+//     (ConsumerConfig.OnDeadLetter): every user turn ends with one.
 //
 // Why not a KV lookup per message: on this hardware a blocking KV get+CAS
 // costs more than a whole stream hop (see ../shared/perf: 1 hop 31.5k/s vs
@@ -73,5 +91,7 @@
 // survive a crash.
 //
 // Metrics: rein_stage_messages_total{stage,outcome},
-// rein_stage_handle_seconds{stage}, rein_published_total{stream}.
+// rein_stage_handle_seconds{stage}, rein_stage_in_flight{stage},
+// rein_stage_queued_messages{stage}, rein_stage_conversations{stage},
+// rein_stage_order_holds_total{stage,outcome}, rein_published_total{stream}.
 package streams
