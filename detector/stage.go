@@ -30,7 +30,7 @@ type StageConfig struct {
 	// (utterances, newest kept). Default 40.
 	HistoryTurns int
 	// MaxConversations bounds conversations held in memory; IdleTTL drops
-	// a conversation not seen for that long. Defaults 100,000 and 30m. A
+	// a conversation not seen for that long. Defaults 10,000 and 30m. A
 	// dropped conversation is rebuilt from REIN_TURNS on its next turn.
 	MaxConversations int
 	IdleTTL          time.Duration
@@ -64,7 +64,7 @@ func (c *StageConfig) defaults() {
 		c.HistoryTurns = 40
 	}
 	if c.MaxConversations == 0 {
-		c.MaxConversations = 100_000
+		c.MaxConversations = 10_000
 	}
 	if c.IdleTTL == 0 {
 		c.IdleTTL = 30 * time.Minute
@@ -252,9 +252,15 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	}
 	if turn.Turn == conv.judged {
 		// Judged and stored by this worker, now stored again as a new
-		// message: a platform's retry. Within the duplicate window its
-		// outputs' ids would drop them; past it they would be stored twice
-		// (and a second judgement could differ).
+		// message: a platform's retry (or, with other text, a conflict).
+		// Within the duplicate window its outputs' ids would drop them;
+		// past it they would be stored twice (and a second judgement could
+		// differ).
+		if conv.sentBefore(turn.Turn, d.Sequence) {
+			if err := conv.conflict(turn); err != nil {
+				return err
+			}
+		}
 		s.m.unjudged[UnjudgedSentAgain].Inc()
 		return nil
 	}
@@ -266,6 +272,9 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			return err // retried
 		}
 		if judged {
+			if err := conv.conflict(turn); err != nil {
+				return err
+			}
 			s.m.unjudged[UnjudgedSentAgain].Inc()
 			return nil
 		}

@@ -371,3 +371,29 @@ func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
 		t.Errorf("dead letters %q, want one saying the turn number is missing", reasons)
 	}
 }
+
+// A turn number already judged, stored again with other text (a platform
+// publishing straight to NATS under its own message id), is a conflict:
+// dead-lettered with reason conflicting_duplicate, neither judged again
+// nor acked silently as a retry.
+func TestAConflictingTurnSentAgainIsDeadLettered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	st, m := newJudging(t, h, detector.Deps{Registerer: reg}, time.Hour)
+	rtest.Run(t, "stage", st.Run)
+	publishTurn(t, h, "conflict", "user", 1, "cancel that one")
+	publishTurn(t, h, "conflict", "user", 2, "the one to Boston")
+	resend(t, h, "conflict", 2, "actually book me a hotel")
+	resend(t, h, "conflict", 1, "cancel that one")
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 4)
+	if n := judgedTurns(m); n != 2 {
+		t.Errorf("the module judged %d turns, want 2", n)
+	}
+	dls := storedPayloads[schemas.DeadLetter](t, h, streams.StreamDLQ)
+	if len(dls) != 1 || !strings.HasPrefix(dls[0].data.Reason, streams.ReasonConflictingDuplicate) || !strings.Contains(string(dls[0].data.Data), "hotel") {
+		t.Fatalf("dead letters %+v: want the conflicting copy of turn 2", dls)
+	}
+	if n := unjudged(t, reg, detector.UnjudgedSentAgain); n != 1 {
+		t.Errorf("unjudged{sent_again} = %v, want 1 (turn 1's identical copy)", n)
+	}
+}

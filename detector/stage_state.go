@@ -97,6 +97,27 @@ func (c *conversation) sentBefore(turn int, seq uint64) bool {
 	return false
 }
 
+// userText is the text of the context's copy of a user turn.
+func (c *conversation) userText(turn int) (string, bool) {
+	for i, k := range c.turns {
+		if k.turn == turn && k.role == schemas.RoleUser {
+			return c.utter[i].Text, true
+		}
+	}
+	return "", false
+}
+
+// conflict is the error of a user turn stored again as a new message with
+// other text than its first copy: the second is dead-lettered with reason
+// conflicting_duplicate, never judged or dropped silently.
+func (c *conversation) conflict(t schemas.Turn) error {
+	if first, ok := c.userText(t.Turn); ok && first != t.Text {
+		return streams.Permanent(fmt.Errorf("%s: user turn %d was stored before with other text (a platform sent two different turns under one number)",
+			streams.ReasonConflictingDuplicate, t.Turn))
+	}
+	return nil
+}
+
 // dialogue is the surface context as far as merged.
 func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
 

@@ -215,7 +215,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.IntVar(&plan.rawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
 	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (2,000 × 5 turns, 15,000 raw messages)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fs.IntVar(&plan.detectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 100,000)")
+	fs.IntVar(&plan.detectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 10,000)")
 	fs.IntVar(&plan.agentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.memLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
