@@ -87,6 +87,23 @@ type Config struct {
 	// HTTPClient replaces the SDKs' HTTP client (custom transports, proxies).
 	HTTPClient *http.Client
 
+	// Endpoint names the endpoint in metrics (rein_model_available and
+	// the in-flight gauges): a bounded, configured name such as "agent"
+	// or "inception". Empty means "<provider>:<model>".
+	Endpoint string
+	// BreakerFailures consecutive failed attempts (5xx, 429, timeouts,
+	// connection errors) open the endpoint's circuit breaker: calls then
+	// fail at once with ErrUnavailable, until one probe after
+	// BreakerCooldown succeeds. Zero means the defaults (5, 10s).
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// InitialInFlight and MaxInFlight bound the calls in flight to the
+	// endpoint: the limit starts at InitialInFlight and adapts (AIMD) up to
+	// MaxInFlight, shrinking on 429/503/timeouts and pausing for a
+	// server's Retry-After. Zero means the defaults (64, 1024).
+	InitialInFlight int
+	MaxInFlight     int
+
 	// envErr records a value ConfigFromEnv could not parse; Validate reports it.
 	envErr error
 	// envLookup is set by ConfigFromEnv: the vendor key fallback is redone
@@ -256,6 +273,9 @@ func (c Config) Validate() error {
 	default:
 		bad("unknown provider %q (want openai, anthropic, replay, scripted)", c.Provider)
 	}
+	if c.BreakerFailures < 0 || c.BreakerCooldown < 0 || c.MaxInFlight < 0 || c.InitialInFlight < 0 {
+		bad("breaker failures, breaker cooldown and in-flight limits must not be negative")
+	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -288,6 +308,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryBaseDelay == 0 {
 		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = DefaultBreakerFailures
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = DefaultBreakerCooldown
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.InitialInFlight == 0 {
+		c.InitialInFlight = min(DefaultInitialInFlight, c.MaxInFlight)
+	}
+	if c.Endpoint == "" {
+		c.Endpoint = c.Provider + ":" + c.Model
 	}
 	if c.RetryMaxDelay == 0 {
 		c.RetryMaxDelay = DefaultRetryMaxDelay
@@ -334,7 +369,7 @@ func New(cfg Config, reg prometheus.Registerer) (Client, error) {
 		}
 		base = NewScripted(s)
 	}
-	var c Client = newManaged(base, cfg, m)
+	var c Client = newManaged(base, cfg, m, newGuard(cfg.Endpoint, cfg, reg))
 	if cfg.Record != "" {
 		rec, err := NewRecorder(c, cfg.Record)
 		if err != nil {

@@ -252,3 +252,6 @@ func (r *Recorder) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 	return resp, nil
 }
+
+// Available is the recorded client's availability.
+func (r *Recorder) Available() bool { return IsAvailable(r.inner) }

@@ -18,15 +18,17 @@ import (
 // SDKs' own retries are disabled, so this is the only place a call repeats.
 type managed struct {
 	inner      Client
+	guard      *guard // breaker and in-flight limit around each attempt
 	timeout    time.Duration // per attempt; 0 = none
 	maxRetries int
 	base, max  time.Duration
 	series     *seriesCache
 }
 
-func newManaged(inner Client, cfg Config, m *metrics) *managed {
+func newManaged(inner Client, cfg Config, m *metrics, g *guard) *managed {
 	return &managed{
 		inner:      inner,
+		guard:      g,
 		timeout:    cfg.Timeout,
 		maxRetries: cfg.MaxRetries,
 		base:       cfg.RetryBaseDelay,
@@ -71,7 +73,18 @@ func (c *managed) Chat(ctx context.Context, req Request) (Response, error) {
 	}
 }
 
+// Available tells whether the endpoint takes calls (its circuit breaker
+// is not open).
+func (c *managed) Available() bool { return c.guard == nil || c.guard.Available() }
+
 func (c *managed) attempt(ctx context.Context, req Request) (Response, error) {
+	if c.guard == nil {
+		return c.attemptOnce(ctx, req)
+	}
+	return c.guard.do(ctx, func(ctx context.Context) (Response, error) { return c.attemptOnce(ctx, req) })
+}
+
+func (c *managed) attemptOnce(ctx context.Context, req Request) (Response, error) {
 	if c.timeout <= 0 {
 		return c.inner.Chat(ctx, req)
 	}
@@ -123,6 +136,8 @@ func classify(ctx context.Context, err error) (outcome string, retry bool, wait 
 	callerDone := ctx.Err() != nil
 	var apiErr *APIError
 	switch {
+	case errors.Is(err, ErrUnavailable):
+		return OutcomeError, false, 0 // the breaker is open: fail over at once
 	case errors.As(err, &apiErr):
 		outcome = OutcomeError
 		if apiErr.StatusCode == http.StatusTooManyRequests {

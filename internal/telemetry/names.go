@@ -23,9 +23,14 @@ const (
 	MConsumerRedelivered = "rein_consumer_redelivered_messages" // {stream,consumer}
 
 	// model providers
-	MLLMRequests       = "rein_llm_requests_total"  // {provider,model,purpose,outcome}
-	MLLMTokens         = "rein_llm_tokens_total"    // {provider,model,purpose,kind}
-	MLLMRequestSeconds = "rein_llm_request_seconds" // {provider,purpose}
+	MLLMRequests       = "rein_llm_requests_total"    // {provider,model,purpose,outcome}
+	MLLMTokens         = "rein_llm_tokens_total"      // {provider,model,purpose,kind}
+	MLLMRequestSeconds = "rein_llm_request_seconds"   // {provider,purpose}
+	MModelAvailable    = "rein_model_available"       // {endpoint} 1 unless the endpoint's breaker is open
+	MModelInFlight     = "rein_model_in_flight"       // {endpoint} calls in flight
+	MModelLimit        = "rein_model_in_flight_limit" // {endpoint} the adaptive in-flight limit
+	MModelQueued       = "rein_model_queued_calls"    // {endpoint} calls waiting for the limit
+	MModelRejected     = "rein_model_rejected_total"  // {endpoint,reason} calls refused fast: breaker_open
 
 	// detector
 	MDetectorDecisions        = "rein_detector_decisions_total"   // {tenant,outcome} outcome: activated, clear, failed
