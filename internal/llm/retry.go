@@ -18,7 +18,7 @@ import (
 // SDKs' own retries are disabled, so this is the only place a call repeats.
 type managed struct {
 	inner      Client
-	guard      *guard // breaker and in-flight limit around each attempt
+	guard      *guard        // breaker and in-flight limit around each attempt
 	timeout    time.Duration // per attempt; 0 = none
 	maxRetries int
 	base, max  time.Duration
