@@ -56,6 +56,10 @@ type Config struct {
 	// after each tool step; a quicker turn publishes them with its reply
 	// (default 1s; a negative value publishes every step at once).
 	LiveStepsAfter time.Duration
+	// AckWait is how long a delivered turn stays owned without a heartbeat
+	// before the server redelivers it — after a crash, how soon another
+	// holder gets it (0: the stage's default).
+	AckWait time.Duration
 	// Workers bounds the turns run at once, the stage's in-flight limit
 	// (default: the consumer's, 4096). Turns are scheduled by conversation:
 	// a conversation waiting on the model holds one slot, never another

@@ -1,6 +1,7 @@
 package agentworker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,7 +110,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
-		AckWait: max(30*time.Second, s.cfg.ModelTimeout/2),
+		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)),
 	}
 }
 

@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,10 @@ type StageConfig struct {
 	// conversation, so a conversation waiting on the inception model never
 	// holds up another.
 	Workers int
+	// AckWait is how long a delivered turn stays owned without a heartbeat
+	// before the server redelivers it — after a crash, how soon another
+	// holder gets it (0: the stage's default).
+	AckWait time.Duration
 	// TaxonomyVersion is recorded in every detection.
 	TaxonomyVersion string
 	// RecheckAfter: a user turn stored longer ago than this (or delivered
@@ -168,7 +173,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
-		AckWait: max(30*time.Second, 3*s.cfg.Timeout),
+		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)),
 	}
 }
 

@@ -1,6 +1,7 @@
 package escalation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,10 @@ import (
 // StageConfig configures the escalation stage.
 type StageConfig struct {
 	Sinks SinksConfig
+	// AckWait is how long a delivered turn stays owned without a heartbeat
+	// before the server redelivers it — after a crash, how soon another
+	// holder gets it (0: the stage's default).
+	AckWait time.Duration
 	// Workers bounds the events delivered at once (default 16): sinks are
 	// remote systems, kept to a modest concurrency.
 	Workers int
@@ -91,7 +96,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	c, err := streams.NewConsumer(streams.ConsumerConfig{
 		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
 		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, MaxInFlight: s.cfg.Workers,
-		AckWait: 2 * time.Minute, // webhook retries can take a while; heartbeats keep it owned
+		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
 	}, streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
 		return err

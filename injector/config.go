@@ -28,6 +28,10 @@ type Config struct {
 	// Workers bounds the detections handled at once, the stage's in-flight
 	// limit (default: the consumer's, 4096).
 	Workers int
+	// AckWait is how long a delivered turn stays owned without a heartbeat
+	// before the server redelivers it — after a crash, how soon another
+	// holder gets it (0: the stage's default).
+	AckWait time.Duration
 	// Sidecar starts the request/reply responder on
 	// rein.inception.get.<tenant>.<conv>.<turn> beside the consumer.
 	Sidecar bool

@@ -30,6 +30,6 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	}
 	return detector.New(detector.StageConfig{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
-		MaxConversations: o.detectorCache,
+		MaxConversations: o.detectorCache, AckWait: o.ackWait,
 	}, deps)
 }

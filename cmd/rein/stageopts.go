@@ -22,6 +22,8 @@ type stageOptions struct {
 	fuseInjector bool
 	// Conversations kept in memory per stage (0: the stage's default).
 	detectorCache, agentCache int
+	// ackWait overrides every stage's ack wait (0: the stages' defaults).
+	ackWait time.Duration
 	// agentModel, when set (demo, bench), is the task agent's model.
 	agentModel llm.Client
 }
@@ -41,5 +43,6 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.BoolVar(&o.fuseInjector, "fuse-injector", true, "when the detector and the injector run in this process, the detector publishes each turn's task together with its detection (one delivery fewer per turn); false runs the injector as its own consumer of REIN_DETECTIONS")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
