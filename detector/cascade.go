@@ -23,7 +23,17 @@ type Cascade struct {
 	// OnGate, when set, is called with GatePass or GateSkip after each
 	// gate decision (the stage wires its metric here).
 	OnGate func(result string)
+	// Fallback, when set, judges a turn the gate passed when the model
+	// cannot (down, its breaker open, past its deadline): normally the
+	// rules module in its precise mode. Its decision is recorded as such
+	// (model FallbackModel, the model's error in fail_reason); without it
+	// the turn fails open.
+	Fallback Module
 }
+
+// FallbackModel is the model field of a detection the cascade's fallback
+// made because the inception model could not judge.
+const FallbackModel = "rules-fallback"
 
 // CascadeStats are the cascade's counters since construction.
 type CascadeStats struct {
@@ -62,7 +72,19 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 	if c.OnGate != nil {
 		c.OnGate(GatePass)
 	}
-	return c.model.Detect(ctx, in)
+	d, err := c.model.Detect(ctx, in)
+	if err == nil || c.Fallback == nil {
+		return d, err
+	}
+	// The model could not judge: the rules module's decision stands in,
+	// recorded as such. Judged under a fresh deadline of its own (it takes
+	// microseconds), since the model may have spent the turn's.
+	fb, ferr := c.Fallback.Detect(context.WithoutCancel(ctx), in)
+	if ferr != nil {
+		return Decision{}, fmt.Errorf("cascade: model: %w; fallback: %v", err, ferr)
+	}
+	fb.Model, fb.FailReason = FallbackModel, "inception model could not judge, the rules module decided: "+failReason(err)
+	return fb, nil
 }
 
 // NeedsContext implements ContextFree. The model reads the whole dialogue,

@@ -3,6 +3,8 @@ package detector
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -62,5 +64,38 @@ func TestCascadeModelErrorPropagates(t *testing.T) {
 	}
 	if _, err := NewCascade(nil, model); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("nil gate: %v", err)
+	}
+}
+
+// The inception model down (here: its breaker open): a turn the gate
+// passed is judged by the rules module instead, recorded as such, rather
+// than failing open and losing the rules' own detection.
+func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
+	gate, _ := NewRules(RulesConfig{Mode: RulesRecall})
+	fallback, _ := NewRules(RulesConfig{})
+	down := &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+		return llm.Response{}, fmt.Errorf("inception: %w", llm.ErrUnavailable)
+	}}
+	model, _ := NewLLM(LLMConfig{Client: down})
+	c, err := NewCascade(gate, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := miniTools(t, "airline")
+	in := Input{Domain: "airline", Tools: tools, Dialogue: dialogue("Can you book me a hotel in Denver too?")}
+	if _, err := c.Detect(context.Background(), in); err == nil {
+		t.Fatal("without a fallback the model's failure should reach the stage (fail open)")
+	}
+	c.Fallback = fallback
+	d, err := c.Detect(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fallback.Detect(context.Background(), in)
+	if d.Rein != want.Rein || d.ErrorType != want.ErrorType || !d.Rein {
+		t.Fatalf("fallback decision %+v, want the rules module's %+v (an activation)", d, want)
+	}
+	if d.Model != FallbackModel || !strings.Contains(d.FailReason, "unavailable") || d.Failed {
+		t.Fatalf("decision %+v not recorded as the rules fallback", d)
 	}
 }

@@ -13,6 +13,9 @@ import (
 // moduleFlags choose and configure the inception module; serve, demo,
 // detect and shadow share them.
 type moduleFlags struct {
+	// onClient, when set, is told of each model client built (serve
+	// registers its availability with /readyz).
+	onClient func(endpoint string, c llm.Client)
 	module   string
 	taxonomy string
 	plan     string
@@ -56,9 +59,14 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detect
 		}
 	}
 	newLLM := func() (detector.Module, error) {
-		client, err := llm.New(f.llmConfig(), reg)
+		lc := f.llmConfig()
+		lc.Endpoint = llm.PurposeInception
+		client, err := llm.New(lc, reg)
 		if err != nil {
 			return nil, fmt.Errorf("--module %s needs a model: %w", f.module, err)
+		}
+		if f.onClient != nil {
+			f.onClient(llm.PurposeInception, client)
 		}
 		return detector.NewLLM(detector.LLMConfig{Taxonomy: tax, Client: client, Plan: f.plan})
 	}
@@ -78,8 +86,16 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detect
 		if err != nil {
 			return nil, nil, err
 		}
-		m, err := detector.NewCascade(gate, model)
-		return m, tax, err
+		c, err := detector.NewCascade(gate, model)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The inception model down: the rules module in its precise mode
+		// decides, recorded as such, rather than failing open.
+		if c.Fallback, err = detector.NewRules(detector.RulesConfig{Taxonomy: tax}); err != nil {
+			return nil, nil, err
+		}
+		return c, tax, nil
 	}
 	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.module)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/dashboard"
+	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
@@ -218,4 +219,18 @@ func (rt *proc) close() {
 		rt.srv.Shutdown()
 		rt.srv.WaitForShutdown()
 	}
+}
+
+// watchModel makes /readyz report the model endpoint while its circuit
+// breaker is open (status degraded: see telemetry.Server.AddCheck).
+func (rt *proc) watchModel(endpoint string, c llm.Client) {
+	if rt.http == nil {
+		return
+	}
+	rt.http.AddCheck("model "+endpoint, func() error {
+		if !llm.IsAvailable(c) {
+			return llm.ErrUnavailable
+		}
+		return nil
+	})
 }

@@ -57,11 +57,13 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 			cfg.Backend = "none"
 			return agentworker.New(cfg, deps)
 		}
+		lc.Endpoint = llm.PurposeAgent
 		c, err := llm.New(lc, rt.reg)
 		if err != nil {
 			return nil, fmt.Errorf("agent model: %w", err)
 		}
 		deps.Model = c
+		rt.watchModel(llm.PurposeAgent, c)
 	}
 	return agentworker.New(cfg, deps)
 }

@@ -13,6 +13,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		return nil, err
 	}
 	o := rt.stages
+	o.modules.onClient = rt.watchModel
 	m, tax, err := o.modules.build(rt.reg)
 	if err != nil {
 		return nil, err

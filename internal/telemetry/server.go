@@ -27,9 +27,16 @@ type Server struct {
 	why   atomic.Value // string: why not ready
 	log   *slog.Logger
 
-	mu  sync.Mutex
-	srv *http.Server
-	ln  net.Listener
+	mu     sync.Mutex
+	srv    *http.Server
+	ln     net.Listener
+	checks []check // degradations /readyz reports
+}
+
+// check is a named degradation probe: nil when all is well.
+type check struct {
+	name string
+	fn   func() error
 }
 
 // NewServer builds the HTTP server around the process's registry.
@@ -42,12 +49,41 @@ func NewServer(reg *prometheus.Registry, log *slog.Logger) *Server {
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.ready.Load() {
+			if degraded := s.degraded(); len(degraded) > 0 {
+				// Still ready: a replica whose model is down records every
+				// turn and hands it to a human; taking it out of service
+				// would refuse turns instead. The body, the
+				// rein_model_available gauge and its alert say so.
+				writeJSON(w, http.StatusOK, map[string]any{"status": "degraded", "degraded": degraded})
+				return
+			}
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 			return
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": s.why.Load().(string)})
 	})
 	return s
+}
+
+// AddCheck registers a degradation probe that /readyz reports (status
+// "degraded", with the probe's error under its name) while it fails.
+func (s *Server) AddCheck(name string, fn func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks = append(s.checks, check{name, fn})
+}
+
+func (s *Server) degraded() map[string]string {
+	s.mu.Lock()
+	checks := append([]check(nil), s.checks...)
+	s.mu.Unlock()
+	out := map[string]string{}
+	for _, c := range checks {
+		if err := c.fn(); err != nil {
+			out[c.name] = err.Error()
+		}
+	}
+	return out
 }
 
 // Handle mounts a handler on the server's mux (pattern as net/http).

@@ -1,0 +1,43 @@
+package telemetry
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A failing check keeps /readyz ready but says the process is degraded,
+// naming what.
+func TestReadyzReportsDegradations(t *testing.T) {
+	s := NewServer(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s.SetReady(true, "")
+	down := true
+	s.AddCheck("model agent", func() error {
+		if down {
+			return errors.New("circuit open")
+		}
+		return nil
+	})
+	get := func() (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		s.mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	code, body := get()
+	deg, _ := body["degraded"].(map[string]any)
+	if code != http.StatusOK || body["status"] != "degraded" || deg["model agent"] != "circuit open" {
+		t.Fatalf("readyz %d %v, want 200 degraded naming the model", code, body)
+	}
+	down = false
+	if code, body := get(); code != http.StatusOK || body["status"] != "ready" {
+		t.Fatalf("readyz %d %v after recovery", code, body)
+	}
+}
