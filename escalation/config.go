@@ -41,6 +41,10 @@ type SinksConfig struct {
 // zero values take the documented defaults.
 type SinkConfig struct {
 	Type string `yaml:"type" json:"type"` // webhook | jsonl | handoff
+	// Name identifies this sink instance in metrics (the sink label) and
+	// in the stage's per-sink delivery state: every instance gets every
+	// event. Default: the type, then <type>-2, <type>-3, … in order.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
 
 	// webhook
 	URL         string            `yaml:"url,omitempty" json:"url,omitempty"`
@@ -83,6 +87,16 @@ func (c SinksConfig) Validate() error {
 	var errs []error
 	paths := map[string]int{}
 	handoffs := 0
+	seen := map[string]int{}
+	for i, n := range c.SinkNames() {
+		if j, dup := seen[n]; dup {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: name %q already used by sinks[%d]", ErrInvalidConfig, i, n, j))
+		}
+		if !validSinkName(n) {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: name %q must be 1 to 64 letters, digits, '_' or '-'", ErrInvalidConfig, i, n))
+		}
+		seen[n] = i
+	}
 	for i, s := range c.Sinks {
 		if err := s.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("sinks[%d]: %w", i, err))
@@ -103,6 +117,18 @@ func (c SinksConfig) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func validSinkName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (s SinkConfig) validate() error {
@@ -227,6 +253,7 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 			return nil, err
 		}
 	}
+	names := cfg.SinkNames()
 	var out []Sink
 	fail := func(err error) ([]Sink, error) {
 		for _, s := range out {
@@ -259,7 +286,30 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 		if err != nil {
 			return fail(fmt.Errorf("sinks[%d] (%s): %w", i, sc.Type, err))
 		}
+		if n, ok := s.(interface{ setName(string) }); ok {
+			n.setName(names[i])
+		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// SinkNames are the instance names of the configured sinks, in order: a
+// sink's Name, else its type for the first of that type and <type>-<n>
+// for the n-th.
+func (c SinksConfig) SinkNames() []string {
+	names := make([]string, len(c.Sinks))
+	count := map[string]int{}
+	for i, s := range c.Sinks {
+		count[s.Type]++
+		switch {
+		case s.Name != "":
+			names[i] = s.Name
+		case count[s.Type] == 1:
+			names[i] = s.Type
+		default:
+			names[i] = fmt.Sprintf("%s-%d", s.Type, count[s.Type])
+		}
+	}
+	return names
 }

@@ -134,7 +134,7 @@ func TestBuildSinks(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "webhook,webhook,jsonl,handoff" {
+	if strings.Join(names, ",") != "webhook,webhook-2,jsonl,handoff" {
 		t.Fatalf("sinks %v", names)
 	}
 	for _, s := range sinks {

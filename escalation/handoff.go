@@ -84,10 +84,11 @@ type HandoffConfig struct {
 // exactly one of them removes it, so an item is either claimed or timed
 // out, never both.
 type Handoff struct {
-	js  jetstream.JetStream
-	cfg HandoffConfig
-	m   *Metrics
-	log *slog.Logger
+	name string // the configured instance name (metrics, delivery state)
+	js   jetstream.JetStream
+	cfg  HandoffConfig
+	m    *Metrics
+	log  *slog.Logger
 
 	sweepMu sync.Mutex    // one Sweep at a time
 	pending []HandoffItem // removed items whose timeout event is not yet published
@@ -137,7 +138,14 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 }
 
 // Name is "handoff".
-func (h *Handoff) Name() string { return SinkHandoff }
+func (h *Handoff) Name() string {
+	if h.name == "" {
+		return SinkHandoff
+	}
+	return h.name
+}
+
+func (h *Handoff) setName(n string) { h.name = n }
 
 // Close stops the deadline sweep. Items stay in the stream.
 func (h *Handoff) Close() error {
@@ -155,25 +163,25 @@ func (h *Handoff) Close() error {
 // is transient.
 func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { h.m.SinkSeconds.WithLabelValues(SinkHandoff).Observe(time.Since(start).Seconds()) }()
+	defer func() { h.m.SinkSeconds.WithLabelValues(h.Name()).Observe(time.Since(start).Seconds()) }()
 	if ev.Type() != schemas.TypeEscalation {
-		h.m.delivery(SinkHandoff, OutcomeSkipped)
+		h.m.delivery(h.Name(), OutcomeSkipped)
 		return nil
 	}
 	meta, err := schemas.MetaOf(&ev)
 	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var esc schemas.Escalation
 	if err := schemas.Decode(&ev, &esc); err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var lines []TranscriptLine
 	if h.cfg.Transcript != nil {
 		if lines, err = h.cfg.Transcript(ctx, meta.Tenant, meta.Conversation); err != nil {
-			h.m.delivery(SinkHandoff, OutcomeRetry)
+			h.m.delivery(h.Name(), OutcomeRetry)
 			return fmt.Errorf("handoff: transcript of %s/%s: %w", meta.Tenant, meta.Conversation, err)
 		}
 	}
@@ -193,16 +201,16 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	}
 	body, err := json.Marshal(item)
 	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	_, err = h.js.Publish(ctx, streams.HandoffSubject(meta.Tenant, meta.Conversation), body,
 		jetstream.WithMsgID("handoff-"+ev.ID()), jetstream.WithExpectStream(streams.StreamHandoff))
 	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeRetry)
+		h.m.delivery(h.Name(), OutcomeRetry)
 		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
 	}
-	h.m.delivery(SinkHandoff, OutcomeDelivered)
+	h.m.delivery(h.Name(), OutcomeDelivered)
 	return nil
 }
 

@@ -39,9 +39,10 @@ type JSONLConfig struct {
 // final line (no newline, or not valid JSON, as a crash may leave) is cut
 // off and appended to <path>.torn, so it is never read as a record.
 type JSONL struct {
-	cfg JSONLConfig
-	m   *Metrics
-	log *slog.Logger
+	name string // the configured instance name (metrics, delivery state)
+	cfg  JSONLConfig
+	m    *Metrics
+	log  *slog.Logger
 
 	mu     sync.Mutex
 	f      *os.File
@@ -113,7 +114,14 @@ func (s *JSONL) open() error {
 }
 
 // Name is "jsonl".
-func (s *JSONL) Name() string { return SinkJSONL }
+func (s *JSONL) Name() string {
+	if s.name == "" {
+		return SinkJSONL
+	}
+	return s.name
+}
+
+func (s *JSONL) setName(n string) { s.name = n }
 
 // Path is the audit file being written.
 func (s *JSONL) Path() string { return s.cfg.Path }
@@ -122,10 +130,10 @@ func (s *JSONL) Path() string { return s.cfg.Path }
 // sync tick, or Close).
 func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { s.m.SinkSeconds.WithLabelValues(SinkJSONL).Observe(time.Since(start).Seconds()) }()
+	defer func() { s.m.SinkSeconds.WithLabelValues(s.Name()).Observe(time.Since(start).Seconds()) }()
 	line, err := json.Marshal(ev)
 	if err != nil {
-		s.m.delivery(SinkJSONL, OutcomeFailed)
+		s.m.delivery(s.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: jsonl: encode event %q: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	line = append(line, '\n')
@@ -145,7 +153,7 @@ func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: write: %w", err)
 	}
-	s.m.delivery(SinkJSONL, OutcomeDelivered)
+	s.m.delivery(s.Name(), OutcomeDelivered)
 	return nil
 }
 

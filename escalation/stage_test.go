@@ -108,3 +108,56 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 		t.Errorf("audit file holds %v", ids)
 	}
 }
+
+// Two webhook sinks each receive every event (they were tracked by their
+// kind's name, so the second was taken as done once the first had it).
+func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	t.Setenv("REIN_TEST_WEBHOOK_SECRET", "0123456789abcdef0123456789abcdef")
+	var mu sync.Mutex
+	got := map[string]map[string]int{} // receiver → event id → deliveries
+	receiver := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var ev struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(body, &ev)
+			mu.Lock()
+			if got[name] == nil {
+				got[name] = map[string]int{}
+			}
+			got[name][ev.ID]++
+			mu.Unlock()
+			w.WriteHeader(http.StatusOK)
+		}))
+	}
+	a, b := receiver("a"), receiver("b")
+	defer a.Close()
+	defer b.Close()
+	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+		{Type: "webhook", URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
+		{Type: "webhook", Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
+	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtest.Run(t, "stage", st.Run)
+	pub := streams.NewPublisher(h.JS, nil)
+	for turn := 1; turn <= 3; turn++ {
+		meta := schemas.Meta{Tenant: "acme", Conversation: "two", Turn: turn}
+		ev, err := schemas.NewEvent(schemas.TypeReport, schemas.EventID("report", "acme", "two", turn), "", meta,
+			schemas.Report{Turn: turn, Report: "which booking?", ErrorType: "anaphora"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(context.Background(), streams.StreamOutcomes, streams.ReportSubject("acme", "two"), &ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rtest.CheckFor(t, 20*time.Second, "both receivers have all three events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got["a"]) == 3 && len(got["b"]) == 3
+	})
+}

@@ -104,6 +104,7 @@ func (c *WebhookConfig) validate() error {
 // Webhook delivers CloudEvents over HTTP with sdk-go's HTTP protocol,
 // signed, with exponential-backoff retries.
 type Webhook struct {
+	name   string // the configured instance name (metrics, delivery state)
 	cfg    WebhookConfig
 	client cloudevents.Client
 	m      *Metrics
@@ -146,7 +147,14 @@ func NewWebhook(cfg WebhookConfig, m *Metrics, log *slog.Logger) (*Webhook, erro
 }
 
 // Name is "webhook".
-func (w *Webhook) Name() string { return SinkWebhook }
+func (w *Webhook) Name() string {
+	if w.name == "" {
+		return SinkWebhook
+	}
+	return w.name
+}
+
+func (w *Webhook) setName(n string) { w.name = n }
 
 // Close releases nothing; in-flight deliveries end with their context.
 func (w *Webhook) Close() error { return nil }
@@ -158,15 +166,15 @@ func (w *Webhook) Close() error { return nil }
 // A cancelled ctx returns ctx's error (the event stays pending upstream).
 func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { w.m.SinkSeconds.WithLabelValues(SinkWebhook).Observe(time.Since(start).Seconds()) }()
+	defer func() { w.m.SinkSeconds.WithLabelValues(w.Name()).Observe(time.Since(start).Seconds()) }()
 	if err := ev.Validate(); err != nil {
-		w.m.delivery(SinkWebhook, OutcomeFailed)
+		w.m.delivery(w.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: webhook: invalid event %q: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	for attempt := 1; ; attempt++ {
 		err := w.attempt(ctx, ev)
 		if err == nil {
-			w.m.delivery(SinkWebhook, OutcomeDelivered)
+			w.m.delivery(w.Name(), OutcomeDelivered)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -174,13 +182,13 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 		}
 		permanent := isPermanent(err)
 		if permanent || attempt >= w.cfg.Attempts {
-			w.m.delivery(SinkWebhook, OutcomeFailed)
+			w.m.delivery(w.Name(), OutcomeFailed)
 			w.log.LogAttrs(ctx, slog.LevelWarn, "webhook delivery failed",
 				slog.String("id", ev.ID()), slog.String("type", ev.Type()),
 				slog.Int("attempts", attempt), slog.Bool("permanent", permanent), slog.Any("err", err))
 			return fmt.Errorf("%w: webhook: event %s after %d attempt(s): %w", ErrDeliveryFailed, ev.ID(), attempt, err)
 		}
-		w.m.delivery(SinkWebhook, OutcomeRetry)
+		w.m.delivery(w.Name(), OutcomeRetry)
 		t := time.NewTimer(w.backoff(attempt))
 		select {
 		case <-ctx.Done():
