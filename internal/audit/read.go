@@ -2,8 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -65,92 +63,17 @@ func Read(ctx context.Context, js jetstream.JetStream, sel Selection, start func
 	if err := sel.Validate(); err != nil {
 		return err
 	}
-	s, err := js.Stream(ctx, sel.Stream)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sel.Stream, err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sel.Stream, err)
-	}
-	last := info.State.LastSeq
-	if sel.ToSeq > 0 {
-		last = min(last, sel.ToSeq)
-	}
-	if info.State.Msgs == 0 || last < max(sel.FromSeq, info.State.FirstSeq) {
-		if start != nil {
-			start(0)
-		}
-		return nil
-	}
 	filters := sel.filters()
 	byHeader := len(sel.Filters) == 0 && filters == nil && (sel.Tenant != "" || sel.Conversation != "")
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
-	switch {
-	case sel.FromSeq > 0:
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, sel.FromSeq
-	case !sel.Since.IsZero():
-		t := sel.Since
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
-	}
-	cons, err := js.OrderedConsumer(ctx, sel.Stream, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sel.Stream, err)
-	}
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sel.Stream, err)
-	}
-	if start != nil {
-		start(ci.NumPending)
-	}
-	if ci.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(readPull))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", sel.Stream, err)
-	}
-	defer it.Stop()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ctx.Done():
-			it.Stop()
-		case <-done:
-		}
-	}()
 	rec := &Record{Stream: sel.Stream}
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			return fmt.Errorf("read %s: %w", sel.Stream, err)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", sel.Stream, err)
-		}
-		seq := md.Sequence.Stream
-		if seq > last || (!sel.Until.IsZero() && md.Timestamp.After(sel.Until)) {
-			return nil
-		}
-		rec.Subject, rec.Sequence, rec.Stored, rec.Header, rec.Data = msg.Subject(), seq, md.Timestamp, msg.Headers(), msg.Data()
+	r := streams.Range{Stream: sel.Stream, Filters: filters, FromSeq: sel.FromSeq, Since: sel.Since, ToSeq: sel.ToSeq, Until: sel.Until, Pull: readPull}
+	return streams.ReadRange(ctx, js, r, start, func(msg jetstream.Msg, md *jetstream.MsgMetadata) error {
+		rec.Subject, rec.Sequence, rec.Stored, rec.Header, rec.Data = msg.Subject(), md.Sequence.Stream, md.Timestamp, msg.Headers(), msg.Data()
 		if !byHeader || (matchHeader(rec, schemas.ExtTenant, sel.Tenant) && matchHeader(rec, schemas.ExtConversation, sel.Conversation)) {
-			if err := fn(rec); err != nil {
-				return err
-			}
+			return fn(rec)
 		}
-		if md.NumPending == 0 || seq >= last {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 func matchHeader(r *Record, ext, want string) bool {
