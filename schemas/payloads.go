@@ -117,3 +117,13 @@ type Unanswered struct {
 	// Detail says what failed (reason failed), secrets redacted.
 	Detail string `json:"detail,omitempty"`
 }
+
+// Redrive is the data of dev.rein.redrive.v1, stored on rein.dlq.redriven:
+// the dead letter at DLQSequence was put back on Subject (Stream) and
+// stored there at NewSequence. It makes a redrive happen once.
+type Redrive struct {
+	DLQSequence uint64 `json:"dlq_sequence"`
+	Subject     string `json:"subject"`
+	Stream      string `json:"stream"`
+	NewSequence uint64 `json:"new_sequence"`
+}

@@ -26,6 +26,7 @@ var samples = map[string]any{
 	schemas.TypeDeadLetter:     schemas.DeadLetter{Stage: "detector", Reason: "body is not valid UTF-8", Subject: "rein.turns.acme.c1.user", Data: []byte{0xff}},
 	schemas.TypeHandoffTimeout: schemas.HandoffTimeout{Turn: 1, EscalationID: "escalation.acme.c1.1", Deadline: "2026-12-02T15:00:00Z"},
 	schemas.TypeUnanswered:     schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredSuperseded, SupersededBy: 3},
+	schemas.TypeRedrive:        schemas.Redrive{DLQSequence: 7, Subject: "rein.escalations.acme.c1", Stream: "REIN_OUTCOMES", NewSequence: 42},
 }
 
 func TestEverySchemaAcceptsItsSampleAndGolden(t *testing.T) {

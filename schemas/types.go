@@ -11,6 +11,7 @@ const (
 	TypeDeadLetter     = "dev.rein.deadletter.v1"
 	TypeHandoffTimeout = "dev.rein.handoff.timeout.v1"
 	TypeUnanswered     = "dev.rein.unanswered.v1"
+	TypeRedrive        = "dev.rein.redrive.v1"
 )
 
 // Reasons a user turn ends with no agent reply (dev.rein.unanswered.v1).
@@ -66,5 +67,5 @@ const (
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
-	TypeUnanswered,
+	TypeUnanswered, TypeRedrive,
 }
