@@ -2,7 +2,9 @@ package streams_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,4 +82,49 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name, outcome string) p
 		}
 	}
 	return c
+}
+
+// A thousand conversations waiting on a slow model at once: each
+// conversation's turns still run one at a time and in order, and the
+// conversations wait side by side (with the old hash-partitioned workers,
+// 32 of them, at most 32 could wait at once).
+func TestOrderHoldsWithAThousandConversationsWaitingOnASlowModel(t *testing.T) {
+	const convs, turns = 1000, 3
+	h := rtest.StartJetStream(t, "")
+	outs := make([]streams.Out, 0, convs*turns)
+	for turn := 1; turn <= turns; turn++ {
+		for c := 0; c < convs; c++ {
+			outs = append(outs, *turnEvent(t, "acme", fmt.Sprintf("slow%d", c), turn, "x"))
+		}
+	}
+	publishTurns(t, h, outs)
+	var mu sync.Mutex
+	last := map[string]int{}
+	var violations, handled, now, peak atomic.Int64
+	runConsumer(t, h, streams.ConsumerConfig{}, nil, func(ctx context.Context, d streams.Decoded) error {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		mu.Lock()
+		if d.Meta.Turn != last[d.Meta.Conversation]+1 {
+			violations.Add(1)
+		}
+		last[d.Meta.Conversation] = d.Meta.Turn
+		mu.Unlock()
+		select { // the model's time
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		handled.Add(1)
+		return nil
+	})
+	rtest.CheckFor(t, 2*time.Minute, "every turn handled", func() bool { return handled.Load() == convs*turns })
+	if v := violations.Load(); v != 0 {
+		t.Fatalf("%d turns ran out of order", v)
+	}
+	if p := peak.Load(); p < 500 {
+		t.Fatalf("at most %d conversations waited on the model at once, want hundreds", p)
+	}
 }
