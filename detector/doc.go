@@ -20,7 +20,7 @@
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //
-// The detector stage (stage*.go: StageConfig, Deps, New, Run):
+// The detector stage (stage*.go: Config, Deps, New, Run):
 //
 //   - consumes REIN_TURNS user turns, rein.turns.<tenant>.<conv>.user
 //     (durable "detector", which an older all-turns durable is narrowed
@@ -45,7 +45,7 @@
 //     stored.
 //   - a user turn delivered before without an ack (a worker stopped
 //     mid-turn, an ack lost), or stored longer ago than
-//     StageConfig.RecheckAfter (half the detections' duplicate window: a
+//     Config.RecheckAfter (half the detections' duplicate window: a
 //     durable created anew replays REIN_TURNS from its start), is first
 //     checked against the conversation's last stored detection (one direct
 //     get) and, fused, its task (Deps.ThenStored): when they are of this

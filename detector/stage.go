@@ -18,8 +18,8 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// StageConfig configures the detector stage.
-type StageConfig struct {
+// Config configures the detector stage.
+type Config struct {
 	// Domain is the agent's domain for tenants not in TenantDomains; it
 	// selects the tool catalogue shown to the inception module.
 	Domain        string
@@ -58,7 +58,7 @@ type StageConfig struct {
 	RecheckAfter time.Duration
 }
 
-func (c *StageConfig) defaults() {
+func (c *Config) defaults() {
 	if c.Domain == "" {
 		c.Domain = "airline"
 	}
@@ -77,7 +77,7 @@ func (c *StageConfig) defaults() {
 }
 
 // Validate checks the configuration after defaults.
-func (c StageConfig) Validate() error {
+func (c Config) Validate() error {
 	c.defaults()
 	switch {
 	case c.Timeout < 0 || c.HistoryTurns < 2 || c.MaxConversations < 1 || c.IdleTTL < time.Second:
@@ -111,7 +111,7 @@ type Deps struct {
 	Then func(meta schemas.Meta, det schemas.Detection, detectionID string) (out streams.Out, stored func(), err error)
 	// ThenStored tells whether Then's event of a user turn is already
 	// stored (the injector's Stage.TaskStored); asked only for turns older
-	// than StageConfig.RecheckAfter or delivered again. With Then set and
+	// than Config.RecheckAfter or delivered again. With Then set and
 	// ThenStored nil, Then's event of such a turn is built again from its
 	// stored detection and published (its id drops it within the duplicate
 	// window).
@@ -123,7 +123,7 @@ type Deps struct {
 // stream when the module needs them, and publishes one detection per user
 // turn.
 type Stage struct {
-	cfg   StageConfig
+	cfg   Config
 	deps  Deps
 	m     *stageMetrics
 	convs *convcache.Cache[*conversation]
@@ -133,11 +133,11 @@ type Stage struct {
 	stream   jetstream.Stream // REIN_TURNS, looked up once
 
 	detections jetstream.Stream // REIN_DETECTIONS, for the recheck
-	recheck    time.Duration    // StageConfig.RecheckAfter or half the detections' duplicate window
+	recheck    time.Duration    // Config.RecheckAfter or half the detections' duplicate window
 }
 
 // New builds the detector stage.
-func New(cfg StageConfig, deps Deps) (*Stage, error) {
+func New(cfg Config, deps Deps) (*Stage, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -204,7 +204,7 @@ func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time
 		deps.Registerer = prometheus.NewRegistry()
 	}
 	deps.Tools = func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil }
-	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: time.Second, RecheckAfter: recheckAfter}, deps)
+	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second, RecheckAfter: recheckAfter}, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestThenIsPublishedWithTheDetection(t *testing.T) {
 		return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev},
 			func() { mu.Lock(); stored[id]++; mu.Unlock() }, nil
 	}
-	st, err := detector.New(detector.StageConfig{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
+	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
 		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Registerer: reg, Module: &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }},
 		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },

@@ -1,8 +1,11 @@
 // Package escalation is rein's last stage: it delivers the agent's
-// escalations (dev.rein.escalation.v1) and ambiguity reports
-// (dev.rein.report.v1) from REIN_OUTCOMES (rein.escalations.<tenant>.<conv>,
-// rein.reports.<tenant>.<conv>, durable "escalation") to the sinks configured
-// in rein.yaml (SinksConfig, BuildSinks):
+// escalations (dev.rein.escalation.v1), ambiguity reports
+// (dev.rein.report.v1) and the records of turns the agent did not answer
+// (dev.rein.unanswered.v1) from REIN_OUTCOMES
+// (rein.escalations.<tenant>.<conv>, rein.reports.<tenant>.<conv>,
+// rein.unanswered.<tenant>.<conv>, durable "escalation") to every sink
+// instance configured in rein.yaml (SinksConfig, BuildSinks; Config, Deps,
+// New, Run like every stage):
 //
 //   - webhook (NewWebhook): CloudEvents over HTTP through sdk-go's HTTP
 //     protocol, structured or binary mode, signed with HMAC-SHA256 over

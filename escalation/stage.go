@@ -16,8 +16,8 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// StageConfig configures the escalation stage.
-type StageConfig struct {
+// Config configures the escalation stage.
+type Config struct {
 	Sinks SinksConfig
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
@@ -28,16 +28,23 @@ type StageConfig struct {
 	Workers int
 }
 
-// Validate checks the sink configuration.
-func (c StageConfig) Validate() error {
+func (c *Config) defaults() {
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+}
+
+// Validate checks the configuration after defaults are applied.
+func (c Config) Validate() error {
+	c.defaults()
 	if c.Workers < 0 {
 		return fmt.Errorf("%w: workers must not be negative", ErrInvalidConfig)
 	}
 	return c.Sinks.Validate()
 }
 
-// StageDeps are the stage's collaborators.
-type StageDeps struct {
+// Deps are the stage's collaborators.
+type Deps struct {
 	JS         jetstream.JetStream
 	Publisher  *streams.Publisher
 	Logger     *slog.Logger
@@ -48,8 +55,8 @@ type StageDeps struct {
 // each to every configured sink. A sink that already took an event is not
 // given it again when another sink's failure makes the event retry.
 type Stage struct {
-	cfg     StageConfig
-	deps    StageDeps
+	cfg     Config
+	deps    Deps
 	metrics *Metrics
 	sinks   []Sink
 
@@ -57,8 +64,9 @@ type Stage struct {
 	delivered map[string]map[string]bool // event id → sinks done, while retrying
 }
 
-// NewStage builds the stage and its sinks.
-func NewStage(cfg StageConfig, deps StageDeps) (*Stage, error) {
+// New builds the stage and its sinks.
+func New(cfg Config, deps Deps) (*Stage, error) {
+	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,9 +75,6 @@ func NewStage(cfg StageConfig, deps StageDeps) (*Stage, error) {
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 16
 	}
 	m, err := NewMetrics(deps.Registerer)
 	if err != nil {
@@ -84,6 +89,15 @@ func NewStage(cfg StageConfig, deps StageDeps) (*Stage, error) {
 	return s, nil
 }
 
+// ConsumerConfig is the stage's durable consumer on REIN_OUTCOMES.
+func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
+	return streams.ConsumerConfig{
+		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
+		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll}, MaxInFlight: s.cfg.Workers,
+		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
+	}
+}
+
 // Run consumes until ctx is cancelled, then closes (flushes) the sinks.
 func (s *Stage) Run(ctx context.Context) error {
 	defer func() {
@@ -93,11 +107,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	c, err := streams.NewConsumer(streams.ConsumerConfig{
-		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
-		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, MaxInFlight: s.cfg.Workers,
-		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
-	}, streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
 		return err
 	}
@@ -124,6 +134,16 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			return err
 		}
 		s.metrics.ObserveReport(r.ErrorType)
+	case schemas.TypeUnanswered:
+		// A turn the agent did not answer (failed, superseded): the
+		// platform hears of it like an escalation.
+		var u schemas.Unanswered
+		if err := d.Payload(&u); err != nil {
+			return streams.Permanent(err)
+		}
+		if err := s.deliver(ctx, d); err != nil {
+			return err
+		}
 	default:
 		return streams.Permanent(fmt.Errorf("escalation: unexpected event type %q", d.Event.Type()))
 	}

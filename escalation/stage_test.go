@@ -52,10 +52,10 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	}))
 	defer recv.Close()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Type: "webhook", URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
 		{Type: "jsonl", Path: audit, SyncInterval: time.Millisecond},
-	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +135,10 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 	a, b := receiver("a"), receiver("b")
 	defer a.Close()
 	defer b.Close()
-	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Type: "webhook", URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
 		{Type: "webhook", Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
-	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,9 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	}))
 	defer recv.Close()
 	t.Setenv("REIN_TEST_DLQ_SECRET", "0123456789abcdef0123456789abcdef")
-	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Type: "webhook", URL: recv.URL, SecretEnv: "REIN_TEST_DLQ_SECRET", Attempts: 1},
-	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler)})
+	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

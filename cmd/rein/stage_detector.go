@@ -29,7 +29,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		}
 		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
 	}
-	return detector.New(detector.StageConfig{
+	return detector.New(detector.Config{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
 		MaxConversations: o.detectorCache, AckWait: o.ackWait,
 	}, deps)

@@ -20,7 +20,7 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 			return nil, err
 		}
 	}
-	return escalation.NewStage(escalation.StageConfig{Sinks: sinks, AckWait: rt.stages.ackWait}, escalation.StageDeps{
+	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait}, escalation.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
 	})
 }
