@@ -60,6 +60,11 @@ type Config struct {
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
 	AckWait time.Duration
+	// Speculate starts each user turn's first model call as soon as the
+	// turn is stored, while the detector judges it, and uses the answer
+	// when nothing is planted (see speculate.go): clean turns no longer
+	// wait for the inception module. No tool runs before the decision.
+	Speculate bool
 	// Workers bounds the turns run at once, the stage's in-flight limit
 	// (default: the consumer's, 4096). Turns are scheduled by conversation:
 	// a conversation waiting on the model holds one slot, never another

@@ -77,10 +77,16 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			}
 		}
 		st.begin(turn, task)
+		if s.spec != nil {
+			st.spec = s.spec.take(streams.ConversationKey(meta.Tenant, meta.Conversation), st, task)
+		}
 	}
 	start := time.Now()
 	if err := s.run(ctx, meta, st); err != nil {
 		return err
+	}
+	if s.spec != nil {
+		s.spec.finished(streams.ConversationKey(meta.Tenant, meta.Conversation), st)
 	}
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
 	s.m.turnSecs.Observe(time.Since(start).Seconds())
@@ -179,7 +185,7 @@ func (s *Stage) run(ctx context.Context, meta schemas.Meta, st *State) error {
 			st.Status, st.EscalatedTurn = StatusHuman, st.Turn
 			break
 		}
-		resp, err := s.chat(ctx, st)
+		resp, err := s.firstOrChat(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -221,6 +227,18 @@ func (s *Stage) finish(st *State, outcome, reply string) {
 	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleAssistant, Content: reply})
 	st.TurnDone, st.Outcome, st.Reply = true, outcome, reply
 	st.remember(st.Turn)
+}
+
+// firstOrChat is the turn's speculative first answer when it has a usable
+// one (see speculate.go), else a model call.
+func (s *Stage) firstOrChat(ctx context.Context, st *State) (llm.Response, error) {
+	if c := st.spec; c != nil {
+		st.spec = nil
+		if resp, ok := s.spec.answer(ctx, c); ok {
+			return resp, nil
+		}
+	}
+	return s.chat(ctx, st)
 }
 
 func (s *Stage) chat(ctx context.Context, st *State) (llm.Response, error) {

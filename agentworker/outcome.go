@@ -59,6 +59,9 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 	if err := s.publish(ctx, meta, st); err != nil {
 		return err
 	}
+	if s.spec != nil {
+		s.spec.finished(streams.ConversationKey(meta.Tenant, meta.Conversation), st)
+	}
 	s.m.turns.WithLabelValues(outcome).Inc()
 	s.deps.Logger.Warn("turn not answered by the agent", "tenant", meta.Tenant, "conversation", meta.Conversation,
 		"turn", turn, "outcome", outcome, "err", cause)

@@ -33,6 +33,7 @@ type Stage struct {
 	// REIN_OUTCOMES), by name, for the checks of what is stored.
 	outputs map[string]jetstream.Stream
 	recheck time.Duration // Config.RecheckAfter or half the turns' duplicate window
+	spec    *speculator   // Config.Speculate
 }
 
 // New builds the agent-worker stage: it reads the system prompt, opens the
@@ -73,6 +74,9 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 		s.declared[t.Name] = true
 	}
 	s.m = newMetrics(deps.Registerer, s.declared)
+	if cfg.Speculate {
+		s.spec = newSpeculator(s, deps.Registerer)
+	}
 	return s, nil
 }
 
@@ -147,6 +151,13 @@ func (s *Stage) Run(ctx context.Context) error {
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
 		return err
+	}
+	if s.spec != nil {
+		sub, err := s.spec.subscribe(s.deps.JS.Conn())
+		if err != nil {
+			return fmt.Errorf("agentworker: speculation: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
 	}
 	defer s.cache.StartSweeper(time.Minute)()
 	return c.Run(ctx)

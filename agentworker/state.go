@@ -57,6 +57,7 @@ type State struct {
 	wholeAt   time.Time    // when the newest record holding the whole context was stored
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
+	spec      *specCall    // the turn's speculative first model answer, when usable
 }
 
 // progress is where a conversation stands: part of its State, and the

@@ -43,6 +43,8 @@ const (
 	// injector and agent
 	MInjectorInjections = "rein_injector_injections_total" // {error_type}
 	MAgentTurns         = "rein_agent_turns_total"         // {outcome}
+	MAgentSpeculations  = "rein_agent_speculations_total"  // {result} hit, wasted, miss
+	MAgentSpecTokens    = "rein_agent_speculation_wasted_tokens_total"
 	MAgentTurnSeconds   = "rein_agent_turn_seconds"
 	MAgentToolCalls     = "rein_agent_tool_calls_total" // {tool,outcome}
 
