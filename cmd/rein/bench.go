@@ -74,6 +74,15 @@ type benchResult struct {
 	AddedP50Ms     float64 `json:"added_p50_ms,omitempty"`
 	AddedP99Ms     float64 `json:"added_p99_ms,omitempty"`
 	LittleCeiling  float64 `json:"little_ceiling_turns_per_s,omitempty"`
+	// With --inception-latency: each turn's inception takes that long.
+	// With --speculate too, the same load runs a second time without
+	// inception latency and without speculation, in the same bench run:
+	// CleanP50Ms (every bench turn is clean) against
+	// CleanP50MsNoInception shows what speculation hides.
+	InceptionLatencyMs    float64 `json:"inception_latency_ms,omitempty"`
+	Speculate             bool    `json:"speculate,omitempty"`
+	CleanP50Ms            float64 `json:"clean_p50_ms,omitempty"`
+	CleanP50MsNoInception float64 `json:"clean_p50_ms_no_inception,omitempty"`
 }
 
 // benchModelCalls is the scripted bench agent's model calls per turn.
@@ -107,6 +116,13 @@ type benchPlan struct {
 	// modelLatency is how long each scripted model call takes (0: none,
 	// the CPU scenario).
 	modelLatency time.Duration
+	// inceptionLatency simulates the inception model's time per turn;
+	// speculate runs the agent worker with speculative inception.
+	inceptionLatency time.Duration
+	speculate        bool
+	// pipelineOnly skips the raw reference chains (the second run of a
+	// speculation comparison).
+	pipelineOnly bool
 }
 
 // benchScript is the bench agent's script, each call taking latency.
@@ -196,6 +212,10 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
 			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
+			if res.CleanP50MsNoInception > 0 {
+				fmt.Fprintf(out, "  inception %.0f ms, speculation on: clean-turn p50 %.1f ms; the same load without inception: %.1f ms (%+.1f %%)\n",
+					res.InceptionLatencyMs, res.CleanP50Ms, res.CleanP50MsNoInception, 100*(res.CleanP50Ms/res.CleanP50MsNoInception-1))
+			}
 			if res.ModelLatencyMs > 0 {
 				fmt.Fprintf(out, "  model latency %.0f ms × %d calls per turn: %d turns in flight at most · rein adds p50 %.1f ms, p99 %.1f ms · Little's-law ceiling %.0f turns/s\n",
 					res.ModelLatencyMs, benchModelCalls, res.InFlightMax, res.AddedP50Ms, res.AddedP99Ms, res.LittleCeiling)
@@ -224,6 +244,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
+	fs.DurationVar(&plan.inceptionLatency, "inception-latency", 0, "each turn's inception takes this long (a simulator of the inception model's time around the rules module)")
+	fs.BoolVar(&plan.speculate, "speculate", false, "speculative inception in the agent worker; with --inception-latency the same load also runs without inception latency and without speculation, reporting both clean-turn p50s")
 	fs.DurationVar(&plan.modelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
 	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
@@ -243,6 +265,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		nats: natsFlags{url: plan.natsURL}}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
+		inceptionLatency: plan.inceptionLatency, speculate: plan.speculate,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
 	file := &fileConfig{}
 	if plan.duplicates > 0 {
@@ -295,6 +318,22 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	rt.close()
 	if err != nil {
 		return res, err
+	}
+	if plan.inceptionLatency > 0 {
+		res.InceptionLatencyMs, res.Speculate, res.CleanP50Ms = eval.Ms(plan.inceptionLatency), plan.speculate, res.P50Ms
+	}
+	if plan.pipelineOnly {
+		return res, nil
+	}
+	if plan.inceptionLatency > 0 && plan.speculate {
+		fmt.Fprintf(progress, "rein: clean p50 %.1f ms with speculation; now the same load without inception latency or speculation…\n", res.P50Ms)
+		base := plan
+		base.inceptionLatency, base.speculate, base.pipelineOnly, base.memProfile = 0, false, true, ""
+		noInc, err := runBench(ctx, base, progress)
+		if err != nil {
+			return res, err
+		}
+		res.CleanP50MsNoInception = noInc.P50Ms
 	}
 	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, plan.rawMsgs, res.AvgEventBytes)
 	raw, err := eval.RunRawChain(ctx, filepath.Join(dir, "raw"), plan.rawMsgs, res.AvgEventBytes)

@@ -22,7 +22,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	o := rt.stages
 	cfg := agentworker.Config{
 		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
-		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait,
+		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, Speculate: o.speculate,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
 	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/reinception/rein/agentworker/domains"
 	"github.com/reinception/rein/detector"
 )
@@ -15,6 +18,9 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	o := rt.stages
 	o.modules.onClient = rt.watchModel
 	m, tax, err := o.modules.build(rt.reg)
+	if err == nil && o.inceptionLatency > 0 {
+		m = delayedModule{Module: m, d: o.inceptionLatency}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -33,4 +39,29 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
 		MaxConversations: o.detectorCache, AckWait: o.ackWait,
 	}, deps)
+}
+
+// delayedModule is rein bench's stand-in for an inception model's time: a
+// simulator, not a model, that waits d and then lets the configured module
+// decide.
+type delayedModule struct {
+	detector.Module
+	d time.Duration
+}
+
+func (m delayedModule) Detect(ctx context.Context, in detector.Input) (detector.Decision, error) {
+	t := time.NewTimer(m.d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return detector.Decision{}, ctx.Err()
+	}
+	return m.Module.Detect(ctx, in)
+}
+
+// NeedsContext passes the wrapped module's answer through.
+func (m delayedModule) NeedsContext(in detector.Input) bool {
+	cf, ok := m.Module.(detector.ContextFree)
+	return !ok || cf.NeedsContext(in)
 }

@@ -24,6 +24,12 @@ type stageOptions struct {
 	detectorCache, agentCache int
 	// ackWait overrides every stage's ack wait (0: the stages' defaults).
 	ackWait time.Duration
+	// speculate: the agent worker starts each user turn's first model call
+	// while the detector judges it.
+	speculate bool
+	// inceptionLatency (bench only) makes the inception module take this
+	// long per turn: a simulator of an inception model's time.
+	inceptionLatency time.Duration
 	// agentModel, when set (demo, bench), is the task agent's model.
 	agentModel llm.Client
 }
@@ -44,5 +50,6 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
+	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
