@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,10 @@ type benchResult struct {
 	// inception latency and without speculation, in the same bench run:
 	// CleanP50Ms (every bench turn is clean) against
 	// CleanP50MsNoInception shows what speculation hides.
-	InceptionLatencyMs    float64 `json:"inception_latency_ms,omitempty"`
+	// With --model-error-rate/--model-429-rate: turns that ended without
+	// a reply (handed to a human as agent_unavailable, or failed).
+	NotAnswered        int     `json:"not_answered,omitempty"`
+	InceptionLatencyMs float64 `json:"inception_latency_ms,omitempty"`
 	Speculate             bool    `json:"speculate,omitempty"`
 	CleanP50Ms            float64 `json:"clean_p50_ms,omitempty"`
 	CleanP50MsNoInception float64 `json:"clean_p50_ms_no_inception,omitempty"`
@@ -120,6 +124,10 @@ type benchPlan struct {
 	// speculate runs the agent worker with speculative inception.
 	inceptionLatency time.Duration
 	speculate        bool
+	// faults make the scripted agent model behave like a strained
+	// endpoint (jitter, 503s, 429s); with any, the model goes through
+	// rein's retry policy, breaker and adaptive limit.
+	faults llm.Faults
 	// pipelineOnly skips the raw reference chains (the second run of a
 	// speculation comparison).
 	pipelineOnly bool
@@ -220,6 +228,9 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				fmt.Fprintf(out, "  model latency %.0f ms × %d calls per turn: %d turns in flight at most · rein adds p50 %.1f ms, p99 %.1f ms · Little's-law ceiling %.0f turns/s\n",
 					res.ModelLatencyMs, benchModelCalls, res.InFlightMax, res.AddedP50Ms, res.AddedP99Ms, res.LittleCeiling)
 			}
+			if res.NotAnswered > 0 {
+				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
+			}
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
 			fmt.Fprintf(out, "ceiling (a raw chain of rein's %d hops storing its %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
@@ -246,6 +257,9 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
 	fs.DurationVar(&plan.inceptionLatency, "inception-latency", 0, "each turn's inception takes this long (a simulator of the inception model's time around the rules module)")
 	fs.BoolVar(&plan.speculate, "speculate", false, "speculative inception in the agent worker; with --inception-latency the same load also runs without inception latency and without speculation, reporting both clean-turn p50s")
+	fs.DurationVar(&plan.faults.Jitter, "model-jitter", 0, "each model call takes up to this much longer (uniform)")
+	fs.Float64Var(&plan.faults.ErrorRate, "model-error-rate", 0, "share of model calls that fail with HTTP 503 (retried, then the breaker)")
+	fs.Float64Var(&plan.faults.RateLimitRate, "model-429-rate", 0, "share of model calls answered 429 with Retry-After 1s (the adaptive limit backs off)")
 	fs.DurationVar(&plan.modelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
 	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
@@ -261,12 +275,19 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	if err != nil {
 		return benchResult{}, err
 	}
+	var agent llm.Client = llm.NewScripted(script)
+	if plan.faults != (llm.Faults{}) {
+		plan.faults.Seed, plan.faults.RetryAfter = 1, time.Second
+		if agent, err = llm.Manage(llm.WithFaults(agent, plan.faults), llm.Config{Endpoint: llm.PurposeAgent, RetryBaseDelay: 100 * time.Millisecond}, nil); err != nil {
+			return benchResult{}, err
+		}
+	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit,
 		nats: natsFlags{url: plan.natsURL}}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		inceptionLatency: plan.inceptionLatency, speculate: plan.speculate,
-		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}
+		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: agent}
 	file := &fileConfig{}
 	if plan.duplicates > 0 {
 		file.Sections = map[string][]byte{"streams": fmt.Appendf(nil, "defaults: {duplicates: %s}\n", plan.duplicates)}
@@ -444,11 +465,18 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 	var last atomic.Int64
 	allIn := make(chan struct{})
 	base := time.Now()
-	sub, err := rt.nc.Subscribe("rein.turns."+benchTenant+".*.agent", func(m *nats.Msg) {
-		id := m.Header.Get("ce-id")
+	var notAnswered atomic.Int64
+	done := func(m *nats.Msg) {
+		// Every outcome of a turn ends it: a reply, or (with injected
+		// faults) an escalation or an unanswered record.
+		turn, _ := strconv.Atoi(m.Header.Get("ce-turn"))
+		id := schemas.EventID("turn", benchTenant, m.Header.Get("ce-conversation"), turn) + "-agent"
 		now := time.Now()
 		mu.Lock()
 		if t, ok := sent[id]; ok {
+			if !strings.HasSuffix(m.Subject, ".agent") {
+				notAnswered.Add(1)
+			}
 			lat = append(lat, now.Sub(t))
 			delete(sent, id)
 			mu.Unlock()
@@ -459,12 +487,15 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 			return
 		}
 		mu.Unlock()
-	})
-	if err != nil {
-		return res, err
 	}
-	defer sub.Unsubscribe()
-	_ = sub.SetPendingLimits(-1, -1)
+	for _, subj := range []string{"rein.turns." + benchTenant + ".*.agent", streams.EscalationSubject(benchTenant, "*"), streams.UnansweredSubject(benchTenant, "*")} {
+		sub, err := rt.nc.Subscribe(subj, done)
+		if err != nil {
+			return res, err
+		}
+		defer sub.Unsubscribe()
+		_ = sub.SetPendingLimits(-1, -1)
+	}
 
 	cpu0 := eval.CPUTime()
 	start := time.Since(base)
@@ -547,6 +578,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 	res.CPUSecPer1000 = (eval.CPUTime() - cpu0).Seconds() / float64(total) * 1000
 	mu.Lock()
 	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	res.NotAnswered = int(notAnswered.Load())
 	if plan.modelLatency > 0 {
 		model := time.Duration(benchModelCalls) * plan.modelLatency
 		res.ModelLatencyMs = eval.Ms(plan.modelLatency)

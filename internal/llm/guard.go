@@ -29,12 +29,13 @@ const (
 )
 
 // guard is what stands between rein and one model endpoint, around every
-// attempt: an adaptive in-flight limit (AIMD: +1 per limit's worth of
-// successes, ×0.75 on a 429/503/timeout, and no new attempt before a
+// attempt: an adaptive in-flight limit (AIMD: +1 per success while half
+// the limit is in use, ×0.75 at most once a second on a 429/503/timeout, and no new attempt before a
 // server's Retry-After) and a circuit breaker (open after
-// BreakerFailures consecutive failed attempts, one probe after
-// BreakerCooldown; a 4xx that is not 429 is the request's fault, not the
-// endpoint's, and does not count). Waiting for the limit costs the caller
+// BreakerFailures failed attempts in a row that are also half the calls
+// of the last 10 s; three probes after BreakerCooldown; a 4xx — 429
+// included, which the limit handles — does not count against the
+// endpoint). Waiting for the limit costs the caller
 // a goroutine, never a worker.
 type guard struct {
 	endpoint string
@@ -62,13 +63,20 @@ func newGuard(endpoint string, cfg Config, reg prometheus.Registerer) *guard {
 	failures := uint32(cfg.BreakerFailures)
 	g.cb = gobreaker.NewCircuitBreaker[Response](gobreaker.Settings{
 		Name:        endpoint,
-		MaxRequests: 1,
+		MaxRequests: 3,                // probes let through while half-open
+		Interval:    10 * time.Second, // the closed state's counts start afresh this often
 		Timeout:     cfg.BreakerCooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		// Open on BreakerFailures failures in a row that are also at least
+		// half of the calls counted: with many calls in flight a few
+		// unlucky ones in a row must not take a working endpoint out.
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return c.ConsecutiveFailures >= failures && 2*c.TotalFailures >= c.Requests
+		},
 		IsSuccessful: func(err error) bool {
-			// The request's own fault or the caller giving up says
-			// nothing about the endpoint.
-			return err == nil || errors.Is(err, ErrRejected) || errors.Is(err, context.Canceled)
+			// The request's own fault, the caller giving up, or a 429 (the
+			// in-flight limit backs off for it) says nothing of whether the
+			// endpoint is up.
+			return err == nil || errors.Is(err, ErrRejected) || errors.Is(err, context.Canceled) || errors.Is(err, ErrRateLimited)
 		},
 		OnStateChange: func(_ string, _, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
@@ -120,7 +128,8 @@ type aimd struct {
 	max      float64
 	inFlight int
 	waiters  int
-	until    time.Time     // no new call before (Retry-After)
+	until    time.Time     // no new call before (a Retry-After the limit is at its floor for)
+	cut      time.Time     // the last decrease: at most one per second
 	wake     chan struct{} // closed and replaced when a slot frees
 	m        guardMetrics
 }
@@ -187,21 +196,27 @@ func IsAvailable(c Client) bool {
 }
 
 // release frees a slot and adapts the limit: overloaded (429, 503, a
-// timeout) shrinks it by a quarter (never below 1) and, with a
-// Retry-After, pauses new calls until then; anything else grows it by
-// 1/limit, so by one per limit's worth of calls, up to max.
+// timeout) shrinks it by a quarter, at most once a second as AIMD backs
+// off once per round trip, never below 1; a success while at least half
+// the limit is in use grows it by one, up to max. A
+// Retry-After is waited by the call's own retry (see managed.Chat); only
+// once the limit is at its floor does it pause every new call until then.
 func (a *aimd) release(overloaded bool, retryAfter time.Duration) {
 	a.mu.Lock()
 	a.inFlight--
 	if overloaded {
-		a.limit = max(1, a.limit*0.75)
-		if retryAfter > 0 {
-			if u := time.Now().Add(retryAfter); u.After(a.until) {
+		now := time.Now()
+		if now.Sub(a.cut) >= time.Second {
+			a.limit, a.cut = max(1, a.limit*0.75), now
+		}
+		if retryAfter > 0 && a.limit <= 1 {
+			if u := now.Add(retryAfter); u.After(a.until) {
 				a.until = u
 			}
 		}
-	} else {
-		a.limit = min(a.max, a.limit+1/a.limit)
+	} else if float64(a.inFlight+1)*2 >= a.limit {
+		// Grow only while the limit is being used (half of it in flight).
+		a.limit = min(a.max, a.limit+1)
 	}
 	a.m.limit.Set(a.limit)
 	a.m.inFlight.Set(float64(a.inFlight))

@@ -46,24 +46,32 @@ func TestBreakerOpensAndClosesAgainstAFailingServer(t *testing.T) {
 	}
 }
 
-// A 429 with Retry-After slows the sender: no call goes out before the
-// server's time, and the in-flight limit shrinks.
+// A 429 with Retry-After slows the sender: the retry does not go out
+// before the server's time, the in-flight limit shrinks, and at its floor
+// a Retry-After holds back every new call.
 func TestRetryAfterSlowsTheSender(t *testing.T) {
 	srv := newFakeServer(t, reply{status: 429, headers: map[string]string{"Retry-After-Ms": "400"}, body: `{"error":{"message":"slow down"}}`},
 		reply{body: openAIStructuredBody})
 	cfg := openAIConfig(srv.srv.URL)
-	cfg.MaxRetries, cfg.Endpoint = -1, "agent"
+	cfg.MaxRetries, cfg.Endpoint = 1, "agent"
 	c, reg := newClient(t, cfg)
 	ctx := context.Background()
-	if _, err := c.Chat(ctx, Request{Purpose: PurposeAgent, Messages: []Message{userMsg("hi")}}); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("first call: %v, want rate limited", err)
-	}
 	first := time.Now()
 	if _, err := c.Chat(ctx, Request{Purpose: PurposeAgent, Messages: []Message{userMsg("hi")}}); err != nil {
 		t.Fatal(err)
 	}
-	if waited := time.Since(first); waited < 300*time.Millisecond {
-		t.Fatalf("the next call went out after %s, before the server's Retry-After of 400ms", waited)
+	if waited := time.Since(first); waited < 350*time.Millisecond {
+		t.Fatalf("the retry went out after %s, before the server's Retry-After of 400ms", waited)
+	}
+	g := newGuard("floor", Config{InitialInFlight: 1, MaxInFlight: 4}, nil)
+	_ = g.lim.acquire(ctx)
+	g.lim.release(true, 300*time.Millisecond)
+	start := time.Now()
+	if err := g.lim.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("at the limit's floor a new call went out after %s, before the Retry-After of 300ms", waited)
 	}
 	if lim := metricValue(t, reg, "rein_model_in_flight_limit", map[string]string{"endpoint": "agent"}); lim >= DefaultInitialInFlight {
 		t.Fatalf("in-flight limit %v after a 429, want below %d", lim, DefaultInitialInFlight)
@@ -107,9 +115,14 @@ func TestAIMDLimit(t *testing.T) {
 		t.Fatalf("limit %v after 3 overloads from 10", a.limit)
 	}
 	low := a.limit
-	for i := 0; i < 200; i++ {
-		_ = a.acquire(context.Background())
-		a.release(false, 0)
+	for i := 0; i < 50; i++ {
+		// Four calls at once: the limit is in use, so successes grow it.
+		for j := 0; j < 4; j++ {
+			_ = a.acquire(context.Background())
+		}
+		for j := 0; j < 4; j++ {
+			a.release(false, 0)
+		}
 	}
 	if a.limit <= low || a.limit > 20 {
 		t.Fatalf("limit %v after 200 successes from %v (max 20)", a.limit, low)
