@@ -82,8 +82,8 @@ type benchResult struct {
 	// CleanP50MsNoInception shows what speculation hides.
 	// With --model-error-rate/--model-429-rate: turns that ended without
 	// a reply (handed to a human as agent_unavailable, or failed).
-	NotAnswered        int     `json:"not_answered,omitempty"`
-	InceptionLatencyMs float64 `json:"inception_latency_ms,omitempty"`
+	NotAnswered           int     `json:"not_answered,omitempty"`
+	InceptionLatencyMs    float64 `json:"inception_latency_ms,omitempty"`
 	Speculate             bool    `json:"speculate,omitempty"`
 	CleanP50Ms            float64 `json:"clean_p50_ms,omitempty"`
 	CleanP50MsNoInception float64 `json:"clean_p50_ms_no_inception,omitempty"`
