@@ -24,7 +24,7 @@ var ErrUnavailable = errors.New("llm: endpoint unavailable (circuit open)")
 const (
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = 10 * time.Second
-	DefaultMaxInFlight     = 1024
+	DefaultMaxInFlight     = 4096
 	DefaultInitialInFlight = 64
 )
 
