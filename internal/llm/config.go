@@ -100,7 +100,7 @@ type Config struct {
 	// InitialInFlight and MaxInFlight bound the calls in flight to the
 	// endpoint: the limit starts at InitialInFlight and adapts (AIMD) up to
 	// MaxInFlight, shrinking on 429/503/timeouts and pausing for a
-	// server's Retry-After. Zero means the defaults (64, 1024).
+	// server's Retry-After. Zero means the defaults (64, 4096).
 	InitialInFlight int
 	MaxInFlight     int
 
