@@ -2,6 +2,7 @@ package detector
 
 import (
 	"context"
+	"github.com/reinception/rein/inception"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -16,16 +17,16 @@ import (
 type countingModule struct{ calls atomic.Int64 }
 
 func (c *countingModule) Name() string { return "counting" }
-func (c *countingModule) Detect(context.Context, Input) (Decision, error) {
+func (c *countingModule) Detect(context.Context, inception.Input) (inception.Decision, error) {
 	c.calls.Add(1)
-	return Decision{Rein: true, ErrorType: "x", Reasoning: "y"}, nil
+	return inception.Decision{Rein: true, ErrorType: "x", Reasoning: "y"}, nil
 }
 
 // contextCases are dialogues (alternating user and agent, ending with the
 // user turn to judge) around the checks that read the earlier dialogue.
-func contextCases() [][]Utterance {
+func contextCases() [][]inception.Utterance {
 	listing := "I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to cancel?"
-	return [][]Utterance{
+	return [][]inception.Utterance{
 		dialogue("I want to cancel a reservation.", listing, "Cancel that one."),
 		dialogue("I want to cancel a reservation.", listing, "Cancel that one from Boston."),
 		dialogue("I want to cancel a reservation.", listing, "Cancel those, please."),
@@ -46,15 +47,15 @@ func contextCases() [][]Utterance {
 // partials returns what the stage may hold of a window of w utterances of
 // full when agent replies after some point are not merged yet: for every
 // cut, full without the agent replies after it, windowed.
-func partials(full []Utterance, w int) [][]Utterance {
-	var out [][]Utterance
+func partials(full []inception.Utterance, w int) [][]inception.Utterance {
+	var out [][]inception.Utterance
 	for cut := 0; cut <= len(full); cut++ {
-		if cut < len(full) && full[cut].Role != RoleAgent {
+		if cut < len(full) && full[cut].Role != inception.RoleAgent {
 			continue // the same partial as the next agent reply's cut
 		}
-		var p []Utterance
+		var p []inception.Utterance
 		for i, u := range full {
-			if u.Role == RoleAgent && i >= cut {
+			if u.Role == inception.RoleAgent && i >= cut {
 				continue
 			}
 			p = append(p, u)
@@ -64,7 +65,7 @@ func partials(full []Utterance, w int) [][]Utterance {
 	return out
 }
 
-func window(d []Utterance, w int) []Utterance {
+func window(d []inception.Utterance, w int) []inception.Utterance {
 	if len(d) > w {
 		return d[len(d)-w:]
 	}
@@ -77,16 +78,16 @@ func window(d []Utterance, w int) []Utterance {
 // decision on the full one (and the cascade's model would not run).
 func TestNeedsContextKeepsDecisions(t *testing.T) {
 	ctx := context.Background()
-	precise, err := NewRules(RulesConfig{})
+	precise, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate, err := NewRules(RulesConfig{Mode: RulesRecall})
+	gate, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
 	if err != nil {
 		t.Fatal(err)
 	}
 	model := &countingModule{}
-	cascade, err := NewCascade(gate, model)
+	cascade, err := inception.NewCascade(gate, model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 	var needed, saved int
 	for _, full := range cases {
 		for _, w := range []int{2, 3, 40} {
-			fullIn := Input{Domain: "airline", Tools: tools, Dialogue: window(full, w)}
+			fullIn := inception.Input{Domain: "airline", Tools: tools, Dialogue: window(full, w)}
 			want, err := precise.Detect(ctx, fullIn)
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +111,7 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 			}
 			modelRan := model.calls.Load() > before
 			for _, p := range partials(full, w) {
-				in := Input{Domain: "airline", Tools: tools, Dialogue: p}
+				in := inception.Input{Domain: "airline", Tools: tools, Dialogue: p}
 				if precise.NeedsContext(in) {
 					needed++
 				} else {
@@ -137,17 +138,17 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 }
 
 func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
-	m, err := NewRules(RulesConfig{})
+	m, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recall, err := NewRules(RulesConfig{Mode: RulesRecall})
+	recall, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name string
-		dlg  []Utterance
+		dlg  []inception.Utterance
 		want bool
 	}{
 		{"no cue", dialogue("I want to cancel a reservation.", "Which one?", "ABC123 please."), false},
@@ -159,7 +160,7 @@ func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
 		{"contradiction with no earlier user turn", dialogue("I never said that."), false},
 		{"other ambiguity", dialogue("Change my flight.", "Which one?", "Either is fine, I'm not sure which."), false},
 	} {
-		in := Input{Domain: "airline", Dialogue: tc.dlg}
+		in := inception.Input{Domain: "airline", Dialogue: tc.dlg}
 		if got := m.NeedsContext(in); got != tc.want {
 			t.Errorf("%s: NeedsContext = %v, want %v", tc.name, got, tc.want)
 		}
@@ -180,20 +181,20 @@ func TestConversationMergesLateAgentRepliesInOrder(t *testing.T) {
 	var log []stored
 	for i := 1; i <= 6; i++ {
 		log = append(log,
-			stored{uint64(len(log) + 1), schemas.Turn{Role: RoleUser, Turn: i, Text: "u"}},
-			stored{uint64(len(log) + 2), schemas.Turn{Role: RoleAgent, Turn: i, Text: "a"}},
-			stored{uint64(len(log) + 3), schemas.Turn{Role: RoleAgent, Turn: 100 + i, Text: "a2"}}) // a second reply
+			stored{uint64(len(log) + 1), schemas.Turn{Role: inception.RoleUser, Turn: i, Text: "u"}},
+			stored{uint64(len(log) + 2), schemas.Turn{Role: inception.RoleAgent, Turn: i, Text: "a"}},
+			stored{uint64(len(log) + 3), schemas.Turn{Role: inception.RoleAgent, Turn: 100 + i, Text: "a2"}}) // a second reply
 	}
 	for _, max := range []int{2, 3, 5, 40} {
 		var inOrder, lazy conversation
 		for _, s := range log {
 			inOrder.add(s.turn, s.seq, max)
-			if s.turn.Role == RoleUser {
+			if s.turn.Role == inception.RoleUser {
 				// Merge the agent replies stored before this user turn at
 				// every other turn only, as the stage does when needed.
 				if s.turn.Turn%2 == 0 {
 					for _, a := range log {
-						if a.turn.Role == RoleAgent && a.seq > lazy.agentSeq && a.seq < s.seq {
+						if a.turn.Role == inception.RoleAgent && a.seq > lazy.agentSeq && a.seq < s.seq {
 							lazy.add(a.turn, a.seq, max)
 						}
 					}
@@ -218,11 +219,11 @@ func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, err := schemas.NewEvent(schemas.TypeTurn, "turn-acme-c9-1-agent", "", schemas.Meta{Tenant: "acme", Conversation: "c9", Turn: 1},
-		schemas.Turn{Role: RoleAgent, Turn: 1, Text: "hello"})
+		schemas.Turn{Role: inception.RoleAgent, Turn: 1, Text: "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := streams.Encode(streams.TurnSubject("acme", "c9", RoleAgent), &ev)
+	msg, err := streams.Encode(streams.TurnSubject("acme", "c9", inception.RoleAgent), &ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 // BenchmarkRulesNeedsContext is the cost the stage adds per user turn with
 // the rules module: a clean turn and an anaphora cue.
 func BenchmarkRulesNeedsContext(b *testing.B) {
-	m, err := NewRules(RulesConfig{})
+	m, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -253,8 +254,8 @@ func BenchmarkRulesNeedsContext(b *testing.B) {
 		"clean": "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.",
 		"cued":  "Change that one to the later flight, please.",
 	} {
-		in := Input{Domain: "airline", Dialogue: dialogue("Hi, I need to change a flight.", text)}
-		in.Dialogue[1].Role = RoleUser
+		in := inception.Input{Domain: "airline", Dialogue: dialogue("Hi, I need to change a flight.", text)}
+		in.Dialogue[1].Role = inception.RoleUser
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,26 +1,5 @@
-// Package detector holds rein's inception modules and their error taxonomy.
-//
-// At every user turn an inception module sees the surface dialogue (oldest
-// first, the last element being the user turn to judge), the agent's tool
-// catalogue and the taxonomy, and returns a Decision: whether a known
-// user-induced error is present (DESIGN.md §1) and, when so, the recovery
-// reasoning to plant as the agent's first think step.
-//
-// Exports:
-//   - Taxonomy: versioned YAML (DefaultTaxonomy embeds the six default types;
-//     LoadTaxonomy/ParseTaxonomy refuse an invalid file with the field and
-//     line). Every Decision records Taxonomy.Version.
-//   - Module: NewLLM (one model call per turn through llm.Client: a static,
-//     cacheable system prompt and a fenced dynamic dialogue; structured
-//     answer validated against a JSON Schema), NewRules (offline, grounded in
-//     the tool schemas and the taxonomy's domain notes; RulesPrecise or the
-//     looser RulesRecall gate) and NewCascade (recall gate, then the model).
-//     ContextFree: a module that tells per turn whether its decision needs
-//     the agent's replies (rules and cascade implement it).
-//   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
-//     recovery plan with a sanitised evidence quote as its only slot.
-//
-// The detector stage (stage*.go: Config, Deps, New, Run):
+// Package detector is rein's detector stage (Config, Deps, New, Run): it
+// runs an inception module (package inception) on every user turn.
 //
 //   - consumes REIN_TURNS user turns, rein.turns.<tenant>.<conv>.user
 //     (durable "detector", which an older all-turns durable is narrowed
@@ -36,7 +15,7 @@
 //     stream order. A conversation not in memory is rebuilt the same way
 //     from its stored user and agent turns.
 //   - produces one dev.rein.detection.v1 per user turn on
-//     rein.detections.<tenant>.<conv>, id detection-<tenant>-<conv>-<turn>,
+//     rein.detections.<tenant>.<conv>, id detection.<tenant>.<conv>.<turn>,
 //     yes or no; a module error or deadline gives failed=true, no activation.
 //     With Deps.Then set (cmd/rein fuses the injector into this stage when
 //     both run in one process), the event Then builds from the detection —
@@ -57,7 +36,8 @@
 //     turn sent again as a new message (a platform's retry: its number is
 //     already in the conversation's context, from another message, and a
 //     detection of it is stored) is acked with no output; one whose first
-//     copy was dead-lettered is judged.
+//     copy was dead-lettered is judged; one with other text than its first
+//     copy is dead-lettered with reason conflicting_duplicate.
 //   - exports rein_detector_decisions_total{tenant,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},

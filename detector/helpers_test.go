@@ -1,25 +1,32 @@
 package detector
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 )
 
-// taubenchDir returns ../shared/taubench relative to the module root, or
-// skips the test when it is missing (fails when CI is set).
-func taubenchDir(t testing.TB) string {
-	t.Helper()
-	return testutil.TauBench(t)
+// dialogue alternates user and agent utterances, user first.
+func dialogue(texts ...string) []inception.Utterance {
+	out := make([]inception.Utterance, len(texts))
+	for i, s := range texts {
+		role := inception.RoleUser
+		if i%2 == 1 {
+			role = inception.RoleAgent
+		}
+		out[i] = inception.Utterance{Role: role, Text: s}
+	}
+	return out
 }
 
-func domainTools(t testing.TB, domain string) []llm.Tool {
+// miniTools is a small tool catalogue of a domain, from the inception
+// package's test data.
+func miniTools(t testing.TB, domain string) []llm.Tool {
 	t.Helper()
-	tools, err := llm.LoadToolList(filepath.Join(taubenchDir(t), domain, "tools.json"))
+	tools, err := llm.LoadToolList(filepath.Join("..", "inception", "testdata", "tools_"+domain+"_mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,36 +35,15 @@ func domainTools(t testing.TB, domain string) []llm.Tool {
 
 // trajectoryTurns returns, for every user message of the recorded τ-bench
 // airline conversations, the surface dialogue up to it.
-func trajectoryTurns(t testing.TB) [][]Utterance {
+func trajectoryTurns(t testing.TB) [][]inception.Utterance {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(taubenchDir(t), "trajectories", "gpt-4o-airline.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []struct {
-		Traj []struct {
-			Role    string  `json:"role"`
-			Content *string `json:"content"`
-		} `json:"traj"`
-	}
-	if err := json.Unmarshal(data, &runs); err != nil {
-		t.Fatal(err)
-	}
-	var out [][]Utterance
-	for _, r := range runs {
-		var dlg []Utterance
-		for _, m := range r.Traj {
-			if m.Content == nil || *m.Content == "" {
-				continue
-			}
-			switch m.Role {
-			case "user":
-				dlg = append(dlg, Utterance{Role: RoleUser, Text: *m.Content})
-				out = append(out, append([]Utterance(nil), dlg...))
-			case "assistant":
-				dlg = append(dlg, Utterance{Role: RoleAgent, Text: *m.Content})
-			}
+	var out [][]inception.Utterance
+	for _, dlg := range testutil.TrajectoryDialogues(t, "airline") {
+		turns := make([]inception.Utterance, len(dlg))
+		for i, u := range dlg {
+			turns[i] = inception.Utterance{Role: u.Role, Text: u.Text}
 		}
+		out = append(out, turns)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/reinception/rein/inception"
 	"log/slog"
 	"sync"
 	"time"
@@ -101,7 +102,7 @@ type Deps struct {
 	Publisher  *streams.Publisher
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
-	Module     Module
+	Module     inception.Module
 	// Tools returns the agent's tool catalogue of a domain.
 	Tools func(domain string) ([]llm.Tool, error)
 	// Then, when set, builds one more event from each detection, published
@@ -288,8 +289,8 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	det, ok := conv.undelivered(turn.Turn)
 	if !ok {
 		domain := s.domainOf(d.Meta.Tenant)
-		in := Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
-		if cf, ok := s.deps.Module.(ContextFree); !ok || cf.NeedsContext(in) {
+		in := inception.Input{Tenant: d.Meta.Tenant, Domain: domain, Dialogue: conv.dialogue(), Tools: s.tools[domain]}
+		if cf, ok := s.deps.Module.(inception.ContextFree); !ok || cf.NeedsContext(in) {
 			if err := s.refresh(ctx, conv, d.Meta, d.Sequence); err != nil {
 				return err // retried: the agent's replies could not be read
 			}
@@ -344,7 +345,7 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Dete
 }
 
 // detect runs the module under the deadline and fails open.
-func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in Input) schemas.Detection {
+func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in inception.Input) schemas.Detection {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	start := time.Now()
 	dec, err := s.deps.Module.Detect(mctx, in)
@@ -357,7 +358,7 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 	}
 	if err != nil {
 		// Fail open: the turn proceeds without injection.
-		det.Failed, det.FailReason = true, failReason(err)
+		det.Failed, det.FailReason = true, inception.FailReason(err)
 		s.deps.Logger.Warn("inception failed; turn proceeds without injection", "tenant", meta.Tenant, "err", err)
 	} else {
 		det.Rein, det.ErrorType, det.Category, det.RecoveryTool = dec.Rein, dec.ErrorType, dec.Category, dec.RecoveryTool
@@ -381,17 +382,4 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 		s.m.decisions.WithLabelValues(tenant, "clear").Inc()
 	}
 	return det
-}
-
-func failReason(err error) string {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "inception deadline exceeded"
-	default:
-		msg := err.Error()
-		if len(msg) > 500 {
-			msg = msg[:500]
-		}
-		return msg
-	}
 }

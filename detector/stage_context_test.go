@@ -2,6 +2,7 @@ package detector_test
 
 import (
 	"context"
+	"github.com/reinception/rein/inception"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ const listing = "I found two reservations: ABC123 (Boston to Denver) and XYZ789 
 // startRules runs the stage with the precise rules module.
 func startRules(t *testing.T, h *rtest.JS, reg prometheus.Registerer) func() {
 	t.Helper()
-	m, err := detector.NewRules(detector.RulesConfig{})
+	m, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestStageMergesAgentRepliesWhenAnaphoraNeedsThem(t *testing.T) {
 	publishTurn(t, h, "c1", "user", 2, "cancel that one")
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
 	ds := detections(t, h)
-	if d := ds["detection.acme.c1.2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
+	if d := ds["detection.acme.c1.2"]; !d.Rein || d.ErrorType != inception.TypeAnaphora {
 		t.Errorf("turn 2: want anaphora (the agent's listing merged), got %+v", d)
 	}
 	if d := ds["detection.acme.c1.1"]; d.Rein || d.Failed {
@@ -79,7 +80,7 @@ func TestStageReadsNoAgentReplyWhenNotNeeded(t *testing.T) {
 func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
+	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
 	startStage(t, h, m, reg, time.Second)
 	publishTurn(t, h, "c3", "user", 1, "hello")
 	if _, err := h.JS.PublishMsg(context.Background(), &nats.Msg{Subject: streams.TurnSubject("acme", "c3", "agent"), Data: []byte("not an event")}); err != nil {
@@ -91,7 +92,7 @@ func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 	m.mu.Lock()
 	last := m.seen[len(m.seen)-1]
 	m.mu.Unlock()
-	want := []detector.Utterance{{Role: "user", Text: "hello"}, {Role: "agent", Text: "hi, how can I help?"}, {Role: "user", Text: "cancel it"}}
+	want := []inception.Utterance{{Role: "user", Text: "hello"}, {Role: "agent", Text: "hi, how can I help?"}, {Role: "user", Text: "cancel it"}}
 	if len(last) != len(want) || last[0] != want[0] || last[1] != want[1] || last[2] != want[2] {
 		t.Errorf("surface context = %+v, want %+v", last, want)
 	}
@@ -119,7 +120,7 @@ func TestStageNarrowsAnOldDurable(t *testing.T) {
 	publishTurn(t, h, "c4", "user", 2, "cancel that one")
 	startRules(t, h, prometheus.NewRegistry())
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
-	if d := detections(t, h)["detection.acme.c4.2"]; !d.Rein || d.ErrorType != detector.TypeAnaphora {
+	if d := detections(t, h)["detection.acme.c4.2"]; !d.Rein || d.ErrorType != inception.TypeAnaphora {
 		t.Errorf("turn 2 = %+v", d)
 	}
 	info, err := h.JS.Consumer(context.Background(), streams.StreamTurns, streams.DurableDetector)

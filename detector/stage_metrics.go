@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"github.com/reinception/rein/inception"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,7 +12,7 @@ import (
 // Gated is implemented by modules that send only some turns to a model
 // (the cascade); the stage exports their counts as rein_detector_gate_total.
 type Gated interface {
-	Stats() CascadeStats
+	Stats() inception.CascadeStats
 }
 
 type stageMetrics struct {
@@ -27,7 +28,7 @@ type stageMetrics struct {
 	tenants map[string]bool
 }
 
-func newStageMetrics(reg prometheus.Registerer, m Module) *stageMetrics {
+func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetrics {
 	sm := &stageMetrics{
 		decisions: telemetry.NewCounterVec(reg, telemetry.MDetectorDecisions,
 			"Detections by outcome (activated, clear, failed), per tenant.", "tenant", "outcome"),
@@ -82,6 +83,6 @@ type gateCollector struct {
 func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.g.Stats()
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), GatePass)
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), GateSkip)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), inception.GatePass)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), inception.GateSkip)
 }

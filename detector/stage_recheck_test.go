@@ -3,6 +3,7 @@ package detector_test
 import (
 	"context"
 	"errors"
+	"github.com/reinception/rein/inception"
 	"io"
 	"log/slog"
 	"strings"
@@ -197,7 +198,7 @@ func startJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter ti
 // newJudging builds that stage without running it.
 func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time.Duration) (*detector.Stage, *fakeModule) {
 	t.Helper()
-	m := &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }}
+	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
 	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
 	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if deps.Registerer == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/reinception/rein/inception"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +20,7 @@ import (
 // agent reply with a sequence up to agentSeq is in it. Only the consume
 // loop's worker that owns the conversation touches it.
 type conversation struct {
-	utter    []Utterance
+	utter    []inception.Utterance
 	turns    []turnKey // parallel to utter: which turn and role each came from
 	seqs     []uint64  // parallel to utter: stream sequence (0: unknown)
 	userSeq  uint64    // stream sequence of the newest user turn applied
@@ -73,7 +74,7 @@ func (c *conversation) add(t schemas.Turn, seq uint64, max int) {
 	for seq != 0 && i > 0 && c.seqs[i-1] > seq {
 		i--
 	}
-	c.utter = slices.Insert(c.utter, i, Utterance{Role: t.Role, Text: t.Text})
+	c.utter = slices.Insert(c.utter, i, inception.Utterance{Role: t.Role, Text: t.Text})
 	c.turns = slices.Insert(c.turns, i, k)
 	c.seqs = slices.Insert(c.seqs, i, seq)
 	if n := len(c.utter) - max; n > 0 {
@@ -119,7 +120,7 @@ func (c *conversation) conflict(t schemas.Turn) error {
 }
 
 // dialogue is the surface context as far as merged.
-func (c *conversation) dialogue() []Utterance { return slices.Clone(c.utter) }
+func (c *conversation) dialogue() []inception.Utterance { return slices.Clone(c.utter) }
 
 // conversation returns the surface context of d's conversation, rebuilding
 // it from REIN_TURNS (the user and agent turns stored before d) when it is

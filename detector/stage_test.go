@@ -3,6 +3,7 @@ package detector_test
 import (
 	"context"
 	"errors"
+	"github.com/reinception/rein/inception"
 	"io"
 	"log/slog"
 	"sync"
@@ -22,19 +23,19 @@ import (
 // fakeModule records what it was shown and answers by a function.
 type fakeModule struct {
 	mu     sync.Mutex
-	seen   [][]detector.Utterance
-	answer func(ctx context.Context, in detector.Input) (detector.Decision, error)
+	seen   [][]inception.Utterance
+	answer func(ctx context.Context, in inception.Input) (inception.Decision, error)
 }
 
 func (f *fakeModule) Name() string { return "fake" }
-func (f *fakeModule) Detect(ctx context.Context, in detector.Input) (detector.Decision, error) {
+func (f *fakeModule) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
 	f.mu.Lock()
 	f.seen = append(f.seen, in.Dialogue)
 	f.mu.Unlock()
 	return f.answer(ctx, in)
 }
 
-func startStage(t *testing.T, h *rtest.JS, m detector.Module, reg prometheus.Registerer, timeout time.Duration) func() {
+func startStage(t *testing.T, h *rtest.JS, m inception.Module, reg prometheus.Registerer, timeout time.Duration) func() {
 	t.Helper()
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: timeout}, detector.Deps{
 		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -100,12 +101,12 @@ func storedPayloads[T any](t *testing.T, h *rtest.JS, stream string) []payload[T
 func TestStagePublishesOneDetectionPerUserTurnWithSurfaceContext(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	m := &fakeModule{answer: func(_ context.Context, in detector.Input) (detector.Decision, error) {
+	m := &fakeModule{answer: func(_ context.Context, in inception.Input) (inception.Decision, error) {
 		if in.Dialogue[len(in.Dialogue)-1].Text == "cancel that one" {
-			return detector.Decision{Rein: true, ErrorType: "anaphora", Category: "ambiguous", RecoveryTool: "ambiguity_report",
+			return inception.Decision{Rein: true, ErrorType: "anaphora", Category: "ambiguous", RecoveryTool: "ambiguity_report",
 				Evidence: "that one", Reasoning: "plan"}, nil
 		}
-		return detector.Decision{}, nil
+		return inception.Decision{}, nil
 	}}
 	stop := startStage(t, h, m, reg, time.Second)
 	publishTurn(t, h, "c1", "user", 1, "hi, I have three bookings")
@@ -166,12 +167,12 @@ func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus
 
 func TestStageFailsOpen(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	m := &fakeModule{answer: func(ctx context.Context, in detector.Input) (detector.Decision, error) {
+	m := &fakeModule{answer: func(ctx context.Context, in inception.Input) (inception.Decision, error) {
 		if in.Dialogue[len(in.Dialogue)-1].Text == "slow" {
 			<-ctx.Done() // past the deadline
-			return detector.Decision{}, ctx.Err()
+			return inception.Decision{}, ctx.Err()
 		}
-		return detector.Decision{}, errors.New("model returned 500")
+		return inception.Decision{}, errors.New("model returned 500")
 	}}
 	startStage(t, h, m, nil, 100*time.Millisecond)
 	publishTurn(t, h, "f1", "user", 1, "slow")

@@ -3,6 +3,7 @@ package detector_test
 import (
 	"context"
 	"errors"
+	"github.com/reinception/rein/inception"
 	"io"
 	"log/slog"
 	"sync"
@@ -41,7 +42,7 @@ func TestThenIsPublishedWithTheDetection(t *testing.T) {
 	}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
 		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registerer: reg, Module: &fakeModule{answer: func(context.Context, detector.Input) (detector.Decision, error) { return detector.Decision{}, nil }},
+		Registerer: reg, Module: &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }},
 		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 		Then:  then,
 	})

@@ -8,20 +8,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/streams"
 )
 
 // DefaultRecoveryTools maps the default taxonomy's error types to their
-// recovery tools. A detection that names its recovery tool overrides it.
-var DefaultRecoveryTools = map[string]string{
-	"anaphora":                schemas.ToolAmbiguityReport,
-	"multiple_interpretation": schemas.ToolAmbiguityReport,
-	"contradiction":           schemas.ToolAmbiguityReport,
-	"unsupported_action":      schemas.ToolTransfer,
-	"unsupported_parameter":   schemas.ToolTransfer,
-	"unsupported_domain":      schemas.ToolTransfer,
-}
+// recovery tools (inception.Taxonomy.ToolsByType: derived, never copied).
+// A detection that names its recovery tool overrides it.
+var DefaultRecoveryTools = inception.DefaultTaxonomy().ToolsByType()
 
 // Config configures the injector stage.
 type Config struct {

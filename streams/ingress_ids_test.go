@@ -33,19 +33,6 @@ func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string)
 	return resp.StatusCode, out
 }
 
-func streamMsgs(t *testing.T, h *rtest.JS, name string) uint64 {
-	t.Helper()
-	s, err := h.JS.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
 // The id a caller chooses is not what the stream deduplicates on: tenant
 // B reusing tenant A's event id does not suppress A's turn; the same turn
 // sent twice is reported as a duplicate; the same turn number with other
@@ -61,7 +48,7 @@ func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-a", "c1", 1, "hello from a"); code != 202 || body["duplicate"] == true {
 		t.Fatalf("tenant a with b's event id: %d %v — its turn was suppressed", code, body)
 	}
-	if n := streamMsgs(t, h, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
 		t.Fatalf("REIN_TURNS holds %d turns, want both tenants' 2", n)
 	}
 
@@ -73,11 +60,11 @@ func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	if code != 409 || !strings.Contains(body["error"].(string), streams.ReasonConflictingDuplicate) {
 		t.Fatalf("the same turn number with other text: %d %v, want 409 conflicting_duplicate", code, body)
 	}
-	if n := streamMsgs(t, h, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
 		t.Fatalf("REIN_TURNS holds %d turns after a duplicate and a conflict, want 2", n)
 	}
 	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool {
-		return streamMsgs(t, h, streams.StreamDLQ) == 1
+		return h.StreamMsgs(t, streams.StreamDLQ) == 1
 	})
 	s, _ := h.JS.Stream(context.Background(), streams.StreamDLQ)
 	raw, err := s.GetLastMsgForSubject(context.Background(), streams.DLQSubject(streams.StageIngress))

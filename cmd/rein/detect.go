@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/reinception/rein/inception"
 	"io"
 	"os"
 	"sort"
@@ -17,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker/domains"
-	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -79,7 +79,7 @@ domains (airline, retail); --tools takes an OpenAI-style tool list instead.`,
 		},
 	}
 	fs := cmd.Flags()
-	o.modules.bind(fs, detector.ModuleRules)
+	o.modules.bind(fs, inception.ModuleRules)
 	fs.StringVar(&o.domain, "domain", "", "domain whose built-in tool catalogue the agent has (airline, retail); a line's own \"domain\" wins")
 	fs.StringVar(&o.tools, "tools", "", "OpenAI-style tool list (JSON) to use instead of the built-in catalogue")
 	fs.StringVar(&o.input, "input", "", "JSONL file of dialogues (- for stdin)")
@@ -187,7 +187,7 @@ func runDetect(ctx context.Context, o detectOptions, stdin io.Reader, stdout, st
 
 type parsedLine struct {
 	id string
-	in detector.Input
+	in inception.Input
 }
 
 var errBadLine = errors.New("bad input line")
@@ -209,18 +209,18 @@ func parseDetectLine(raw, defaultDomain string, src *toolSource) (parsedLine, er
 	if len(line.Messages) == 0 {
 		return parsedLine{}, fmt.Errorf("%w: \"messages\" is empty", errBadLine)
 	}
-	in := detector.Input{Tenant: "cli", Domain: domain}
+	in := inception.Input{Tenant: "cli", Domain: domain}
 	for i, m := range line.Messages {
 		switch m.Role {
 		case llm.RoleUser:
-			in.Dialogue = append(in.Dialogue, detector.Utterance{Role: detector.RoleUser, Text: m.Content})
+			in.Dialogue = append(in.Dialogue, inception.Utterance{Role: inception.RoleUser, Text: m.Content})
 		case llm.RoleAssistant:
-			in.Dialogue = append(in.Dialogue, detector.Utterance{Role: detector.RoleAgent, Text: m.Content})
+			in.Dialogue = append(in.Dialogue, inception.Utterance{Role: inception.RoleAgent, Text: m.Content})
 		default:
 			return parsedLine{}, fmt.Errorf("%w: messages[%d].role is %q, want user or assistant", errBadLine, i, m.Role)
 		}
 	}
-	if in.Dialogue[len(in.Dialogue)-1].Role != detector.RoleUser {
+	if in.Dialogue[len(in.Dialogue)-1].Role != inception.RoleUser {
 		return parsedLine{}, fmt.Errorf("%w: the last message must be the user turn to judge", errBadLine)
 	}
 	tools, err := src.get(domain)
@@ -249,7 +249,7 @@ func (s *detectSummary) add(o detectOutput, latency time.Duration) {
 	}
 }
 
-func (s *detectSummary) print(w io.Writer, m detector.Module, tax *detector.Taxonomy) {
+func (s *detectSummary) print(w io.Writer, m inception.Module, tax *inception.Taxonomy) {
 	pct := func(n int) string {
 		if s.judged == 0 {
 			return "-"
@@ -282,7 +282,7 @@ func (s *detectSummary) print(w io.Writer, m detector.Module, tax *detector.Taxo
 	if s.judged > 0 {
 		fmt.Fprintf(tw, "(mean latency)\t%.3f ms\t\n", float64(s.latency.Microseconds())/1000/float64(s.judged))
 	}
-	if c, ok := m.(*detector.Cascade); ok {
+	if c, ok := m.(*inception.Cascade); ok {
 		st := c.Stats()
 		fmt.Fprintf(tw, "(sent to model)\t%d\t%.1f%%\n", st.Passed, 100*st.Share)
 	}

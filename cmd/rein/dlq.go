@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/audit"
@@ -78,22 +79,11 @@ func newDLQListCmd() *cobra.Command {
 		Short: "List dead letters (sequence, time, stage, conversation, reason, whether redriven)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applySources(cmd, nil); err != nil {
-				return err
-			}
-			f, err := ff.filter()
+			_, entries, closeNC, err := selectDeadLetters(cmd, &nf, &ff)
 			if err != nil {
 				return err
 			}
-			nc, js, err := connectJS(&nf, "rein-dlq")
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			entries, err := streams.ListDeadLetters(cmd.Context(), js, f)
-			if err != nil {
-				return err
-			}
+			defer closeNC()
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(entries)
 			}
@@ -105,6 +95,27 @@ func newDLQListCmd() *cobra.Command {
 	ff.bind(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
+}
+
+// selectDeadLetters connects and reads the dead letters the flags select.
+func selectDeadLetters(cmd *cobra.Command, nf *natsFlags, ff *dlqFilterFlags) (jetstream.JetStream, []streams.DeadLetterEntry, func(), error) {
+	if err := applySources(cmd, nil); err != nil {
+		return nil, nil, nil, err
+	}
+	f, err := ff.filter()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nc, js, err := connectJS(nf, "rein-dlq")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	entries, err := streams.ListDeadLetters(cmd.Context(), js, f)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return js, entries, nc.Close, nil
 }
 
 func printDeadLetters(w io.Writer, entries []streams.DeadLetterEntry) {
@@ -174,22 +185,11 @@ func newDLQRedriveCmd() *cobra.Command {
 		Short: "Put dead letters back on their original subjects, each once (a dry run unless --yes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applySources(cmd, nil); err != nil {
-				return err
-			}
-			f, err := ff.filter()
+			js, entries, closeNC, err := selectDeadLetters(cmd, &nf, &ff)
 			if err != nil {
 				return err
 			}
-			nc, js, err := connectJS(&nf, "rein-dlq")
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			entries, err := streams.ListDeadLetters(cmd.Context(), js, f)
-			if err != nil {
-				return err
-			}
+			defer closeNC()
 			res, err := streams.Redrive(cmd.Context(), streams.NewPublisher(js, nil), entries, !yes)
 			if asJSON {
 				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(res); jerr != nil {

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/reinception/rein/inception"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -27,7 +27,7 @@ type moduleFlags struct {
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&f.module, "module", defaultModule, "inception module: rules (offline), llm (one model call per user turn) or cascade (rules gate, then llm)")
 	fs.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML file replacing the six embedded default error types")
-	fs.StringVar(&f.plan, "plan", detector.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
+	fs.StringVar(&f.plan, "plan", inception.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
 	fs.StringVar(&f.provider, "provider", "", "model provider for llm/cascade: openai, anthropic, replay or scripted (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.model, "model", "", "model name (default $REIN_LLM_MODEL)")
 	fs.StringVar(&f.baseURL, "base-url", "", "provider base URL, e.g. http://127.0.0.1:8000/v1 for an OpenAI-compatible server (default $REIN_LLM_BASE_URL)")
@@ -50,15 +50,15 @@ func (f *moduleFlags) llmConfig() llm.Config {
 }
 
 // build returns the configured module and its taxonomy.
-func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detector.Taxonomy, error) {
-	tax := detector.DefaultTaxonomy()
+func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *inception.Taxonomy, error) {
+	tax := inception.DefaultTaxonomy()
 	if f.taxonomy != "" {
 		var err error
-		if tax, err = detector.LoadTaxonomy(f.taxonomy); err != nil {
+		if tax, err = inception.LoadTaxonomy(f.taxonomy); err != nil {
 			return nil, nil, err
 		}
 	}
-	newLLM := func() (detector.Module, error) {
+	newLLM := func() (inception.Module, error) {
 		lc := f.llmConfig()
 		lc.Endpoint = llm.PurposeInception
 		client, err := llm.New(lc, reg)
@@ -68,17 +68,17 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detect
 		if f.onClient != nil {
 			f.onClient(llm.PurposeInception, client)
 		}
-		return detector.NewLLM(detector.LLMConfig{Taxonomy: tax, Client: client, Plan: f.plan})
+		return inception.NewLLM(inception.LLMConfig{Taxonomy: tax, Client: client, Plan: f.plan})
 	}
 	switch f.module {
-	case detector.ModuleRules:
-		m, err := detector.NewRules(detector.RulesConfig{Taxonomy: tax})
+	case inception.ModuleRules:
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax})
 		return m, tax, err
-	case detector.ModuleLLM:
+	case inception.ModuleLLM:
 		m, err := newLLM()
 		return m, tax, err
-	case detector.ModuleCascade:
-		gate, err := detector.NewRules(detector.RulesConfig{Taxonomy: tax, Mode: detector.RulesRecall})
+	case inception.ModuleCascade:
+		gate, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -86,13 +86,13 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (detector.Module, *detect
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := detector.NewCascade(gate, model)
+		c, err := inception.NewCascade(gate, model)
 		if err != nil {
 			return nil, nil, err
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = detector.NewRules(detector.RulesConfig{Taxonomy: tax}); err != nil {
+		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax}); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil

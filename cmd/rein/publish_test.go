@@ -12,19 +12,6 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-func turnsStored(t *testing.T, h *rtest.JS) uint64 {
-	t.Helper()
-	s, err := h.JS.Stream(context.Background(), streams.StreamTurns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
 func writeLines(t *testing.T, lines []string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "turns.jsonl")
@@ -48,7 +35,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing published") {
 		t.Fatalf("a file with a bad line: err %v, want nothing published", err)
 	}
-	if n := turnsStored(t, h); n != 0 {
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
 		t.Fatalf("%d turns stored from a file with a bad line, want 0", n)
 	}
 	if _, bl, err := readPublishFile(writeLines(t, bad)); err != nil || len(bl) != 1 || bl[0].line != 7 || bl[0].field != "txt" {
@@ -64,7 +51,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 		if dups := strings.Count(out, "duplicate"); (run == 1 && dups != 0) || (run == 2 && dups != 10) {
 			t.Fatalf("run %d reported %d duplicates:\n%s", run, dups, out)
 		}
-		if n := turnsStored(t, h); n != 10 {
+		if n := h.StreamMsgs(t, streams.StreamTurns); n != 10 {
 			t.Fatalf("after run %d: %d turns stored, want 10", run, n)
 		}
 	}
@@ -74,7 +61,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 	if _, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", mixed, "--continue-on-error"); err == nil {
 		t.Fatal("--continue-on-error with a bad line exited 0")
 	}
-	if n := turnsStored(t, h); n != 11 {
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 11 {
 		t.Fatalf("--continue-on-error stored %d turns in all, want 11", n)
 	}
 }

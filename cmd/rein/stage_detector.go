@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/reinception/rein/inception"
 	"time"
 
 	"github.com/reinception/rein/agentworker/domains"
@@ -45,23 +46,23 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 // simulator, not a model, that waits d and then lets the configured module
 // decide.
 type delayedModule struct {
-	detector.Module
+	inception.Module
 	d time.Duration
 }
 
-func (m delayedModule) Detect(ctx context.Context, in detector.Input) (detector.Decision, error) {
+func (m delayedModule) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
 	t := time.NewTimer(m.d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return detector.Decision{}, ctx.Err()
+		return inception.Decision{}, ctx.Err()
 	}
 	return m.Module.Detect(ctx, in)
 }
 
 // NeedsContext passes the wrapped module's answer through.
-func (m delayedModule) NeedsContext(in detector.Input) bool {
-	cf, ok := m.Module.(detector.ContextFree)
+func (m delayedModule) NeedsContext(in inception.Input) bool {
+	cf, ok := m.Module.(inception.ContextFree)
 	return !ok || cf.NeedsContext(in)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/reinception/rein/inception"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -28,7 +28,7 @@ type ConvRef struct{ Tenant, Conversation string }
 
 // ShadowConfig configures a counterfactual detection run.
 type ShadowConfig struct {
-	Module detector.Module
+	Module inception.Module
 	// Tenant limits the run to one tenant (empty: every tenant).
 	Tenant string
 	// Conversations, when not empty, limits the run to these.
@@ -169,7 +169,7 @@ func Shadow(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (*Sha
 		if err != nil {
 			return err
 		}
-		dec := judge(ctx, cfg, detector.Input{Tenant: ref.Tenant, Domain: domain, Dialogue: slices.Clone(s.utter), Tools: tl})
+		dec := judge(ctx, cfg, inception.Input{Tenant: ref.Tenant, Domain: domain, Dialogue: slices.Clone(s.utter), Tools: tl})
 		if rep.TaxonomyVersion == "" {
 			rep.TaxonomyVersion = dec.TaxonomyVersion
 		}
@@ -207,12 +207,12 @@ func Shadow(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (*Sha
 
 // judge runs the module as the detector stage does: under a deadline,
 // failing open, and refusing an activation without type or reasoning.
-func judge(ctx context.Context, cfg ShadowConfig, in detector.Input) detector.Decision {
+func judge(ctx context.Context, cfg ShadowConfig, in inception.Input) inception.Decision {
 	mctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	dec, err := cfg.Module.Detect(mctx, in)
 	if err != nil {
-		return detector.Decision{Failed: true, FailReason: err.Error()}
+		return inception.Decision{Failed: true, FailReason: err.Error()}
 	}
 	if dec.Rein && (dec.ErrorType == "" || dec.Reasoning == "") {
 		dec.Rein, dec.Failed = false, true
@@ -232,7 +232,7 @@ func labelOf(rein, failed bool, typ string) string {
 
 // surface is one conversation's rebuilt surface context.
 type surface struct {
-	utter []detector.Utterance
+	utter []inception.Utterance
 	seen  map[string]bool
 }
 
@@ -247,7 +247,7 @@ func (s *surface) add(t schemas.Turn, max int) bool {
 		return false
 	}
 	s.seen[k] = true
-	s.utter = append(s.utter, detector.Utterance{Role: t.Role, Text: t.Text})
+	s.utter = append(s.utter, inception.Utterance{Role: t.Role, Text: t.Text})
 	if n := len(s.utter) - max; n > 0 {
 		s.utter = slices.Delete(s.utter, 0, n)
 	}

@@ -3,22 +3,22 @@ package audit
 import (
 	"context"
 	"fmt"
+	"github.com/reinception/rein/inception"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
 // taxonomyWithout is the default taxonomy minus one error type.
-func taxonomyWithout(t *testing.T, drop string) *detector.Taxonomy {
+func taxonomyWithout(t *testing.T, drop string) *inception.Taxonomy {
 	t.Helper()
 	var doc map[string]any
-	if err := yaml.Unmarshal(detector.DefaultTaxonomyYAML(), &doc); err != nil {
+	if err := yaml.Unmarshal(inception.DefaultTaxonomyYAML(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	var kept []any
@@ -36,7 +36,7 @@ func taxonomyWithout(t *testing.T, drop string) *detector.Taxonomy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tax, err := detector.ParseTaxonomy("without.yaml", raw)
+	tax, err := inception.ParseTaxonomy("without.yaml", raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,21 +56,21 @@ var shadowUserTexts = []string{
 
 // recordWith publishes, for every user turn, the detection the module
 // makes, as the detector stage would have recorded it.
-func recordWith(t *testing.T, js *testutil.JS, m detector.Module, convs int) map[string]string {
+func recordWith(t *testing.T, js *testutil.JS, m inception.Module, convs int) map[string]string {
 	t.Helper()
 	labels := map[string]string{}
 	var outs []streams.Out
 	i := 0
 	for c := range convs {
 		conv := fmt.Sprintf("s%02d", c)
-		var dialogue []detector.Utterance
+		var dialogue []inception.Utterance
 		for turn := 1; turn <= 3; turn++ {
 			text := shadowUserTexts[i%len(shadowUserTexts)]
 			i++
 			at := t0.Add(time.Duration(c*10+turn) * time.Second)
 			outs = append(outs, turnOut(t, "acme", conv, turn, schemas.RoleUser, text, at))
-			dialogue = append(dialogue, detector.Utterance{Role: schemas.RoleUser, Text: text})
-			dec, err := m.Detect(context.Background(), detector.Input{Tenant: "acme", Domain: "airline", Dialogue: dialogue})
+			dialogue = append(dialogue, inception.Utterance{Role: schemas.RoleUser, Text: text})
+			dec, err := m.Detect(context.Background(), inception.Input{Tenant: "acme", Domain: "airline", Dialogue: dialogue})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func recordWith(t *testing.T, js *testutil.JS, m detector.Module, convs int) map
 			labels[fmt.Sprintf("%s/%d", conv, turn)] = labelOf(dec.Rein, dec.Failed, dec.ErrorType)
 			agent := "Let me check that for you."
 			outs = append(outs, turnOut(t, "acme", conv, turn, schemas.RoleAgent, agent, at))
-			dialogue = append(dialogue, detector.Utterance{Role: schemas.RoleAgent, Text: agent})
+			dialogue = append(dialogue, inception.Utterance{Role: schemas.RoleAgent, Text: agent})
 		}
 	}
 	publish(t, js, outs...)
@@ -90,7 +90,7 @@ func recordWith(t *testing.T, js *testutil.JS, m detector.Module, convs int) map
 
 func TestShadow(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
-	def, err := detector.NewRules(detector.RulesConfig{})
+	def, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("dropped type flips exactly its turns", func(t *testing.T) {
-		m, err := detector.NewRules(detector.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("conversation list and time range", func(t *testing.T) {
-		m, _ := detector.NewRules(detector.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, _ := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
 		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: m, Conversations: []ConvRef{{"acme", "s00"}, {"acme", "s03"}}})
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,4 +38,45 @@ func TauBench(t testing.TB) string {
 		t.Skipf("τ-bench fixtures not found at %s", dir)
 	}
 	return dir
+}
+
+// Utterance is one surface message of a recorded τ-bench conversation:
+// role "user" or "agent".
+type Utterance struct{ Role, Text string }
+
+// TrajectoryDialogues returns, for every user message of the recorded
+// τ-bench conversations of a domain (trajectories/gpt-4o-<domain>.json),
+// the surface dialogue up to it.
+func TrajectoryDialogues(t testing.TB, domain string) [][]Utterance {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(TauBench(t), "trajectories", "gpt-4o-"+domain+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []struct {
+		Traj []struct {
+			Role    string  `json:"role"`
+			Content *string `json:"content"`
+		} `json:"traj"`
+	}
+	if err := json.Unmarshal(data, &runs); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]Utterance
+	for _, r := range runs {
+		var dlg []Utterance
+		for _, m := range r.Traj {
+			if m.Content == nil || *m.Content == "" {
+				continue
+			}
+			switch m.Role {
+			case "user":
+				dlg = append(dlg, Utterance{"user", *m.Content})
+				out = append(out, append([]Utterance(nil), dlg...))
+			case "assistant":
+				dlg = append(dlg, Utterance{"agent", *m.Content})
+			}
+		}
+	}
+	return out
 }

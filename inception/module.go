@@ -1,7 +1,8 @@
-package detector
+package inception
 
 import (
 	"context"
+	"errors"
 
 	"github.com/reinception/rein/internal/llm"
 )
@@ -86,4 +87,18 @@ func (in Input) lastUser() (string, bool) {
 		return "", false
 	}
 	return u.Text, true
+}
+
+// FailReason is the fail_reason a detection records for a module error.
+func FailReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "inception deadline exceeded"
+	default:
+		msg := err.Error()
+		if len(msg) > 500 {
+			msg = msg[:500]
+		}
+		return msg
+	}
 }

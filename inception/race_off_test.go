@@ -1,5 +1,5 @@
 //go:build !race
 
-package detector
+package inception
 
 const raceEnabled = false

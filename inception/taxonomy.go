@@ -1,4 +1,4 @@
-package detector
+package inception
 
 import (
 	_ "embed"
@@ -112,7 +112,7 @@ type ParameterNote struct {
 func DefaultTaxonomy() *Taxonomy {
 	t, err := ParseTaxonomy("default_taxonomy.yaml", defaultTaxonomyYAML)
 	if err != nil {
-		panic(fmt.Sprintf("detector: embedded default taxonomy is invalid: %v", err))
+		panic(fmt.Sprintf("inception: embedded default taxonomy is invalid: %v", err))
 	}
 	return t
 }
@@ -380,4 +380,15 @@ func yamlError(name string, err error) error {
 		return fmt.Errorf("%w: %s:%d: %s%s", ErrInvalidTaxonomy, name, line, field, te.GetMessage())
 	}
 	return fmt.Errorf("%w: %s: %w", ErrInvalidTaxonomy, name, err)
+}
+
+// ToolsByType maps each error type, held-out ones included, to its
+// recovery tool: what the injector falls back to when a detection names
+// no tool. Derived from the taxonomy, never copied.
+func (t *Taxonomy) ToolsByType() map[string]string {
+	out := make(map[string]string, len(t.ErrorTypes))
+	for _, e := range t.ErrorTypes {
+		out[e.Name] = e.RecoveryTool
+	}
+	return out
 }

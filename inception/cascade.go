@@ -1,4 +1,4 @@
-package detector
+package inception
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 	if ferr != nil {
 		return Decision{}, fmt.Errorf("cascade: model: %w; fallback: %v", err, ferr)
 	}
-	fb.Model, fb.FailReason = FallbackModel, "inception model could not judge, the rules module decided: "+failReason(err)
+	fb.Model, fb.FailReason = FallbackModel, "inception model could not judge, the rules module decided: "+FailReason(err)
 	return fb, nil
 }
 

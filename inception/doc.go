@@ -1,0 +1,29 @@
+// Package inception holds rein's inception modules and their error
+// taxonomy: a library, below the stages, that consumes and produces no
+// subjects. The detector stage runs a module on every user turn; rein
+// detect and shadow mode run them over files and recorded turns; the
+// injector derives its recovery tools from the taxonomy (ToolsByType).
+//
+// At every user turn an inception module sees the surface dialogue (oldest
+// first, the last element being the user turn to judge), the agent's tool
+// catalogue and the taxonomy, and returns a Decision: whether a known
+// user-induced error is present (DESIGN.md §1) and, when so, the recovery
+// reasoning to plant as the agent's first think step.
+//
+// Exports:
+//   - Taxonomy: versioned YAML (DefaultTaxonomy embeds the six default types;
+//     LoadTaxonomy/ParseTaxonomy refuse an invalid file with the field and
+//     line). Every Decision records Taxonomy.Version.
+//   - Module: NewLLM (one model call per turn through llm.Client: a static,
+//     cacheable system prompt and a fenced dynamic dialogue; structured
+//     answer validated against a JSON Schema), NewRules (offline, grounded in
+//     the tool schemas and the taxonomy's domain notes; RulesPrecise or the
+//     looser RulesRecall gate) and NewCascade (recall gate, then the model).
+//     ContextFree: a module that tells per turn whether its decision needs
+//     the agent's replies (rules and cascade implement it).
+//   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
+//     recovery plan with a sanitised evidence quote as its only slot.
+//   - Cascade.Fallback: the rules module's decision when the model cannot
+//     judge (recorded as FallbackModel); FailReason: what a detection
+//     records of a module error.
+package inception
