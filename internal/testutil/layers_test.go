@@ -1,0 +1,76 @@
+package testutil
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// layers ranks rein's packages, bottom first. An import must point to a
+// strictly lower layer: the stages never import each other, the ops
+// tools (audit, dashboard, eval) and cmd sit above the stages, and
+// nothing below a stage imports one. internal/testutil serves tests only.
+var layers = [][]string{
+	{"schemas", "internal/telemetry", "internal/convcache", "deploy"},
+	{"internal/llm"},
+	{"streams", "inception", "agentworker/domains"},
+	{"detector", "injector", "agentworker", "escalation"},
+	{"internal/audit", "internal/dashboard", "internal/eval"},
+	{"cmd/rein"},
+}
+
+const module = "github.com/reinception/rein/"
+
+// The import graph has no upward or sideways edge, and every package has
+// a layer (a new one must be placed here).
+func TestImportsPointDown(t *testing.T) {
+	rank := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l {
+			rank[p] = i
+		}
+	}
+	cmd := exec.Command("go", "list", "-json", "./...")
+	cmd.Dir = RepoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		from := strings.TrimPrefix(p.ImportPath, module)
+		if from == "internal/testutil" {
+			continue
+		}
+		r, ok := rank[from]
+		if !ok {
+			t.Errorf("package %s has no layer: place it in internal/testutil/layers_test.go", from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if to == "internal/testutil" {
+				t.Errorf("%s imports internal/testutil outside its tests", from)
+				continue
+			}
+			if tr, ok := rank[to]; ok && tr >= r {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must point down", from, r, to, tr)
+			}
+		}
+	}
+}
