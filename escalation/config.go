@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/reinception/rein/streams"
 	"log/slog"
 	"net/http"
 	"os"
@@ -70,6 +71,7 @@ type SinkConfig struct {
 // SinkDeps is what BuildSinks needs besides the configuration.
 type SinkDeps struct {
 	JetStream  jetstream.JetStream                      // required by handoff
+	Publisher  *streams.Publisher                       // handoff's publishes (default: one without metrics)
 	Logger     *slog.Logger                             // default: discard
 	Registerer prometheus.Registerer                    // used when Metrics is nil
 	Metrics    *Metrics                                 // shared with the stage; built from Registerer when nil
@@ -278,7 +280,7 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 		case SinkJSONL:
 			s, err = NewJSONL(JSONLConfig{Path: sc.Path, MaxBytes: sc.MaxBytes, SyncInterval: sc.SyncInterval}, m, log)
 		case SinkHandoff:
-			s, err = NewHandoff(deps.JetStream, HandoffConfig{
+			s, err = NewHandoff(deps.JetStream, HandoffConfig{Publisher: deps.Publisher,
 				Deadline: sc.Deadline, SweepInterval: sc.SweepInterval,
 				Transcript: deps.Transcript, OnTimeout: deps.OnTimeout, Now: deps.Now,
 			}, m, log)

@@ -58,6 +58,9 @@ type HandoffItem struct {
 
 // HandoffConfig configures a handoff sink.
 type HandoffConfig struct {
+	// Publisher stores the items and timeout events (retries, expected
+	// stream, rein_published_total); default one without metrics.
+	Publisher *streams.Publisher
 	// Deadline is how long an item waits for a claim before it times out
 	// (default 5m).
 	Deadline time.Duration
@@ -116,6 +119,9 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Publisher == nil {
+		cfg.Publisher = streams.NewPublisher(js, nil)
 	}
 	if m == nil {
 		var err error
@@ -204,8 +210,9 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 		h.m.delivery(h.Name(), OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
-	_, err = h.js.Publish(ctx, streams.HandoffSubject(meta.Tenant, meta.Conversation), body,
-		jetstream.WithMsgID("handoff-"+ev.ID()), jetstream.WithExpectStream(streams.StreamHandoff))
+	msg := &nats.Msg{Subject: streams.HandoffSubject(meta.Tenant, meta.Conversation), Data: body,
+		Header: nats.Header{streams.HeaderMsgID: {"handoff-" + ev.ID()}}}
+	_, err = h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg)
 	if err != nil {
 		h.m.delivery(h.Name(), OutcomeRetry)
 		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
@@ -293,7 +300,7 @@ func (h *Handoff) publishTimeout(ctx context.Context, item HandoffItem) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(streams.StreamHandoff)); err != nil {
+	if _, err := h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg); err != nil {
 		return fmt.Errorf("handoff: publish timeout %s: %w", ev.ID(), err)
 	}
 	h.m.HandoffTimeouts.Inc()

@@ -81,7 +81,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 		return nil, err
 	}
 	s := &Stage{cfg: cfg, deps: deps, metrics: m, delivered: map[string]map[string]bool{}}
-	s.sinks, err = BuildSinks(cfg.Sinks, SinkDeps{JetStream: deps.JS, Logger: deps.Logger, Metrics: m,
+	s.sinks, err = BuildSinks(cfg.Sinks, SinkDeps{JetStream: deps.JS, Publisher: deps.Publisher, Logger: deps.Logger, Metrics: m,
 		Transcript: s.transcript})
 	if err != nil {
 		return nil, err
