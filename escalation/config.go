@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/reinception/rein/streams"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/streams"
 )
 
 // SinksConfig is the `sinks:` section of rein.yaml:
