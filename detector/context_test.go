@@ -2,11 +2,11 @@ package detector
 
 import (
 	"context"
-	"github.com/reinception/rein/inception"
 	"reflect"
 	"sync/atomic"
 	"testing"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"

@@ -2,7 +2,6 @@ package detector_test
 
 import (
 	"context"
-	"github.com/reinception/rein/inception"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	ptest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"

@@ -1,11 +1,11 @@
 package detector
 
 import (
-	"github.com/reinception/rein/inception"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/telemetry"
 )
 

@@ -3,7 +3,6 @@ package detector_test
 import (
 	"context"
 	"errors"
-	"github.com/reinception/rein/inception"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/reinception/rein/inception"
 	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/reinception/rein/inception"
 	"io"
 	"os"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/reinception/rein/inception"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"github.com/reinception/rein/inception"
 	"time"
 
 	"github.com/reinception/rein/agentworker/domains"
 	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/inception"
 )
 
 func init() { registerStage("detector", newDetectorStage) }

@@ -3,12 +3,12 @@ package audit
 import (
 	"context"
 	"fmt"
-	"github.com/reinception/rein/inception"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
