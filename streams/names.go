@@ -82,6 +82,10 @@ func EscalationSubject(tenant, conv string) string {
 // ReportSubject is rein.reports.<tenant>.<conv>.
 func ReportSubject(tenant, conv string) string { return subjReports + "." + tenant + "." + conv }
 
+// TenantAll is every rein subject of one tenant, rein.*.<tenant>.> (the
+// demo follows its conversations with it).
+func TenantAll(tenant string) string { return "rein.*." + tenant + ".>" }
+
 // UnansweredSubject is rein.unanswered.<tenant>.<conv>: the explicit
 // outcome of a user turn that gets no reply (dev.rein.unanswered.v1).
 func UnansweredSubject(tenant, conv string) string {

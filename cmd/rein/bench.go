@@ -488,7 +488,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 		}
 		mu.Unlock()
 	}
-	for _, subj := range []string{"rein.turns." + benchTenant + ".*.agent", streams.EscalationSubject(benchTenant, "*"), streams.UnansweredSubject(benchTenant, "*")} {
+	for _, subj := range []string{streams.TurnSubject(benchTenant, "*", schemas.RoleAgent), streams.EscalationSubject(benchTenant, "*"), streams.UnansweredSubject(benchTenant, "*")} {
 		sub, err := rt.nc.Subscribe(subj, done)
 		if err != nil {
 			return res, err

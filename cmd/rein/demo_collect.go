@@ -40,7 +40,7 @@ type demoCollector struct {
 
 func newDemoCollector(nc *nats.Conn, tenant string) (*demoCollector, error) {
 	c := &demoCollector{turns: map[string]map[int]*demoTurn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
-	for _, subj := range []string{"rein.*." + tenant + ".>", streams.DLQAll} {
+	for _, subj := range []string{streams.TenantAll(tenant), streams.DLQAll} {
 		s, err := nc.Subscribe(subj, c.onMsg)
 		if err != nil {
 			return nil, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/reinception/rein/agentworker"
-	"github.com/reinception/rein/agentworker/domains"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -26,18 +25,14 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
 	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
-	if cfg.Backend == "none" {
+	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}
-	if cfg.DataDir == "" && cfg.Backend != "http" {
-		d, err := domains.Sample(o.domain)
-		if err != nil {
-			return nil, err
-		}
-		deps.Domain = d
-		if cfg.SystemPromptFile == "" && o.domain == "airline" {
-			cfg.SystemPrompt = sampleAirlinePolicy
-		}
+	// Without a data dir the agent worker runs its domain's sample data
+	// (agentworker falls back to it); the sample airline's policy is the
+	// prompt unless one is given.
+	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.domain == "airline" {
+		cfg.SystemPrompt = sampleAirlinePolicy
 	}
 	switch {
 	case o.agentModel != nil:
@@ -54,7 +49,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 			// No model configured: rein still serves (detections, tasks and
 			// the sidecar answers), and the platform runs its own agent.
 			rt.log.Warn("agentworker: no model configured (REIN_LLM_PROVIDER or --agent-script); running in sidecar mode, the platform's own agent consumes rein.tasks.>")
-			cfg.Backend = "none"
+			cfg.Backend = agentworker.BackendNone
 			return agentworker.New(cfg, deps)
 		}
 		lc.Endpoint = llm.PurposeAgent
