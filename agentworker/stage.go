@@ -137,15 +137,10 @@ func (s *Stage) Run(ctx context.Context) error {
 		st.now = s.deps.Now
 	}
 	s.store = st
-	s.outputs = map[string]jetstream.Stream{}
-	for _, name := range []string{streams.StreamSteps, streams.StreamTurns, streams.StreamOutcomes} {
-		if s.outputs[name], err = s.deps.JS.Stream(ctx, name); err != nil {
-			return fmt.Errorf("agentworker: stream %s: %w", name, err)
-		}
-	}
-	s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, s.outputs[streams.StreamTurns])
-	for _, out := range s.outputs {
-		streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), out)
+	// The agent replies (REIN_TURNS) tell whether a turn was answered.
+	if s.outputs, s.recheck, err = streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter,
+		streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes); err != nil {
+		return err
 	}
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)

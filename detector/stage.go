@@ -180,12 +180,11 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
-	det, err := s.deps.JS.Stream(ctx, streams.StreamDetections)
+	outs, recheck, err := streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter, streams.StreamDetections)
 	if err != nil {
-		return fmt.Errorf("detector: stream %s: %w", streams.StreamDetections, err)
+		return err
 	}
-	s.detections, s.recheck = det, streams.RecheckAfter(s.cfg.RecheckAfter, det)
-	streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), det)
+	s.detections, s.recheck = outs[streams.StreamDetections], recheck
 	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {

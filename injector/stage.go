@@ -56,12 +56,14 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
-		tasks, err := s.taskStream(ctx)
+		outs, recheck, err := streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter, streams.StreamTasks)
 		if err != nil {
 			return err
 		}
-		s.recheck = streams.RecheckAfter(s.cfg.RecheckAfter, tasks)
-		streams.WarnShortWindow(s.deps.Logger, s.ConsumerConfig(), tasks)
+		s.mu.Lock()
+		s.tasks = outs[streams.StreamTasks]
+		s.mu.Unlock()
+		s.recheck = recheck
 		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
 			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 		if err != nil {

@@ -63,3 +63,25 @@ func WarnShortWindow(log *slog.Logger, cc ConsumerConfig, out jetstream.Stream) 
 			"stage", cc.Stage, "stream", out.CachedInfo().Config.Name, "duplicates", w, "ack_wait", cc.AckWait)
 	}
 }
+
+// Outputs is a stage's start-up over the streams it publishes to: it looks
+// each up, warns when one's duplicate window is shorter than the
+// consumer's ack wait (WarnShortWindow), and returns them with the
+// stage's recheck age: configured when set, else half the duplicate
+// window of the first output (RecheckAfter), the stream whose stored
+// output tells whether an input was handled.
+func Outputs(ctx context.Context, js jetstream.JetStream, log *slog.Logger, cc ConsumerConfig, configured time.Duration, names ...string) (map[string]jetstream.Stream, time.Duration, error) {
+	outs := make(map[string]jetstream.Stream, len(names))
+	for _, name := range names {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: stream %s: %w", cc.Stage, name, err)
+		}
+		outs[name] = s
+		WarnShortWindow(log, cc, s)
+	}
+	if len(names) == 0 {
+		return outs, configured, nil
+	}
+	return outs, RecheckAfter(configured, outs[names[0]]), nil
+}
