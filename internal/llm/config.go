@@ -103,6 +103,10 @@ type Config struct {
 	// server's Retry-After. Zero means the defaults (64, 4096).
 	InitialInFlight int
 	MaxInFlight     int
+	// MaxResponseBytes bounds a response body from the provider (default
+	// DefaultMaxResponseBytes); past it the call fails with
+	// ErrResponseTooLarge.
+	MaxResponseBytes int64
 
 	// envErr records a value ConfigFromEnv could not parse; Validate reports it.
 	envErr error
@@ -273,8 +277,8 @@ func (c Config) Validate() error {
 	default:
 		bad("unknown provider %q (want openai, anthropic, replay, scripted)", c.Provider)
 	}
-	if c.BreakerFailures < 0 || c.BreakerCooldown < 0 || c.MaxInFlight < 0 || c.InitialInFlight < 0 {
-		bad("breaker failures, breaker cooldown and in-flight limits must not be negative")
+	if c.BreakerFailures < 0 || c.BreakerCooldown < 0 || c.MaxInFlight < 0 || c.InitialInFlight < 0 || c.MaxResponseBytes < 0 {
+		bad("breaker failures, breaker cooldown, in-flight limits and the response size limit must not be negative")
 	}
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
@@ -324,6 +328,9 @@ func (c Config) withDefaults() Config {
 	if c.Endpoint == "" {
 		c.Endpoint = c.Provider + ":" + c.Model
 	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	if c.RetryMaxDelay == 0 {
 		c.RetryMaxDelay = DefaultRetryMaxDelay
 	}
@@ -347,6 +354,7 @@ func New(cfg Config, reg prometheus.Registerer) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.HTTPClient = limitClient(cfg.HTTPClient, cfg.MaxResponseBytes)
 	var base Client
 	switch cfg.Provider {
 	case ProviderOpenAI:
