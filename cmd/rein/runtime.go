@@ -68,6 +68,9 @@ type serverFlags struct {
 	configPath string
 	maxBytes   int
 	memLimit   string
+	// allowedHosts are Host names the HTTP port answers besides loopback
+	// and its listen host.
+	allowedHosts []string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -78,6 +81,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams, sinks and detector sections")
+	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
@@ -146,6 +150,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		}
 	}
 	rt.http = telemetry.NewServer(rt.reg, log)
+	rt.http.Limits.AllowedHosts = f.allowedHosts
 	if f.httpAddr != "" {
 		if err := rt.http.Listen(f.httpAddr); err != nil {
 			return nil, err

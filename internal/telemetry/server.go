@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,20 +9,54 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 )
 
 // DefaultHTTP is the default address of rein's HTTP port.
 const DefaultHTTP = "127.0.0.1:8080"
 
+// Limits bound what the HTTP port gives a client; zero fields take the
+// defaults. A slow or idle connection is closed, at most MaxConns are
+// served at once (the others wait to be accepted), and a request whose
+// Host is not one of AllowedHosts is answered 421 (DNS rebinding: a page
+// elsewhere must not reach a loopback port through a name of its own).
+type Limits struct {
+	ReadHeaderTimeout time.Duration // default 5s
+	ReadTimeout       time.Duration // the whole request, default 30s
+	WriteTimeout      time.Duration // default 60s
+	IdleTimeout       time.Duration // default 2m
+	MaxHeaderBytes    int           // default 64 KiB
+	MaxConns          int           // default 1024
+	// AllowedHosts are the names (without port) a request's Host may carry,
+	// besides localhost, 127.0.0.1 and ::1 and the listen address's host.
+	// Listening on a wildcard address (0.0.0.0, ::) with none given
+	// accepts any Host.
+	AllowedHosts []string
+}
+
+func (l Limits) withDefaults() Limits {
+	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, 5*time.Second)
+	l.ReadTimeout = cmp.Or(l.ReadTimeout, 30*time.Second)
+	l.WriteTimeout = cmp.Or(l.WriteTimeout, 60*time.Second)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, 2*time.Minute)
+	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, 64<<10)
+	l.MaxConns = cmp.Or(l.MaxConns, 1024)
+	return l
+}
+
 // Server is rein's HTTP port: /metrics, /healthz, /readyz, plus whatever
 // handlers other parts mount (ingress, dashboard).
 type Server struct {
+	// Limits apply from Listen on.
+	Limits Limits
+
 	mux   *http.ServeMux
 	ready atomic.Bool
 	why   atomic.Value // string: why not ready
@@ -103,7 +138,10 @@ func (s *Server) Listen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	l := s.Limits.withDefaults()
+	srv := &http.Server{Handler: hostCheck(s.mux, addr, l.AllowedHosts), ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}
+	ln = netutil.LimitListener(ln, l.MaxConns)
 	s.mu.Lock()
 	s.srv, s.ln = srv, ln
 	s.mu.Unlock()
@@ -113,6 +151,35 @@ func (s *Server) Listen(addr string) error {
 		}
 	}()
 	return nil
+}
+
+// hostCheck answers 421 to a request whose Host is not allowed: loopback
+// names, the listen host and the configured ones; a wildcard listen
+// address without configured names allows any.
+func hostCheck(next http.Handler, addr string, extra []string) http.Handler {
+	listen, _, _ := net.SplitHostPort(addr)
+	if (listen == "" || listen == "0.0.0.0" || listen == "::") && len(extra) == 0 {
+		return next
+	}
+	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
+	if listen != "" {
+		allowed[strings.ToLower(listen)] = true
+	}
+	for _, h := range extra {
+		allowed[strings.ToLower(h)] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.ToLower(strings.Trim(host, "[]"))
+		if !allowed[host] {
+			writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"error": "host " + r.Host + " is not served here (see --http-allowed-hosts)"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Addr is the bound address, once listening.
