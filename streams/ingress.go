@@ -4,13 +4,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
+	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 )
@@ -24,6 +30,54 @@ type Ingress struct {
 	pub      *Publisher
 	maxBytes int
 	requests *prometheus.CounterVec
+
+	// Per-tenant token buckets (SetTenantRate); nil: no limit.
+	limitMu sync.Mutex
+	limits  *convcache.Cache[*rate.Limiter]
+	perSec  rate.Limit
+	burst   int
+}
+
+// DefaultTenantRate and DefaultTenantBurst bound each tenant's turns over
+// HTTP: 200 turns/s sustained, bursts of 400.
+const (
+	DefaultTenantRate  = 200
+	DefaultTenantBurst = 400
+)
+
+// SetTenantRate bounds each tenant's turns per second with a token bucket
+// of burst; past it a request is answered 429 with Retry-After. perSecond
+// 0 removes the limit. The buckets of the 10,000 most recent tenants are
+// kept (a tenant idle for an hour starts afresh).
+func (in *Ingress) SetTenantRate(perSecond float64, burst int) {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	if perSecond <= 0 {
+		in.limits = nil
+		return
+	}
+	in.perSec, in.burst = rate.Limit(perSecond), max(burst, 1)
+	in.limits = convcache.New[*rate.Limiter](10_000, time.Hour)
+}
+
+// throttle reports how long tenant must wait before its next turn (0: go).
+func (in *Ingress) throttle(tenant string) time.Duration {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	if in.limits == nil {
+		return 0
+	}
+	lim, ok := in.limits.Get(tenant)
+	if !ok {
+		lim = rate.NewLimiter(in.perSec, in.burst)
+		in.limits.Put(tenant, lim)
+	}
+	r := lim.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return d
+	}
+	return 0
 }
 
 // NewIngress returns the HTTP ingress handler.
@@ -31,8 +85,10 @@ func NewIngress(pub *Publisher, maxBytes int, reg prometheus.Registerer) *Ingres
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxEventBytes
 	}
-	return &Ingress{pub: pub, maxBytes: maxBytes,
+	in := &Ingress{pub: pub, maxBytes: maxBytes,
 		requests: telemetry.NewCounterVec(reg, telemetry.MIngressRequests, "Turns offered to the ingress, by transport and outcome.", "transport", "outcome")}
+	in.SetTenantRate(DefaultTenantRate, DefaultTenantBurst)
+	return in
 }
 
 // IngressError is the JSON body of a refused request.
@@ -78,6 +134,14 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		in.refuse(w, http.StatusBadRequest, field, "%v", err)
 		return
+	}
+	if tenant, _, ok := SubjectIDs(subject); ok {
+		if wait := in.throttle(tenant); wait > 0 {
+			in.requests.WithLabelValues("http", "throttled").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("tenant %s is over its rate of turns; retry in %s", tenant, wait.Round(time.Millisecond))})
+			return
+		}
 	}
 	msg, err := Encode(subject, ev)
 	if err != nil {

@@ -90,3 +90,35 @@ func TestEventIDsDoNotCollideAcrossTenants(t *testing.T) {
 		t.Fatalf("tenant a-b/c and tenant a/b-c share the id %q", a)
 	}
 }
+
+// A tenant over its rate gets 429 with Retry-After; another tenant is not
+// held back by it.
+func TestIngressLimitsEachTenant(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	in := streams.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
+	in.SetTenantRate(0.5, 2)
+	srv := httptest.NewServer(in)
+	defer srv.Close()
+	for turn := 1; turn <= 2; turn++ {
+		if code, body := postTurn(t, srv.URL, "e", "busy", "c1", turn, "hello"); code != 202 {
+			t.Fatalf("turn %d within the burst: %d %v", turn, code, body)
+		}
+	}
+	body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: "one more", Turn: 3})
+	r, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(string(body)))
+	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "x", "ce-source": "/p", "ce-type": schemas.TypeTurn,
+		"ce-tenant": "busy", "ce-conversation": "c1", "Content-Type": "application/json"} {
+		r.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the rate: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if code, body := postTurn(t, srv.URL, "e2", "quiet", "c1", 1, "hello"); code != 202 {
+		t.Fatalf("another tenant: %d %v", code, body)
+	}
+}

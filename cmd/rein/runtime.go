@@ -71,6 +71,9 @@ type serverFlags struct {
 	// allowedHosts are Host names the HTTP port answers besides loopback
 	// and its listen host.
 	allowedHosts []string
+	// ingressRate and ingressBurst bound each tenant's turns over HTTP.
+	ingressRate  float64
+	ingressBurst int
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -82,6 +85,8 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams, sinks and detector sections")
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
+	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
+	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
@@ -195,7 +200,9 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	}
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
-	rt.http.Handle("POST /v1/turns", streams.NewIngress(rt.pub, f.maxBytes, rt.reg))
+	ingress := streams.NewIngress(rt.pub, f.maxBytes, rt.reg)
+	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
+	rt.http.Handle("POST /v1/turns", ingress)
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
 	if err != nil {
 		rt.close()
