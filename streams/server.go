@@ -3,6 +3,7 @@ package streams
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -74,6 +75,14 @@ func isLoopback(host string) bool {
 func StartEmbedded(c ServerConfig) (*server.Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	// The data directory holds customers' conversations: private to the
+	// process's user (0700), created so or tightened if it exists.
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", c.DataDir, err)
+	}
+	if err := os.Chmod(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", c.DataDir, err)
 	}
 	opts := &server.Options{
 		ServerName: c.ServerName,

@@ -2,6 +2,8 @@ package streams_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/reinception/rein/streams"
@@ -35,5 +37,23 @@ func TestServerConfigRefusesOpenListenWithoutAuth(t *testing.T) {
 	// StartEmbedded applies the same check before starting anything.
 	if _, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:0"}); !errors.Is(err, streams.ErrInsecureListen) {
 		t.Errorf("StartEmbedded on 0.0.0.0 without auth: %v", err)
+	}
+}
+
+// The embedded server's data directory holds customers' conversations:
+// it is private to the process's user, even when it existed before.
+func TestDataDirIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("data dir mode %v (%v), want 0700", st.Mode().Perm(), err)
 	}
 }

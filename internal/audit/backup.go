@@ -72,7 +72,8 @@ func BackupStreams() []string {
 // flow-controlled chunks acknowledged one by one. Streams that do not exist
 // are skipped and not returned. Consumers are included in the snapshot.
 func Backup(ctx context.Context, nc *nats.Conn, dir string, names []string) ([]BackupMeta, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// Snapshots hold customers' conversations: private to this user.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	var out []BackupMeta
@@ -121,7 +122,7 @@ func backupOne(ctx context.Context, nc *nats.Conn, dir, name string) (BackupMeta
 	}
 	meta.Config, meta.State = sr.Config, sr.State
 	tmp := filepath.Join(dir, name+snapshotExt+".tmp")
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
@@ -138,7 +139,7 @@ func backupOne(ctx context.Context, nc *nats.Conn, dir, name string) (BackupMeta
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	mb, _ := json.MarshalIndent(meta, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, name+metaExt), append(mb, '\n'), 0o640); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+metaExt), append(mb, '\n'), 0o600); err != nil {
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	return meta, nil

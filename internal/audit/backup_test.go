@@ -65,7 +65,12 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	for _, m := range metas {
 		if st, err := os.Stat(filepath.Join(dir, m.Stream+snapshotExt)); err != nil || st.Size() != m.Bytes || m.Bytes == 0 {
 			t.Fatalf("%s: %v size vs %d", m.Stream, err, m.Bytes)
+		} else if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s snapshot mode %v, want 0600: it holds customers' conversations", m.Stream, st.Mode().Perm())
 		}
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("backup dir mode %v (%v), want 0700", st.Mode().Perm(), err)
 	}
 
 	t.Run("restore into a fresh server", func(t *testing.T) {
