@@ -122,13 +122,25 @@ func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
 	d.Evidence = groundEvidence(ans.Evidence, in.Dialogue)
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
 	if m.cfg.Plan == PlanGenerated {
-		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, m.toolNames(in.Tools), m.cfg.MaxReasoningRunes); bad == "" {
+		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, m.toolNames(in.Tools), m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
 			d.Reasoning = text
+		} else {
+			// The template plan stays, so a bad generated plan never
+			// reaches the agent; the detection records why.
+			d.FailReason = bad + "; the taxonomy's plan was planted"
 		}
-		// else: the template plan stays, so a bad generated plan never
-		// reaches the agent.
 	}
 	return d, nil
+}
+
+// dialogueText is the surface dialogue as one text, for grounding checks.
+func dialogueText(d []Utterance) string {
+	var b strings.Builder
+	for _, u := range d {
+		b.WriteString(u.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func (m *LLMModule) toolNames(tools []llm.Tool) []string {

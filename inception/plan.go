@@ -84,10 +84,11 @@ func RenderPlan(plan, evidence string) string {
 
 // generatedCheck validates a model-written plan in PlanGenerated mode: not
 // empty, at most maxRunes, names the recovery tool, names no other tool
-// (agent tools or other recovery tools) and holds no markup that could pose
-// as a tool call. It returns the cleaned text and "" or the reason it was
-// refused.
-func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int) (string, string) {
+// (agent tools or other recovery tools), holds no markup that could pose
+// as a tool call, and states no amount or identifier the dialogue does not
+// hold (a model told by a crafted message to "refund $5,000" cannot plant
+// it). It returns the cleaned text and "" or the reason it was refused.
+func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int, dialogue string) (string, string) {
 	text := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
@@ -109,8 +110,19 @@ func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRune
 			return "", "generated plan names another tool " + t
 		}
 	}
+	lower := strings.ToLower(dialogue)
+	for _, tok := range groundedToken.FindAllString(text, -1) {
+		if !strings.Contains(lower, strings.ToLower(strings.TrimRight(tok, ".,"))) {
+			return "", "generated plan states " + tok + ", which the dialogue does not hold"
+		}
+	}
 	return text, ""
 }
+
+// groundedToken matches what a plan may only repeat from the dialogue:
+// amounts and numbers of two digits or more ($5,000, 120.50, 2024) and
+// identifiers mixing letters and digits (4WQ150, sara_doe_496).
+var groundedToken = regexp.MustCompile(`[$€£]\s?\d[\d,.]*|\b\d[\d,.]*\d\b|\b[A-Za-z_]*\d[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*\b|\b[A-Za-z_]+[A-Za-z0-9_]*\d[A-Za-z0-9_]*\b`)
 
 var wordChar = regexp.MustCompile(`[A-Za-z0-9_]`)
 
