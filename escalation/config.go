@@ -231,8 +231,17 @@ func (s SinkConfig) secret(getenv func(string) string) ([]byte, error) {
 			return nil, fmt.Errorf("%w: webhook secret file %s is empty", ErrInvalidConfig, s.SecretFile)
 		}
 	}
-	return []byte(strings.TrimSpace(v)), nil
+	secret := []byte(strings.TrimSpace(v))
+	if len(secret) < MinSecretBytes {
+		return nil, fmt.Errorf("%w: webhook signing secret has %d bytes; at least %d are required (for instance 32 random bytes, hex-encoded)",
+			ErrInvalidConfig, len(secret), MinSecretBytes)
+	}
+	return secret, nil
 }
+
+// MinSecretBytes is the shortest webhook signing secret a sink config
+// accepts: a short one can be guessed.
+const MinSecretBytes = 32
 
 // BuildSinks validates cfg and builds its sinks in order. On error, the
 // sinks already built are closed. The caller closes the returned sinks.

@@ -97,12 +97,12 @@ func TestSinksConfigValidate(t *testing.T) {
 }
 
 func TestBuildSinks(t *testing.T) {
-	rcv := &receiver{t: t, secret: []byte("from-file")}
+	rcv := &receiver{t: t, secret: []byte("from-file-0123456789abcdef0123456789")}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte("from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(secretFile, []byte("from-file-0123456789abcdef0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	js := startJetStream(t)
@@ -116,7 +116,7 @@ func TestBuildSinks(t *testing.T) {
 		{Type: SinkJSONL, Path: filepath.Join(dir, "audit.jsonl")},
 		{Type: SinkHandoff, Deadline: time.Hour},
 	}}
-	env := map[string]string{"HOOK_SECRET": "from-file"}
+	env := map[string]string{"HOOK_SECRET": "from-file-0123456789abcdef0123456789"}
 	sinks, err := BuildSinks(cfg, SinkDeps{JetStream: js, Registerer: reg, Getenv: func(k string) string { return env[k] }, Transcript: transcriptOf})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 // with a valid signature, and the JSONL audit file holds every event.
 func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	secret := []byte("s3cret")
+	secret := []byte("s3cret-0123456789abcdef0123456789ab")
 	t.Setenv("REIN_TEST_WEBHOOK_SECRET", string(secret))
 
 	var mu sync.Mutex

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
@@ -135,6 +136,10 @@ func NewWebhook(cfg WebhookConfig, m *Metrics, log *slog.Logger) (*Webhook, erro
 		next = http.DefaultTransport
 	}
 	hc.Transport = &signer{next: next, secret: cfg.Secret, now: cfg.Now, static: cfg.Header}
+	// Never follow a redirect: it would send the signed body and any static
+	// Authorization header to wherever the receiver points. A 3xx is a
+	// permanent delivery failure the operator must look at.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	p, err := cehttp.New(cehttp.WithTarget(cfg.URL), cehttp.WithClient(hc))
 	if err != nil {
 		return nil, fmt.Errorf("%w: webhook protocol: %v", ErrInvalidConfig, err)
@@ -183,10 +188,13 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 		permanent := isPermanent(err)
 		if permanent || attempt >= w.cfg.Attempts {
 			w.m.delivery(w.Name(), OutcomeFailed)
+			msg := w.redact(err.Error())
 			w.log.LogAttrs(ctx, slog.LevelWarn, "webhook delivery failed",
 				slog.String("id", ev.ID()), slog.String("type", ev.Type()),
-				slog.Int("attempts", attempt), slog.Bool("permanent", permanent), slog.Any("err", err))
-			return fmt.Errorf("%w: webhook: event %s after %d attempt(s): %w", ErrDeliveryFailed, ev.ID(), attempt, err)
+				slog.Int("attempts", attempt), slog.Bool("permanent", permanent), slog.String("err", msg))
+			// The cause's text may hold the URL with its query string:
+			// only the redacted text travels on (logs, dead letters).
+			return fmt.Errorf("%w: webhook: event %s after %d attempt(s): %s", ErrDeliveryFailed, ev.ID(), attempt, msg)
 		}
 		w.m.delivery(w.Name(), OutcomeRetry)
 		t := time.NewTimer(w.backoff(attempt))
@@ -197,6 +205,32 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 		case <-t.C:
 		}
 	}
+}
+
+// redact removes the webhook URL's query values (tokens some receivers
+// take there) from a message, in its raw and escaped forms.
+func (w *Webhook) redact(msg string) string {
+	u, err := url.Parse(w.cfg.URL)
+	if err != nil || u.RawQuery == "" {
+		return msg
+	}
+	q := u.Query()
+	for k := range q {
+		q[k] = []string{"REDACTED"}
+	}
+	safe := *u
+	safe.RawQuery = q.Encode()
+	msg = strings.ReplaceAll(msg, w.cfg.URL, safe.String())
+	msg = strings.ReplaceAll(msg, u.RawQuery, safe.RawQuery)
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				msg = strings.ReplaceAll(msg, v, "REDACTED")
+				msg = strings.ReplaceAll(msg, url.QueryEscape(v), "REDACTED")
+			}
+		}
+	}
+	return msg
 }
 
 func (w *Webhook) attempt(ctx context.Context, ev cloudevents.Event) error {
@@ -241,8 +275,8 @@ func isPermanent(err error) bool {
 		case hr.StatusCode == http.StatusRequestTimeout, hr.StatusCode == http.StatusConflict,
 			hr.StatusCode == http.StatusTooEarly, hr.StatusCode == http.StatusTooManyRequests:
 			return false
-		case hr.StatusCode >= 400 && hr.StatusCode < 500:
-			return true
+		case hr.StatusCode >= 300 && hr.StatusCode < 500:
+			return true // a redirect (never followed) or a refusal
 		}
 	}
 	return false
