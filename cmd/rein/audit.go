@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +43,11 @@ escalation and report names the detection of its turn that came before it.
 			es, err := audit.Timeline(cmd.Context(), js, tenant, conv)
 			if err != nil {
 				return err
+			}
+			if len(es) == 0 {
+				// Nothing stored: a typo in an id must not read as a quiet,
+				// empty conversation (exit 3, like a lookup that found nothing).
+				return &exitError{code: 3, err: fmt.Errorf("no events of conversation %s of tenant %s in any stream (check the ids; retention may have removed them)", conv, tenant)}
 			}
 			if asJSON {
 				if es == nil {

@@ -82,6 +82,9 @@ text is a conflict: refused, dead-lettered (conflicting_duplicate) and reported.
 				if one.Tenant == "" || one.Conversation == "" || one.Text == "" {
 					return errors.New("publish needs --tenant, --conversation and --text, or --file")
 				}
+				if cmd.Flags().Changed("turn") && one.Turn < 1 {
+					return fmt.Errorf("--turn %d: turn numbers start at 1 (leave --turn out for the conversation's next turn)", one.Turn)
+				}
 				if err := one.check(); err != nil {
 					return err
 				}

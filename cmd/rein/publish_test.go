@@ -82,3 +82,15 @@ func TestPublishFileErrorsInPlainWords(t *testing.T) {
 		}
 	}
 }
+
+// --turn 0 is refused rather than silently taken for "the next turn".
+func TestPublishTurnZeroIsRefused(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--tenant", "acme", "--conversation", "z", "--text", "hi", "--turn", "0")
+	if err == nil || !strings.Contains(err.Error(), "start at 1") {
+		t.Fatalf("--turn 0: %v", err)
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
+		t.Fatalf("%d turns stored", n)
+	}
+}

@@ -121,6 +121,10 @@ func TestAuditAndShadowCommands(t *testing.T) {
 	if _, err := runCLI(t, ctx, "audit", "--nats-url", url, "--tenant", "acme"); err == nil {
 		t.Fatal("audit without --conversation accepted")
 	}
+	// An unknown conversation is an error (exit 3), not an empty timeline.
+	if _, err := runCLI(t, ctx, "audit", "--nats-url", url, "--tenant", "acme", "--conversation", "no-such"); err == nil || exitCode(err) != 3 {
+		t.Fatalf("audit of an unknown conversation: %v (exit %d), want exit 3", err, exitCode(err))
+	}
 
 	out, err = runCLI(t, ctx, "shadow", "--nats-url", url, "--json")
 	if err != nil {
