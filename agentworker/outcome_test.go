@@ -58,13 +58,12 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 		t.Errorf("agent_unavailable turns = %v, want 1", got)
 	}
 	// The dead letter stays for inspection and redrive.
-	settled(t, h)
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
-		t.Errorf("DLQ = %d, want the failed task", n)
-	}
+	rtest.CheckFor(t, wait, "the failed task dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
 	before := calls.Load()
 	publishTask(t, h, "down", 2, "hello?", nil)
-	settled(t, h)
+	rtest.CheckFor(t, wait, "turn 2 on the human path", func() bool {
+		return counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": agentworker.OutcomeHuman}) == 1
+	})
 	if calls.Load() != before {
 		t.Errorf("a later turn of a conversation handed to a human reached the model")
 	}
@@ -80,7 +79,9 @@ func TestAnUnrunnableTurnEndsUnansweredFailed(t *testing.T) {
 	boom := funcModel(func(context.Context, llm.Request) (llm.Response, error) { panic("model client bug") })
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: boom, Registerer: prometheus.NewRegistry()})
 	publishTask(t, h, "boom", 1, "show reservation Q7RM2K", nil)
-	settled(t, h)
+	// (Polled for the record itself: a consumer's pending count can lag
+	// a publish by a moment, so "nothing pending" alone proves little.)
+	rtest.CheckFor(t, wait, "the failed record", func() bool { return len(unanswered(t, h, "boom")) > 0 })
 	got := unanswered(t, h, "boom")
 	if len(got) != 1 || got[0].Reason != schemas.UnansweredFailed || got[0].Turn != 1 || !strings.Contains(got[0].Detail, "panic") {
 		t.Fatalf("unanswered records %+v: want one failed record for turn 1", got)
@@ -95,9 +96,9 @@ func TestAnOvertakenTurnIsRecordedAsSuperseded(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t), Registerer: reg})
 	publishTask(t, h, "late", 2, "show reservation Q7RM2K", nil)
-	settled(t, h)
+	rtest.CheckFor(t, wait, "turn 2 answered", func() bool { return len(agentTurns(t, h, "late")) == 1 })
 	publishTask(t, h, "late", 1, "show reservation Q7RM2K", nil)
-	settled(t, h)
+	rtest.CheckFor(t, wait, "turn 1's record", func() bool { return len(unanswered(t, h, "late")) > 0 })
 	got := unanswered(t, h, "late")
 	if len(got) != 1 || got[0].Reason != schemas.UnansweredSuperseded || got[0].Turn != 1 || got[0].SupersededBy != 2 {
 		t.Fatalf("unanswered records %+v: want turn 1 superseded by 2", got)
