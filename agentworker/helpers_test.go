@@ -218,6 +218,9 @@ func settled(t *testing.T, h *rtest.JS) {
 			return false
 		}
 		info, err := c.Info(context.Background())
-		return err == nil && info.NumAckPending == 0 && info.NumPending == 0
+		// Every stored task delivered (a consumer's pending count can lag a
+		// publish by a moment) and none left unacknowledged.
+		last := h.StreamLastSeq(t, streams.StreamTasks)
+		return err == nil && info.Delivered.Stream >= last && info.NumAckPending == 0 && info.NumPending == 0
 	})
 }

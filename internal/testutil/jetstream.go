@@ -66,6 +66,20 @@ func (h *JS) Stop() {
 // URL is the server's client URL for out-of-process style clients.
 func (h *JS) URL() string { return h.Server.ClientURL() }
 
+// StreamLastSeq is the sequence of the stream's last stored message.
+func (h *JS) StreamLastSeq(t testing.TB, name string) uint64 {
+	t.Helper()
+	s, err := h.JS.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	return info.State.LastSeq
+}
+
 // StreamMsgs returns the number of messages in a stream.
 func (h *JS) StreamMsgs(t testing.TB, name string) uint64 {
 	t.Helper()
