@@ -178,6 +178,9 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
+	// The stage's logger carries "stage" already (serve adds it); the loop
+	// names its durable, so no line holds a key twice.
+	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
 	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer)}
 	c.outcome = map[string]prometheus.Counter{}
 	for _, o := range []string{"ack", "retry", "dlq", "requeue"} {
@@ -280,7 +283,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		jetstream.PullMaxMessages(min(c.cfg.MaxAckPending, 512)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				c.deps.Logger.Debug("consume", "stage", c.cfg.Stage, "err", err)
+				c.deps.Logger.Debug("consume", "err", err)
 			}
 		}))
 	if err != nil {
@@ -289,7 +292,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		sched.wait()
 		return fmt.Errorf("consume %s: %w", c.cfg.Durable, err)
 	}
-	c.deps.Logger.Info("consumer started", "stage", c.cfg.Stage, "stream", c.cfg.Stream, "durable", c.cfg.Durable, "max_in_flight", c.cfg.MaxInFlight)
+	c.deps.Logger.Info("consumer started", "stream", c.cfg.Stream, "max_in_flight", c.cfg.MaxInFlight)
 
 	<-ctx.Done()
 	cc.Drain()
@@ -315,10 +318,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer ucancel()
 	if s, err := c.deps.JS.Stream(uctx, c.cfg.Stream); err == nil {
 		if err := s.UnpinConsumer(uctx, c.cfg.Durable, priorityGroup); err != nil {
-			c.deps.Logger.Debug("unpin", "stage", c.cfg.Stage, "err", err)
+			c.deps.Logger.Debug("unpin", "err", err)
 		}
 	}
-	c.deps.Logger.Info("consumer drained", "stage", c.cfg.Stage)
+	c.deps.Logger.Info("consumer drained")
 	return nil
 }
 
@@ -397,7 +400,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			return c.deadLetter(ctx, msg, fmt.Sprintf("gave up after %d attempts: %v", attempt, err), attempt, false)
 		}
 		c.outcome["retry"].Inc()
-		c.deps.Logger.Warn("handler failed; retrying", "stage", c.cfg.Stage, "subject", msg.Subject(), "attempt", attempt, "err", err)
+		c.deps.Logger.Warn("handler failed; retrying", "subject", msg.Subject(), "attempt", attempt, "err", err)
 		if stopping.Load() || sleepCtx(ctx, backoff) != nil {
 			// Shutting down: leave it for redelivery rather than lose it.
 			c.release(msg)
@@ -424,7 +427,7 @@ func (c *Consumer) recordOutcome(ctx context.Context, msg jetstream.Msg, d Decod
 	}()
 	if err != nil {
 		c.deps.Logger.Error("recording the outcome of a failed message failed; releasing it for redelivery",
-			"stage", c.cfg.Stage, "subject", msg.Subject(), "err", err)
+			"subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(c.cfg.Backoff)
 		c.outcome["requeue"].Inc()
 		return false
@@ -453,14 +456,14 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 		seq = md.Sequence.Stream
 	}
 	if err := PublishDeadLetter(ctx, c.deps.Publisher, c.cfg.Stage, c.cfg.Stream, seq, attempts, msg.Subject(), msg.Headers(), msg.Data(), reason); err != nil {
-		c.deps.Logger.Error("dead letter failed; releasing for redelivery", "stage", c.cfg.Stage, "subject", msg.Subject(), "err", err)
+		c.deps.Logger.Error("dead letter failed; releasing for redelivery", "subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(c.cfg.Backoff)
 		c.outcome["requeue"].Inc()
 		return false
 	}
 	_ = msg.Term()
 	c.outcome["dlq"].Inc()
-	c.deps.Logger.Warn("dead-lettered", "stage", c.cfg.Stage, "subject", msg.Subject(), "reason", reason)
+	c.deps.Logger.Warn("dead-lettered", "subject", msg.Subject(), "reason", reason)
 	if undecodable && c.source != nil && seq > 0 {
 		if err := c.source.DeleteMsg(ctx, seq); err != nil && !IsNotFound(err) {
 			c.deps.Logger.Warn("quarantine delete failed", "stream", c.cfg.Stream, "seq", seq, "err", err)

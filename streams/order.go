@@ -65,7 +65,7 @@ func (g *orderGate) start(ctx context.Context, info *jetstream.ConsumerInfo) {
 		g.openZone(info.Delivered.Stream, info.AckFloor.Stream)
 		g.mu.Unlock()
 		g.log.Info("messages of an earlier holder may be unacked: conversations are checked for order until they are",
-			"stage", g.stage, "ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream)
+			"ack_floor", info.AckFloor.Stream, "delivered", info.Delivered.Stream)
 	}
 }
 
@@ -123,7 +123,7 @@ func (g *orderGate) hold(ctx context.Context, key string, j *job) time.Duration 
 	prev, err := g.previous(ctx, j.msg.Subject(), j.seq)
 	if err != nil {
 		// Cannot tell: wait a little and ask again, within the bound.
-		g.log.Warn("order check failed; holding the message", "stage", g.stage, "subject", j.msg.Subject(), "err", err)
+		g.log.Warn("order check failed; holding the message", "subject", j.msg.Subject(), "err", err)
 		return g.wait(j)
 	}
 	g.mu.Lock()
@@ -146,12 +146,12 @@ func (g *orderGate) wait(j *job) time.Duration {
 		j.heldSince = now
 		g.holds.WithLabelValues(g.stage, "held").Inc()
 		g.log.Info("holding a message until the earlier one of its conversation is decided",
-			"stage", g.stage, "subject", j.msg.Subject(), "seq", j.seq)
+			"subject", j.msg.Subject(), "seq", j.seq)
 	}
 	if now.Sub(j.heldSince) >= g.maxHold {
 		g.holds.WithLabelValues(g.stage, "timeout").Inc()
 		g.log.Error("an earlier message of the conversation was not decided in time; running this one",
-			"stage", g.stage, "subject", j.msg.Subject(), "seq", j.seq, "held", now.Sub(j.heldSince))
+			"subject", j.msg.Subject(), "seq", j.seq, "held", now.Sub(j.heldSince))
 		return 0
 	}
 	return g.recheck
@@ -169,7 +169,7 @@ func (g *orderGate) state(ctx context.Context) (floor uint64, open bool) {
 		g.reading.Unlock()
 		g.mu.Lock()
 		if err != nil {
-			g.log.Warn("order check: consumer info", "stage", g.stage, "err", err)
+			g.log.Warn("order check: consumer info", "err", err)
 		} else {
 			if g.suspect {
 				g.suspect = false

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -15,17 +16,23 @@ import (
 func newStreamsBackupCmd() *cobra.Command {
 	var nf natsFlags
 	var names []string
+	var overwrite bool
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Snapshot rein's streams (and the conversations bucket) into DIR with JetStream's snapshot API",
 		Long: `backup asks the server for a snapshot of each stream ($JS.API.STREAM.SNAPSHOT) and saves it byte for
 byte as DIR/<stream>.snapshot, with the stream's configuration and state in DIR/<stream>.json.
 Consumers are included. Each stream's snapshot is consistent in itself; take backups when traffic
-is low. Restore with: rein streams restore DIR`,
+is low. Restore with: rein streams restore DIR
+
+DIR must not hold anything yet (a backup never silently replaces another); --overwrite allows it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := applySources(cmd, nil); err != nil {
 				return err
+			}
+			if entries, err := os.ReadDir(args[0]); err == nil && len(entries) > 0 && !overwrite {
+				return fmt.Errorf("%s already holds %d file(s), perhaps an earlier backup: choose an empty or new directory, or pass --overwrite", args[0], len(entries))
 			}
 			nc, _, err := connectJS(&nf, "rein-backup")
 			if err != nil {
@@ -49,6 +56,7 @@ is low. Restore with: rein streams restore DIR`,
 	}
 	nf.bind(cmd, streams.DefaultURL)
 	cmd.Flags().StringSliceVar(&names, "stream", nil, "streams to back up (default every rein stream and KV_"+streams.BucketConversations+")")
+	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "write into a directory that already holds files (an earlier backup's are replaced)")
 	return cmd
 }
 

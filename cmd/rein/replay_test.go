@@ -160,6 +160,13 @@ func TestStreamsBackupRestoreCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, streams.StreamTurns) {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// A second backup into the same directory is refused unless asked for.
+	if _, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), dir); err == nil || !strings.Contains(err.Error(), "--overwrite") {
+		t.Fatalf("backup over an earlier one: %v", err)
+	}
+	if _, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), "--overwrite", dir); err != nil {
+		t.Fatalf("backup --overwrite: %v", err)
+	}
 	if err := js.JS.DeleteStream(context.Background(), streams.StreamTurns); err != nil {
 		t.Fatal(err)
 	}
