@@ -63,7 +63,8 @@ func newDetectCmd() *cobra.Command {
 inception modules as the detector stage, to try a taxonomy or a model on transcripts.
 
 Each input line is {"id": "...", "domain": "airline", "messages": [{"role": "user"|"assistant",
-"content": "..."}]} whose last message is the user turn to judge. Each output line on stdout is
+"content": "..."}]} whose last message is the user turn to judge (system and tool messages, not part of
+what user and agent said to each other, are skipped). Each output line on stdout is
 {"id", "rein", "error_type", "evidence", "reasoning", "module", "latency_ms", "failed"}.
 A bad line is reported on stderr with its line number, the other lines are still judged, and
 the exit code is then 1. --domain gives the built-in tool catalogue of the τ-bench-compatible
@@ -216,9 +217,15 @@ func parseDetectLine(raw, defaultDomain string, src *toolSource) (parsedLine, er
 			in.Dialogue = append(in.Dialogue, inception.Utterance{Role: inception.RoleUser, Text: m.Content})
 		case llm.RoleAssistant:
 			in.Dialogue = append(in.Dialogue, inception.Utterance{Role: inception.RoleAgent, Text: m.Content})
+		case llm.RoleSystem, llm.RoleTool:
+			// Not the surface dialogue: the inception module sees what user
+			// and agent said to each other (chat logs often carry both).
 		default:
-			return parsedLine{}, fmt.Errorf("%w: messages[%d].role is %q, want user or assistant", errBadLine, i, m.Role)
+			return parsedLine{}, fmt.Errorf("%w: messages[%d].role is %q, want user, assistant, system or tool", errBadLine, i, m.Role)
 		}
+	}
+	if len(in.Dialogue) == 0 {
+		return parsedLine{}, fmt.Errorf("%w: no user or assistant message", errBadLine)
 	}
 	if in.Dialogue[len(in.Dialogue)-1].Role != inception.RoleUser {
 		return parsedLine{}, fmt.Errorf("%w: the last message must be the user turn to judge", errBadLine)

@@ -111,6 +111,11 @@ func TestDetectToolsFileAndErrors(t *testing.T) {
 	if _, _, err := runDetectCLI(t, "--input", in, "--module", "magic"); err == nil {
 		t.Error("unknown module accepted")
 	}
+	// System and tool messages are not the surface dialogue: skipped, not refused.
+	withSystem := writeFile(t, "sys.jsonl", `{"id":"s","messages":[{"role":"system","content":"You are an airline agent."},{"role":"user","content":"Book me a hotel in Denver too."}]}`+"\n")
+	if stdout, _, err := runDetectCLI(t, "--domain", "airline", "--input", withSystem); err != nil || !decodeDetectLines(t, stdout)["s"].Rein {
+		t.Errorf("a dialogue with a system message: %v %s", err, stdout)
+	}
 	// No domain anywhere: the line is bad.
 	if _, stderr, err := runDetectCLI(t, "--input", in); err == nil || !strings.Contains(stderr, "line 1") {
 		t.Errorf("missing domain: %v %s", err, stderr)
