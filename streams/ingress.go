@@ -31,6 +31,9 @@ type Ingress struct {
 	maxBytes int
 	requests *prometheus.CounterVec
 
+	// grants maps a bearer token's SHA-256 (hex) to its tenants
+	// (SetTokens); nil: no token required. Guarded by limitMu.
+	grants map[string][]string
 	// Per-tenant token buckets (SetTenantRate); nil: no limit.
 	limitMu sync.Mutex
 	limits  *convcache.Cache[*rate.Limiter]
@@ -136,6 +139,14 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tenant, _, ok := SubjectIDs(subject); ok {
+		if code, why := in.authorize(r, tenant); code != 0 {
+			in.requests.WithLabelValues("http", "unauthorized").Inc()
+			if code == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="rein"`)
+			}
+			telemetry.WriteJSON(w, code, IngressError{Error: why})
+			return
+		}
 		if wait := in.throttle(tenant); wait > 0 {
 			in.requests.WithLabelValues("http", "throttled").Inc()
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))

@@ -122,3 +122,51 @@ func TestIngressLimitsEachTenant(t *testing.T) {
 		t.Fatalf("another tenant: %d %v", code, body)
 	}
 }
+
+// With tokens set, a turn needs a bearer token bound to its tenant: none
+// or an unknown one → 401, another tenant's → 403.
+func TestIngressTokensBindTenants(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	in := streams.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
+	if err := in.SetTokens([]streams.IngressToken{{Token: "acme-token-0123456789", Tenants: []string{"acme"}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(in)
+	defer srv.Close()
+	post := func(token, tenant string) int {
+		body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: "hello", Turn: 1})
+		r, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(string(body)))
+		for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "x", "ce-source": "/p", "ce-type": schemas.TypeTurn,
+			"ce-tenant": tenant, "ce-conversation": "c1", "Content-Type": "application/json"} {
+			r.Header.Set(k, v)
+		}
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		token, tenant string
+		want          int
+	}{
+		{"", "acme", http.StatusUnauthorized},
+		{"not-a-token-at-all", "acme", http.StatusUnauthorized},
+		{"acme-token-0123456789", "globex", http.StatusForbidden},
+		{"acme-token-0123456789", "acme", http.StatusAccepted},
+	} {
+		if got := post(c.token, c.tenant); got != c.want {
+			t.Errorf("token %q for %s: %d, want %d", c.token, c.tenant, got, c.want)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+		t.Fatalf("%d turns stored, want only the authorised one", n)
+	}
+	if err := in.SetTokens([]streams.IngressToken{{Token: "short", Tenants: []string{"*"}}}); err == nil {
+		t.Fatal("a 5-character token accepted")
+	}
+}

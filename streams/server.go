@@ -53,7 +53,7 @@ func (c ServerConfig) Validate() error {
 	if _, err := strconv.Atoi(port); err != nil {
 		return fmt.Errorf("%w: listen port %q is not a number", ErrConfig, port)
 	}
-	if !isLoopback(host) && !c.hasAuth() {
+	if !IsLoopbackHost(host) && !c.hasAuth() {
 		return fmt.Errorf("%w: %s (set a user and password, a token or nkeys)", ErrInsecureListen, c.Listen)
 	}
 	if (c.User == "") != (c.Password == "") {
@@ -62,7 +62,9 @@ func (c ServerConfig) Validate() error {
 	return nil
 }
 
-func isLoopback(host string) bool {
+// IsLoopbackHost tells whether host (a name or an address, no port) is
+// localhost or a loopback address.
+func IsLoopbackHost(host string) bool {
 	if host == "localhost" {
 		return true
 	}

@@ -42,7 +42,7 @@ const detectInputJSONL = `{"id":"a1","domain":"airline","messages":[{"role":"use
 this is not json
 {"id":"r1","domain":"retail","messages":[{"role":"user","content":"I want to cancel or return my order #W1234567."}]}
 {"id":"r2","domain":"retail","messages":[{"role":"user","content":"Please return order #W1234567, the shoes are too small."}]}
-{"id":"bad-role","domain":"retail","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}
+{"id":"bad-role","domain":"retail","messages":[{"role":"robot","content":"x"},{"role":"user","content":"y"}]}
 
 {"id":"bad-last","domain":"airline","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}
 `

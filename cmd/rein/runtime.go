@@ -74,6 +74,10 @@ type serverFlags struct {
 	// ingressRate and ingressBurst bound each tenant's turns over HTTP.
 	ingressRate  float64
 	ingressBurst int
+	// httpTokens is the file of POST /v1/turns's tokens; insecure allows a
+	// non-loopback HTTP address without it.
+	httpTokens string
+	insecure   bool
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -87,6 +91,8 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
 	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
+	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of POST /v1/turns's bearer tokens bound to tenants ({tokens: [{token: …, tenants: [acme]}]}, or sha256: instead of token); default: a local token for every tenant in DATA-DIR/http-token")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
@@ -154,6 +160,9 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			return nil, fmt.Errorf("config section streams: %w", err)
 		}
 	}
+	if err := checkHTTPExposure(f); err != nil {
+		return nil, err
+	}
 	rt.http = telemetry.NewServer(rt.reg, log)
 	rt.http.Limits.AllowedHosts = f.allowedHosts
 	if f.httpAddr != "" {
@@ -202,6 +211,16 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
 	ingress := streams.NewIngress(rt.pub, f.maxBytes, rt.reg)
 	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
+	if f.httpAddr != "" {
+		tokens, err := ingressTokens(f, log)
+		if err == nil {
+			err = ingress.SetTokens(tokens)
+		}
+		if err != nil {
+			rt.close()
+			return nil, err
+		}
+	}
 	rt.http.Handle("POST /v1/turns", ingress)
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
 	if err != nil {
