@@ -31,6 +31,10 @@ type detectInput struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
+	// A labelled corpus's gold answer and notes (inception/testdata/corpus)
+	// are accepted and not used, so the corpus can be judged as it is.
+	Label json.RawMessage `json:"label,omitempty"`
+	Notes string          `json:"notes,omitempty"`
 }
 
 // detectOutput is one line of rein detect's output.
