@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -39,5 +41,18 @@ func TestReadyzReportsDegradations(t *testing.T) {
 	down = false
 	if code, body := get(); code != http.StatusOK || body["status"] != "ready" {
 		t.Fatalf("readyz %d %v after recovery", code, body)
+	}
+}
+
+// Durations in the logs read as durations ("1.5s"), not nanoseconds.
+func TestLogDurationsAreHuman(t *testing.T) {
+	var b strings.Builder
+	log, err := NewLogger(&b, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("held", "for", 1500*time.Millisecond)
+	if !strings.Contains(b.String(), `"for":"1.5s"`) {
+		t.Fatalf("log line %s: want \"for\":\"1.5s\"", b.String())
 	}
 }
