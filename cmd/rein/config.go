@@ -28,8 +28,11 @@ func (c *fileConfig) section(name string) []byte {
 	return c.Sections[name]
 }
 
-// sectionNames are the keys of rein.yaml that are not flags.
-var sectionNames = map[string]bool{"streams": true, "sinks": true, "detector": true, "agent": true, "tenants": true}
+// sectionNames are the keys of rein.yaml that are not flags. Only
+// sections something reads are accepted: detector:, agent: and tenants:
+// were accepted and silently ignored, so a user believed a setting was in
+// force that was not; they are now unknown keys, refused with the key.
+var sectionNames = map[string]bool{"streams": true, "sinks": true}
 
 func loadFileConfig(path string) (*fileConfig, error) {
 	c := &fileConfig{raw: map[string]any{}, Sections: map[string][]byte{}}

@@ -58,6 +58,19 @@ func TestConfigUnknownKeyAndBadYAML(t *testing.T) {
 	if err := applySources(cmd, cfg); err == nil || !strings.Contains(err.Error(), "nats-ulr") {
 		t.Errorf("unknown key: %v", err)
 	}
+	// A section nothing reads is refused too, not silently ignored.
+	for _, section := range []string{"detector", "agent", "tenants"} {
+		f := filepath.Join(dir, section+".yaml")
+		_ = os.WriteFile(f, []byte(section+":\n  something: 1\n"), 0o644)
+		cfg, err := loadFileConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, _, _, _ := configTestCmd()
+		if err := applySources(cmd, cfg); err == nil || !strings.Contains(err.Error(), section) {
+			t.Errorf("section %s: %v, want it refused", section, err)
+		}
+	}
 	broken := filepath.Join(dir, "broken.yaml")
 	_ = os.WriteFile(broken, []byte("a: [1,\n"), 0o644)
 	if _, err := loadFileConfig(broken); err == nil {
