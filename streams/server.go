@@ -1,10 +1,12 @@
 package streams
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -72,6 +74,20 @@ func IsLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// portFree fails at once, naming the address and the fix, when another
+// process holds the client port (the server itself would only time out
+// after StartTimeout, saying nothing of why). 4222 is every local NATS's.
+func portFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: %s is already in use (another NATS server or rein?): stop it, or give --nats-listen another address, or --nats-url to use that server", ErrNotReady, addr)
+		}
+		return fmt.Errorf("%w: cannot listen on %s: %w", ErrNotReady, addr, err)
+	}
+	return ln.Close()
+}
+
 // StartEmbedded starts a JetStream-enabled nats-server in this process and
 // waits until it accepts connections.
 func StartEmbedded(c ServerConfig) (*server.Server, error) {
@@ -107,6 +123,8 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 		opts.Port, _ = strconv.Atoi(port)
 		if opts.Port == 0 {
 			opts.Port = server.RANDOM_PORT
+		} else if err := portFree(c.Listen); err != nil {
+			return nil, err
 		}
 	}
 	switch {

@@ -2,9 +2,12 @@ package streams_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinception/rein/streams"
 )
@@ -55,5 +58,23 @@ func TestDataDirIsPrivate(t *testing.T) {
 	st, err := os.Stat(dir)
 	if err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("data dir mode %v (%v), want 0700", st.Mode().Perm(), err)
+	}
+}
+
+// A client port held by another process fails at once, naming it, instead
+// of after the start-up timeout with no reason.
+func TestPortInUseFailsFastAndSaysSo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	start := time.Now()
+	_, err = streams.StartEmbedded(streams.ServerConfig{DataDir: t.TempDir(), Listen: ln.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "already in use") || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("start on a held port: %v, want 'already in use' naming %s", err, ln.Addr())
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("took %s to fail, want under 2s", took)
 	}
 }
