@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
 )
@@ -53,7 +53,7 @@ type Backend interface {
 // Conversation runs tool calls for one conversation.
 type Conversation interface {
 	// Call runs one call. A failed tool returns an error wrapping ErrTool
-	// (or domains.ErrTool) whose text is the observation; any other error
+	// (or taubench.ErrTool) whose text is the observation; any other error
 	// is a backend failure and the task is retried.
 	Call(ctx context.Context, c ToolCall) (string, error)
 	// State is what must be persisted with the conversation so that a
@@ -65,10 +65,10 @@ type Conversation interface {
 // copy-on-write session whose overlay is persisted with the conversation,
 // so a call whose result was not persisted is re-applied to the state from
 // before it, never on top of itself.
-type DomainBackend struct{ d *domains.Domain }
+type DomainBackend struct{ d *taubench.Domain }
 
 // NewDomainBackend serves the domain d.
-func NewDomainBackend(d *domains.Domain) *DomainBackend { return &DomainBackend{d: d} }
+func NewDomainBackend(d *taubench.Domain) *DomainBackend { return &DomainBackend{d: d} }
 
 // Tools is the domain's catalogue.
 func (b *DomainBackend) Tools() []llm.Tool { return b.d.Tools() }
@@ -81,14 +81,14 @@ func (b *DomainBackend) Open(state []byte) (Conversation, error) {
 	if len(state) == 0 {
 		return domainConv{b.d.NewSession()}, nil
 	}
-	s, err := domains.RestoreSession(b.d, state)
+	s, err := taubench.RestoreSession(b.d, state)
 	if err != nil {
 		return nil, fmt.Errorf("%w: restore domain overlay: %w", ErrBadState, err)
 	}
 	return domainConv{s}, nil
 }
 
-type domainConv struct{ s *domains.Session }
+type domainConv struct{ s *taubench.Session }
 
 func (c domainConv) Call(ctx context.Context, tc ToolCall) (string, error) {
 	return c.s.Call(ctx, tc.Name, tc.Arguments)
@@ -98,7 +98,7 @@ func (c domainConv) State() ([]byte, error) { return c.s.Marshal() }
 
 // isToolError reports whether err is a tool failure the agent should see.
 func isToolError(err error) bool {
-	return errors.Is(err, ErrTool) || errors.Is(err, domains.ErrTool)
+	return errors.Is(err, ErrTool) || errors.Is(err, taubench.ErrTool)
 }
 
 // toolError is a tool failure with the observation as its text.

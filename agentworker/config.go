@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
 )
@@ -30,7 +30,7 @@ type Config struct {
 	// Domain is the built-in domain ("airline" default, or "retail") and
 	// DataDir its τ-bench-format data directory. With DataDir empty the
 	// stage uses Deps.Domain when given (whatever its name), else the
-	// domain's embedded sample data (domains.Sample).
+	// domain's embedded sample data (taubench.Sample).
 	Domain  string
 	DataDir string
 	// HTTP configures the "http" backend.
@@ -100,7 +100,7 @@ func (c *Config) defaults() {
 		c.Backend = BackendDomain
 	}
 	if c.Domain == "" {
-		c.Domain = domains.Airline
+		c.Domain = taubench.Airline
 	}
 	if c.MaxSteps == 0 {
 		c.MaxSteps = 30
@@ -131,7 +131,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.Backend != BackendDomain && c.Backend != BackendHTTP && c.Backend != BackendNone:
 		return fmt.Errorf("%w: backend %q must be domain, http or none", ErrInvalidConfig, c.Backend)
-	case c.Backend == BackendDomain && c.Domain != domains.Airline && c.Domain != domains.Retail:
+	case c.Backend == BackendDomain && c.Domain != taubench.Airline && c.Domain != taubench.Retail:
 		return fmt.Errorf("%w: domain %q must be airline or retail", ErrInvalidConfig, c.Domain)
 	case c.Backend == BackendHTTP && c.HTTP.URL == "":
 		return fmt.Errorf("%w: the http backend needs a URL", ErrInvalidConfig)
@@ -183,7 +183,7 @@ type Deps struct {
 	Model llm.Client
 	// Domain is a loaded domain for the "domain" backend when
 	// Config.DataDir is empty.
-	Domain *domains.Domain
+	Domain *taubench.Domain
 	// Backend, when set, replaces the backend Config.Backend names.
 	Backend Backend
 	// Now is the clock that ages state snapshots against the bucket's

@@ -34,7 +34,7 @@
 //     id report-<tenant>-<conv>-<turn>-<step>.
 //
 // Tool backends (Config.Backend): "domain", the built-in τ-bench airline or
-// retail domain (package domains) over a data directory or the embedded
+// retail domain (package taubench) over a data directory or the embedded
 // sample data, one copy-on-write session per conversation; "http", each
 // call POSTed as JSON to a URL with Idempotency-Key
 // <tenant>.<conv>/<turn>/<step>, per-attempt timeouts and retries on 5xx

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
@@ -91,13 +91,13 @@ func openBackend(cfg Config, deps Deps) (Backend, error) {
 		d := deps.Domain
 		if cfg.DataDir != "" {
 			var err error
-			if d, err = domains.Load(cfg.Domain, cfg.DataDir); err != nil {
+			if d, err = taubench.Load(cfg.Domain, cfg.DataDir); err != nil {
 				return nil, fmt.Errorf("%w: load domain %s from %s: %w", ErrInvalidConfig, cfg.Domain, cfg.DataDir, err)
 			}
 		}
 		if d == nil {
 			var err error
-			if d, err = domains.Sample(cfg.Domain); err != nil {
+			if d, err = taubench.Sample(cfg.Domain); err != nil {
 				return nil, fmt.Errorf("%w: sample domain %s: %w", ErrInvalidConfig, cfg.Domain, err)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/audit"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
 )
 

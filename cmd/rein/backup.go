@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/audit"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
 )
 

@@ -20,7 +20,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/eval"
+	"github.com/reinception/rein/internal/app/bench"
+	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -311,7 +312,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		res, err = driveBench(ctx, rt, plan, progress)
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
-		res.PeakRSSMB = eval.PeakRSSMB()
+		res.PeakRSSMB = bench.PeakRSSMB()
 		res.DuplicatesS = rt.prov.StreamConfig(streams.StreamSteps).Duplicates.Seconds()
 		if err == nil && plan.memProfile != "" {
 			err = writeHeapProfile(plan.memProfile)
@@ -319,7 +320,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	cancel()
 	<-done
-	var hdr eval.Headers
+	var hdr bench.Headers
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
 		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.persist)
@@ -357,7 +358,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		res.CleanP50MsNoInception = noInc.P50Ms
 	}
 	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, plan.rawMsgs, res.AvgEventBytes)
-	raw, err := eval.RunRawChain(ctx, filepath.Join(dir, "raw"), plan.rawMsgs, res.AvgEventBytes)
+	raw, err := bench.RunRawChain(ctx, filepath.Join(dir, "raw"), plan.rawMsgs, res.AvgEventBytes)
 	if err != nil {
 		return res, err
 	}
@@ -372,7 +373,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	res.ShapeHops = len(side)
 	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now rein's shape: %d hops, %d extra stores per turn, its headers…\n", raw.MsgsPerSec, res.ShapeHops, res.ShapeExtra)
-	shape, err := eval.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, side, hdr)
+	shape, err := bench.RunRawShape(ctx, filepath.Join(dir, "shape"), plan.rawMsgs, res.AvgEventBytes, side, hdr)
 	if err != nil {
 		return res, err
 	}
@@ -497,7 +498,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 		_ = sub.SetPendingLimits(-1, -1)
 	}
 
-	cpu0 := eval.CPUTime()
+	cpu0 := bench.CPUTime()
 	start := time.Since(base)
 	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
 	batch := make([]streams.Out, 0, 256)
@@ -575,7 +576,7 @@ func driveBench(ctx context.Context, rt *proc, plan benchPlan, progress interfac
 	}
 	elapsed := time.Duration(last.Load()) - start
 	res.TurnsPerSec = float64(total) / elapsed.Seconds()
-	res.CPUSecPer1000 = (eval.CPUTime() - cpu0).Seconds() / float64(total) * 1000
+	res.CPUSecPer1000 = (bench.CPUTime() - cpu0).Seconds() / float64(total) * 1000
 	mu.Lock()
 	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
 	res.NotAnswered = int(notAnswered.Load())
@@ -611,8 +612,8 @@ func avgEventBytes(ctx context.Context, rt *proc) int {
 
 // eventHeaders is the header set of a stored user turn, the template of
 // the ceiling chain's messages; the turn's state records carry none.
-func eventHeaders(ctx context.Context, rt *proc, persist string) (eval.Headers, error) {
-	h := eval.Headers{Plain: 2}
+func eventHeaders(ctx context.Context, rt *proc, persist string) (bench.Headers, error) {
+	h := bench.Headers{Plain: 2}
 	if persist == "turn" {
 		h.Plain = 1
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/reinception/rein/internal/eval"
+	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
@@ -107,7 +107,7 @@ func (s *toolSource) get(domain string) ([]llm.Tool, error) {
 	if t, ok := s.cache[domain]; ok {
 		return t, nil
 	}
-	t, err := domains.ToolCatalogue(domain)
+	t, err := taubench.ToolCatalogue(domain)
 	if err != nil {
 		return nil, fmt.Errorf("no built-in tool catalogue for domain %q (pass --tools): %w", domain, err)
 	}

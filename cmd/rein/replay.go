@@ -13,7 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/audit"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
 )
 
@@ -187,7 +187,7 @@ func runReplay(ctx context.Context, js jetstream.JetStream, sel audit.Selection,
 		}
 	}
 	// A replay allocates little that lives: trading heap headroom for
-	// fewer collections is worth ~20% throughput (see internal/audit's
+	// fewer collections is worth ~20% throughput (see internal/app/audit's
 	// BenchmarkReplayJSONL run with GOGC=400).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	err := audit.Read(ctx, js, sel, start, fn)

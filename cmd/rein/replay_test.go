@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/audit"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/injector"
-	"github.com/reinception/rein/internal/dashboard"
+	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/agentworker/domains"
-	"github.com/reinception/rein/internal/audit"
+	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
@@ -66,7 +66,7 @@ gained, then the list of flipped turns.
 			}
 			defer nc.Close()
 			rep, err := audit.Shadow(cmd.Context(), js, audit.ShadowConfig{Module: m, Tenant: tenant, Conversations: refs,
-				Since: s, Until: u, Domain: domain, Tools: domains.ToolCatalogue, Timeout: timeout})
+				Since: s, Until: u, Domain: domain, Tools: taubench.ToolCatalogue, Timeout: timeout})
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
 )
@@ -27,7 +27,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	}
 	deps := detector.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
-		Module: m, Tools: domains.ToolCatalogue,
+		Module: m, Tools: taubench.ToolCatalogue,
 	}
 	if rt.fused() {
 		inj, err := rt.injectorStage()

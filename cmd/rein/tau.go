@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 )
 
 func init() { register(newTauCmd) }
@@ -37,7 +37,7 @@ code is 0 only when everything matches.`,
 				return errors.New("--data is required")
 			}
 			out := cmd.OutOrStdout()
-			sum, err := domains.Check(cmd.Context(), dir, out)
+			sum, err := taubench.Check(cmd.Context(), dir, out)
 			if err != nil {
 				return &exitError{code: 1, err: fmt.Errorf("tau check: %w", err)}
 			}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinception/rein/agentworker/domains"
+	"github.com/reinception/rein/agentworker/taubench"
 )
 
 func runTau(t *testing.T, args ...string) (string, error) {
@@ -28,7 +28,7 @@ func runTau(t *testing.T, args ...string) (string, error) {
 func tauSampleDir(t *testing.T, oracle string) string {
 	t.Helper()
 	dir := t.TempDir()
-	src, err := domains.SampleFS(domains.Airline)
+	src, err := taubench.SampleFS(taubench.Airline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestTauCheckWithoutOracle(t *testing.T) {
 }
 
 func TestTauCheckOracleMismatch(t *testing.T) {
-	d, err := domains.Sample(domains.Airline)
+	d, err := taubench.Sample(taubench.Airline)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestTauCheckNeedsData(t *testing.T) {
 		t.Error("check without --data succeeded")
 	}
 	_, err := runTau(t, "--data", filepath.Join(t.TempDir(), "missing"))
-	if !errors.Is(err, domains.ErrNoData) || exitCode(err) != 1 {
+	if !errors.Is(err, taubench.ErrNoData) || exitCode(err) != 1 {
 		t.Errorf("missing directory: %v", err)
 	}
 }

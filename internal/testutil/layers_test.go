@@ -16,9 +16,10 @@ import (
 var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "deploy"},
 	{"internal/llm"},
-	{"streams", "inception", "agentworker/domains"},
+	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},
-	{"internal/audit", "internal/dashboard", "internal/eval"},
+	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval"},
+	{"internal/app/bench"},
 	{"cmd/rein"},
 }
 
