@@ -182,8 +182,9 @@ func CohenKappa(a, b []bool) (kappa float64, ok bool) {
 	if len(a) == 0 || len(a) != len(b) {
 		return 0, false
 	}
-	n := float64(len(a))
-	agree, ya, yb := 0.0, 0.0, 0.0
+	// Counted in integers so that κ is exact: with n items, a agreements
+	// and x, y "true" judgements, po = a/n and pe = (xy + (n-x)(n-y))/n².
+	n, agree, ya, yb := len(a), 0, 0, 0
 	for i := range a {
 		if a[i] == b[i] {
 			agree++
@@ -195,12 +196,11 @@ func CohenKappa(a, b []bool) (kappa float64, ok bool) {
 			yb++
 		}
 	}
-	po := agree / n
-	pe := (ya/n)*(yb/n) + (1-ya/n)*(1-yb/n)
-	if pe >= 1 {
+	chance := ya*yb + (n-ya)*(n-yb)
+	if chance == n*n {
 		return 0, false
 	}
-	return (po - pe) / (1 - pe), true
+	return float64(n*agree-chance) / float64(n*n-chance), true
 }
 
 // TrialKappa is the agreement between trials: trials[t][i] is the outcome
