@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -122,6 +123,8 @@ type serverFlags struct {
 	// natsTLSCert and natsTLSKey make the embedded server's client port
 	// require TLS.
 	natsTLSCert, natsTLSKey string
+	// taskKey is the file of the task signing key (taskkey.go).
+	taskKey string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -131,6 +134,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
+	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
@@ -163,6 +167,8 @@ type proc struct {
 	// keys are the embedded server's identities (nil with an external
 	// NATS, where every connection uses the given credentials).
 	keys *streams.Keyring
+	// taskKeyLoaded is the task signing key, once loaded (taskKey).
+	taskKeyLoaded *schemas.TaskKey
 	// running names the stages this process runs (runStages); injector is
 	// the one injector stage, built once (see injectorStage).
 	running  []string

@@ -24,7 +24,11 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, Speculate: o.speculate,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
-	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
+	key, err := rt.taskKey()
+	if err != nil {
+		return nil, err
+	}
+	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg, TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}
