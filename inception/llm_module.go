@@ -119,17 +119,26 @@ func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
 		return d, nil
 	}
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
-	d.Evidence = groundEvidence(ans.Evidence, in.Dialogue)
+	tools := m.toolNames(in.Tools)
+	var refused []string
+	ev, bad := groundEvidence(ans.Evidence, in.Dialogue, tools)
+	if bad != "" {
+		// The slot points at the user's latest message instead; the
+		// detection records why.
+		refused = append(refused, bad+"; the evidence slot was left generic")
+	}
+	d.Evidence = ev
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
 	if m.cfg.Plan == PlanGenerated {
-		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, m.toolNames(in.Tools), m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
+		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, tools, m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
 			d.Reasoning = text
 		} else {
 			// The template plan stays, so a bad generated plan never
 			// reaches the agent; the detection records why.
-			d.FailReason = bad + "; the taxonomy's plan was planted"
+			refused = append(refused, bad+"; the taxonomy's plan was planted")
 		}
 	}
+	d.FailReason = strings.Join(refused, "; ")
 	return d, nil
 }
 
@@ -151,24 +160,3 @@ func (m *LLMModule) toolNames(tools []llm.Tool) []string {
 	return names
 }
 
-// groundEvidence keeps the model's evidence only when it is a quote of what
-// the user said (compared case- and whitespace-insensitively), sanitised;
-// otherwise it returns "" and the plan points at the user's latest message.
-func groundEvidence(evidence string, dialogue []Utterance) string {
-	ev := SanitizeEvidence(evidence)
-	ev = strings.TrimSuffix(ev, "…")
-	needle := strings.ToLower(strings.Join(strings.Fields(strings.Trim(ev, `'" .,!?`)), " "))
-	if needle == "" {
-		return ""
-	}
-	for i := len(dialogue) - 1; i >= 0; i-- {
-		if dialogue[i].Role != RoleUser {
-			continue
-		}
-		hay := strings.ToLower(strings.Join(strings.Fields(sanitizeUncapped(dialogue[i].Text)), " "))
-		if strings.Contains(hay, needle) {
-			return SanitizeEvidence(evidence)
-		}
-	}
-	return ""
-}
