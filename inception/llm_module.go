@@ -159,4 +159,3 @@ func (m *LLMModule) toolNames(tools []llm.Tool) []string {
 	}
 	return names
 }
-
