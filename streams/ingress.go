@@ -31,9 +31,9 @@ type Ingress struct {
 	maxBytes int
 	requests *prometheus.CounterVec
 
-	// grants maps a bearer token's SHA-256 (hex) to its tenants
-	// (SetTokens); nil: no token required. Guarded by limitMu.
-	grants map[string][]string
+	// tokens are the bearer tokens of the ingress role (SetTokens); nil:
+	// no token required. Guarded by limitMu.
+	tokens *telemetry.Tokens
 	// Per-tenant token buckets (SetTenantRate); nil: no limit.
 	limitMu sync.Mutex
 	limits  *convcache.Cache[*rate.Limiter]

@@ -1,53 +1,32 @@
 package streams
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
+
+	"github.com/reinception/rein/internal/telemetry"
 )
 
-// IngressToken is one bearer token of POST /v1/turns and the tenants it
-// may post for ("*": every tenant). Token is the secret itself; SHA256
-// its hex digest instead, so that a token file need not hold secrets.
-type IngressToken struct {
-	Token   string   `json:"token,omitempty" yaml:"token,omitempty"`
-	SHA256  string   `json:"sha256,omitempty" yaml:"sha256,omitempty"`
-	Tenants []string `json:"tenants" yaml:"tenants"`
-}
-
-// SetTokens makes the ingress require a bearer token bound to the event's
-// tenant: no or an unknown token → 401, a token for other tenants → 403.
-// An empty list removes the requirement.
-func (in *Ingress) SetTokens(tokens []IngressToken) error {
-	grants := map[string][]string{}
-	for i, t := range tokens {
-		digest := strings.ToLower(strings.TrimSpace(t.SHA256))
-		switch {
-		case t.Token != "" && digest != "":
-			return fmt.Errorf("%w: token %d has both token and sha256", ErrConfig, i+1)
-		case t.Token != "":
-			if len(t.Token) < 16 {
-				return fmt.Errorf("%w: token %d is shorter than 16 characters", ErrConfig, i+1)
-			}
-			sum := sha256.Sum256([]byte(t.Token))
-			digest = hex.EncodeToString(sum[:])
-		case len(digest) != 64:
-			return fmt.Errorf("%w: token %d needs a token or a 64-digit hex sha256", ErrConfig, i+1)
-		}
-		if len(t.Tenants) == 0 {
-			return fmt.Errorf("%w: token %d names no tenant (\"*\" for every tenant)", ErrConfig, i+1)
-		}
-		grants[digest] = t.Tenants
-	}
+// SetTokens makes the ingress require a bearer token with the ingress role
+// bound to the event's tenant: no or an unknown token → 401, a token
+// without the role or for other tenants → 403. Nil or empty removes the
+// requirement.
+func (in *Ingress) SetTokens(tokens *telemetry.Tokens) {
 	in.limitMu.Lock()
 	defer in.limitMu.Unlock()
-	if len(grants) == 0 {
-		grants = nil
+	if tokens.Len() == 0 {
+		tokens = nil
 	}
-	in.grants = grants
+	in.tokens = tokens
+}
+
+// SetTokenList is SetTokens from a list (see telemetry.NewTokens).
+func (in *Ingress) SetTokenList(list []telemetry.Token) error {
+	t, err := telemetry.NewTokens(list)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	in.SetTokens(t)
 	return nil
 }
 
@@ -55,22 +34,10 @@ func (in *Ingress) SetTokens(tokens []IngressToken) error {
 // allowed.
 func (in *Ingress) authorize(r *http.Request, tenant string) (int, string) {
 	in.limitMu.Lock()
-	grants := in.grants
+	tokens := in.tokens
 	in.limitMu.Unlock()
-	if grants == nil {
+	if tokens == nil {
 		return 0, ""
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer <token>)"
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	tenants, known := grants[hex.EncodeToString(sum[:])]
-	switch {
-	case !known:
-		return http.StatusUnauthorized, "unknown token"
-	case !slices.Contains(tenants, "*") && !slices.Contains(tenants, tenant):
-		return http.StatusForbidden, "this token may not post for tenant " + tenant
-	}
-	return 0, ""
+	return tokens.Authorize(r, telemetry.RoleIngress, tenant)
 }

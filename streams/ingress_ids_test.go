@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinception/rein/internal/telemetry"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -128,7 +129,7 @@ func TestIngressLimitsEachTenant(t *testing.T) {
 func TestIngressTokensBindTenants(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	in := streams.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
-	if err := in.SetTokens([]streams.IngressToken{{Token: "acme-token-0123456789", Tenants: []string{"acme"}}}); err != nil {
+	if err := in.SetTokenList([]telemetry.Token{{Token: "acme-token-0123456789", Tenants: []string{"acme"}}}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(in)
@@ -166,7 +167,7 @@ func TestIngressTokensBindTenants(t *testing.T) {
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
 		t.Fatalf("%d turns stored, want only the authorised one", n)
 	}
-	if err := in.SetTokens([]streams.IngressToken{{Token: "short", Tenants: []string{"*"}}}); err == nil {
+	if err := in.SetTokenList([]telemetry.Token{{Token: "short", Tenants: []string{"*"}}}); err == nil {
 		t.Fatal("a 5-character token accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
 
@@ -18,14 +19,14 @@ const httpTokenFile = "http-token"
 // --http-tokens, or else a local token for every tenant, generated into
 // the data directory (0600) on first start, so that one machine stays one
 // command: curl -H "Authorization: Bearer $(cat data/http-token)" …
-func ingressTokens(f *serverFlags, log *slog.Logger) ([]streams.IngressToken, error) {
+func ingressTokens(f *serverFlags, log *slog.Logger) (*telemetry.Tokens, error) {
 	if f.httpTokens != "" {
 		b, err := os.ReadFile(f.httpTokens)
 		if err != nil {
 			return nil, fmt.Errorf("--http-tokens: %w", err)
 		}
 		var file struct {
-			Tokens []streams.IngressToken `yaml:"tokens"`
+			Tokens []telemetry.Token `yaml:"tokens"`
 		}
 		if err := yamlStrict(b, &file); err != nil {
 			return nil, fmt.Errorf("--http-tokens %s: %w", f.httpTokens, err)
@@ -33,7 +34,11 @@ func ingressTokens(f *serverFlags, log *slog.Logger) ([]streams.IngressToken, er
 		if len(file.Tokens) == 0 {
 			return nil, fmt.Errorf("--http-tokens %s: no tokens", f.httpTokens)
 		}
-		return file.Tokens, nil
+		t, err := telemetry.NewTokens(file.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("--http-tokens %s: %w", f.httpTokens, err)
+		}
+		return t, nil
 	}
 	path := filepath.Join(f.dataDir, httpTokenFile)
 	token, err := streams.EnsureSecretFile(path, 32)
@@ -41,7 +46,7 @@ func ingressTokens(f *serverFlags, log *slog.Logger) ([]streams.IngressToken, er
 		return nil, fmt.Errorf("local HTTP token: %w", err)
 	}
 	log.Info("POST /v1/turns needs a bearer token; the local one is in "+path, "curl", `-H "Authorization: Bearer $(cat `+path+`)"`)
-	return []streams.IngressToken{{Token: token, Tenants: []string{"*"}}}, nil
+	return telemetry.NewTokens([]telemetry.Token{{Token: token, Tenants: []string{"*"}, Roles: telemetry.Roles}})
 }
 
 // checkHTTPExposure refuses to serve HTTP on a non-loopback address without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -120,6 +121,8 @@ type serverFlags struct {
 	// non-loopback HTTP address without it.
 	httpTokens string
 	insecure   bool
+	// httpTLSCert and httpTLSKey make the HTTP port HTTPS only.
+	httpTLSCert, httpTLSKey string
 	// natsTLSCert and natsTLSKey make the embedded server's client port
 	// require TLS.
 	natsTLSCert, natsTLSKey string
@@ -134,6 +137,8 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
+	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
+	fs.StringVar(&f.httpTLSKey, "http-tls-key", "", "TLS key of the HTTP port")
 	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -141,7 +146,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
 	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
-	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of POST /v1/turns's bearer tokens bound to tenants ({tokens: [{token: …, tenants: [acme]}]}, or sha256: instead of token); default: a local token for every tenant in DATA-DIR/http-token")
+	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
@@ -244,7 +249,17 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	}
 	rt.http = telemetry.NewServer(rt.reg, log)
 	rt.http.Limits.AllowedHosts = f.allowedHosts
+	rt.http.TLSCert, rt.http.TLSKey = f.httpTLSCert, f.httpTLSKey
+	var tokens *telemetry.Tokens
 	if f.httpAddr != "" {
+		if tokens, err = ingressTokens(f, log); err != nil {
+			return nil, err
+		}
+		// On a loopback port the dashboard and /metrics stay open to this
+		// machine (the Host check keeps rebinding pages out); elsewhere
+		// they need a token with their role.
+		host, _, _ := net.SplitHostPort(f.httpAddr)
+		rt.http.Access = telemetry.Access{Tokens: tokens, OpenReads: streams.IsLoopbackHost(host)}
 		if err := rt.http.Listen(f.httpAddr); err != nil {
 			return nil, err
 		}
@@ -306,18 +321,15 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	}
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
-	ingress := streams.NewIngress(rt.pub, f.maxBytes, rt.reg)
-	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
-	if f.httpAddr != "" {
-		tokens, err := ingressTokens(f, log)
-		if err == nil {
-			err = ingress.SetTokens(tokens)
-		}
-		if err != nil {
-			rt.close()
-			return nil, err
-		}
+	// The HTTP ingress publishes under its own identity: turns only.
+	il, err := rt.stageLink(streams.StageIngress)
+	if err != nil {
+		rt.close()
+		return nil, err
 	}
+	ingress := streams.NewIngress(il.pub, f.maxBytes, rt.reg)
+	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
+	ingress.SetTokens(tokens)
 	rt.http.Handle("POST /v1/turns", ingress)
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
 	if err != nil {

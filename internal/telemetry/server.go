@@ -3,6 +3,7 @@ package telemetry
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,10 @@ func (l Limits) withDefaults() Limits {
 type Server struct {
 	// Limits apply from Listen on.
 	Limits Limits
+	// Access guards the dashboard and /metrics (see Access), from Listen on.
+	Access Access
+	// TLSCert and TLSKey, when set, make Listen serve HTTPS only.
+	TLSCert, TLSKey string
 
 	mux   *http.ServeMux
 	ready atomic.Bool
@@ -134,14 +139,31 @@ func (s *Server) SetReady(ok bool, reason string) {
 // Listen binds addr (use port 0 for a random port) and serves in the
 // background until Shutdown.
 func (s *Server) Listen(addr string) error {
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return fmt.Errorf("http: the TLS certificate and key go together")
+	}
+	var tlsConf *tls.Config
+	if s.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		if err != nil {
+			return fmt.Errorf("http TLS: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if s.Access.Tokens != nil && !s.Access.OpenReads {
+		s.mux.HandleFunc("/login", s.Access.login(tlsConf != nil))
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("http listen %s: %w", addr, err)
 	}
 	l := s.Limits.withDefaults()
-	srv := &http.Server{Handler: hostCheck(s.mux, addr, l.AllowedHosts), ReadHeaderTimeout: l.ReadHeaderTimeout,
+	srv := &http.Server{Handler: hostCheck(s.Access.guard(s.mux), addr, l.AllowedHosts), ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}
 	ln = netutil.LimitListener(ln, l.MaxConns)
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
 	s.mu.Lock()
 	s.srv, s.ln = srv, ln
 	s.mu.Unlock()
