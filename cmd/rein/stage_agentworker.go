@@ -24,6 +24,9 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, Speculate: o.speculate,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
+	if o.agentSystem != "" {
+		cfg.SystemPrompt = o.agentSystem
+	}
 	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
