@@ -273,6 +273,9 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		AgentLabel: agentLabel, InceptionLabel: inceptionLabel, UserLabel: userLabel, Note: note,
 	}, deps)
 	out := cmd.OutOrStdout()
+	if err != nil && sum.Played+sum.Failed+sum.Resumed == 0 {
+		return err // nothing was played: a configuration or run directory problem
+	}
 	fmt.Fprintf(out, "played %d, resumed %d, failed %d; run directory %s\n", sum.Played, sum.Resumed, sum.Failed, f.out)
 	if err != nil {
 		return fmt.Errorf("%w\n(rerun the same command to retry the plays that did not finish)", err)
