@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -48,10 +50,17 @@ const (
 	EndedNoReply  = "no_reply"
 )
 
-// conversationID names a play's conversation: the scenario id made
-// NATS-token safe, and the trial.
+// conversationID names a play's conversation: the scenario id and the
+// trial, NATS-token safe ([A-Za-z0-9_-], at most 128). An id with a '.'
+// or too long for that gets a short hash of itself, so that two scenario
+// ids never share a conversation.
 func conversationID(scenario string, trial int) string {
-	return strings.ReplaceAll(scenario, ".", "_") + "-t" + strconv.Itoa(trial)
+	id := strings.ReplaceAll(scenario, ".", "_")
+	if id != scenario || len(id) > 100 {
+		sum := sha256.Sum256([]byte(scenario))
+		id = id[:min(len(id), 100)] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return id + "-t" + strconv.Itoa(trial)
 }
 
 // player plays scenarios on one pipeline.

@@ -101,3 +101,22 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// Conversation ids are NATS-token safe and distinct for distinct scenario ids.
+func TestConversationIDs(t *testing.T) {
+	long := strings.Repeat("x", 128)
+	ids := map[string]string{}
+	for _, s := range []string{"air-ana-1", "a.b", "a_b", long, long[:127] + "y"} {
+		id := conversationID(s, 12)
+		if len(id) > 128 || strings.ContainsAny(id, ". *>") {
+			t.Errorf("%q → %q", s, id)
+		}
+		if prev, dup := ids[id]; dup {
+			t.Errorf("%q and %q share %q", prev, s, id)
+		}
+		ids[id] = s
+	}
+	if got := conversationID("air-ana-1", 2); got != "air-ana-1-t2" {
+		t.Errorf("plain id: %q", got)
+	}
+}
