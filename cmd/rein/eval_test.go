@@ -298,3 +298,37 @@ func stripLatency(v any) {
 func fmtSscanf(line string, played, resumed, failed *int) (int, error) {
 	return fmt.Sscanf(line, "played %d, resumed %d, failed %d;", played, resumed, failed)
 }
+
+// The trigger mode decides which user turns the module judges: fixed only
+// the error turn, dynamic every one.
+func TestEvalRunTriggerModes(t *testing.T) {
+	scen := subsetScenarios(t, "ret-ana-1")
+	for _, trigger := range []string{"fixed", "dynamic"} {
+		dir := filepath.Join(t.TempDir(), trigger)
+		out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein", "--trigger", trigger,
+			"--out", dir, "--taubench", rtest.TauBench(t))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", trigger, err, out)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, "rein", "ret-ana-1.t1.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p run.Play
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Turns) < 2 {
+			t.Fatalf("%s: %d turns", trigger, len(p.Turns))
+		}
+		for _, turn := range p.Turns {
+			judged := turn.Detection.Model != "not-judged"
+			if want := trigger == "dynamic" || turn.Turn == eval.ErrorTurnIndex; judged != want {
+				t.Errorf("%s: turn %d judged %v (detection %+v)", trigger, turn.Turn, judged, turn.Detection)
+			}
+		}
+		if !p.Result.Activated || p.Turns[0].Detection.ErrorType != "anaphora" || !p.Turns[0].Injected {
+			t.Errorf("%s: error turn %+v, result %+v", trigger, p.Turns[0], p.Result)
+		}
+	}
+}

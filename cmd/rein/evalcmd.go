@@ -135,7 +135,7 @@ resumes: finished plays are skipped. --record writes every model call to cassett
 answers them from another run's cassettes, offline. When every play is finished, run writes the
 report (see rein eval report).`,
 		Example: `  rein eval run --bundled --conditions none,rein,npi,self-refine --trials 2 --out runs/offline
-  rein eval run --scenarios generated.jsonl --trials 3 --out runs/gpt \
+  rein eval run --scenarios my-scenarios.jsonl --trials 3 --out runs/gpt \
       --agent-provider openai --agent-model gpt-4o --user-provider openai --user-model gpt-4o \
       --module llm --inception-provider anthropic --inception-model claude-sonnet-4-5 --record`,
 		Args: cobra.NoArgs,
