@@ -35,7 +35,13 @@ type evalRuntime struct {
 // starter returns the run.Starter of this binary.
 func (e evalRuntime) starter() run.Starter {
 	return func(ctx context.Context, spec run.Spec) (run.Pipeline, error) {
-		dir, err := os.MkdirTemp("", "rein-eval-"+spec.Condition+"-")
+		dir := spec.StorageDir
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "rein-eval-")
+		} else {
+			err = os.MkdirAll(dir, 0o755)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,7 @@ func TestEvalRunResumesAfterSIGKILL(t *testing.T) {
 	scen := subsetScenarios(t, "air-ana-1", "air-ua-1", "ret-ud-1", "ret-mi-1", "air-clean-1", "ret-clean-2")
 	dir := filepath.Join(work, "run")
 	args := []string{"eval", "run", "--scenarios", scen, "--trials", "2", "--concurrency", "1", "--out", dir, "--taubench", rtest.TauBench(t)}
-	env := append(os.Environ(), "TMPDIR="+work) // the killed pipelines' storage stays in the test's directory
+	env := append(os.Environ(), "TMPDIR="+work)
 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -63,6 +63,10 @@ func TestEvalRunResumesAfterSIGKILL(t *testing.T) {
 	results, err := run.ReadResults(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The killed run's pipeline storage is cleared, the finished run's removed.
+	if _, err := os.Stat(filepath.Join(dir, run.PipelinesDir)); !os.IsNotExist(err) {
+		t.Errorf("pipelines storage left behind: %v", err)
 	}
 	if len(results) != total || resultLines(t, dir) != total {
 		t.Errorf("%d results, %d lines after the resume; want %d each\n%s", len(results), resultLines(t, dir), total, out)

@@ -41,7 +41,8 @@
 // scenarios.jsonl, results.jsonl (one eval.Result per finished play,
 // appended and synced), plays/<condition>/<scenario>.t<trial>.json (Play:
 // every turn, detection, call and reply, the trajectory and verdict), and
-// the report files (WriteRunReport). It exports no metrics.
+// the report files (WriteRunReport); pipelines/ holds the JetStream
+// storage of the pipelines while they run. It exports no metrics.
 //
 // Exports: Config, Deps, Run, Summary, Spec, Pipeline, Starter, Outcome,
 // Call, Detection, Play, TurnRecord, Line, Manifest, ReadManifest,

@@ -28,6 +28,11 @@ type Spec struct {
 	TaxonomyVersion string
 	// Agent is the agent worker's model.
 	Agent llm.Client
+	// StorageDir is where the pipeline's JetStream keeps its files: a
+	// fresh directory under the run directory, which the runner removes
+	// before the start (a killed run leaves it behind) and the pipeline
+	// removes when it closes.
+	StorageDir string
 }
 
 // Pipeline is one running rein pipeline: the embedded JetStream server

@@ -25,6 +25,9 @@ const (
 	ResultsFile   = "results.jsonl"
 	PlaysDir      = "plays"
 	CassettesDir  = "cassettes"
+	// PipelinesDir holds the running pipelines' JetStream storage; it is
+	// empty once a run has stopped.
+	PipelinesDir = "pipelines"
 )
 
 // Manifest is run.json: what a run was started with. A rerun in the same

@@ -103,6 +103,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			}
 		}
 	}
+	_ = os.Remove(filepath.Join(cfg.Dir, PipelinesDir)) // when empty: every pipeline closed
 	deps.Progress.finish()
 	log.Info("eval run finished", "played", sum.Played, "resumed", sum.Resumed, "failed", sum.Failed)
 	return sum, errors.Join(errs...)
@@ -138,6 +139,10 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
 	spec.Agent = openingClient{Client: meterClient{Client: agent, tap: tp}, tap: tp}
+	spec.StorageDir = filepath.Join(cfg.Dir, PipelinesDir, cond+"-"+domain)
+	if err := os.RemoveAll(spec.StorageDir); err != nil {
+		return 0, 0, fmt.Errorf("%s %s: %w", cond, domain, err)
+	}
 	pipe, err := deps.Start(ctx, spec)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s %s: starting the pipeline: %w", cond, domain, err)
