@@ -3,8 +3,6 @@ package agentworker_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"os"
 	"strconv"
 	"testing"
@@ -23,16 +21,8 @@ import (
 func BenchmarkAgentTurns(b *testing.B) {
 	h := rtest.StartJetStream(b, "")
 	if os.Getenv("BENCH_TCP") != "" {
-		nc, err := nats.Connect(h.URL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		h = &rtest.JS{Server: h.Server, Conn: nc, JS: js}
+		nc, js := h.ConnectTCP(b, streams.IdentityAdmin)
+		h = &rtest.JS{Server: h.Server, Conn: nc, JS: js, Keys: h.Keys}
 	}
 	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
 		if lastIsTool(req, "get_reservation_details") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -189,4 +190,8 @@ type Deps struct {
 	// Now is the clock that ages state snapshots against the bucket's
 	// max age (default time.Now).
 	Now func() time.Time
+	// TaskKey, when set, is the key rein's injector signs tasks with: a
+	// task without a valid signature is never run, but dead-lettered with
+	// reason unverified_task and counted (rein_agent_unverified_tasks_total).
+	TaskKey *schemas.TaskKey
 }

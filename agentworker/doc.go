@@ -4,7 +4,10 @@
 //
 // Consumes: REIN_TASKS, subjects rein.tasks.<tenant>.<conv> (durable
 // consumer "agentworker"), one dev.rein.task.v1 per user turn; a task
-// without a turn number (from 1) is dead-lettered.
+// without a turn number (from 1) is dead-lettered. With Deps.TaskKey, a
+// task whose signature (schemas.TaskKey) is missing or wrong is never run:
+// dead-lettered unverified_task, counted in
+// rein_agent_unverified_tasks_total, nothing recorded for its turn.
 //
 // The request: the fixed system prompt (Config.SystemPrompt or
 // SystemPromptFile; for the τ-bench domains their policy document; rein

@@ -22,6 +22,12 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if d.Event.Type() != schemas.TypeTask {
 		return streams.Permanent(fmt.Errorf("agentworker: unexpected event type %q on %s", d.Event.Type(), d.Subject))
 	}
+	if s.deps.TaskKey != nil {
+		if err := s.deps.TaskKey.Verify(d.Event); err != nil {
+			s.m.unverified.Inc()
+			return streams.Permanent(err)
+		}
+	}
 	var task schemas.Task
 	if err := d.Payload(&task); err != nil {
 		return streams.Permanent(err)

@@ -17,10 +17,11 @@ const (
 )
 
 type metrics struct {
-	turns     *prometheus.CounterVec
-	turnSecs  prometheus.Observer
-	toolCalls *prometheus.CounterVec
-	declared  map[string]bool
+	turns      *prometheus.CounterVec
+	turnSecs   prometheus.Observer
+	toolCalls  *prometheus.CounterVec
+	unverified prometheus.Counter
+	declared   map[string]bool
 }
 
 func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
@@ -31,6 +32,8 @@ func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
 			"Time the agent took for one turn, from its task to its reply.", telemetry.LatencyBuckets).WithLabelValues(),
 		toolCalls: telemetry.NewCounterVec(reg, telemetry.MAgentToolCalls,
 			"Tool calls by tool and outcome (ok, error, failed).", "tool", "outcome"),
+		unverified: telemetry.NewCounterVec(reg, telemetry.MAgentUnverifiedTasks,
+			"Tasks refused because their signature is missing or wrong (dead-lettered unverified_task).").WithLabelValues(),
 		declared: tools,
 	}
 }

@@ -16,12 +16,18 @@ import (
 //     failed past every retry (model or tools down) hands the conversation
 //     to a human: escalation reason agent_unavailable, carrying the user's
 //     message. A task rein cannot use (ErrPermanent) ends with
-//     dev.rein.unanswered.v1 reason failed.
+//     dev.rein.unanswered.v1 reason failed. A task that is not rein's
+//     (unverified_task) records nothing: the dead letter is all there is.
 //   - supersede: a later turn of the conversation ran first.
 
 // deadLettered is the consumer's OnDeadLetter: it records the outcome of a
 // task about to be dead-lettered.
 func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error) error {
+	if errors.Is(cause, schemas.ErrUnverified) {
+		// Not rein's task: it says nothing about the turn it names, whose
+		// real task may still come (and must then run).
+		return nil
+	}
 	var task schemas.Task
 	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
 		return nil // not a task: the dead letter is all there is to record

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -105,4 +106,7 @@ type Deps struct {
 	Publisher  *streams.Publisher
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// TaskKey signs every task (schemas.TaskKey), so that the agent worker
+	// can tell rein's tasks from forged ones; nil publishes them unsigned.
+	TaskKey *schemas.TaskKey
 }

@@ -9,7 +9,8 @@
 // Produces: one dev.rein.task.v1 per user turn on rein.tasks.<tenant>.<conv>
 // (stream REIN_TASKS) with the deterministic id task-<tenant>-<conv>-<turn>,
 // published as Nats-Msg-Id, so a redelivered detection yields no second
-// task. When the detection activated (rein=true, not failed) the task's
+// task, and signed with Deps.TaskKey (extension reinsig, see
+// schemas.TaskKey) so that the agent worker runs only rein's own tasks. When the detection activated (rein=true, not failed) the task's
 // inception is {thought: the detection's reasoning, error_type,
 // recovery_tool}: the agent worker plants it as an assistant tool call
 // think(thought) with an empty tool result, after the user message and

@@ -136,6 +136,11 @@ func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID strin
 	if err != nil {
 		return streams.Out{}, nil, fmt.Errorf("injector: build task: %w", err)
 	}
+	if s.deps.TaskKey != nil {
+		if err := s.deps.TaskKey.Sign(&ev); err != nil {
+			return streams.Out{}, nil, fmt.Errorf("injector: sign task: %w", err)
+		}
+	}
 	stored := func() {}
 	if task.Inception != nil {
 		stored = func() { s.m.injected(task.Inception.ErrorType) }

@@ -9,4 +9,7 @@ var (
 	ErrInvalidPayload = errors.New("payload does not match its schema")
 	ErrBadID          = errors.New("invalid identifier")
 	ErrMissingAttr    = errors.New("missing CloudEvents attribute")
+	// ErrUnverified marks a task whose signature is missing or wrong
+	// (see TaskKey); its text is the dead-letter reason.
+	ErrUnverified = errors.New(ReasonUnverifiedTask)
 )

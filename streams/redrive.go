@@ -124,6 +124,9 @@ func Redrive(ctx context.Context, pub *Publisher, entries []DeadLetterEntry, dry
 		case strings.HasPrefix(dl.Reason, ReasonConflictingDuplicate):
 			skip("a conflicting duplicate: the turn stored first stands; publish a new turn instead")
 			continue
+		case strings.HasPrefix(dl.Reason, schemas.ReasonUnverifiedTask):
+			skip("an unverified task: not signed by this rein's injector, it would be refused again")
+			continue
 		case dl.Stream == "" || dl.Subject == "":
 			skip("the dead letter does not name its stream and subject")
 			continue

@@ -118,6 +118,7 @@ type benchPlan struct {
 	duplicates time.Duration
 	memProfile string // --memprofile
 	natsURL    string // --nats-url: an external server instead of the embedded one
+	natsNkey   string // --nats-nkey: the seed of that server's user
 	// modelLatency is how long each scripted model call takes (0: none,
 	// the CPU scenario).
 	modelLatency time.Duration
@@ -255,6 +256,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&plan.natsNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")
 	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
 	fs.DurationVar(&plan.inceptionLatency, "inception-latency", 0, "each turn's inception takes this long (a simulator of the inception model's time around the rules module)")
 	fs.BoolVar(&plan.speculate, "speculate", false, "speculative inception in the agent worker; with --inception-latency the same load also runs without inception latency and without speculation, reporting both clean-turn p50s")
@@ -284,7 +286,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		}
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit,
-		nats: natsFlags{url: plan.natsURL}}
+		nats: natsFlags{url: plan.natsURL, nkey: plan.natsNkey}}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		inceptionLatency: plan.inceptionLatency, speculate: plan.speculate,

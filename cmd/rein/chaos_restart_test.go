@@ -188,6 +188,11 @@ func TestChaosKillRestart(t *testing.T) {
 	}
 	srv := &krServer{t: t, bin: bin, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "serve.log"),
 		nats: chaosFreeAddr(t), http: chaosFreeAddr(t), script: script}
+	// The server's identities, made before it starts so that the test
+	// connects as admin from the first moment (serve keeps existing keys).
+	if _, err := streams.EnsureKeyring(srv.dataDir); err != nil {
+		t.Fatal(err)
+	}
 	srv.start()
 	t.Cleanup(srv.kill)
 	defer func() {
@@ -252,13 +257,15 @@ func TestChaosKillRestart(t *testing.T) {
 		res.replies, res.detections, res.tasks, res.escalations, res.reports, res.dlq, holds)
 }
 
-// chaosConnect opens the test's one NATS connection. All connection setup
-// lives here: when the embedded server requires credentials generated in
-// its data dir, this is the one place that loads them.
+// chaosConnect opens the test's one NATS connection, as the admin identity
+// the embedded server generated in its data dir.
 func chaosConnect(t *testing.T, url, dataDir string) *nats.Conn {
 	t.Helper()
-	_ = dataDir // where the embedded server will keep its generated credentials
-	nc, err := nats.Connect(url, nats.Name("rein-chaos-test"),
+	key, err := nats.NkeyOptionFromSeed(streams.SeedFile(dataDir, streams.IdentityAdmin))
+	if err != nil {
+		t.Fatalf("rein's admin key: %v", err)
+	}
+	nc, err := nats.Connect(url, nats.Name("rein-chaos-test"), key,
 		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond), nats.RetryOnFailedConnect(true),
 		nats.ReconnectBufSize(-1)) // no buffering while down: a publish fails and is retried
 	if err != nil {

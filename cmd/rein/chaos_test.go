@@ -56,6 +56,11 @@ func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &chaosServer{t: t, bin: bin, dataDir: filepath.Join(dir, "data"), natsAddr: freePort(t), httpAddr: freePort(t), script: script}
+	// The server's identities, made before it starts so that the test
+	// connects as admin from the first moment (serve keeps existing keys).
+	if _, err := streams.EnsureKeyring(srv.dataDir); err != nil {
+		t.Fatal(err)
+	}
 	srv.start()
 	t.Cleanup(srv.kill)
 
@@ -216,7 +221,11 @@ func (s *chaosServer) start() {
 // connect is the one place the test connects to rein's bus.
 func (s *chaosServer) connect() {
 	s.t.Helper()
-	nc, err := nats.Connect("nats://"+s.natsAddr, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	key, err := nats.NkeyOptionFromSeed(streams.SeedFile(s.dataDir, streams.IdentityAdmin))
+	if err != nil {
+		s.t.Fatalf("rein's admin key: %v", err)
+	}
+	nc, err := nats.Connect("nats://"+s.natsAddr, key, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		s.t.Fatalf("connect: %v", err)
 	}

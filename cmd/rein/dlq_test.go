@@ -53,28 +53,28 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, 20*time.Second, "the escalation dead-lettered", func() bool {
-		out, err := runCLI(t, context.Background(), "dlq", "list", "--nats-url", h.URL(), "--stage", "escalation")
+		out, err := runCLI(t, context.Background(), "dlq", "list", "--nats-url", h.URL(), "--data-dir", h.Dir, "--stage", "escalation")
 		return err == nil && strings.Contains(out, "acme/d1")
 	})
 	fixed.Store(true)
 
-	out, err := runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--tenant", "acme")
+	out, err := runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant", "acme")
 	if err != nil || !strings.Contains(out, "would put back") {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
 	if n := received.Load(); n != 0 {
 		t.Fatalf("a dry run delivered %d events", n)
 	}
-	out, err = runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--tenant", "acme", "--yes")
+	out, err = runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant", "acme", "--yes")
 	if err != nil || !strings.Contains(out, "put back #") {
 		t.Fatalf("redrive: %v\n%s", err, out)
 	}
 	rtest.CheckFor(t, 20*time.Second, "the receiver got the redriven escalation", func() bool { return received.Load() == 1 })
-	out, err = runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--tenant", "acme", "--yes")
+	out, err = runCLI(t, context.Background(), "dlq", "redrive", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant", "acme", "--yes")
 	if err != nil || !strings.Contains(out, "already redriven") {
 		t.Fatalf("second redrive: %v\n%s", err, out)
 	}
-	out, err = runCLI(t, context.Background(), "dlq", "list", "--nats-url", h.URL())
+	out, err = runCLI(t, context.Background(), "dlq", "list", "--nats-url", h.URL(), "--data-dir", h.Dir)
 	if err != nil || !strings.Contains(out, "[redriven #") {
 		t.Fatalf("list after redrive: %v\n%s", err, out)
 	}

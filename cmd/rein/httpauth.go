@@ -1,15 +1,11 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/reinception/rein/streams"
 )
@@ -40,24 +36,12 @@ func ingressTokens(f *serverFlags, log *slog.Logger) ([]streams.IngressToken, er
 		return file.Tokens, nil
 	}
 	path := filepath.Join(f.dataDir, httpTokenFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		raw := make([]byte, 32)
-		if _, err := rand.Read(raw); err != nil {
-			return nil, err
-		}
-		b = []byte(hex.EncodeToString(raw) + "\n")
-		if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return nil, fmt.Errorf("local HTTP token: %w", err)
-		}
-	} else if err != nil {
+	token, err := streams.EnsureSecretFile(path, 32)
+	if err != nil {
 		return nil, fmt.Errorf("local HTTP token: %w", err)
 	}
 	log.Info("POST /v1/turns needs a bearer token; the local one is in "+path, "curl", `-H "Authorization: Bearer $(cat `+path+`)"`)
-	return []streams.IngressToken{{Token: strings.TrimSpace(string(b)), Tenants: []string{"*"}}}, nil
+	return []streams.IngressToken{{Token: token, Tenants: []string{"*"}}}, nil
 }
 
 // checkHTTPExposure refuses to serve HTTP on a non-loopback address without

@@ -31,7 +31,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 	}
 	bad := append([]string(nil), lines...)
 	bad[6] = `{"tenant":"acme","conversation":"c1","txt":"typo"}`
-	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", writeLines(t, bad))
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--file", writeLines(t, bad))
 	if err == nil || !strings.Contains(err.Error(), "nothing published") {
 		t.Fatalf("a file with a bad line: err %v, want nothing published", err)
 	}
@@ -44,7 +44,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 
 	good := writeLines(t, lines)
 	for run := 1; run <= 2; run++ {
-		out, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", good)
+		out, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--file", good)
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
@@ -58,7 +58,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 
 	// --continue-on-error publishes the good lines and still fails.
 	mixed := writeLines(t, []string{`{"tenant":"acme","conversation":"m1","text":"fine"}`, `{"tenant":"ac me","conversation":"m1","text":"x"}`})
-	if _, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--file", mixed, "--continue-on-error"); err == nil {
+	if _, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--file", mixed, "--continue-on-error"); err == nil {
 		t.Fatal("--continue-on-error with a bad line exited 0")
 	}
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 11 {
@@ -86,7 +86,7 @@ func TestPublishFileErrorsInPlainWords(t *testing.T) {
 // --turn 0 is refused rather than silently taken for "the next turn".
 func TestPublishTurnZeroIsRefused(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--tenant", "acme", "--conversation", "z", "--text", "hi", "--turn", "0")
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant", "acme", "--conversation", "z", "--text", "hi", "--turn", "0")
 	if err == nil || !strings.Contains(err.Error(), "start at 1") {
 		t.Fatalf("--turn 0: %v", err)
 	}

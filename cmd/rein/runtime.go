@@ -13,39 +13,81 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
-// natsFlags are the flags of every command that talks to NATS.
+// natsFlags are the flags of every command that talks to NATS. Secrets come
+// from files (--nats-creds, --nats-nkey) or the environment
+// (REIN_NATS_PASSWORD, REIN_NATS_TOKEN), never from the command line,
+// where any local user can read them.
 type natsFlags struct {
-	url, creds, user, password, token, tlsCA, tlsCert, tlsKey string
+	url, creds, nkey, user, password, token, tlsCA, tlsCert, tlsKey string
+	// dataDir is where client commands find the admin key of a local rein.
+	dataDir string
+	fs      *pflag.FlagSet
 }
 
+// bind adds the connection flags and --data-dir (client commands).
 func (f *natsFlags) bind(cmd *cobra.Command, defaultURL string) {
+	f.bindConn(cmd, defaultURL)
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./data", "data directory of the local rein whose admin NATS key (nats-keys/admin.nk) is used when no credentials are given")
+}
+
+func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
 	fs := cmd.Flags()
+	f.fs = fs
 	fs.StringVar(&f.url, "nats-url", defaultURL, "NATS server or cluster URL(s), comma-separated")
 	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT and nkey seed)")
-	fs.StringVar(&f.user, "nats-user", "", "NATS user (with --nats-password); also secures the embedded server's listener")
-	fs.StringVar(&f.password, "nats-password", "", "NATS password")
-	fs.StringVar(&f.token, "nats-token", "", "NATS token; also secures the embedded server's listener")
+	fs.StringVar(&f.nkey, "nats-nkey", "", "NATS nkey seed file (rein's generated identities are under DATA-DIR/nats-keys)")
+	fs.StringVar(&f.user, "nats-user", "", "NATS user (with REIN_NATS_PASSWORD)")
+	fs.StringVar(&f.password, "nats-password", "", "refused on the command line: set REIN_NATS_PASSWORD")
+	fs.StringVar(&f.token, "nats-token", "", "refused on the command line: set REIN_NATS_TOKEN")
+	_ = fs.MarkHidden("nats-password")
+	_ = fs.MarkHidden("nats-token")
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate for NATS TLS")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key for NATS TLS")
 }
 
-func (f *natsFlags) connectConfig(name string) streams.ConnectConfig {
-	return streams.ConnectConfig{URL: f.url, Creds: f.creds, User: f.user, Password: f.password, Token: f.token,
+// connectConfig is how to reach NATS. Without credentials, a client command
+// uses the admin key of the local rein in --data-dir when there is one.
+func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
+	if f.fs != nil {
+		for _, secret := range []string{"nats-password", "nats-token"} {
+			if f.fs.Changed(secret) {
+				return streams.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
+			}
+		}
+	}
+	cc := streams.ConnectConfig{URL: f.url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
+	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
+		if seed := streams.SeedFile(f.dataDir, streams.IdentityAdmin); fileExists(seed) {
+			cc.NkeyFile = seed
+		}
+	}
+	return cc, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // connectJS connects to a running rein's NATS for client commands.
 func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := streams.Connect(f.connectConfig(name))
+	cc, err := f.connectConfig(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := streams.Connect(cc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,13 +120,21 @@ type serverFlags struct {
 	// non-loopback HTTP address without it.
 	httpTokens string
 	insecure   bool
+	// natsTLSCert and natsTLSKey make the embedded server's client port
+	// require TLS.
+	natsTLSCert, natsTLSKey string
+	// taskKey is the file of the task signing key (taskkey.go).
+	taskKey string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
-	f.nats.bind(cmd, "")
+	f.nats.bindConn(cmd, "")
 	fs := cmd.Flags()
-	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server")
-	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server; a non-loopback address needs --nats-user/--nats-password or --nats-token")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS identities (nats-keys/) and the local HTTP token (http-token); made 0700")
+	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
+	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
+	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
+	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
@@ -92,7 +142,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
 	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of POST /v1/turns's bearer tokens bound to tenants ({tokens: [{token: …, tenants: [acme]}]}, or sha256: instead of token); default: a local token for every tenant in DATA-DIR/http-token")
-	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
@@ -114,6 +164,11 @@ type proc struct {
 	closer []func()
 	cc     streams.ConnectConfig // how stages open their own connections
 	conns  []*nats.Conn          // the stages' connections
+	// keys are the embedded server's identities (nil with an external
+	// NATS, where every connection uses the given credentials).
+	keys *streams.Keyring
+	// taskKeyLoaded is the task signing key, once loaded (taskKey).
+	taskKeyLoaded *schemas.TaskKey
 	// running names the stages this process runs (runStages); injector is
 	// the one injector stage, built once (see injectorStage).
 	running  []string
@@ -128,10 +183,34 @@ type link struct {
 	pub *streams.Publisher
 }
 
-// stageLink opens the connection of one stage.
+// stageLink opens the connection of one stage. On the embedded server it
+// connects under the stage's own identity, whose permissions cover only
+// what the stage consumes and produces (streams/permissions.go);
+// permission violations are logged with the stage's name.
 func (rt *proc) stageLink(stage string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
+	if rt.keys != nil {
+		id := stage
+		if stage == streams.StageDetector && rt.fused() {
+			id = streams.IdentityDetectorFused
+		}
+		cc.NkeyFile = rt.keys.SeedFile(id)
+	}
+	errs := make(chan error, 8)
+	cc.AsyncErrors = errs
+	done := make(chan struct{})
+	rt.closer = append(rt.closer, func() { close(done) })
+	go func() {
+		for {
+			select {
+			case err := <-errs:
+				rt.log.Error("NATS asynchronous error", "stage", stage, "err", err)
+			case <-done:
+				return
+			}
+		}
+	}()
 	nc, err := streams.Connect(cc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: %w", stage, err)
@@ -175,20 +254,38 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			_ = rt.http.Shutdown(sctx)
 		})
 	}
-	cc := f.nats.connectConfig(name)
+	cc, err := f.nats.connectConfig(name)
+	if err != nil {
+		rt.close()
+		return nil, err
+	}
 	if f.nats.url == "" {
 		dir, err := filepath.Abs(f.dataDir)
-		if err != nil {
-			return nil, err
-		}
-		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: f.listen,
-			User: f.nats.user, Password: f.nats.password, Token: f.nats.token, SyncAlways: rt.prov.AnyDurable()})
 		if err != nil {
 			rt.close()
 			return nil, err
 		}
-		log.Info("embedded NATS server started", "listen", f.listen, "data_dir", dir)
+		keys, err := streams.EnsureKeyring(dir)
+		if err != nil {
+			rt.close()
+			return nil, err
+		}
+		users, err := keys.Users()
+		if err != nil {
+			rt.close()
+			return nil, err
+		}
+		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: f.listen,
+			Users: users, SyncAlways: rt.prov.AnyDurable(),
+			TLSCert: f.natsTLSCert, TLSKey: f.natsTLSKey, Insecure: f.insecure})
+		if err != nil {
+			rt.close()
+			return nil, err
+		}
+		log.Info("embedded NATS server started", "listen", f.listen, "data_dir", dir, "keys", streams.KeysDir(dir))
 		cc.InProcess = rt.srv
+		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
+		rt.keys = keys
 	}
 	rt.http.SetReady(false, "connecting to NATS")
 	rt.cc = cc

@@ -27,7 +27,11 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	if o.agentSystem != "" {
 		cfg.SystemPrompt = o.agentSystem
 	}
-	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}
+	key, err := rt.taskKey()
+	if err != nil {
+		return nil, err
+	}
+	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg, TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}

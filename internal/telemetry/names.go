@@ -41,12 +41,13 @@ const (
 	MDetectorUnjudged         = "rein_detector_unjudged_turns_total" // {reason} reason: stored, handed_on, sent_again
 
 	// injector and agent
-	MInjectorInjections = "rein_injector_injections_total" // {error_type}
-	MAgentTurns         = "rein_agent_turns_total"         // {outcome}
-	MAgentSpeculations  = "rein_agent_speculations_total"  // {result} hit, wasted, miss
-	MAgentSpecTokens    = "rein_agent_speculation_wasted_tokens_total"
-	MAgentTurnSeconds   = "rein_agent_turn_seconds"
-	MAgentToolCalls     = "rein_agent_tool_calls_total" // {tool,outcome}
+	MInjectorInjections   = "rein_injector_injections_total" // {error_type}
+	MAgentTurns           = "rein_agent_turns_total"         // {outcome}
+	MAgentSpeculations    = "rein_agent_speculations_total"  // {result} hit, wasted, miss
+	MAgentSpecTokens      = "rein_agent_speculation_wasted_tokens_total"
+	MAgentTurnSeconds     = "rein_agent_turn_seconds"
+	MAgentToolCalls       = "rein_agent_tool_calls_total" // {tool,outcome}
+	MAgentUnverifiedTasks = "rein_agent_unverified_tasks_total"
 
 	// escalation and sinks
 	MEscalations         = "rein_escalations_total"      // {reason,error_type}

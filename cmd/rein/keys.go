@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/streams"
+)
+
+func init() { register(newKeysCmd) }
+
+func newKeysCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "The embedded NATS server's identities: list them, add a tenant's ingress identity",
+		Long: `keys manages the nkeys of the embedded NATS server, kept in DATA-DIR/nats-keys (0700, one seed
+file per identity, 0600). rein serve generates the stages' and admin's identities on first
+start; each may only publish and subscribe to what its stage consumes and produces
+(streams/permissions.go).
+
+A platform that publishes turns straight to NATS gets an identity of its own, bound to one
+tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for that tenant.
+
+  rein keys list --data-dir ./data
+  rein keys add-tenant acme --data-dir ./data     then restart rein serve, and give the platform
+                                                   the printed seed file (connect with it as an nkey)`,
+	}
+	var dataDir string
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of the embedded server")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the identities and their public keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := streams.EnsureKeyring(dataDir)
+			if err != nil {
+				return err
+			}
+			for _, id := range k.Names() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-24s %s  %s\n", id, k.PublicKey(id), k.SeedFile(id))
+			}
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "add-tenant TENANT",
+		Short: "Generate (or keep) a tenant's ingress identity and print its seed file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			seed, err := streams.AddTenantIngress(dataDir, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), seed)
+			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may store only rein.turns."+args[0]+".>")
+			return nil
+		},
+	})
+	return cmd
+}
