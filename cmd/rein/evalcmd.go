@@ -308,10 +308,17 @@ func printReportSummary(w io.Writer, dir string, r *eval.RunReport) {
 		m := r.Conditions[c].Metrics
 		fmt.Fprintf(w, "%-12s %-22s %-11s %-11s %-9s %s\n", c,
 			fmt.Sprintf("%.3f [%.3f, %.3f]", m.PassAt1.Value, m.PassAt1.Low, m.PassAt1.High),
-			rate(m.ActivationRate), rate(m.FalseActivationRate), rate(m.OverDeferralRate), rate(m.McNemarP))
+			rate(m.ActivationRate), rate(m.FalseActivationRate), rate(m.OverDeferralRate), pValue(m.McNemarP))
 	}
 	fmt.Fprintf(w, "report: %s, %s, %s, %s\n", filepath.Join(dir, eval.ReportJSON), filepath.Join(dir, eval.ReportMarkdown),
 		filepath.Join(dir, eval.ChartPassAt1), filepath.Join(dir, eval.ChartActivationType))
+}
+
+func pValue(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g", *p)
 }
 
 func rate(p *float64) string {
