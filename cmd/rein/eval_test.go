@@ -303,8 +303,9 @@ func fmtSscanf(line string, played, resumed, failed *int) (int, error) {
 // the error turn, dynamic every one.
 func TestEvalRunTriggerModes(t *testing.T) {
 	scen := subsetScenarios(t, "ret-ana-1")
+	base := t.TempDir()
 	for _, trigger := range []string{"fixed", "dynamic"} {
-		dir := filepath.Join(t.TempDir(), trigger)
+		dir := filepath.Join(base, trigger)
 		out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein", "--trigger", trigger,
 			"--out", dir, "--taubench", rtest.TauBench(t))
 		if err != nil {
@@ -330,5 +331,15 @@ func TestEvalRunTriggerModes(t *testing.T) {
 		if !p.Result.Activated || p.Turns[0].Detection.ErrorType != "anaphora" || !p.Turns[0].Injected {
 			t.Errorf("%s: error turn %+v, result %+v", trigger, p.Turns[0], p.Result)
 		}
+	}
+	// The two runs side by side.
+	cmp := filepath.Join(base, "compare.md")
+	out, err := runCLI(t, context.Background(), "eval", "report", "--compare", filepath.Join(base, "fixed"), filepath.Join(base, "dynamic"), "--out", cmp)
+	if err != nil {
+		t.Fatalf("compare: %v\n%s", err, out)
+	}
+	written, _ := os.ReadFile(cmp)
+	if !strings.Contains(out, "fixed") || !strings.Contains(out, "dynamic") || !strings.Contains(out, "anaphora") || string(written) != out {
+		t.Errorf("comparison:\n%s", out)
 	}
 }
