@@ -232,7 +232,13 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		return err
 	}
 	deps := run.Deps{Agent: agent, User: user}
-	inceptionLabel := "none"
+	// The label names the module whether or not rein is played now, so
+	// that a later run adding the rein condition resumes this directory.
+	inceptionLabel := f.modules.module
+	if f.modules.module != inception.ModuleRules {
+		lc := f.modules.llmConfig()
+		inceptionLabel += " " + lc.Provider + " " + lc.Model
+	}
 	if containsString(f.conditions, eval.ConditionRein) {
 		if f.modules.record, f.modules.cassette, err = cassette(llm.PurposeInception); err != nil {
 			return err
@@ -245,11 +251,6 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 			return err
 		}
 		deps.Module, tax = m, mtax
-		inceptionLabel = f.modules.module
-		if f.modules.module != inception.ModuleRules {
-			lc := f.modules.llmConfig()
-			inceptionLabel += " " + lc.Provider + " " + lc.Model
-		}
 	}
 	note := ""
 	if strings.HasPrefix(agentLabel, llm.ProviderScripted) || strings.HasPrefix(userLabel, llm.ProviderScripted) {
