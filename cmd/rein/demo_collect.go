@@ -18,11 +18,14 @@ type demoTurn struct {
 	Sent      time.Time
 	Detection *schemas.Detection
 	Task      *schemas.Task
+	TaskAt    time.Time
 	Steps     []schemas.Step
 	Reply     *schemas.Turn
 	RepliedAt time.Time
 	Escalated *schemas.Escalation
 	Reports   []schemas.Report
+	// Unanswered is set when the agent recorded the turn as failed.
+	Unanswered *schemas.Unanswered
 }
 
 // demoCollector gathers a tenant's events from a core NATS subscription
@@ -110,7 +113,8 @@ func (c *demoCollector) onMsg(msg *nats.Msg) {
 	case schemas.TypeTask:
 		var x schemas.Task
 		if json.Unmarshal(data, &x) == nil {
-			c.turn(conv, x.Turn).Task = &x
+			tt := c.turn(conv, x.Turn)
+			tt.Task, tt.TaskAt = &x, now
 		}
 	case schemas.TypeStep:
 		var x schemas.Step
@@ -122,6 +126,11 @@ func (c *demoCollector) onMsg(msg *nats.Msg) {
 		var x schemas.Escalation
 		if json.Unmarshal(data, &x) == nil {
 			c.turn(conv, x.Turn).Escalated = &x
+		}
+	case schemas.TypeUnanswered:
+		var x schemas.Unanswered
+		if json.Unmarshal(data, &x) == nil {
+			c.turn(conv, x.Turn).Unanswered = &x
 		}
 	case schemas.TypeReport:
 		var x schemas.Report

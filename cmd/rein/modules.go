@@ -22,6 +22,9 @@ type moduleFlags struct {
 	provider string
 	model    string
 	baseURL  string
+	// record and cassette (eval) record the inception model's calls to,
+	// or answer them from, a cassette file.
+	record, cassette string
 }
 
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -61,6 +64,12 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 	newLLM := func() (inception.Module, error) {
 		lc := f.llmConfig()
 		lc.Endpoint = llm.PurposeInception
+		if f.record != "" {
+			lc.Record = f.record
+		}
+		if f.cassette != "" {
+			lc.Cassette = f.cassette
+		}
 		client, err := llm.New(lc, reg)
 		if err != nil {
 			return nil, fmt.Errorf("--module %s needs a model: %w", f.module, err)

@@ -24,6 +24,9 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, Speculate: o.speculate,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
+	if o.agentSystem != "" {
+		cfg.SystemPrompt = o.agentSystem
+	}
 	key, err := rt.taskKey()
 	if err != nil {
 		return nil, err

@@ -18,12 +18,16 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	}
 	o := rt.stages
 	o.modules.onClient = rt.watchModel
-	m, tax, err := o.modules.build(rt.reg)
-	if err == nil && o.inceptionLatency > 0 {
-		m = delayedModule{Module: m, d: o.inceptionLatency}
+	m, taxVersion := o.module, o.taxonomyVersion
+	if m == nil {
+		built, tax, err := o.modules.build(rt.reg)
+		if err != nil {
+			return nil, err
+		}
+		m, taxVersion = built, tax.Version
 	}
-	if err != nil {
-		return nil, err
+	if o.inceptionLatency > 0 {
+		m = delayedModule{Module: m, d: o.inceptionLatency}
 	}
 	deps := detector.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
@@ -37,7 +41,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
 	}
 	return detector.New(detector.Config{
-		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: tax.Version,
+		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: taxVersion,
 		MaxConversations: o.detectorCache, AckWait: o.ackWait,
 	}, deps)
 }

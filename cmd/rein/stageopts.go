@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -30,8 +31,14 @@ type stageOptions struct {
 	// inceptionLatency (bench only) makes the inception module take this
 	// long per turn: a simulator of an inception model's time.
 	inceptionLatency time.Duration
-	// agentModel, when set (demo, bench), is the task agent's model.
+	// agentModel, when set (demo, bench, eval), is the task agent's model.
 	agentModel llm.Client
+	// agentSystem, when set (eval), is the task agent's system prompt.
+	agentSystem string
+	// module, when set (eval), is the detector's inception module, with
+	// taxonomyVersion recorded in its detections.
+	module          inception.Module
+	taxonomyVersion string
 }
 
 func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {

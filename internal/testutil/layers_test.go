@@ -19,7 +19,7 @@ var layers = [][]string{
 	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval"},
-	{"internal/app/bench"},
+	{"internal/app/bench", "internal/app/eval/run"},
 	{"cmd/rein"},
 }
 

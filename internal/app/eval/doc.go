@@ -20,6 +20,7 @@
 // Result, NewResult, Report, RunReport, Metrics, WriteReport,
 // PassAt1Chart, ActivationChart, Compare, Comparison.
 //
-// The scenario and report formats are described in README.md beside this
-// file.
+// The runner that plays scenarios through the pipeline (`rein eval run`)
+// is the subpackage run. The scenario and report formats, and how to run
+// an evaluation, are described in README.md beside this file.
 package eval

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/internal/app/eval/run"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// This file is the only place where `rein eval run` meets rein's runtime:
+// it implements run.Starter with startRuntime and runStages, exactly as
+// `rein serve` starts them (embedded JetStream, every stage of the binary),
+// and reads each turn's outcome back from the streams. Moving the runtime
+// out of package main changes this file only.
+
+// evalTenant is the tenant of every evaluation conversation.
+const evalTenant = "eval"
+
+// evalRuntime holds what every evaluation pipeline shares.
+type evalRuntime struct {
+	logLevel        string
+	detectorTimeout time.Duration
+	maxSteps        int
+}
+
+// starter returns the run.Starter of this binary.
+func (e evalRuntime) starter() run.Starter {
+	return func(ctx context.Context, spec run.Spec) (run.Pipeline, error) {
+		dir := spec.StorageDir
+		var err error
+		if dir == "" {
+			dir, err = os.MkdirTemp("", "rein-eval-")
+		} else {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return nil, err
+		}
+		sf := &serverFlags{dataDir: dir, logLevel: e.logLevel}
+		file, _ := loadFileConfig("")
+		rt, err := startRuntime(ctx, sf, file, "rein-eval-"+spec.Condition)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		rt.stages = &stageOptions{
+			domain: spec.Domain, agentData: spec.DataDir, agentBackend: agentworker.BackendDomain,
+			agentPersist: agentworker.PersistStep, maxSteps: e.maxSteps, fuseInjector: true,
+			detectorTimeout: e.detectorTimeout, agentModel: spec.Agent, agentSystem: spec.SystemPrompt,
+			module: spec.Module, taxonomyVersion: spec.TaxonomyVersion,
+		}
+		col, err := newDemoCollector(rt.nc, evalTenant)
+		if err != nil {
+			rt.close()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		names, _ := resolveStages([]string{"all"})
+		sctx, cancel := context.WithCancel(context.Background())
+		p := &evalPipeline{rt: rt, col: col, dir: dir, cancel: cancel, done: make(chan error, 1)}
+		go func() { p.done <- runStages(sctx, rt, names) }()
+		return p, nil
+	}
+}
+
+// evalPipeline is one running pipeline of `rein eval run`.
+type evalPipeline struct {
+	rt     *proc
+	col    *demoCollector
+	dir    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Turn publishes the user turn to REIN_TURNS, as a platform does, and
+// waits until the agent worker stored its reply (or the turn ended
+// without one), then reads everything the stages produced for it.
+func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text string) (run.Outcome, error) {
+	col := p.col
+	col.mu.Lock()
+	col.turn(conv, turn).User, col.turn(conv, turn).Sent = text, time.Now()
+	col.mu.Unlock()
+	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", evalTenant, conv, turn)+"-user", "/rein/eval",
+		schemas.Meta{Tenant: evalTenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
+	if err == nil {
+		_, err = p.rt.pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(evalTenant, conv, schemas.RoleUser), &ev)
+	}
+	if err != nil {
+		return run.Outcome{}, fmt.Errorf("publish user turn: %w", err)
+	}
+	err = col.wait(ctx, func() bool {
+		t := col.turn(conv, turn)
+		return col.failed[conv] != "" || t.Unanswered != nil ||
+			(t.Escalated != nil && t.Escalated.Reason == schemas.ReasonAgentUnavailable) ||
+			(t.Reply != nil && hasReplyStep(t.Steps))
+	})
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if why := col.failed[conv]; why != "" {
+		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
+	}
+	if err != nil {
+		return run.Outcome{}, fmt.Errorf("no outcome: %w", err)
+	}
+	return outcomeOf(col.turn(conv, turn)), nil
+}
+
+func hasReplyStep(steps []schemas.Step) bool {
+	for _, s := range steps {
+		if s.Kind == schemas.StepReply {
+			return true
+		}
+	}
+	return false
+}
+
+// outcomeOf turns what the collector gathered for a turn into the
+// runner's Outcome.
+func outcomeOf(t *demoTurn) run.Outcome {
+	var out run.Outcome
+	if t.Reply != nil {
+		out.Reply, out.Replied = t.Reply.Text, true
+	}
+	if d := t.Detection; d != nil {
+		out.Detection = run.Detection{Rein: d.Rein, ErrorType: d.ErrorType, Tokens: d.Tokens, LatencyMs: d.LatencyMS,
+			Failed: d.Failed, Module: d.Module, Model: d.Model}
+	}
+	if t.Task != nil {
+		out.Injected = t.Task.Inception != nil
+		if !t.TaskAt.IsZero() {
+			rein := t.TaskAt.Sub(t.Sent) - time.Duration(out.Detection.LatencyMs*float64(time.Millisecond))
+			out.ReinLatency = max(rein, 0)
+		}
+	}
+	if e := t.Escalated; e != nil {
+		out.Escalated, out.EscalationReason = true, e.Reason
+	}
+	steps := append([]schemas.Step(nil), t.Steps...)
+	sort.Slice(steps, func(a, b int) bool { return steps[a].Step < steps[b].Step })
+	// A step published twice (a redelivery) reaches the subscription twice.
+	steps = slices.CompactFunc(steps, func(a, b schemas.Step) bool { return a.Step == b.Step })
+	results := map[string]string{}
+	for _, s := range steps {
+		if s.Kind == schemas.StepToolResult {
+			results[s.CallID] = s.Output
+		}
+	}
+	for _, s := range steps {
+		if s.Kind == schemas.StepToolCall {
+			out.Calls = append(out.Calls, run.Call{Name: s.Name, Arguments: json.RawMessage(s.Arguments), Output: results[s.CallID]})
+		}
+	}
+	return out
+}
+
+// Close stops the stages, then the server, and removes its storage.
+func (p *evalPipeline) Close() error {
+	p.cancel()
+	err := <-p.done
+	p.col.close()
+	p.rt.close()
+	if rerr := os.RemoveAll(p.dir); err == nil {
+		err = rerr
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}

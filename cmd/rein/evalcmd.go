@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/app/eval"
+	"github.com/reinception/rein/internal/app/eval/run"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+func init() { register(newEvalCmd) }
+
+func newEvalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Measure whether rein makes an agent recover from user errors: play scenarios, report Pass@1 and more",
+		Long: `eval measures Reasoning Inception the way its paper does, on your models: τ-bench tasks whose
+user commits an error, played through rein's real pipeline under four conditions (none, rein, npi,
+self-refine), scored by task success, with intervals, activation and false-activation rates, McNemar
+tests, κ between trials, tokens and latency.
+
+  rein eval run --bundled --out runs/first      play the bundled scenarios offline (scripted simulators)
+  rein eval report runs/first                   write report.json, report.md and the charts
+  rein eval report --compare runs/a runs/b      put two runs side by side`,
+	}
+	cmd.AddCommand(newEvalRunCmd(), newEvalReportCmd())
+	return cmd
+}
+
+// evalModel is one model of the run: the agent's or the user simulator's.
+type evalModel struct {
+	who                              string
+	provider, model, baseURL, script string
+}
+
+func (m *evalModel) bind(cmd *cobra.Command, who, what string) {
+	m.who = who
+	fs := cmd.Flags()
+	fs.StringVar(&m.provider, who+"-provider", llm.ProviderScripted, what+": openai (any OpenAI-compatible server), anthropic, replay or scripted (offline: rein's simulator, not a model)")
+	fs.StringVar(&m.model, who+"-model", "", what+": model name")
+	fs.StringVar(&m.baseURL, who+"-base-url", "", what+": provider base URL, e.g. http://127.0.0.1:8000/v1")
+	fs.StringVar(&m.script, who+"-script", "", what+": with --"+who+"-provider scripted, a simulator script (see internal/llm) instead of rein's built-in simulator")
+}
+
+// client builds the model, recording to record or answering from
+// cassette when set. A nil client (scripted without a script) means the
+// runner's built-in simulator.
+func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm.Client, error)) (llm.Client, string, error) {
+	var c llm.Client
+	var err error
+	switch {
+	case cassette != "":
+		c, err = llm.New(llm.Config{Provider: llm.ProviderReplay, Cassette: cassette, Endpoint: purpose}, nil)
+	case m.provider == llm.ProviderScripted && m.script == "":
+		if builtin == nil {
+			return nil, "scripted " + run.SimAgentModel, nil
+		}
+		c, err = builtin()
+	default:
+		cfg := llm.ConfigFromEnv()
+		cfg.Provider, cfg.Model, cfg.BaseURL, cfg.Script, cfg.Endpoint = m.provider, m.model, m.baseURL, m.script, purpose
+		c, err = llm.New(cfg, nil)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("--%s-provider %s: %w", m.who, m.provider, err)
+	}
+	label := c.Provider() + " " + c.Model()
+	if record != "" {
+		if c, err = llm.NewRecorder(c, record); err != nil {
+			return nil, "", err
+		}
+	}
+	return c, label, nil
+}
+
+type evalRunFlags struct {
+	scenarios, out, tauBench, trigger, logLevel, replayFrom string
+	bundled, record                                         bool
+	conditions                                              []string
+	trials, maxTurns, concurrency, maxSteps                 int
+	turnTimeout, detectorTimeout                            time.Duration
+	agent, user                                             evalModel
+	modules                                                 moduleFlags
+}
+
+func newEvalRunCmd() *cobra.Command {
+	var f evalRunFlags
+	cmd := &cobra.Command{
+		Use:   "run (--bundled | --scenarios FILE) --out DIR",
+		Short: "Play scenarios through rein's pipeline under each condition and record every play in a run directory",
+		Long: `run plays every scenario, under every condition, --trials times, through rein's real pipeline: for
+each condition and domain it starts an embedded JetStream server with the detector, injector,
+agent-worker and escalation stages as "rein serve" runs them, publishes each user turn to
+REIN_TURNS and reads the detection, the planted thought, the agent's tool calls and its reply back
+from the streams.
+
+A play: the scenario's opening is published as recorded turns — the error turn (user turn 1; the
+agent's reply to it is the opening's recorded mishandling, the same in every condition), then the
+follow-up — and the user simulator continues from the τ-bench task's instruction until it writes
+###STOP###, the conversation goes to a human, or --max-turns. A clean scenario starts with the
+simulator. The final database is scored with the task's τ-bench reward.
+
+Conditions:
+  none         no inception (the module never activates)
+  rein         the inception module (--module rules, llm or cascade) plants recovery reasoning
+  npi          naive prompt injection: the taxonomy and its recovery plans appended to the agent's system prompt
+  self-refine  the agent's drafted reply is checked once per user turn against the listed errors
+Trigger (--trigger): fixed judges only the error turn (a clean scenario's first turn), dynamic
+judges every user turn, as rein does in production.
+
+Models: --agent-* and --user-* choose the agent's and the user simulator's models, the
+--inception-* flags the module's (for --module llm or cascade); keys come from OPENAI_API_KEY,
+ANTHROPIC_API_KEY or REIN_LLM_API_KEY. The default, scripted, runs rein's simulators: a scripted
+agent that follows a planted plan (and then the task's ground truth) and mishandles otherwise, and
+a scripted user. Their figures measure the harness, not a model; the report says so.
+
+The run directory holds run.json, scenarios.jsonl, results.jsonl (one line per finished play) and
+plays/<condition>/<scenario>.t<trial>.json (the whole conversation). Rerunning the same command
+resumes: finished plays are skipped. --record writes every model call to cassettes/; --replay-from
+answers them from another run's cassettes, offline. When every play is finished, run writes the
+report (see rein eval report).`,
+		Example: `  rein eval run --bundled --conditions none,rein,npi,self-refine --trials 2 --out runs/offline
+  rein eval run --scenarios my-scenarios.jsonl --trials 3 --out runs/gpt \
+      --agent-provider openai --agent-model gpt-4o --user-provider openai --user-model gpt-4o \
+      --module llm --inception-provider anthropic --inception-model claude-sonnet-4-5 --record`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, &f) },
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.bundled, "bundled", false, "play the bundled hand-written scenarios (24 error scenarios, 6 clean)")
+	fs.StringVar(&f.scenarios, "scenarios", "", "JSONL scenario file (format: internal/app/eval/README.md)")
+	fs.StringVar(&f.out, "out", "", "run directory (created; an existing one is resumed)")
+	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine")
+	fs.IntVar(&f.trials, "trials", 1, "k: plays of each scenario per condition (pass^k needs k ≥ 2)")
+	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (the error turn only) or dynamic (every user turn)")
+	fs.IntVar(&f.maxTurns, "max-turns", 12, "user turns per conversation before it is cut")
+	fs.IntVar(&f.concurrency, "concurrency", 4, "scenarios played at once on a pipeline")
+	fs.DurationVar(&f.turnTimeout, "turn-timeout", 2*time.Minute, "how long one turn may take before its play fails")
+	fs.StringVar(&f.tauBench, "taubench", eval.DefaultTauBenchDir, "τ-bench data directory: tasks, domain data and policies")
+	fs.BoolVar(&f.record, "record", false, "record every model call (agent, inception, user) to DIR/cassettes/<purpose>.jsonl")
+	fs.StringVar(&f.replayFrom, "replay-from", "", "answer model calls from RUN_DIR/cassettes of a recorded run (offline; a purpose without a cassette uses its flags)")
+	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the pipelines' stages")
+	fs.IntVar(&f.maxSteps, "max-steps", 30, "agent model calls per turn before the turn escalates")
+	fs.DurationVar(&f.detectorTimeout, "detector-timeout", 30*time.Second, "deadline of one inception call")
+	fs.StringVar(&f.modules.module, "module", inception.ModuleRules, "rein's inception module: rules (offline), llm or cascade")
+	fs.StringVar(&f.modules.taxonomy, "taxonomy", "", "taxonomy YAML (default: the embedded one); its held_out flags decide seen/unseen, and npi and self-refine are told about it")
+	fs.StringVar(&f.modules.plan, "plan", inception.PlanTemplate, "planted reasoning: template or generated")
+	fs.StringVar(&f.modules.provider, "inception-provider", "", "inception model provider for --module llm/cascade (default $REIN_LLM_PROVIDER)")
+	fs.StringVar(&f.modules.model, "inception-model", "", "inception model name (default $REIN_LLM_MODEL)")
+	fs.StringVar(&f.modules.baseURL, "inception-base-url", "", "inception provider base URL (default $REIN_LLM_BASE_URL)")
+	f.agent.bind(cmd, "agent", "the task agent's model")
+	f.user.bind(cmd, "user", "the user simulator's model")
+	return cmd
+}
+
+func runEval(cmd *cobra.Command, f *evalRunFlags) error {
+	switch {
+	case f.out == "":
+		return errors.New("--out DIR is required: the run directory")
+	case f.bundled == (f.scenarios != ""):
+		return errors.New("give exactly one of --bundled or --scenarios FILE")
+	}
+	tax := inception.DefaultTaxonomy()
+	if f.modules.taxonomy != "" {
+		var err error
+		if tax, err = inception.LoadTaxonomy(f.modules.taxonomy); err != nil {
+			return err
+		}
+	}
+	opts := eval.LoadOptions{HeldOut: func(t string) bool {
+		et, ok := tax.Type(t)
+		return !ok || et.HeldOut
+	}}
+	var set []eval.Scenario
+	if f.bundled {
+		set = eval.Bundled(opts)
+	} else {
+		raw, err := os.ReadFile(f.scenarios)
+		if err != nil {
+			return err
+		}
+		if set, err = eval.LoadScenarios(bytes.NewReader(raw), opts); err != nil {
+			return fmt.Errorf("%s: %w", f.scenarios, err)
+		}
+	}
+	cassette := func(purpose string) (record, replay string, err error) {
+		if f.record {
+			dir := filepath.Join(f.out, run.CassettesDir)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return "", "", err
+			}
+			record = filepath.Join(dir, purpose+".jsonl")
+		}
+		if f.replayFrom != "" {
+			p := filepath.Join(f.replayFrom, run.CassettesDir, purpose+".jsonl")
+			if _, err := os.Stat(p); err == nil {
+				replay = p
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return "", "", err
+			}
+		}
+		return record, replay, nil
+	}
+	rec, rep, err := cassette(llm.PurposeAgent)
+	if err != nil {
+		return err
+	}
+	agent, agentLabel, err := f.agent.client(llm.PurposeAgent, rec, rep, nil)
+	if err != nil {
+		return err
+	}
+	if rec, rep, err = cassette(llm.PurposeUser); err != nil {
+		return err
+	}
+	user, userLabel, err := f.user.client(llm.PurposeUser, rec, rep, run.SimUser)
+	if err != nil {
+		return err
+	}
+	deps := run.Deps{Agent: agent, User: user}
+	// The label names the module whether or not rein is played now, so
+	// that a later run adding the rein condition resumes this directory.
+	inceptionLabel := f.modules.module
+	if f.modules.module != inception.ModuleRules {
+		lc := f.modules.llmConfig()
+		inceptionLabel += " " + lc.Provider + " " + lc.Model
+	}
+	if containsString(f.conditions, eval.ConditionRein) {
+		if f.modules.record, f.modules.cassette, err = cassette(llm.PurposeInception); err != nil {
+			return err
+		}
+		if f.modules.cassette != "" {
+			f.modules.provider = llm.ProviderReplay
+		}
+		m, mtax, err := f.modules.build(telemetry.NewRegistry())
+		if err != nil {
+			return err
+		}
+		deps.Module, tax = m, mtax
+	}
+	note := ""
+	if strings.HasPrefix(agentLabel, llm.ProviderScripted) || strings.HasPrefix(userLabel, llm.ProviderScripted) {
+		note = fmt.Sprintf("Scripted simulators played this run (agent: %s; user: %s): these figures measure the harness, not a model.", agentLabel, userLabel)
+	}
+	stderr := cmd.ErrOrStderr()
+	tty := false
+	if fl, ok := stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(fl.Fd()))
+	}
+	deps.Progress = run.NewProgress(stderr, tty)
+	deps.Start = evalRuntime{logLevel: f.logLevel, detectorTimeout: f.detectorTimeout, maxSteps: f.maxSteps}.starter()
+	if note != "" {
+		fmt.Fprintln(stderr, "note:", note)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sum, err := run.Run(ctx, run.Config{
+		Scenarios: set, Conditions: f.conditions, Trials: f.trials, Trigger: f.trigger, MaxTurns: f.maxTurns,
+		Concurrency: f.concurrency, TurnTimeout: f.turnTimeout, TauBench: f.tauBench, Dir: f.out, Taxonomy: tax,
+		AgentLabel: agentLabel, InceptionLabel: inceptionLabel, UserLabel: userLabel, Note: note,
+	}, deps)
+	out := cmd.OutOrStdout()
+	if err != nil && sum.Played+sum.Failed+sum.Resumed == 0 {
+		return err // nothing was played: a configuration or run directory problem
+	}
+	fmt.Fprintf(out, "played %d, resumed %d, failed %d; run directory %s\n", sum.Played, sum.Resumed, sum.Failed, f.out)
+	if err != nil {
+		return fmt.Errorf("%w\n(rerun the same command to retry the plays that did not finish)", err)
+	}
+	r, err := run.WriteRunReport(f.out)
+	if err != nil {
+		return err
+	}
+	printReportSummary(out, f.out, r)
+	return nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if strings.TrimSpace(x) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// printReportSummary prints the headline figures of a report.
+func printReportSummary(w io.Writer, dir string, r *eval.RunReport) {
+	if r.Note != "" {
+		fmt.Fprintln(w, "note:", r.Note)
+	}
+	fmt.Fprintf(w, "%d scenarios × %d trials\n", r.Scenarios, r.Trials)
+	fmt.Fprintf(w, "%-12s %-22s %-11s %-11s %-9s %s\n", "condition", "pass@1 [95% CI]", "activation", "false act.", "deferral", "mcnemar p vs rein")
+	for _, c := range r.ConditionNames() {
+		m := r.Conditions[c].Metrics
+		fmt.Fprintf(w, "%-12s %-22s %-11s %-11s %-9s %s\n", c,
+			fmt.Sprintf("%.3f [%.3f, %.3f]", m.PassAt1.Value, m.PassAt1.Low, m.PassAt1.High),
+			rate(m.ActivationRate), rate(m.FalseActivationRate), rate(m.OverDeferralRate), pValue(m.McNemarP))
+	}
+	fmt.Fprintf(w, "report: %s, %s, %s, %s\n", filepath.Join(dir, eval.ReportJSON), filepath.Join(dir, eval.ReportMarkdown),
+		filepath.Join(dir, eval.ChartPassAt1), filepath.Join(dir, eval.ChartActivationType))
+}
+
+func pValue(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g", *p)
+}
+
+func rate(p *float64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+func newEvalReportCmd() *cobra.Command {
+	var compare bool
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report RUN_DIR | report --compare RUN_A RUN_B",
+		Short: "Write report.json, report.md and the SVG charts of a run directory, or compare two runs",
+		Long: `report reads a run directory's results.jsonl (written by rein eval run) and writes, into it,
+report.json (per condition: pass_at_1 with ci_low/ci_high, pass_hat_k, activation_rate,
+false_activation_rate, over_deferral_rate, tokens_per_turn, latency_ms_p50, mcnemar_p against rein,
+kappa; the same by error type, domain and seen/unseen), report.md (the tables, with what each
+number means) and two charts: pass_at_1.svg and activation_by_type.svg. The format is documented
+in internal/app/eval/README.md.
+
+With --compare it puts two runs side by side (a taxonomy or model change): per condition, overall
+and per error type, with the Pass@1 difference (B − A), printed as Markdown (and written to --out).`,
+		Example: `  rein eval report runs/offline
+  rein eval report --compare runs/taxonomy-v1 runs/taxonomy-v2 --out compare.md`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := cmd.OutOrStdout()
+			if !compare {
+				if len(args) != 1 {
+					return errors.New("give one run directory (or --compare RUN_A RUN_B)")
+				}
+				r, err := run.WriteRunReport(args[0])
+				if err != nil {
+					return err
+				}
+				printReportSummary(w, args[0], r)
+				return nil
+			}
+			if len(args) != 2 {
+				return errors.New("--compare needs two run directories")
+			}
+			a, err := run.BuildReport(args[0])
+			if err != nil {
+				return err
+			}
+			b, err := run.BuildReport(args[1])
+			if err != nil {
+				return err
+			}
+			md := eval.Compare(a, b, args[0], args[1]).Markdown()
+			if out != "" {
+				if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+					return err
+				}
+			}
+			_, err = io.WriteString(w, md)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&compare, "compare", false, "compare two run directories")
+	cmd.Flags().StringVar(&out, "out", "", "with --compare, also write the comparison to this file")
+	return cmd
+}

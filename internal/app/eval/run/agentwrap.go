@@ -1,0 +1,79 @@
+package run
+
+import (
+	"context"
+	"time"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+// The agent's model is wrapped, outermost first, in openingClient (the
+// recorded opening), meterClient (tokens and model time per conversation)
+// and, under self-refine, refineClient. The pipeline sees one llm.Client.
+
+// openingClient answers user turn 1 of an error scenario with the
+// opening's recorded mishandling reply instead of asking the model: the
+// opening is the same in every condition, and the agent's own work starts
+// at the follow-up. The reply still flows through the pipeline as the
+// agent's turn (REIN_TURNS, REIN_STEPS, the agent's internal context).
+type openingClient struct {
+	llm.Client
+	tap *tap
+}
+
+func (c openingClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if userTurns(req.Messages) == 1 {
+		if cv := c.tap.lookup(firstUser(req.Messages)); cv != nil && cv.scenario.Opening != nil {
+			return llm.Response{Content: cv.scenario.Opening.Mishandling, Model: "recorded-opening", StopReason: "stop"}, nil
+		}
+	}
+	return c.Client.Chat(ctx, req)
+}
+
+// meterClient counts each conversation's agent tokens and model time.
+type meterClient struct {
+	llm.Client
+	tap *tap
+}
+
+func (c meterClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	start := time.Now()
+	resp, err := c.Client.Chat(ctx, req)
+	if cv := c.tap.lookup(firstUser(req.Messages)); cv != nil {
+		cv.addAgent(userTurns(req.Messages), time.Since(start), resp.Usage)
+	}
+	return resp, err
+}
+
+// refineClient is the self-refine baseline: when the model drafts a text
+// reply, it is asked once per user turn to check the draft for the
+// taxonomy's errors, and its second answer (text or tool calls) is what the
+// agent loop gets. The check is not kept in the agent's context.
+type refineClient struct {
+	llm.Client
+	tap    *tap
+	prompt string
+}
+
+func (c refineClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	draft, err := c.Client.Chat(ctx, req)
+	if err != nil || len(draft.ToolCalls) > 0 || draft.Content == "" {
+		return draft, err
+	}
+	cv := c.tap.lookup(firstUser(req.Messages))
+	if cv == nil || !cv.refineOnce(userTurns(req.Messages)) {
+		return draft, nil
+	}
+	check := req
+	check.Messages = append(append([]llm.Message(nil), req.Messages...),
+		llm.Message{Role: llm.RoleAssistant, Content: draft.Content},
+		llm.Message{Role: llm.RoleUser, Content: c.prompt})
+	final, err := c.Client.Chat(ctx, check)
+	if err != nil {
+		return draft, nil // the check failed: the draft stands
+	}
+	final.Usage.InputTokens += draft.Usage.InputTokens
+	final.Usage.OutputTokens += draft.Usage.OutputTokens
+	final.Usage.CachedInputTokens += draft.Usage.CachedInputTokens
+	return final, nil
+}

@@ -1,0 +1,85 @@
+package run
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+
+	"github.com/reinception/rein/internal/llm"
+)
+
+//go:embed usersim.yaml
+var simUserScript []byte
+
+// SimUser returns the scripted user simulator (usersim.yaml beside this
+// file): it states the task's instruction, restates it when asked a
+// question, and otherwise stops.
+func SimUser() (llm.Client, error) {
+	s, err := llm.ParseScript(simUserScript)
+	if err != nil {
+		return nil, fmt.Errorf("user simulator script: %w", err)
+	}
+	return llm.NewScripted(s), nil
+}
+
+// StopToken ends the conversation when the user simulator writes it
+// (τ-bench's convention).
+const StopToken = "###STOP###"
+
+// Greeting is the agent's first line as the user simulator sees it; it is
+// not published (the customer speaks first on the pipeline).
+const Greeting = "Hi! How can I help you today?"
+
+// Line is one utterance of the surface dialogue.
+type Line struct {
+	Role string `json:"role"` // "user" or "agent"
+	Text string `json:"text"`
+}
+
+// UserSimPrompt is the user simulator's system prompt for a task
+// instruction (rein's own wording; τ-bench's simulator has the same
+// shape: play the customer, reveal only what is needed, stop when done).
+func UserSimPrompt(instruction string) string {
+	return `You play a customer who contacts a customer-service agent, so that the agent can be tested.
+The instruction below says who you are and what you want. Follow these rules:
+- Write only the customer's next message, briefly and in the first person, as a person would type it.
+- Give the agent the details of the instruction only when they are needed; never invent details it does not give.
+- Do not repeat the instruction word for word, and do not reveal that you follow one.
+- When the agent asks something the instruction does not settle, answer as the instruction's customer would.
+- When your goal is met, when you have been handed to a human, or when the conversation cannot go anywhere, write only ` + StopToken + `.
+
+<instruction>
+` + strings.TrimSpace(instruction) + `
+</instruction>`
+}
+
+// userSim continues a conversation as the customer.
+type userSim struct{ client llm.Client }
+
+// next returns the customer's next message, or stop when the simulator
+// ends the conversation. The simulator sees the dialogue from its side:
+// the agent's lines are user messages, its own are assistant messages,
+// and the conversation starts with the agent's Greeting.
+func (u userSim) next(ctx context.Context, instruction string, lines []Line) (text string, stop bool, err error) {
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: Greeting}}
+	for _, l := range lines {
+		role := llm.RoleUser
+		if l.Role == "user" {
+			role = llm.RoleAssistant
+		}
+		msgs = append(msgs, llm.Message{Role: role, Content: l.Text})
+	}
+	resp, err := u.client.Chat(ctx, llm.Request{Purpose: llm.PurposeUser, System: UserSimPrompt(instruction), Messages: msgs})
+	if err != nil {
+		return "", false, fmt.Errorf("user simulator: %w", err)
+	}
+	text = strings.TrimSpace(resp.Content)
+	if strings.Contains(text, StopToken) {
+		return "", true, nil
+	}
+	if text == "" {
+		return "", false, fmt.Errorf("user simulator: %w", ErrEmptyUserTurn)
+	}
+	return text, false, nil
+}
