@@ -24,7 +24,12 @@ tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for tha
 
   rein keys list --data-dir ./data
   rein keys add-tenant acme --data-dir ./data     then restart rein serve, and give the platform
-                                                   the printed seed file (connect with it as an nkey)`,
+                                                   the printed seed file (connect with it as an nkey)
+  rein keys server-config --data-dir ./data > rein-auth.conf
+                                                   the same identities and permissions as a nats-server
+                                                   authorization block, for an external cluster: include
+                                                   it there and give each rein process its seed file
+                                                   (--nats-nkey DATA-DIR/nats-keys/<identity>.nk)`,
 	}
 	var dataDir string
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of the embedded server")
@@ -41,6 +46,17 @@ tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for tha
 				fmt.Fprintf(cmd.OutOrStdout(), "%-24s %s  %s\n", id, k.PublicKey(id), k.SeedFile(id))
 			}
 			return nil
+		},
+	}, &cobra.Command{
+		Use:   "server-config",
+		Short: "Print a nats-server authorization block with rein's identities and their permissions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := streams.EnsureKeyring(dataDir)
+			if err != nil {
+				return err
+			}
+			return k.WriteAuthorization(cmd.OutOrStdout())
 		},
 	}, &cobra.Command{
 		Use:   "add-tenant TENANT",
