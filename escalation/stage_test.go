@@ -177,7 +177,7 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 }
 
 // A webhook refusing an escalation dead-letters it with a reason that names
-// the refusal but not the token in the webhook URL's query string nor the
+// the instance and the refusal but not the token in the webhook URL's query string nor the
 // static Authorization header the receiver echoes; no log line of the
 // stage carries them either.
 func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
@@ -194,7 +194,7 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	var logs lockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
-		{Webhook: &escalation.WebhookConfig{URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
+		{Webhook: &escalation.WebhookConfig{Name: "cc", URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
 			Header: map[string]string{"Authorization": "Bearer " + auth}}},
 	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log})
 	if err != nil {
@@ -222,8 +222,8 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	if err := json.Unmarshal(letter, &dl); err != nil {
 		t.Fatalf("dead letter %s: %v", letter, err)
 	}
-	if !strings.Contains(dl.Reason, "404") || !strings.Contains(dl.Reason, "REDACTED") {
-		t.Errorf("reason %q: want the refusal, redacted", dl.Reason)
+	if !strings.Contains(dl.Reason, "webhook cc:") || !strings.Contains(dl.Reason, "404") || !strings.Contains(dl.Reason, "REDACTED") {
+		t.Errorf("reason %q: want the instance and its refusal, redacted", dl.Reason)
 	}
 	for what, text := range map[string]string{"dead letter": string(letter), "logs": logs.String()} {
 		for _, secret := range []string{token, auth} {

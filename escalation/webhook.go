@@ -274,7 +274,7 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	defer func() { w.m.observe(w.Name(), KindWebhook, time.Since(start)) }()
 	if err := ev.Validate(); err != nil {
 		w.m.delivery(w.Name(), KindWebhook, OutcomeFailed)
-		return fmt.Errorf("%w: webhook: invalid event %q: %w", ErrDeliveryFailed, ev.ID(), err)
+		return fmt.Errorf("%w: webhook %s: invalid event %q: %w", ErrDeliveryFailed, w.Name(), ev.ID(), err)
 	}
 	for attempt := 1; ; attempt++ {
 		err := w.attempt(ctx, ev)
@@ -283,7 +283,7 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("webhook: event %s: %w", ev.ID(), context.Cause(ctx))
+			return fmt.Errorf("webhook %s: event %s: %w", w.Name(), ev.ID(), context.Cause(ctx))
 		}
 		permanent := isPermanent(err)
 		if permanent || attempt >= w.cfg.Attempts {
@@ -295,14 +295,14 @@ func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 			// The cause's text may hold the URL or a header value: only
 			// the redacted text travels on (logs, dead letters), so the
 			// cause is not wrapped.
-			return fmt.Errorf("%w: webhook: event %s after %d attempt(s): %s", ErrDeliveryFailed, ev.ID(), attempt, reason)
+			return fmt.Errorf("%w: webhook %s: event %s after %d attempt(s): %s", ErrDeliveryFailed, w.Name(), ev.ID(), attempt, reason)
 		}
 		w.m.delivery(w.Name(), KindWebhook, OutcomeRetry)
 		t := time.NewTimer(w.backoff(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("webhook: event %s: %w", ev.ID(), context.Cause(ctx))
+			return fmt.Errorf("webhook %s: event %s: %w", w.Name(), ev.ID(), context.Cause(ctx))
 		case <-t.C:
 		}
 	}
