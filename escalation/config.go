@@ -5,30 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/streams"
 )
 
-// SinksConfig is the `sinks:` section of rein.yaml:
+// SinksConfig is the `sinks:` section of rein.yaml, one flat entry per
+// sink instance, its kind in `type` and that kind's keys beside it:
 //
 //	sinks:
 //	  - type: webhook
+//	    name: contact-center          # optional; default webhook, webhook-2, …
 //	    url: https://cc.example.com/rein
-//	    mode: structured        # or binary
+//	    mode: structured              # or binary
 //	    secret_env: REIN_WEBHOOK_SECRET   # or secret_file: /run/secrets/rein-webhook
 //	    attempts: 5
 //	    backoff_base: 500ms
 //	    backoff_max: 30s
 //	    timeout: 10s
+//	    max_response_bytes: 4194304
 //	  - type: jsonl
 //	    path: ./data/audit.jsonl
 //	    max_bytes: 134217728
@@ -36,37 +43,133 @@ import (
 //	  - type: handoff
 //	    deadline: 5m
 type SinksConfig struct {
-	Sinks []SinkConfig `yaml:"sinks" json:"sinks"`
+	Sinks []SinkConfig `yaml:"sinks"`
 }
 
-// SinkConfig is one sink. Type selects which of the other fields apply;
-// zero values take the documented defaults.
+// SinkConfig is one sink instance: exactly one member is set, the typed
+// configuration of its kind (WebhookConfig, JSONLConfig, HandoffConfig).
+// Zero values take the documented defaults.
 type SinkConfig struct {
-	Type string `yaml:"type" json:"type"` // webhook | jsonl | handoff
-	// Name identifies this sink instance in metrics (the sink label) and
-	// in the stage's per-sink delivery state: every instance gets every
-	// event. Default: the type, then <type>-2, <type>-3, … in order.
-	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	Webhook *WebhookConfig
+	JSONL   *JSONLConfig
+	Handoff *HandoffConfig
+}
 
-	// webhook
-	URL         string            `yaml:"url,omitempty" json:"url,omitempty"`
-	Mode        string            `yaml:"mode,omitempty" json:"mode,omitempty"`             // structured (default) | binary
-	SecretEnv   string            `yaml:"secret_env,omitempty" json:"secret_env,omitempty"` // env var holding the HMAC secret
-	SecretFile  string            `yaml:"secret_file,omitempty" json:"secret_file,omitempty"`
-	Attempts    int               `yaml:"attempts,omitempty" json:"attempts,omitempty"`         // default 5
-	BackoffBase time.Duration     `yaml:"backoff_base,omitempty" json:"backoff_base,omitempty"` // default 500ms
-	BackoffMax  time.Duration     `yaml:"backoff_max,omitempty" json:"backoff_max,omitempty"`   // default 30s
-	Timeout     time.Duration     `yaml:"timeout,omitempty" json:"timeout,omitempty"`           // per attempt, default 10s
-	Headers     map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`           // extra static headers
+// Kind is the kind of the member that is set ("" when none is).
+func (s SinkConfig) Kind() string {
+	switch {
+	case s.Webhook != nil:
+		return KindWebhook
+	case s.JSONL != nil:
+		return KindJSONL
+	case s.Handoff != nil:
+		return KindHandoff
+	}
+	return ""
+}
 
-	// jsonl
-	Path         string        `yaml:"path,omitempty" json:"path,omitempty"`
-	MaxBytes     int64         `yaml:"max_bytes,omitempty" json:"max_bytes,omitempty"`         // default 128 MiB
-	SyncInterval time.Duration `yaml:"sync_interval,omitempty" json:"sync_interval,omitempty"` // default 200ms
+// name is the configured name ("" when unset).
+func (s SinkConfig) name() string {
+	switch {
+	case s.Webhook != nil:
+		return s.Webhook.Name
+	case s.JSONL != nil:
+		return s.JSONL.Name
+	case s.Handoff != nil:
+		return s.Handoff.Name
+	}
+	return ""
+}
 
-	// handoff
-	Deadline      time.Duration `yaml:"deadline,omitempty" json:"deadline,omitempty"`             // default 5m
-	SweepInterval time.Duration `yaml:"sweep_interval,omitempty" json:"sweep_interval,omitempty"` // default deadline/4 in [10ms,5s]
+// kinds counts the members that are set.
+func (s SinkConfig) kinds() int {
+	n := 0
+	for _, set := range []bool{s.Webhook != nil, s.JSONL != nil, s.Handoff != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// sinkKeys are the rein.yaml keys of each kind, from the yaml tags of its
+// configuration: the decoder's one list of what belongs where.
+var sinkKeys = map[string][]string{
+	KindWebhook: yamlKeys[WebhookConfig](),
+	KindJSONL:   yamlKeys[JSONLConfig](),
+	KindHandoff: yamlKeys[HandoffConfig](),
+}
+
+func yamlKeys[T any]() []string {
+	t := reflect.TypeFor[T]()
+	var keys []string
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// UnmarshalYAML decodes one flat `sinks:` entry: `type` selects the kind,
+// every other key must be one of that kind's. A key of another kind, or of
+// none, is an error naming it and the keys that do apply.
+func (s *SinkConfig) UnmarshalYAML(b []byte) error {
+	var entry map[string]any
+	if err := yaml.Unmarshal(b, &entry); err != nil {
+		return fmt.Errorf("%w: sink: %s", ErrInvalidConfig, yaml.FormatError(err, false, false))
+	}
+	kind := ""
+	if t, ok := entry["type"]; ok {
+		kind = fmt.Sprint(t)
+	}
+	*s = SinkConfig{}
+	var into any
+	switch kind {
+	case KindWebhook:
+		s.Webhook = new(WebhookConfig)
+		into = s.Webhook
+	case KindJSONL:
+		s.JSONL = new(JSONLConfig)
+		into = s.JSONL
+	case KindHandoff:
+		s.Handoff = new(HandoffConfig)
+		into = s.Handoff
+	case "":
+		return fmt.Errorf("%w: sink type is required (%s, %s or %s)", ErrInvalidConfig, KindWebhook, KindJSONL, KindHandoff)
+	default:
+		return fmt.Errorf("%w: unknown sink type %q (want %s, %s or %s)", ErrInvalidConfig, kind, KindWebhook, KindJSONL, KindHandoff)
+	}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(entry)) {
+		if k == "type" || slices.Contains(sinkKeys[kind], k) {
+			continue
+		}
+		owner := ""
+		for _, other := range []string{KindWebhook, KindJSONL, KindHandoff} {
+			if slices.Contains(sinkKeys[other], k) {
+				owner = other
+				break
+			}
+		}
+		if owner != "" {
+			errs = append(errs, fmt.Errorf("%w: %s sink: option %s does not apply to this sink type (it is a %s option; a %s sink takes %s)",
+				ErrInvalidConfig, kind, k, owner, kind, strings.Join(sinkKeys[kind], ", ")))
+		} else {
+			errs = append(errs, fmt.Errorf("%w: %s sink: unknown option %s (a %s sink takes %s)",
+				ErrInvalidConfig, kind, k, kind, strings.Join(sinkKeys[kind], ", ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Every key was checked above; `type` is not a field of the kind's
+	// configuration, so this decode is not strict.
+	if err := yaml.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("%w: %s sink: %s", ErrInvalidConfig, kind, yaml.FormatError(err, false, false))
+	}
+	return nil
 }
 
 // SinkDeps is what BuildSinks needs besides the configuration.
@@ -91,6 +194,15 @@ func (c SinksConfig) Validate() error {
 	paths := map[string]int{}
 	handoffs := 0
 	seen := map[string]int{}
+	for i, s := range c.Sinks {
+		if n := s.kinds(); n != 1 {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: exactly one sink kind (%s, %s or %s) must be set, not %d",
+				ErrInvalidConfig, i, KindWebhook, KindJSONL, KindHandoff, n))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	for i, n := range c.SinkNames() {
 		if j, dup := seen[n]; dup {
 			errs = append(errs, fmt.Errorf("%w: sinks[%d]: name %q already used by sinks[%d]", ErrInvalidConfig, i, n, j))
@@ -101,22 +213,31 @@ func (c SinksConfig) Validate() error {
 		seen[n] = i
 	}
 	for i, s := range c.Sinks {
-		if err := s.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("sinks[%d]: %w", i, err))
-			continue
+		var err error
+		switch {
+		case s.Webhook != nil:
+			w := *s.Webhook
+			w.withDefaults()
+			if err = w.validate(); err == nil {
+				err = w.validateSecretSource()
+			}
+		case s.JSONL != nil:
+			if err = s.JSONL.validate(); err == nil {
+				p := filepath.Clean(s.JSONL.Path)
+				if j, dup := paths[p]; dup {
+					err = fmt.Errorf("%w: jsonl path %q already used by sinks[%d]", ErrInvalidConfig, s.JSONL.Path, j)
+				}
+				paths[p] = i
+			}
+		case s.Handoff != nil:
+			if err = s.Handoff.validate(); err == nil {
+				if handoffs++; handoffs > 1 {
+					err = fmt.Errorf("%w: only one handoff sink is allowed", ErrInvalidConfig)
+				}
+			}
 		}
-		switch s.Type {
-		case SinkJSONL:
-			p := filepath.Clean(s.Path)
-			if j, dup := paths[p]; dup {
-				errs = append(errs, fmt.Errorf("%w: sinks[%d]: jsonl path %q already used by sinks[%d]", ErrInvalidConfig, i, s.Path, j))
-			}
-			paths[p] = i
-		case SinkHandoff:
-			handoffs++
-			if handoffs > 1 {
-				errs = append(errs, fmt.Errorf("%w: sinks[%d]: only one handoff sink is allowed", ErrInvalidConfig, i))
-			}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sinks[%d]: %w", i, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -134,116 +255,8 @@ func validSinkName(n string) bool {
 	return true
 }
 
-func (s SinkConfig) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s sink: %s", ErrInvalidConfig, s.Type, fmt.Sprintf(format, a...))
-	}
-	var foreign []string
-	note := func(set bool, name string) {
-		if set {
-			foreign = append(foreign, name)
-		}
-	}
-	webhookSet := func() {
-		note(s.URL != "", "url")
-		note(s.Mode != "", "mode")
-		note(s.SecretEnv != "", "secret_env")
-		note(s.SecretFile != "", "secret_file")
-		note(s.Attempts != 0, "attempts")
-		note(s.BackoffBase != 0, "backoff_base")
-		note(s.BackoffMax != 0, "backoff_max")
-		note(s.Timeout != 0, "timeout")
-		note(len(s.Headers) != 0, "headers")
-	}
-	jsonlSet := func() {
-		note(s.Path != "", "path")
-		note(s.MaxBytes != 0, "max_bytes")
-		note(s.SyncInterval != 0, "sync_interval")
-	}
-	handoffSet := func() {
-		note(s.Deadline != 0, "deadline")
-		note(s.SweepInterval != 0, "sweep_interval")
-	}
-	switch s.Type {
-	case SinkWebhook:
-		jsonlSet()
-		handoffSet()
-		if len(foreign) == 0 {
-			wc := s.webhookConfig([]byte("validate"))
-			wc.withDefaults()
-			if err := wc.validate(); err != nil {
-				return err
-			}
-			if (s.SecretEnv == "") == (s.SecretFile == "") {
-				return bad("exactly one of secret_env and secret_file is required")
-			}
-		}
-	case SinkJSONL:
-		webhookSet()
-		handoffSet()
-		if s.Path == "" {
-			return bad("path is required")
-		}
-		if s.MaxBytes < 0 || s.SyncInterval < 0 {
-			return bad("max_bytes and sync_interval must not be negative")
-		}
-	case SinkHandoff:
-		webhookSet()
-		jsonlSet()
-		if s.Deadline < 0 || s.SweepInterval < 0 {
-			return bad("deadline and sweep_interval must not be negative")
-		}
-	case "":
-		return fmt.Errorf("%w: sink type is required (%s, %s or %s)", ErrInvalidConfig, SinkWebhook, SinkJSONL, SinkHandoff)
-	default:
-		return fmt.Errorf("%w: unknown sink type %q (want %s, %s or %s)", ErrInvalidConfig, s.Type, SinkWebhook, SinkJSONL, SinkHandoff)
-	}
-	if len(foreign) > 0 {
-		return bad("option(s) %s do not apply to this sink type", strings.Join(foreign, ", "))
-	}
-	return nil
-}
-
-func (s SinkConfig) webhookConfig(secret []byte) WebhookConfig {
-	return WebhookConfig{
-		URL: s.URL, Mode: s.Mode, Secret: secret, Attempts: s.Attempts,
-		BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax, Timeout: s.Timeout, Header: s.Headers,
-	}
-}
-
-// secret reads the webhook secret from the environment or a file
-// (surrounding whitespace trimmed).
-func (s SinkConfig) secret(getenv func(string) string) ([]byte, error) {
-	var v string
-	switch {
-	case s.SecretEnv != "":
-		v = getenv(s.SecretEnv)
-		if strings.TrimSpace(v) == "" {
-			return nil, fmt.Errorf("%w: webhook secret env var %s is unset or empty", ErrInvalidConfig, s.SecretEnv)
-		}
-	case s.SecretFile != "":
-		b, err := os.ReadFile(s.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: webhook secret file: %w", ErrInvalidConfig, err)
-		}
-		v = string(b)
-		if strings.TrimSpace(v) == "" {
-			return nil, fmt.Errorf("%w: webhook secret file %s is empty", ErrInvalidConfig, s.SecretFile)
-		}
-	}
-	secret := []byte(strings.TrimSpace(v))
-	if len(secret) < MinSecretBytes {
-		return nil, fmt.Errorf("%w: webhook signing secret has %d bytes; at least %d are required (for instance 32 random bytes, hex-encoded)",
-			ErrInvalidConfig, len(secret), MinSecretBytes)
-	}
-	return secret, nil
-}
-
-// MinSecretBytes is the shortest webhook signing secret a sink config
-// accepts: a short one can be guessed.
-const MinSecretBytes = 32
-
-// BuildSinks validates cfg and builds its sinks in order. On error, the
+// BuildSinks validates cfg and builds its sinks in order, each under its
+// instance name (SinkNames); webhook secrets are read here. On error, the
 // sinks already built are closed. The caller closes the returned sinks.
 func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 	if err := cfg.Validate(); err != nil {
@@ -274,32 +287,47 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 		return nil, err
 	}
 	for i, sc := range cfg.Sinks {
-		log := deps.Logger.With(slog.String("sink", sc.Type), slog.Int("index", i))
+		log := deps.Logger.With(slog.String("sink", names[i]), slog.String("kind", sc.Kind()))
 		var (
 			s   Sink
 			err error
 		)
-		switch sc.Type {
-		case SinkWebhook:
-			var secret []byte
-			if secret, err = sc.secret(deps.Getenv); err == nil {
-				wc := sc.webhookConfig(secret)
-				wc.HTTPClient, wc.Now = deps.HTTPClient, deps.Now
+		switch {
+		case sc.Webhook != nil:
+			wc := *sc.Webhook
+			wc.Name = names[i]
+			if wc.Secret, err = wc.secret(deps.Getenv); err == nil {
+				if wc.HTTPClient == nil {
+					wc.HTTPClient = deps.HTTPClient
+				}
+				if wc.Now == nil {
+					wc.Now = deps.Now
+				}
 				s, err = NewWebhook(wc, m, log)
 			}
-		case SinkJSONL:
-			s, err = NewJSONL(JSONLConfig{Path: sc.Path, MaxBytes: sc.MaxBytes, SyncInterval: sc.SyncInterval}, m, log)
-		case SinkHandoff:
-			s, err = NewHandoff(deps.JetStream, HandoffConfig{Publisher: deps.Publisher,
-				Deadline: sc.Deadline, SweepInterval: sc.SweepInterval,
-				Transcript: deps.Transcript, OnTimeout: deps.OnTimeout, Now: deps.Now,
-			}, m, log)
+		case sc.JSONL != nil:
+			jc := *sc.JSONL
+			jc.Name = names[i]
+			s, err = NewJSONL(jc, m, log)
+		case sc.Handoff != nil:
+			hc := *sc.Handoff
+			hc.Name = names[i]
+			if hc.Publisher == nil {
+				hc.Publisher = deps.Publisher
+			}
+			if hc.Transcript == nil {
+				hc.Transcript = deps.Transcript
+			}
+			if hc.OnTimeout == nil {
+				hc.OnTimeout = deps.OnTimeout
+			}
+			if hc.Now == nil {
+				hc.Now = deps.Now
+			}
+			s, err = NewHandoff(deps.JetStream, hc, m, log)
 		}
 		if err != nil {
-			return fail(fmt.Errorf("sinks[%d] (%s): %w", i, sc.Type, err))
-		}
-		if n, ok := s.(interface{ setName(string) }); ok {
-			n.setName(names[i])
+			return fail(fmt.Errorf("sinks[%d] (%s): %w", i, names[i], err))
 		}
 		out = append(out, s)
 	}
@@ -307,20 +335,21 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 }
 
 // SinkNames are the instance names of the configured sinks, in order: a
-// sink's Name, else its type for the first of that type and <type>-<n>
+// sink's name, else its kind for the first of that kind and <kind>-<n>
 // for the n-th.
 func (c SinksConfig) SinkNames() []string {
 	names := make([]string, len(c.Sinks))
 	count := map[string]int{}
 	for i, s := range c.Sinks {
-		count[s.Type]++
+		kind := s.Kind()
+		count[kind]++
 		switch {
-		case s.Name != "":
-			names[i] = s.Name
-		case count[s.Type] == 1:
-			names[i] = s.Type
+		case s.name() != "":
+			names[i] = s.name()
+		case count[kind] == 1:
+			names[i] = kind
 		default:
-			names[i] = fmt.Sprintf("%s-%d", s.Type, count[s.Type])
+			names[i] = fmt.Sprintf("%s-%d", kind, count[kind])
 		}
 	}
 	return names

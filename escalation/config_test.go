@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// The flat `sinks:` entries decode into one typed configuration per sink.
 func TestSinksConfigYAML(t *testing.T) {
 	src := `
 sinks:
@@ -25,60 +26,123 @@ sinks:
     backoff_base: 250ms
     backoff_max: 1m
     timeout: 3s
+    max_response_bytes: 65536
+    headers:
+      Authorization: Bearer abc
+  - type: webhook
+    name: crm
+    url: https://crm.example.com/hook
+    secret_file: /run/secrets/crm
   - type: jsonl
     path: ./data/audit.jsonl
     max_bytes: 1048576
     sync_interval: 50ms
   - type: handoff
     deadline: 2m
+    sweep_interval: 1s
 `
 	var cfg SinksConfig
-	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
+	if err := yaml.UnmarshalWithOptions([]byte(src), &cfg, yaml.Strict()); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := SinksConfig{Sinks: []SinkConfig{
-		{Type: SinkWebhook, URL: "https://cc.example.com/rein", Mode: ModeBinary, SecretEnv: "REIN_WEBHOOK_SECRET",
-			Attempts: 7, BackoffBase: 250 * time.Millisecond, BackoffMax: time.Minute, Timeout: 3 * time.Second},
-		{Type: SinkJSONL, Path: "./data/audit.jsonl", MaxBytes: 1 << 20, SyncInterval: 50 * time.Millisecond},
-		{Type: SinkHandoff, Deadline: 2 * time.Minute},
-	}}
-	for i := range want.Sinks {
-		g, w := cfg.Sinks[i], want.Sinks[i]
-		if g.Type != w.Type || g.URL != w.URL || g.Mode != w.Mode || g.SecretEnv != w.SecretEnv || g.Attempts != w.Attempts ||
-			g.BackoffBase != w.BackoffBase || g.BackoffMax != w.BackoffMax || g.Timeout != w.Timeout ||
-			g.Path != w.Path || g.MaxBytes != w.MaxBytes || g.SyncInterval != w.SyncInterval || g.Deadline != w.Deadline {
-			t.Errorf("sink %d: got %+v, want %+v", i, g, w)
-		}
+	if len(cfg.Sinks) != 4 {
+		t.Fatalf("%d sinks", len(cfg.Sinks))
+	}
+	if w := cfg.Sinks[0].Webhook; w == nil || w.URL != "https://cc.example.com/rein" || w.Mode != ModeBinary || w.SecretEnv != "REIN_WEBHOOK_SECRET" ||
+		w.Attempts != 7 || w.BackoffBase != 250*time.Millisecond || w.BackoffMax != time.Minute || w.Timeout != 3*time.Second ||
+		w.MaxResponseBytes != 65536 || w.Header["Authorization"] != "Bearer abc" || w.Name != "" {
+		t.Errorf("webhook: %+v", w)
+	}
+	if w := cfg.Sinks[1].Webhook; w == nil || w.Name != "crm" || w.SecretFile != "/run/secrets/crm" {
+		t.Errorf("second webhook: %+v", w)
+	}
+	if j := cfg.Sinks[2].JSONL; j == nil || j.Path != "./data/audit.jsonl" || j.MaxBytes != 1<<20 || j.SyncInterval != 50*time.Millisecond {
+		t.Errorf("jsonl: %+v", j)
+	}
+	if h := cfg.Sinks[3].Handoff; h == nil || h.Deadline != 2*time.Minute || h.SweepInterval != time.Second {
+		t.Errorf("handoff: %+v", h)
+	}
+	var kinds []string
+	for _, s := range cfg.Sinks {
+		kinds = append(kinds, s.Kind())
+	}
+	if got := strings.Join(kinds, ","); got != "webhook,webhook,jsonl,handoff" {
+		t.Errorf("kinds %s", got)
+	}
+	if got := strings.Join(cfg.SinkNames(), ","); got != "webhook,crm,jsonl,handoff" {
+		t.Errorf("names %s", got)
+	}
+}
+
+// A key that belongs to another kind of sink is refused, naming the key,
+// the kind it belongs to and the keys that do apply; so is a key of no
+// kind, a missing or unknown type.
+func TestSinksConfigYAMLErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"webhook with a jsonl option", "- type: webhook\n  url: https://h/x\n  secret_env: S\n  path: /a\n",
+			[]string{"webhook sink: option path does not apply to this sink type", "it is a jsonl option", "max_response_bytes"}},
+		{"jsonl with a webhook option", "- type: jsonl\n  path: a\n  url: https://h\n",
+			[]string{"jsonl sink: option url does not apply", "it is a webhook option", "name, path, max_bytes, sync_interval"}},
+		{"handoff with a webhook option", "- type: handoff\n  deadline: 1m\n  max_response_bytes: 10\n",
+			[]string{"handoff sink: option max_response_bytes does not apply", "name, deadline, sweep_interval"}},
+		{"option of no kind", "- type: jsonl\n  path: a\n  colour: red\n", []string{"jsonl sink: unknown option colour"}},
+		{"a Go-only field", "- type: webhook\n  url: https://h/x\n  secret_env: S\n  jitter: 0.5\n", []string{"unknown option jitter"}},
+		{"missing type", "- url: https://h/x\n", []string{"type is required"}},
+		{"unknown type", "- type: kafka\n", []string{`unknown sink type "kafka"`}},
+		{"bad value", "- type: jsonl\n  path: a\n  sync_interval: soon\n", []string{"jsonl sink:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var sinks []SinkConfig
+			err := yaml.UnmarshalWithOptions([]byte(tc.src), &sinks, yaml.Strict())
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("err = %v, want ErrInvalidConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to mention %q", err, w)
+				}
+			}
+		})
 	}
 }
 
 func TestSinksConfigValidate(t *testing.T) {
-	hook := SinkConfig{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S"}
+	hook := func() *WebhookConfig { return &WebhookConfig{URL: "https://h/x", SecretEnv: "S"} }
+	named := func(n string) *WebhookConfig { w := hook(); w.Name = n; return w }
 	tests := []struct {
 		name    string
 		sinks   []SinkConfig
 		wantErr string // substring; "" = valid
 	}{
 		{"empty is valid", nil, ""},
-		{"webhook", []SinkConfig{hook}, ""},
-		{"webhook with file secret", []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretFile: "/s"}}, ""},
-		{"missing type", []SinkConfig{{URL: "https://h/x"}}, "type is required"},
-		{"unknown type", []SinkConfig{{Type: "kafka"}}, "unknown sink type"},
-		{"webhook without secret", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x"}}, "exactly one of secret_env and secret_file"},
-		{"webhook with both secrets", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", SecretFile: "/s"}}, "exactly one"},
-		{"webhook bad url", []SinkConfig{{Type: SinkWebhook, URL: "h/x", SecretEnv: "S"}}, "absolute http(s) URL"},
-		{"webhook bad mode", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", Mode: "json"}}, "mode"},
-		{"webhook with jsonl option", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", Path: "/a"}}, "path do not apply"},
-		{"jsonl without path", []SinkConfig{{Type: SinkJSONL}}, "path is required"},
-		{"jsonl with url", []SinkConfig{{Type: SinkJSONL, Path: "a", URL: "https://h"}}, "url do not apply"},
-		{"jsonl negative size", []SinkConfig{{Type: SinkJSONL, Path: "a", MaxBytes: -1}}, "negative"},
-		{"two jsonl on one path", []SinkConfig{{Type: SinkJSONL, Path: "a/b"}, {Type: SinkJSONL, Path: "a/./b"}}, "already used"},
-		{"handoff negative deadline", []SinkConfig{{Type: SinkHandoff, Deadline: -time.Second}}, "negative"},
-		{"two handoffs", []SinkConfig{{Type: SinkHandoff}, {Type: SinkHandoff}}, "only one handoff"},
-		{"errors name the position", []SinkConfig{hook, {Type: SinkJSONL}}, "sinks[1]"},
+		{"webhook", []SinkConfig{{Webhook: hook()}}, ""},
+		{"two webhooks", []SinkConfig{{Webhook: hook()}, {Webhook: hook()}}, ""},
+		{"webhook with file secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretFile: "/s"}}}, ""},
+		{"webhook with a long inline secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", Secret: []byte(strings.Repeat("k", MinSecretBytes))}}}, ""},
+		{"no kind", []SinkConfig{{}}, "exactly one sink kind"},
+		{"two kinds", []SinkConfig{{Webhook: hook(), JSONL: &JSONLConfig{Path: "a"}}}, "exactly one sink kind"},
+		{"webhook without secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x"}}}, "exactly one of secret_env and secret_file"},
+		{"webhook with both secrets", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", SecretFile: "/s"}}}, "exactly one"},
+		{"webhook short inline secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", Secret: []byte(strings.Repeat("k", MinSecretBytes-1))}}}, "at least 32"},
+		{"webhook bad url", []SinkConfig{{Webhook: &WebhookConfig{URL: "h/x", SecretEnv: "S"}}}, "absolute http(s) URL"},
+		{"webhook bad mode", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", Mode: "json"}}}, "mode"},
+		{"webhook negative response bound", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", MaxResponseBytes: -1}}}, "max_response_bytes"},
+		{"duplicate names", []SinkConfig{{Webhook: named("cc")}, {JSONL: &JSONLConfig{Name: "cc", Path: "a"}}}, `name "cc" already used by sinks[0]`},
+		{"a name taking a default", []SinkConfig{{Webhook: hook()}, {Webhook: named("webhook")}}, `name "webhook" already used by sinks[0]`},
+		{"invalid name", []SinkConfig{{Webhook: named("cc hook")}}, "name"},
+		{"jsonl without path", []SinkConfig{{JSONL: &JSONLConfig{}}}, "path is required"},
+		{"jsonl negative size", []SinkConfig{{JSONL: &JSONLConfig{Path: "a", MaxBytes: -1}}}, "negative"},
+		{"two jsonl on one path", []SinkConfig{{JSONL: &JSONLConfig{Path: "a/b"}}, {JSONL: &JSONLConfig{Path: "a/./b"}}}, "already used"},
+		{"handoff negative deadline", []SinkConfig{{Handoff: &HandoffConfig{Deadline: -time.Second}}}, "negative"},
+		{"two handoffs", []SinkConfig{{Handoff: &HandoffConfig{}}, {Handoff: &HandoffConfig{}}}, "only one handoff"},
+		{"errors name the position", []SinkConfig{{Webhook: hook()}, {JSONL: &JSONLConfig{}}}, "sinks[1]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,6 +157,24 @@ func TestSinksConfigValidate(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalidConfig containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// Unnamed instances are named after their kind, the n-th of a kind
+// <kind>-<n>, whatever names the others were given.
+func TestSinkNames(t *testing.T) {
+	hook := func(name string) SinkConfig {
+		return SinkConfig{Webhook: &WebhookConfig{Name: name, URL: "https://h/x", SecretEnv: "S"}}
+	}
+	cfg := SinksConfig{Sinks: []SinkConfig{hook(""), hook("crm"), hook(""), {JSONL: &JSONLConfig{Path: "a"}}, {JSONL: &JSONLConfig{Path: "b"}}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.SinkNames(), ","); got != "webhook,crm,webhook-3,jsonl,jsonl-2" {
+		t.Errorf("names %s", got)
+	}
+	if cfg.Sinks[0].Webhook.Name != "" {
+		t.Errorf("naming wrote into the configuration: %+v", cfg.Sinks[0].Webhook)
 	}
 }
 
@@ -111,10 +193,10 @@ func TestBuildSinks(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	cfg := SinksConfig{Sinks: []SinkConfig{
-		{Type: SinkWebhook, URL: srv.URL, SecretFile: secretFile, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond},
-		{Type: SinkWebhook, URL: srv.URL, SecretEnv: "HOOK_SECRET", Mode: ModeBinary},
-		{Type: SinkJSONL, Path: filepath.Join(dir, "audit.jsonl")},
-		{Type: SinkHandoff, Deadline: time.Hour},
+		{Webhook: &WebhookConfig{URL: srv.URL, SecretFile: secretFile, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}},
+		{Webhook: &WebhookConfig{URL: srv.URL, SecretEnv: "HOOK_SECRET", Mode: ModeBinary}},
+		{JSONL: &JSONLConfig{Path: filepath.Join(dir, "audit.jsonl")}},
+		{Handoff: &HandoffConfig{Deadline: time.Hour}},
 	}}
 	env := map[string]string{"HOOK_SECRET": "from-file-0123456789abcdef0123456789"}
 	sinks, err := BuildSinks(cfg, SinkDeps{JetStream: js, Registerer: reg, Getenv: func(k string) string { return env[k] }, Transcript: transcriptOf})
@@ -124,7 +206,7 @@ func TestBuildSinks(t *testing.T) {
 	var names []string
 	ev := escalationEvent(t, "acme", "c1", 1)
 	for _, s := range sinks {
-		names = append(names, s.Name())
+		names = append(names, s.Name()+":"+s.Kind())
 		if err := s.Deliver(testCtx(t), ev); err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
 		}
@@ -134,7 +216,7 @@ func TestBuildSinks(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "webhook,webhook-2,jsonl,handoff" {
+	if strings.Join(names, ",") != "webhook:webhook,webhook-2:webhook,jsonl:jsonl,handoff:handoff" {
 		t.Fatalf("sinks %v", names)
 	}
 	for _, s := range sinks {
@@ -182,11 +264,13 @@ func TestBuildSinksErrors(t *testing.T) {
 		cfg  SinksConfig
 		deps SinkDeps
 	}{
-		{"unset secret env", SinksConfig{Sinks: []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretEnv: "NOPE"}}},
+		{"unset secret env", SinksConfig{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretEnv: "NOPE"}}}},
 			SinkDeps{Getenv: func(string) string { return "" }}},
-		{"missing secret file", SinksConfig{Sinks: []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretFile: filepath.Join(dir, "none")}}}, SinkDeps{}},
-		{"handoff without JetStream", SinksConfig{Sinks: []SinkConfig{{Type: SinkJSONL, Path: filepath.Join(dir, "a.jsonl")}, {Type: SinkHandoff}}}, SinkDeps{}},
-		{"invalid config", SinksConfig{Sinks: []SinkConfig{{Type: "smtp"}}}, SinkDeps{}},
+		{"short secret env", SinksConfig{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretEnv: "SHORT"}}}},
+			SinkDeps{Getenv: func(string) string { return "k" }}},
+		{"missing secret file", SinksConfig{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretFile: filepath.Join(dir, "none")}}}}, SinkDeps{}},
+		{"handoff without JetStream", SinksConfig{Sinks: []SinkConfig{{JSONL: &JSONLConfig{Path: filepath.Join(dir, "a.jsonl")}}, {Handoff: &HandoffConfig{}}}}, SinkDeps{}},
+		{"invalid config", SinksConfig{Sinks: []SinkConfig{{}}}, SinkDeps{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

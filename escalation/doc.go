@@ -1,32 +1,52 @@
 // Package escalation is rein's last stage: it delivers the agent's
 // escalations (dev.rein.escalation.v1), ambiguity reports
 // (dev.rein.report.v1) and the records of turns the agent did not answer
-// (dev.rein.unanswered.v1) from REIN_OUTCOMES
-// (rein.escalations.<tenant>.<conv>, rein.reports.<tenant>.<conv>,
-// rein.unanswered.<tenant>.<conv>, durable "escalation") to every sink
-// instance configured in rein.yaml (SinksConfig, BuildSinks; Config, Deps,
-// New, Run like every stage):
+// (dev.rein.unanswered.v1) to every sink instance configured in rein.yaml.
 //
-//   - webhook (NewWebhook): CloudEvents over HTTP through sdk-go's HTTP
-//     protocol, structured or binary mode, signed with HMAC-SHA256 over
-//     "<unix seconds>.<body>" in the Rein-Signature header (receivers check
-//     it with VerifySignature), the event id repeated as Idempotency-Key,
+// Consumes: REIN_OUTCOMES, rein.escalations.<tenant>.<conv>,
+// rein.reports.<tenant>.<conv> and rein.unanswered.<tenant>.<conv>, durable
+// "escalation" (Stage.ConsumerConfig).
+// Produces: handoff items on REIN_HANDOFF rein.handoff.items.<tenant>.<conv>
+// and dev.rein.handoff.timeout.v1 on rein.handoff.timeout.<tenant>.<conv>
+// (both through streams.Publisher); dead letters on rein.dlq.escalation
+// (through the consumer) for events a sink gave up on.
+//
+// Config, Deps, New and Run like every stage; SinksConfig, BuildSinks and
+// the sinks themselves for other callers. Each SinkConfig holds exactly one
+// typed configuration, its kind; rein.yaml keeps flat `- type: <kind>`
+// entries, and a key that is not one of that kind's is refused by name.
+// Every sink instance has a unique name (`name:`, default <kind> for the
+// first of a kind and <kind>-<n> for the n-th) and gets every event, with
+// its own retries and metrics:
+//
+//   - webhook (WebhookConfig, NewWebhook): CloudEvents over HTTP through
+//     sdk-go's HTTP protocol, structured or binary mode, signed with
+//     HMAC-SHA256 over "<unix seconds>.<body>" in the Rein-Signature header
+//     (receivers check it with VerifySignature; a configured secret has at
+//     least MinSecretBytes), the event id repeated as Idempotency-Key,
 //     retried with exponential backoff; after the last attempt Deliver
 //     returns an error wrapping ErrDeliveryFailed, which the stage
-//     dead-letters.
-//   - jsonl (NewJSONL): an append-only audit file, one structured CloudEvent
-//     per line, fsynced per batch (Flush) and on an interval, rotated by size
-//     to <path>.1, <path>.2 …, with a torn final line cut off on reopen.
-//   - handoff (NewHandoff): work items on the work-queue stream REIN_HANDOFF
-//     (rein.handoff.items.<tenant>.<conv>) holding the transcript so far, the
+//     dead-letters. Redirects are never followed (a 3xx is a permanent
+//     failure); a receiver's answer is read up to max_response_bytes
+//     (ErrResponseTooLarge past it); the URL's query values and password,
+//     the static header values and the secret are redacted from errors,
+//     logs and dead-letter reasons.
+//   - jsonl (JSONLConfig, NewJSONL): an append-only audit file, one
+//     structured CloudEvent per line, fsynced per batch (Flush) and on an
+//     interval, rotated by size to <path>.1, <path>.2 …, with a torn final
+//     line cut off on reopen (ReadAuditFiles, RepairAuditFile).
+//   - handoff (HandoffConfig, NewHandoff; at most one): work items on the
+//     work-queue stream REIN_HANDOFF holding the transcript so far, the
 //     detected error type, the planted plan and the summary; desktops take
 //     them with Claim. An item unclaimed at its deadline is removed and
-//     dev.rein.handoff.timeout.v1 is published on
-//     rein.handoff.timeout.<tenant>.<conv>. EnsureHandoffStream provisions
-//     the stream and the desktops' durable consumer.
+//     dev.rein.handoff.timeout.v1 is published instead. EnsureHandoffStream
+//     provisions the stream and the desktops' durable consumer.
 //
 // Metrics (NewMetrics, injected registerer): rein_escalations_total{reason,
-// error_type}, rein_reports_total{error_type}, rein_sink_deliveries_total{sink,
-// outcome} (outcome: delivered, retry, failed, skipped),
-// rein_sink_delivery_seconds{sink}, rein_handoff_timeouts_total.
+// error_type}, rein_reports_total{error_type},
+// rein_sink_deliveries_total{sink,kind,outcome} (sink: the instance name;
+// kind: webhook, jsonl or handoff; outcome: delivered, retry, failed,
+// skipped), rein_sink_delivery_seconds{sink,kind},
+// rein_handoff_timeouts_total; the Publisher counts the handoff's
+// rein_published_total{stream="REIN_HANDOFF"}.
 package escalation

@@ -11,6 +11,9 @@ var (
 	ErrInvalidConfig = errors.New("invalid sink configuration")
 	// ErrClosed means Deliver was called on a closed sink.
 	ErrClosed = errors.New("sink closed")
+	// ErrResponseTooLarge means a webhook receiver answered with a body
+	// longer than max_response_bytes; the attempt fails unread past it.
+	ErrResponseTooLarge = errors.New("webhook response body exceeds max_response_bytes")
 
 	// ErrSignatureMissing means the signature header is absent or empty.
 	ErrSignatureMissing = errors.New("webhook signature missing")

@@ -56,26 +56,54 @@ type HandoffItem struct {
 	Sequence uint64 `json:"-"`
 }
 
-// HandoffConfig configures a handoff sink.
+// HandoffConfig configures the handoff sink; in rein.yaml it is a
+// `type: handoff` entry of `sinks:` (at most one) with the keys tagged
+// below. The untagged fields are for Go callers (BuildSinks fills them from
+// SinkDeps when unset).
 type HandoffConfig struct {
-	// Publisher stores the items and timeout events (retries, expected
-	// stream, rein_published_total); default one without metrics.
-	Publisher *streams.Publisher
+	// Name is the instance name (default "handoff").
+	Name string `yaml:"name"`
 	// Deadline is how long an item waits for a claim before it times out
 	// (default 5m).
-	Deadline time.Duration
+	Deadline time.Duration `yaml:"deadline"`
 	// SweepInterval is how often unclaimed items are checked against their
 	// deadline (default Deadline/4, clamped to [10ms, 5s]).
-	SweepInterval time.Duration
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+
+	// Publisher stores the items and timeout events (retries, expected
+	// stream, rein_published_total); default one without metrics.
+	Publisher *streams.Publisher `yaml:"-"`
 	// NoSweeper disables the background sweep; call Sweep yourself.
-	NoSweeper bool
+	NoSweeper bool `yaml:"-"`
 	// Transcript supplies the dialogue so far; nil leaves it empty.
-	Transcript TranscriptFunc
+	Transcript TranscriptFunc `yaml:"-"`
 	// OnTimeout, when set, is called with every handoff timeout event
 	// after it is published (e.g. to deliver it to the other sinks).
-	OnTimeout func(ctx context.Context, ev cloudevents.Event)
+	OnTimeout func(ctx context.Context, ev cloudevents.Event) `yaml:"-"`
 	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Now func() time.Time `yaml:"-"`
+}
+
+func (c *HandoffConfig) withDefaults() {
+	if c.Name == "" {
+		c.Name = KindHandoff
+	}
+	if c.Deadline == 0 {
+		c.Deadline = DefaultHandoffDeadline
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = min(max(c.Deadline/4, minSweepInterval), maxSweepInterval)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *HandoffConfig) validate() error {
+	if c.Deadline < 0 || c.SweepInterval < 0 {
+		return fmt.Errorf("%w: handoff sink: deadline %s and sweep_interval %s must not be negative", ErrInvalidConfig, c.Deadline, c.SweepInterval)
+	}
+	return nil
 }
 
 // Handoff publishes escalations as work items on REIN_HANDOFF, from which
@@ -87,11 +115,10 @@ type HandoffConfig struct {
 // exactly one of them removes it, so an item is either claimed or timed
 // out, never both.
 type Handoff struct {
-	name string // the configured instance name (metrics, delivery state)
-	js   jetstream.JetStream
-	cfg  HandoffConfig
-	m    *Metrics
-	log  *slog.Logger
+	js  jetstream.JetStream
+	cfg HandoffConfig
+	m   *Metrics
+	log *slog.Logger
 
 	sweepMu sync.Mutex    // one Sweep at a time
 	pending []HandoffItem // removed items whose timeout event is not yet published
@@ -108,17 +135,9 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 	if js == nil {
 		return nil, fmt.Errorf("%w: handoff needs a JetStream connection", ErrInvalidConfig)
 	}
-	if cfg.Deadline == 0 {
-		cfg.Deadline = DefaultHandoffDeadline
-	}
-	if cfg.Deadline < 0 || cfg.SweepInterval < 0 {
-		return nil, fmt.Errorf("%w: handoff deadline %s / sweep_interval %s", ErrInvalidConfig, cfg.Deadline, cfg.SweepInterval)
-	}
-	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = min(max(cfg.Deadline/4, minSweepInterval), maxSweepInterval)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Publisher == nil {
 		cfg.Publisher = streams.NewPublisher(js, nil)
@@ -143,15 +162,11 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 	return h, nil
 }
 
-// Name is "handoff".
-func (h *Handoff) Name() string {
-	if h.name == "" {
-		return SinkHandoff
-	}
-	return h.name
-}
+// Name is the instance name (HandoffConfig.Name, default "handoff").
+func (h *Handoff) Name() string { return h.cfg.Name }
 
-func (h *Handoff) setName(n string) { h.name = n }
+// Kind is KindHandoff.
+func (h *Handoff) Kind() string { return KindHandoff }
 
 // Close stops the deadline sweep. Items stay in the stream.
 func (h *Handoff) Close() error {
@@ -169,25 +184,25 @@ func (h *Handoff) Close() error {
 // is transient.
 func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { h.m.SinkSeconds.WithLabelValues(h.Name()).Observe(time.Since(start).Seconds()) }()
+	defer func() { h.m.observe(h.Name(), KindHandoff, time.Since(start)) }()
 	if ev.Type() != schemas.TypeEscalation {
-		h.m.delivery(h.Name(), OutcomeSkipped)
+		h.m.delivery(h.Name(), KindHandoff, OutcomeSkipped)
 		return nil
 	}
 	meta, err := schemas.MetaOf(&ev)
 	if err != nil {
-		h.m.delivery(h.Name(), OutcomeFailed)
+		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var esc schemas.Escalation
 	if err := schemas.Decode(&ev, &esc); err != nil {
-		h.m.delivery(h.Name(), OutcomeFailed)
+		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var lines []TranscriptLine
 	if h.cfg.Transcript != nil {
 		if lines, err = h.cfg.Transcript(ctx, meta.Tenant, meta.Conversation); err != nil {
-			h.m.delivery(h.Name(), OutcomeRetry)
+			h.m.delivery(h.Name(), KindHandoff, OutcomeRetry)
 			return fmt.Errorf("handoff: transcript of %s/%s: %w", meta.Tenant, meta.Conversation, err)
 		}
 	}
@@ -207,17 +222,17 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	}
 	body, err := json.Marshal(item)
 	if err != nil {
-		h.m.delivery(h.Name(), OutcomeFailed)
+		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	msg := &nats.Msg{Subject: streams.HandoffSubject(meta.Tenant, meta.Conversation), Data: body,
 		Header: nats.Header{streams.HeaderMsgID: {"handoff-" + ev.ID()}}}
 	_, err = h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg)
 	if err != nil {
-		h.m.delivery(h.Name(), OutcomeRetry)
+		h.m.delivery(h.Name(), KindHandoff, OutcomeRetry)
 		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
 	}
-	h.m.delivery(h.Name(), OutcomeDelivered)
+	h.m.delivery(h.Name(), KindHandoff, OutcomeDelivered)
 	return nil
 }
 

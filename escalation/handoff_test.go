@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reinception/rein/schemas"
@@ -130,7 +131,7 @@ func TestHandoffClaim(t *testing.T) {
 	if n := itemCount(t, js, streams.HandoffItems); n != 1 {
 		t.Fatalf("%d items queued, want 1", n)
 	}
-	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkHandoff, OutcomeSkipped)); got != 1 {
+	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindHandoff, KindHandoff, OutcomeSkipped)); got != 1 {
 		t.Errorf("skipped = %v, want 1 (the report)", got)
 	}
 
@@ -334,7 +335,7 @@ func TestHandoffDeliverErrors(t *testing.T) {
 	if err := h.Deliver(testCtx(t), bad); !errors.Is(err, ErrDeliveryFailed) {
 		t.Fatalf("bad payload: %v, want ErrDeliveryFailed", err)
 	}
-	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkHandoff, OutcomeFailed)); got != 2 {
+	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindHandoff, KindHandoff, OutcomeFailed)); got != 2 {
 		t.Errorf("failed = %v, want 2", got)
 	}
 }
@@ -383,5 +384,48 @@ func TestClaimCreatesMissingConsumer(t *testing.T) {
 	item, err := Claim(testCtx(t), js, 5*time.Second)
 	if err != nil || item.ID != ev.ID() {
 		t.Fatalf("claim: %+v, %v", item, err)
+	}
+}
+
+// Items and timeout events go through the configured streams.Publisher, so
+// they count in rein_published_total{stream="REIN_HANDOFF"}.
+func TestHandoffPublishesThroughPublisher(t *testing.T) {
+	js := startJetStream(t)
+	if _, err := EnsureHandoffStream(testCtx(t), js, 1); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	h, err := NewHandoff(js, HandoffConfig{Publisher: streams.NewPublisher(js, reg), Deadline: time.Minute, NoSweeper: true, Now: clock.Now}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Deliver(testCtx(t), escalationEvent(t, "acme", "p1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	if n, err := h.Sweep(testCtx(t)); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	published := 0.0
+	for _, f := range families {
+		if f.GetName() != "rein_published_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stream" && l.GetValue() == streams.StreamHandoff {
+					published += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if published != 2 {
+		t.Fatalf("rein_published_total{stream=%q} = %v, want 2 (the item and its timeout)", streams.StreamHandoff, published)
 	}
 }

@@ -24,11 +24,36 @@ const (
 // a torn or invalid final line cut off when the audit file is reopened.
 const TornSuffix = ".torn"
 
-// JSONLConfig configures a jsonl audit sink.
+// JSONLConfig configures one jsonl audit sink; in rein.yaml it is a
+// `type: jsonl` entry of `sinks:` with the keys tagged below.
 type JSONLConfig struct {
-	Path         string
-	MaxBytes     int64         // rotate before the file would exceed this (default 128 MiB)
-	SyncInterval time.Duration // flush and fsync buffered lines this often (default 200ms)
+	// Name is the instance name (default "jsonl"; see SinksConfig.SinkNames).
+	Name         string        `yaml:"name"`
+	Path         string        `yaml:"path"`          // required; no two jsonl sinks share one
+	MaxBytes     int64         `yaml:"max_bytes"`     // rotate before the file would exceed this (default 128 MiB)
+	SyncInterval time.Duration `yaml:"sync_interval"` // flush and fsync buffered lines this often (default 200ms)
+}
+
+func (c *JSONLConfig) withDefaults() {
+	if c.Name == "" {
+		c.Name = KindJSONL
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultJSONLMaxBytes
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultJSONLSyncInterval
+	}
+}
+
+func (c *JSONLConfig) validate() error {
+	if c.Path == "" {
+		return fmt.Errorf("%w: jsonl sink: path is required", ErrInvalidConfig)
+	}
+	if c.MaxBytes < 0 || c.SyncInterval < 0 {
+		return fmt.Errorf("%w: jsonl sink: max_bytes %d and sync_interval %s must not be negative", ErrInvalidConfig, c.MaxBytes, c.SyncInterval)
+	}
+	return nil
 }
 
 // JSONL appends one structured-mode CloudEvent JSON per line to an audit
@@ -39,10 +64,9 @@ type JSONLConfig struct {
 // final line (no newline, or not valid JSON, as a crash may leave) is cut
 // off and appended to <path>.torn, so it is never read as a record.
 type JSONL struct {
-	name string // the configured instance name (metrics, delivery state)
-	cfg  JSONLConfig
-	m    *Metrics
-	log  *slog.Logger
+	cfg JSONLConfig
+	m   *Metrics
+	log *slog.Logger
 
 	mu     sync.Mutex
 	f      *os.File
@@ -58,17 +82,9 @@ type JSONL struct {
 // NewJSONL opens (creating or repairing) the audit file and starts its
 // periodic sync. m and log may be nil.
 func NewJSONL(cfg JSONLConfig, m *Metrics, log *slog.Logger) (*JSONL, error) {
-	if cfg.Path == "" {
-		return nil, fmt.Errorf("%w: jsonl path is empty", ErrInvalidConfig)
-	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultJSONLMaxBytes
-	}
-	if cfg.SyncInterval == 0 {
-		cfg.SyncInterval = DefaultJSONLSyncInterval
-	}
-	if cfg.MaxBytes < 0 || cfg.SyncInterval < 0 {
-		return nil, fmt.Errorf("%w: jsonl max_bytes %d / sync_interval %s", ErrInvalidConfig, cfg.MaxBytes, cfg.SyncInterval)
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if m == nil {
 		var err error
@@ -113,15 +129,11 @@ func (s *JSONL) open() error {
 	return syncDir(filepath.Dir(s.cfg.Path))
 }
 
-// Name is "jsonl".
-func (s *JSONL) Name() string {
-	if s.name == "" {
-		return SinkJSONL
-	}
-	return s.name
-}
+// Name is the instance name (JSONLConfig.Name, default "jsonl").
+func (s *JSONL) Name() string { return s.cfg.Name }
 
-func (s *JSONL) setName(n string) { s.name = n }
+// Kind is KindJSONL.
+func (s *JSONL) Kind() string { return KindJSONL }
 
 // Path is the audit file being written.
 func (s *JSONL) Path() string { return s.cfg.Path }
@@ -130,10 +142,10 @@ func (s *JSONL) Path() string { return s.cfg.Path }
 // sync tick, or Close).
 func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { s.m.SinkSeconds.WithLabelValues(s.Name()).Observe(time.Since(start).Seconds()) }()
+	defer func() { s.m.observe(s.Name(), KindJSONL, time.Since(start)) }()
 	line, err := json.Marshal(ev)
 	if err != nil {
-		s.m.delivery(s.Name(), OutcomeFailed)
+		s.m.delivery(s.Name(), KindJSONL, OutcomeFailed)
 		return fmt.Errorf("%w: jsonl: encode event %q: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	line = append(line, '\n')
@@ -153,7 +165,7 @@ func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: write: %w", err)
 	}
-	s.m.delivery(s.Name(), OutcomeDelivered)
+	s.m.delivery(s.Name(), KindJSONL, OutcomeDelivered)
 	return nil
 }
 

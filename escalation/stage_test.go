@@ -8,9 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reinception/rein/escalation"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -53,8 +57,8 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	defer recv.Close()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
-		{Type: "webhook", URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
-		{Type: "jsonl", Path: audit, SyncInterval: time.Millisecond},
+		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}},
+		{JSONL: &escalation.JSONLConfig{Path: audit, SyncInterval: time.Millisecond}},
 	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +139,11 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 	a, b := receiver("a"), receiver("b")
 	defer a.Close()
 	defer b.Close()
+	reg := prometheus.NewRegistry()
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
-		{Type: "webhook", URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
-		{Type: "webhook", Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"},
-	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		{Webhook: &escalation.WebhookConfig{URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
+		{Webhook: &escalation.WebhookConfig{Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
+	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,4 +165,89 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 		defer mu.Unlock()
 		return len(got["a"]) == 3 && len(got["b"]) == 3
 	})
+	// Each instance is counted under its own name, both under kind webhook.
+	m, err := escalation.NewMetrics(reg) // the collectors the stage registered
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtest.CheckFor(t, 20*time.Second, "rein_sink_deliveries_total by instance and kind", func() bool {
+		return promtestutil.ToFloat64(m.SinkDeliveries.WithLabelValues("webhook", escalation.KindWebhook, escalation.OutcomeDelivered)) == 3 &&
+			promtestutil.ToFloat64(m.SinkDeliveries.WithLabelValues("crm", escalation.KindWebhook, escalation.OutcomeDelivered)) == 3
+	})
+}
+
+// A webhook refusing an escalation dead-letters it with a reason that names
+// the instance and the refusal but not the token in the webhook URL's query string nor the
+// static Authorization header the receiver echoes; no log line of the
+// stage carries them either.
+func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
+	const (
+		token = "SECRET-token-9f8e7d"
+		auth  = "SECRET-auth-4c3b2a"
+	)
+	h := rtest.StartJetStream(t, "")
+	t.Setenv("REIN_TEST_WEBHOOK_SECRET", "redact-0123456789abcdef0123456789abcdef")
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such hook "+r.URL.RequestURI()+" for "+r.Header.Get("Authorization"), http.StatusNotFound)
+	}))
+	defer recv.Close()
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
+		{Webhook: &escalation.WebhookConfig{Name: "cc", URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
+			Header: map[string]string{"Authorization": "Bearer " + auth}}},
+	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtest.Run(t, "stage", st.Run)
+	esc, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", "acme", "dl", 1), "",
+		schemas.Meta{Tenant: "acme", Conversation: "dl", Turn: 1},
+		schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamOutcomes, streams.EscalationSubject("acme", "dl"), &esc); err != nil {
+		t.Fatal(err)
+	}
+	var letter []byte
+	rtest.CheckFor(t, 20*time.Second, "the refused escalation dead-lettered", func() bool {
+		err := streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
+			letter = r.Data
+			return nil
+		})
+		return err == nil && letter != nil
+	})
+	var dl schemas.DeadLetter
+	if err := json.Unmarshal(letter, &dl); err != nil {
+		t.Fatalf("dead letter %s: %v", letter, err)
+	}
+	if !strings.Contains(dl.Reason, "webhook cc:") || !strings.Contains(dl.Reason, "404") || !strings.Contains(dl.Reason, "REDACTED") {
+		t.Errorf("reason %q: want the instance and its refusal, redacted", dl.Reason)
+	}
+	for what, text := range map[string]string{"dead letter": string(letter), "logs": logs.String()} {
+		for _, secret := range []string{token, auth} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s carries %q: %s", what, secret, text)
+			}
+		}
+	}
+}
+
+// lockedBuffer collects log output from concurrent goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -26,30 +27,56 @@ const (
 
 // Webhook defaults.
 const (
-	DefaultWebhookAttempts = 5
-	DefaultBackoffBase     = 500 * time.Millisecond
-	DefaultBackoffMax      = 30 * time.Second
-	DefaultWebhookTimeout  = 10 * time.Second
-	DefaultBackoffJitter   = 0.2
+	DefaultWebhookAttempts         = 5
+	DefaultBackoffBase             = 500 * time.Millisecond
+	DefaultBackoffMax              = 30 * time.Second
+	DefaultWebhookTimeout          = 10 * time.Second
+	DefaultBackoffJitter           = 0.2
+	DefaultWebhookMaxResponseBytes = 4 << 20
 )
 
-// WebhookConfig configures a webhook sink.
-type WebhookConfig struct {
-	URL         string
-	Mode        string        // ModeStructured (default) or ModeBinary
-	Secret      []byte        // HMAC-SHA256 key; required
-	Attempts    int           // total attempts, first included (default 5)
-	BackoffBase time.Duration // delay before the second attempt (default 500ms)
-	BackoffMax  time.Duration // cap of the doubling delay (default 30s)
-	Jitter      float64       // fraction of random extra delay in [0,1) (default 0.2; negative: none)
-	Timeout     time.Duration // per-attempt timeout (default 10s)
+// maxReasonChars bounds the failure text (a receiver's answer included)
+// carried into logs and dead-letter reasons.
+const maxReasonChars = 1024
 
-	HTTPClient *http.Client      // optional; its Transport is wrapped by the signer
-	Now        func() time.Time  // optional clock for signatures
-	Header     map[string]string // optional static headers (e.g. Authorization)
+// WebhookConfig configures one webhook sink; in rein.yaml it is a
+// `type: webhook` entry of `sinks:` with the keys tagged below. The
+// untagged fields are for Go callers.
+type WebhookConfig struct {
+	// Name is the instance name (default "webhook"; see
+	// SinksConfig.SinkNames).
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+	Mode string `yaml:"mode"` // ModeStructured (default) or ModeBinary
+	// Where a configured sink reads its HMAC-SHA256 signing secret (exactly
+	// one, at least MinSecretBytes once surrounding whitespace is trimmed):
+	// the environment variable SecretEnv or the file SecretFile. A Go
+	// caller may set Secret instead; NewWebhook needs Secret.
+	SecretEnv  string `yaml:"secret_env"`
+	SecretFile string `yaml:"secret_file"`
+	Secret     []byte `yaml:"-"`
+
+	Attempts    int           `yaml:"attempts"`     // total attempts, first included (default 5)
+	BackoffBase time.Duration `yaml:"backoff_base"` // delay before the second attempt (default 500ms)
+	BackoffMax  time.Duration `yaml:"backoff_max"`  // cap of the doubling delay (default 30s)
+	Jitter      float64       `yaml:"-"`            // fraction of random extra delay in [0,1) (default 0.2; negative: none)
+	Timeout     time.Duration `yaml:"timeout"`      // per-attempt timeout (default 10s)
+	// Header holds static request headers (e.g. Authorization); their
+	// values never appear in logs, errors or dead letters.
+	Header map[string]string `yaml:"headers"`
+	// MaxResponseBytes bounds how much of a receiver's answer is read
+	// (default 4 MiB); a longer one fails the attempt with
+	// ErrResponseTooLarge.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+
+	HTTPClient *http.Client     `yaml:"-"` // optional; its Transport is wrapped, its redirect policy replaced
+	Now        func() time.Time `yaml:"-"` // optional clock for signatures
 }
 
 func (c *WebhookConfig) withDefaults() {
+	if c.Name == "" {
+		c.Name = KindWebhook
+	}
 	if c.Mode == "" {
 		c.Mode = ModeStructured
 	}
@@ -71,21 +98,22 @@ func (c *WebhookConfig) withDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultWebhookTimeout
 	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultWebhookMaxResponseBytes
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 }
 
+// validate checks everything but the secret.
 func (c *WebhookConfig) validate() error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: webhook url %q must be an absolute http(s) URL", ErrInvalidConfig, c.URL)
+		return fmt.Errorf("%w: webhook url %q must be an absolute http(s) URL", ErrInvalidConfig, redactURL(c.URL))
 	}
 	if c.Mode != ModeStructured && c.Mode != ModeBinary {
 		return fmt.Errorf("%w: webhook mode %q must be %q or %q", ErrInvalidConfig, c.Mode, ModeStructured, ModeBinary)
-	}
-	if len(c.Secret) == 0 {
-		return fmt.Errorf("%w: webhook secret is empty", ErrInvalidConfig)
 	}
 	if c.Attempts < 1 {
 		return fmt.Errorf("%w: webhook attempts %d must be at least 1", ErrInvalidConfig, c.Attempts)
@@ -99,24 +127,98 @@ func (c *WebhookConfig) validate() error {
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w: webhook timeout %s", ErrInvalidConfig, c.Timeout)
 	}
+	if c.MaxResponseBytes < 0 {
+		return fmt.Errorf("%w: webhook max_response_bytes %d must not be negative", ErrInvalidConfig, c.MaxResponseBytes)
+	}
+	return nil
+}
+
+// MinSecretBytes is the shortest webhook signing secret a sink config
+// accepts: a short one can be guessed.
+const MinSecretBytes = 32
+
+// validateSecretSource checks, without reading it, that a configured sink
+// has exactly one source of its signing secret.
+func (c *WebhookConfig) validateSecretSource() error {
+	sources := 0
+	for _, set := range []bool{c.SecretEnv != "", c.SecretFile != "", len(c.Secret) > 0} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return fmt.Errorf("%w: webhook sink: exactly one of secret_env and secret_file is required", ErrInvalidConfig)
+	}
+	if len(c.Secret) > 0 {
+		return checkSecretLength(c.Secret)
+	}
+	return nil
+}
+
+// secret returns the signing secret of a configured sink: Secret, or the
+// value of the environment variable or file (surrounding whitespace
+// trimmed), at least MinSecretBytes long.
+func (c *WebhookConfig) secret(getenv func(string) string) ([]byte, error) {
+	if len(c.Secret) > 0 {
+		if err := checkSecretLength(c.Secret); err != nil {
+			return nil, err
+		}
+		return c.Secret, nil
+	}
+	var v string
+	switch {
+	case c.SecretEnv != "":
+		v = getenv(c.SecretEnv)
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: webhook secret env var %s is unset or empty", ErrInvalidConfig, c.SecretEnv)
+		}
+	case c.SecretFile != "":
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: webhook secret file: %w", ErrInvalidConfig, err)
+		}
+		v = string(b)
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: webhook secret file %s is empty", ErrInvalidConfig, c.SecretFile)
+		}
+	}
+	secret := []byte(strings.TrimSpace(v))
+	if err := checkSecretLength(secret); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
+
+func checkSecretLength(secret []byte) error {
+	if len(secret) < MinSecretBytes {
+		return fmt.Errorf("%w: webhook signing secret has %d bytes; at least %d are required (for instance 32 random bytes, hex-encoded)",
+			ErrInvalidConfig, len(secret), MinSecretBytes)
+	}
 	return nil
 }
 
 // Webhook delivers CloudEvents over HTTP with sdk-go's HTTP protocol,
-// signed, with exponential-backoff retries.
+// signed, with exponential-backoff retries. It never follows a redirect,
+// reads a receiver's answer only up to MaxResponseBytes, and keeps the
+// URL's query values and password, the static header values and the
+// secret out of its logs and errors.
 type Webhook struct {
-	name   string // the configured instance name (metrics, delivery state)
 	cfg    WebhookConfig
 	client cloudevents.Client
 	m      *Metrics
 	log    *slog.Logger
+	redact *strings.Replacer
 }
 
-// NewWebhook builds a webhook sink. m and log may be nil.
+// NewWebhook builds a webhook sink; cfg.Secret must be set. m and log may
+// be nil.
 func NewWebhook(cfg WebhookConfig, m *Metrics, log *slog.Logger) (*Webhook, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if len(cfg.Secret) == 0 {
+		return nil, fmt.Errorf("%w: webhook secret is empty", ErrInvalidConfig)
 	}
 	if m == nil {
 		var err error
@@ -135,102 +237,84 @@ func NewWebhook(cfg WebhookConfig, m *Metrics, log *slog.Logger) (*Webhook, erro
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	hc.Transport = &signer{next: next, secret: cfg.Secret, now: cfg.Now, static: cfg.Header}
+	hc.Transport = &transport{next: next, secret: cfg.Secret, now: cfg.Now, static: cfg.Header, maxBody: cfg.MaxResponseBytes}
 	// Never follow a redirect: it would send the signed body and any static
-	// Authorization header to wherever the receiver points. A 3xx is a
-	// permanent delivery failure the operator must look at.
+	// Authorization header to wherever the receiver points. The transport
+	// already answers a 3xx with an error; this keeps the client from
+	// acting on one should a wrapped transport hand it up.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	w := &Webhook{cfg: cfg, m: m, log: log, redact: newRedactor(cfg)}
 	p, err := cehttp.New(cehttp.WithTarget(cfg.URL), cehttp.WithClient(hc))
 	if err != nil {
-		return nil, fmt.Errorf("%w: webhook protocol: %v", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: webhook protocol: %s", ErrInvalidConfig, w.scrub(err))
 	}
-	c, err := cloudevents.NewClient(p)
-	if err != nil {
-		return nil, fmt.Errorf("%w: webhook client: %v", ErrInvalidConfig, err)
+	if w.client, err = cloudevents.NewClient(p); err != nil {
+		return nil, fmt.Errorf("%w: webhook client: %s", ErrInvalidConfig, w.scrub(err))
 	}
-	return &Webhook{cfg: cfg, client: c, m: m, log: log}, nil
+	return w, nil
 }
 
-// Name is "webhook".
-func (w *Webhook) Name() string {
-	if w.name == "" {
-		return SinkWebhook
-	}
-	return w.name
-}
+// Name is the instance name (WebhookConfig.Name, default "webhook").
+func (w *Webhook) Name() string { return w.cfg.Name }
 
-func (w *Webhook) setName(n string) { w.name = n }
+// Kind is KindWebhook.
+func (w *Webhook) Kind() string { return KindWebhook }
 
 // Close releases nothing; in-flight deliveries end with their context.
 func (w *Webhook) Close() error { return nil }
 
 // Deliver posts ev, retrying transient failures (network errors, timeouts,
-// 408, 409, 425, 429 and 5xx) with exponential backoff. After the last
-// attempt, or on a permanent refusal (other 4xx, an invalid event), it
-// returns an error wrapping ErrDeliveryFailed and counts outcome "failed".
-// A cancelled ctx returns ctx's error (the event stays pending upstream).
+// an answer longer than MaxResponseBytes, 408, 409, 425, 429 and 5xx) with
+// exponential backoff. After the last attempt, or on a permanent refusal
+// (a redirect, another 4xx, an invalid event), it returns an error
+// wrapping ErrDeliveryFailed and counts outcome "failed". A cancelled ctx
+// returns ctx's error (the event stays pending upstream).
 func (w *Webhook) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { w.m.SinkSeconds.WithLabelValues(w.Name()).Observe(time.Since(start).Seconds()) }()
+	defer func() { w.m.observe(w.Name(), KindWebhook, time.Since(start)) }()
 	if err := ev.Validate(); err != nil {
-		w.m.delivery(w.Name(), OutcomeFailed)
-		return fmt.Errorf("%w: webhook: invalid event %q: %w", ErrDeliveryFailed, ev.ID(), err)
+		w.m.delivery(w.Name(), KindWebhook, OutcomeFailed)
+		return fmt.Errorf("%w: webhook %s: invalid event %q: %w", ErrDeliveryFailed, w.Name(), ev.ID(), err)
 	}
 	for attempt := 1; ; attempt++ {
 		err := w.attempt(ctx, ev)
 		if err == nil {
-			w.m.delivery(w.Name(), OutcomeDelivered)
+			w.m.delivery(w.Name(), KindWebhook, OutcomeDelivered)
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("webhook: event %s: %w", ev.ID(), context.Cause(ctx))
+			return fmt.Errorf("webhook %s: event %s: %w", w.Name(), ev.ID(), context.Cause(ctx))
 		}
 		permanent := isPermanent(err)
 		if permanent || attempt >= w.cfg.Attempts {
-			w.m.delivery(w.Name(), OutcomeFailed)
-			msg := w.redact(err.Error())
+			w.m.delivery(w.Name(), KindWebhook, OutcomeFailed)
+			reason := w.scrub(err)
 			w.log.LogAttrs(ctx, slog.LevelWarn, "webhook delivery failed",
 				slog.String("id", ev.ID()), slog.String("type", ev.Type()),
-				slog.Int("attempts", attempt), slog.Bool("permanent", permanent), slog.String("err", msg))
-			// The cause's text may hold the URL with its query string:
-			// only the redacted text travels on (logs, dead letters).
-			return fmt.Errorf("%w: webhook: event %s after %d attempt(s): %s", ErrDeliveryFailed, ev.ID(), attempt, msg)
+				slog.Int("attempts", attempt), slog.Bool("permanent", permanent), slog.String("err", reason))
+			// The cause's text may hold the URL or a header value: only
+			// the redacted text travels on (logs, dead letters), so the
+			// cause is not wrapped.
+			return fmt.Errorf("%w: webhook %s: event %s after %d attempt(s): %s", ErrDeliveryFailed, w.Name(), ev.ID(), attempt, reason)
 		}
-		w.m.delivery(w.Name(), OutcomeRetry)
+		w.m.delivery(w.Name(), KindWebhook, OutcomeRetry)
 		t := time.NewTimer(w.backoff(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("webhook: event %s: %w", ev.ID(), context.Cause(ctx))
+			return fmt.Errorf("webhook %s: event %s: %w", w.Name(), ev.ID(), context.Cause(ctx))
 		case <-t.C:
 		}
 	}
 }
 
-// redact removes the webhook URL's query values (tokens some receivers
-// take there) from a message, in its raw and escaped forms.
-func (w *Webhook) redact(msg string) string {
-	u, err := url.Parse(w.cfg.URL)
-	if err != nil || u.RawQuery == "" {
-		return msg
+// scrub renders err without credentials, bounded in length.
+func (w *Webhook) scrub(err error) string {
+	s := w.redact.Replace(err.Error())
+	if len(s) > maxReasonChars {
+		s = strings.ToValidUTF8(s[:maxReasonChars], "") + "…(truncated)"
 	}
-	q := u.Query()
-	for k := range q {
-		q[k] = []string{"REDACTED"}
-	}
-	safe := *u
-	safe.RawQuery = q.Encode()
-	msg = strings.ReplaceAll(msg, w.cfg.URL, safe.String())
-	msg = strings.ReplaceAll(msg, u.RawQuery, safe.RawQuery)
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				msg = strings.ReplaceAll(msg, v, "REDACTED")
-				msg = strings.ReplaceAll(msg, url.QueryEscape(v), "REDACTED")
-			}
-		}
-	}
-	return msg
+	return s
 }
 
 func (w *Webhook) attempt(ctx context.Context, ev cloudevents.Event) error {
@@ -266,9 +350,14 @@ func (w *Webhook) backoff(n int) time.Duration {
 	return d
 }
 
-// isPermanent reports whether retrying cannot help: the receiver refused
-// the request itself (a 4xx other than 408, 409, 425 and 429).
+// isPermanent reports whether retrying cannot help: a redirect (never
+// followed), or the receiver refused the request itself (a 4xx other than
+// 408, 409, 425 and 429).
 func isPermanent(err error) bool {
+	var re *redirectError
+	if errors.As(err, &re) {
+		return true
+	}
 	var hr *cehttp.Result
 	if errors.As(err, &hr) {
 		switch {
@@ -276,21 +365,33 @@ func isPermanent(err error) bool {
 			hr.StatusCode == http.StatusTooEarly, hr.StatusCode == http.StatusTooManyRequests:
 			return false
 		case hr.StatusCode >= 300 && hr.StatusCode < 500:
-			return true // a redirect (never followed) or a refusal
+			return true
 		}
 	}
 	return false
 }
 
-// signer is the HTTP transport that signs every request body.
-type signer struct {
-	next   http.RoundTripper
-	secret []byte
-	now    func() time.Time
-	static map[string]string
+// redirectError is a 3xx answer, which the webhook never follows.
+type redirectError struct{ status int }
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("receiver answered %d %s; redirects are not followed (configure the final URL)",
+		e.status, http.StatusText(e.status))
 }
 
-func (s *signer) RoundTrip(req *http.Request) (*http.Response, error) {
+// transport signs every request body and sets the static headers; on the
+// way back it refuses a redirect and reads the answer, at most maxBody
+// bytes of it, before anything else (sdk-go reads a refusal's whole body
+// into its error) can.
+type transport struct {
+	next    http.RoundTripper
+	secret  []byte
+	now     func() time.Time
+	static  map[string]string
+	maxBody int64
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil {
 		b, err := io.ReadAll(req.Body)
@@ -301,12 +402,30 @@ func (s *signer) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = b
 	}
 	out := req.Clone(req.Context())
-	for k, v := range s.static {
+	for k, v := range t.static {
 		out.Header.Set(k, v)
 	}
-	out.Header.Set(SignatureHeader, Sign(s.secret, s.now(), body))
+	out.Header.Set(SignatureHeader, Sign(t.secret, t.now(), body))
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return s.next.RoundTrip(out)
+	resp, err := t.next.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		_ = resp.Body.Close()
+		return nil, &redirectError{status: resp.StatusCode}
+	}
+	got, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBody+1))
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read webhook response: %w", err)
+	}
+	if int64(len(got)) > t.maxBody {
+		return nil, fmt.Errorf("%w (%d bytes), status %d", ErrResponseTooLarge, t.maxBody, resp.StatusCode)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(got))
+	resp.ContentLength = int64(len(got))
+	return resp, nil
 }

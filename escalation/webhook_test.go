@@ -136,7 +136,7 @@ func TestWebhookModes(t *testing.T) {
 					t.Errorf("event %d data: got %s, want %s", i, got.Data(), want.Data())
 				}
 			}
-			if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkWebhook, OutcomeDelivered)); got != 2 {
+			if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindWebhook, KindWebhook, OutcomeDelivered)); got != 2 {
 				t.Errorf("delivered counter = %v, want 2", got)
 			}
 		})
@@ -209,7 +209,7 @@ func TestWebhookRetries(t *testing.T) {
 				}
 			}
 			for outcome, want := range map[string]float64{OutcomeRetry: tc.wantRetry, OutcomeFailed: tc.wantFailed, OutcomeDelivered: tc.wantDelivered} {
-				if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkWebhook, outcome)); got != want {
+				if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindWebhook, KindWebhook, outcome)); got != want {
 					t.Errorf("rein_sink_deliveries_total{outcome=%q} = %v, want %v", outcome, got, want)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -78,5 +79,39 @@ func TestConfigUnknownKeyAndBadYAML(t *testing.T) {
 	}
 	if _, err := loadFileConfig(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Error("missing file accepted")
+	}
+}
+
+// rein.yaml's sinks: decode into one typed configuration per sink; a key
+// of another sink type is refused, naming the key and the type it belongs
+// to.
+func TestConfigSinks(t *testing.T) {
+	dir := t.TempDir()
+	load := func(yaml string) (*fileConfig, error) {
+		t.Helper()
+		p := filepath.Join(dir, "rein.yaml")
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return loadFileConfig(p)
+	}
+	cfg, err := load("sinks:\n  - type: webhook\n    url: https://cc.example/rein\n    secret_env: S\n    max_response_bytes: 1024\n    timeout: 3s\n  - type: jsonl\n    path: /var/lib/rein/audit.jsonl\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks, err := sinksConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sinks.Sinks) != 2 || sinks.Sinks[0].Webhook == nil || sinks.Sinks[0].Webhook.MaxResponseBytes != 1024 ||
+		sinks.Sinks[0].Webhook.Timeout != 3*time.Second || sinks.Sinks[1].JSONL == nil {
+		t.Fatalf("sinks %+v", sinks.Sinks)
+	}
+	cfg, err = load("sinks:\n  - type: webhook\n    url: https://cc.example/rein\n    secret_env: S\n    path: /tmp/audit.jsonl\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sinksConfig(cfg); err == nil || !strings.Contains(err.Error(), "option path does not apply") || !strings.Contains(err.Error(), "jsonl option") {
+		t.Fatalf("a jsonl key on a webhook sink: %v", err)
 	}
 }

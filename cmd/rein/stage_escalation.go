@@ -14,13 +14,23 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sinks escalation.SinksConfig
-	if sec := rt.file.section("sinks"); sec != nil {
-		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
-			return nil, err
-		}
+	sinks, err := sinksConfig(rt.file)
+	if err != nil {
+		return nil, err
 	}
 	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait}, escalation.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
 	})
+}
+
+// sinksConfig decodes rein.yaml's `sinks:` section: one flat entry per sink,
+// each checked against the keys of its type.
+func sinksConfig(file *fileConfig) (escalation.SinksConfig, error) {
+	var sinks escalation.SinksConfig
+	if sec := file.section("sinks"); sec != nil {
+		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
+			return escalation.SinksConfig{}, err
+		}
+	}
+	return sinks, nil
 }
