@@ -1,265 +1,282 @@
 package escalation
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
+	"regexp"
+	"strconv"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/goccy/go-yaml"
+
+	"github.com/reinception/rein/streams"
 )
 
-// SinksConfig is the `sinks:` section of rein.yaml:
+// DefaultWorkers is the number of conversations delivered in parallel.
+const DefaultWorkers = 16
+
+// Config configures the escalation stage. In rein.yaml, Sinks is the
+// `sinks:` section, one entry per sink, its kind in `type`:
 //
 //	sinks:
 //	  - type: webhook
+//	    name: contact-center           # optional; default webhook, webhook-2, …
 //	    url: https://cc.example.com/rein
-//	    mode: structured        # or binary
-//	    secret_env: REIN_WEBHOOK_SECRET   # or secret_file: /run/secrets/rein-webhook
+//	    mode: structured               # or binary
+//	    secret_env: REIN_WEBHOOK_SECRET   # or secret_file: /run/secrets/rein-webhook (≥ 32 bytes)
 //	    attempts: 5
 //	    backoff_base: 500ms
 //	    backoff_max: 30s
 //	    timeout: 10s
+//	    max_response_bytes: 4194304
 //	  - type: jsonl
 //	    path: ./data/audit.jsonl
 //	    max_bytes: 134217728
 //	    sync_interval: 200ms
 //	  - type: handoff
 //	    deadline: 5m
-type SinksConfig struct {
-	Sinks []SinkConfig `yaml:"sinks" json:"sinks"`
+type Config struct {
+	Sinks []SinkConfig `yaml:"sinks"`
+	// Workers is the number of conversations delivered in parallel
+	// (default 16).
+	Workers int `yaml:"workers"`
 }
 
-// SinkConfig is one sink. Type selects which of the other fields apply;
-// zero values take the documented defaults.
+// SinkConfig is one named sink: exactly one of its members is set, and
+// that member's Name is the sink's name.
 type SinkConfig struct {
-	Type string `yaml:"type" json:"type"` // webhook | jsonl | handoff
-
-	// webhook
-	URL         string            `yaml:"url,omitempty" json:"url,omitempty"`
-	Mode        string            `yaml:"mode,omitempty" json:"mode,omitempty"`             // structured (default) | binary
-	SecretEnv   string            `yaml:"secret_env,omitempty" json:"secret_env,omitempty"` // env var holding the HMAC secret
-	SecretFile  string            `yaml:"secret_file,omitempty" json:"secret_file,omitempty"`
-	Attempts    int               `yaml:"attempts,omitempty" json:"attempts,omitempty"`         // default 5
-	BackoffBase time.Duration     `yaml:"backoff_base,omitempty" json:"backoff_base,omitempty"` // default 500ms
-	BackoffMax  time.Duration     `yaml:"backoff_max,omitempty" json:"backoff_max,omitempty"`   // default 30s
-	Timeout     time.Duration     `yaml:"timeout,omitempty" json:"timeout,omitempty"`           // per attempt, default 10s
-	Headers     map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`           // extra static headers
-
-	// jsonl
-	Path         string        `yaml:"path,omitempty" json:"path,omitempty"`
-	MaxBytes     int64         `yaml:"max_bytes,omitempty" json:"max_bytes,omitempty"`         // default 128 MiB
-	SyncInterval time.Duration `yaml:"sync_interval,omitempty" json:"sync_interval,omitempty"` // default 200ms
-
-	// handoff
-	Deadline      time.Duration `yaml:"deadline,omitempty" json:"deadline,omitempty"`             // default 5m
-	SweepInterval time.Duration `yaml:"sweep_interval,omitempty" json:"sweep_interval,omitempty"` // default deadline/4 in [10ms,5s]
+	Webhook *WebhookConfig
+	JSONL   *JSONLConfig
+	Handoff *HandoffConfig
 }
 
-// SinkDeps is what BuildSinks needs besides the configuration.
-type SinkDeps struct {
-	JetStream  jetstream.JetStream                      // required by handoff
-	Logger     *slog.Logger                             // default: discard
-	Registerer prometheus.Registerer                    // used when Metrics is nil
-	Metrics    *Metrics                                 // shared with the stage; built from Registerer when nil
-	Transcript TranscriptFunc                           // handoff's transcript source
-	OnTimeout  func(context.Context, cloudevents.Event) // handoff timeout hook (optional)
-	HTTPClient *http.Client                             // webhook transport (optional)
-	Getenv     func(string) string                      // default os.Getenv
-	Now        func() time.Time                         // default time.Now
+// Kind is the kind of the member that is set ("" when none is).
+func (s SinkConfig) Kind() string {
+	switch {
+	case s.Webhook != nil:
+		return KindWebhook
+	case s.JSONL != nil:
+		return KindJSONL
+	case s.Handoff != nil:
+		return KindHandoff
+	}
+	return ""
 }
 
-// Validate checks every sink's configuration without touching the
-// environment, the file system or the network. Errors wrap ErrInvalidConfig
-// and name the sink by its position.
-func (c SinksConfig) Validate() error {
-	var errs []error
-	paths := map[string]int{}
-	handoffs := 0
-	for i, s := range c.Sinks {
-		if err := s.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("sinks[%d]: %w", i, err))
+// Name is the sink's configured name (after Config defaults, never empty).
+func (s SinkConfig) Name() string {
+	switch {
+	case s.Webhook != nil:
+		return s.Webhook.Name
+	case s.JSONL != nil:
+		return s.JSONL.Name
+	case s.Handoff != nil:
+		return s.Handoff.Name
+	}
+	return ""
+}
+
+func (s SinkConfig) setName(n string) {
+	switch {
+	case s.Webhook != nil:
+		s.Webhook.Name = n
+	case s.JSONL != nil:
+		s.JSONL.Name = n
+	case s.Handoff != nil:
+		s.Handoff.Name = n
+	}
+}
+
+// clone copies the member, so defaults never write into the caller's
+// configuration.
+func (s SinkConfig) clone() SinkConfig {
+	if s.Webhook != nil {
+		c := *s.Webhook
+		s.Webhook = &c
+	}
+	if s.JSONL != nil {
+		c := *s.JSONL
+		s.JSONL = &c
+	}
+	if s.Handoff != nil {
+		c := *s.Handoff
+		s.Handoff = &c
+	}
+	return s
+}
+
+// members counts the members that are set.
+func (s SinkConfig) members() int {
+	n := 0
+	for _, set := range []bool{s.Webhook != nil, s.JSONL != nil, s.Handoff != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// UnmarshalYAML decodes one flat `sinks:` entry: `type` selects the kind,
+// the other keys are that kind's fields (see WebhookConfig, JSONLConfig,
+// HandoffConfig); a key of another kind, or an unknown one, is an error.
+func (s *SinkConfig) UnmarshalYAML(b []byte) error {
+	var head struct {
+		Type string `yaml:"type"`
+	}
+	if err := yaml.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("%w: sink: %w", ErrInvalidConfig, err)
+	}
+	*s = SinkConfig{}
+	var err error
+	switch head.Type {
+	case KindWebhook:
+		s.Webhook = new(WebhookConfig)
+		err = decodeKind(b, s.Webhook)
+	case KindJSONL:
+		s.JSONL = new(JSONLConfig)
+		err = decodeKind(b, s.JSONL)
+	case KindHandoff:
+		s.Handoff = new(HandoffConfig)
+		err = decodeKind(b, s.Handoff)
+	case "":
+		return fmt.Errorf("%w: sink type is required (%s, %s or %s)", ErrInvalidConfig, KindWebhook, KindJSONL, KindHandoff)
+	default:
+		return fmt.Errorf("%w: unknown sink type %q (want %s, %s or %s)", ErrInvalidConfig, head.Type, KindWebhook, KindJSONL, KindHandoff)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s sink: %s", ErrInvalidConfig, head.Type, yaml.FormatError(err, false, false))
+	}
+	return nil
+}
+
+// decodeKind decodes b strictly into one kind's config, `type` aside.
+func decodeKind[T any](b []byte, into *T) error {
+	var entry yaml.MapSlice
+	if err := yaml.Unmarshal(b, &entry); err != nil {
+		return err
+	}
+	rest := make(yaml.MapSlice, 0, len(entry))
+	for _, it := range entry {
+		if k, ok := it.Key.(string); ok && k == "type" {
 			continue
 		}
-		switch s.Type {
-		case SinkJSONL:
-			p := filepath.Clean(s.Path)
-			if j, dup := paths[p]; dup {
-				errs = append(errs, fmt.Errorf("%w: sinks[%d]: jsonl path %q already used by sinks[%d]", ErrInvalidConfig, i, s.Path, j))
+		rest = append(rest, it)
+	}
+	rb, err := yaml.Marshal(rest)
+	if err != nil {
+		return err
+	}
+	return yaml.UnmarshalWithOptions(rb, into, yaml.Strict())
+}
+
+// defaults fills the defaults of the stage and of every sink, names
+// included, on copies of the sink configurations. An unnamed sink is named
+// after its kind, or <kind>-2, <kind>-3, … when that name is taken, in
+// configuration order: the same configuration always yields the same
+// names.
+func (c *Config) defaults() {
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	sinks := make([]SinkConfig, len(c.Sinks))
+	taken := map[string]bool{}
+	for i, s := range c.Sinks {
+		sinks[i] = s.clone()
+		if n := sinks[i].Name(); n != "" {
+			taken[n] = true
+		}
+	}
+	for _, s := range sinks {
+		kind := s.Kind()
+		if kind == "" || s.Name() != "" {
+			continue
+		}
+		name := kind
+		for n := 2; taken[name]; n++ {
+			name = kind + "-" + strconv.Itoa(n)
+		}
+		taken[name] = true
+		s.setName(name)
+	}
+	for _, s := range sinks {
+		switch {
+		case s.Webhook != nil:
+			s.Webhook.defaults()
+		case s.JSONL != nil:
+			s.JSONL.defaults()
+		case s.Handoff != nil:
+			s.Handoff.defaults()
+		}
+	}
+	c.Sinks = sinks
+}
+
+// validName is what a sink name may be: it is a metric label value and
+// appears in logs.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// Validate applies the defaults to a copy of c and checks it, without
+// touching the environment, the file system or the network (a webhook
+// secret read from secret_env or secret_file is checked when the stage is
+// built). Errors wrap ErrInvalidConfig and name the sink by its position.
+func (c Config) Validate() error {
+	c.defaults()
+	if c.Workers < 0 {
+		return fmt.Errorf("%w: workers %d must not be negative", ErrInvalidConfig, c.Workers)
+	}
+	var errs []error
+	names := map[string]int{}
+	paths := map[string]int{}
+	handoff := -1
+	for i, s := range c.Sinks {
+		if n := s.members(); n != 1 {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: exactly one sink kind (%s, %s or %s) must be set, got %d",
+				ErrInvalidConfig, i, KindWebhook, KindJSONL, KindHandoff, n))
+			continue
+		}
+		name := s.Name()
+		if !validName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: name %q must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+				ErrInvalidConfig, i, name))
+		} else if j, dup := names[name]; dup {
+			errs = append(errs, fmt.Errorf("%w: sinks[%d]: name %q already used by sinks[%d]", ErrInvalidConfig, i, name, j))
+		}
+		names[name] = i
+		var err error
+		switch {
+		case s.Webhook != nil:
+			err = s.Webhook.validate()
+		case s.JSONL != nil:
+			if err = s.JSONL.validate(); err == nil {
+				p := filepath.Clean(s.JSONL.Path)
+				if j, dup := paths[p]; dup {
+					err = fmt.Errorf("%w: jsonl path %q already used by sinks[%d]", ErrInvalidConfig, s.JSONL.Path, j)
+				}
+				paths[p] = i
 			}
-			paths[p] = i
-		case SinkHandoff:
-			handoffs++
-			if handoffs > 1 {
-				errs = append(errs, fmt.Errorf("%w: sinks[%d]: only one handoff sink is allowed", ErrInvalidConfig, i))
+		case s.Handoff != nil:
+			if err = s.Handoff.validate(); err == nil && handoff >= 0 {
+				err = fmt.Errorf("%w: only one handoff sink is allowed (sinks[%d] is one)", ErrInvalidConfig, handoff)
 			}
+			handoff = i
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sinks[%d] (%s): %w", i, name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s SinkConfig) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s sink: %s", ErrInvalidConfig, s.Type, fmt.Sprintf(format, a...))
+// ConsumerConfig is the stage's durable consumer on REIN_OUTCOMES:
+// escalations and reports, one conversation at a time, Workers
+// conversations in parallel; the ack wait covers a webhook's retries
+// (in-progress heartbeats keep a long delivery owned).
+func (c Config) ConsumerConfig() streams.ConsumerConfig {
+	c.defaults()
+	return streams.ConsumerConfig{
+		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
+		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, Workers: c.Workers,
+		AckWait: 2 * time.Minute,
 	}
-	var foreign []string
-	note := func(set bool, name string) {
-		if set {
-			foreign = append(foreign, name)
-		}
-	}
-	webhookSet := func() {
-		note(s.URL != "", "url")
-		note(s.Mode != "", "mode")
-		note(s.SecretEnv != "", "secret_env")
-		note(s.SecretFile != "", "secret_file")
-		note(s.Attempts != 0, "attempts")
-		note(s.BackoffBase != 0, "backoff_base")
-		note(s.BackoffMax != 0, "backoff_max")
-		note(s.Timeout != 0, "timeout")
-		note(len(s.Headers) != 0, "headers")
-	}
-	jsonlSet := func() {
-		note(s.Path != "", "path")
-		note(s.MaxBytes != 0, "max_bytes")
-		note(s.SyncInterval != 0, "sync_interval")
-	}
-	handoffSet := func() {
-		note(s.Deadline != 0, "deadline")
-		note(s.SweepInterval != 0, "sweep_interval")
-	}
-	switch s.Type {
-	case SinkWebhook:
-		jsonlSet()
-		handoffSet()
-		if len(foreign) == 0 {
-			wc := s.webhookConfig([]byte("validate"))
-			wc.withDefaults()
-			if err := wc.validate(); err != nil {
-				return err
-			}
-			if (s.SecretEnv == "") == (s.SecretFile == "") {
-				return bad("exactly one of secret_env and secret_file is required")
-			}
-		}
-	case SinkJSONL:
-		webhookSet()
-		handoffSet()
-		if s.Path == "" {
-			return bad("path is required")
-		}
-		if s.MaxBytes < 0 || s.SyncInterval < 0 {
-			return bad("max_bytes and sync_interval must not be negative")
-		}
-	case SinkHandoff:
-		webhookSet()
-		jsonlSet()
-		if s.Deadline < 0 || s.SweepInterval < 0 {
-			return bad("deadline and sweep_interval must not be negative")
-		}
-	case "":
-		return fmt.Errorf("%w: sink type is required (%s, %s or %s)", ErrInvalidConfig, SinkWebhook, SinkJSONL, SinkHandoff)
-	default:
-		return fmt.Errorf("%w: unknown sink type %q (want %s, %s or %s)", ErrInvalidConfig, s.Type, SinkWebhook, SinkJSONL, SinkHandoff)
-	}
-	if len(foreign) > 0 {
-		return bad("option(s) %s do not apply to this sink type", strings.Join(foreign, ", "))
-	}
-	return nil
-}
-
-func (s SinkConfig) webhookConfig(secret []byte) WebhookConfig {
-	return WebhookConfig{
-		URL: s.URL, Mode: s.Mode, Secret: secret, Attempts: s.Attempts,
-		BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax, Timeout: s.Timeout, Header: s.Headers,
-	}
-}
-
-// secret reads the webhook secret from the environment or a file
-// (surrounding whitespace trimmed).
-func (s SinkConfig) secret(getenv func(string) string) ([]byte, error) {
-	var v string
-	switch {
-	case s.SecretEnv != "":
-		v = getenv(s.SecretEnv)
-		if strings.TrimSpace(v) == "" {
-			return nil, fmt.Errorf("%w: webhook secret env var %s is unset or empty", ErrInvalidConfig, s.SecretEnv)
-		}
-	case s.SecretFile != "":
-		b, err := os.ReadFile(s.SecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: webhook secret file: %w", ErrInvalidConfig, err)
-		}
-		v = string(b)
-		if strings.TrimSpace(v) == "" {
-			return nil, fmt.Errorf("%w: webhook secret file %s is empty", ErrInvalidConfig, s.SecretFile)
-		}
-	}
-	return []byte(strings.TrimSpace(v)), nil
-}
-
-// BuildSinks validates cfg and builds its sinks in order. On error, the
-// sinks already built are closed. The caller closes the returned sinks.
-func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.New(slog.DiscardHandler)
-	}
-	if deps.Getenv == nil {
-		deps.Getenv = os.Getenv
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
-	m := deps.Metrics
-	if m == nil {
-		var err error
-		if m, err = NewMetrics(deps.Registerer); err != nil {
-			return nil, err
-		}
-	}
-	var out []Sink
-	fail := func(err error) ([]Sink, error) {
-		for _, s := range out {
-			_ = s.Close()
-		}
-		return nil, err
-	}
-	for i, sc := range cfg.Sinks {
-		log := deps.Logger.With(slog.String("sink", sc.Type), slog.Int("index", i))
-		var (
-			s   Sink
-			err error
-		)
-		switch sc.Type {
-		case SinkWebhook:
-			var secret []byte
-			if secret, err = sc.secret(deps.Getenv); err == nil {
-				wc := sc.webhookConfig(secret)
-				wc.HTTPClient, wc.Now = deps.HTTPClient, deps.Now
-				s, err = NewWebhook(wc, m, log)
-			}
-		case SinkJSONL:
-			s, err = NewJSONL(JSONLConfig{Path: sc.Path, MaxBytes: sc.MaxBytes, SyncInterval: sc.SyncInterval}, m, log)
-		case SinkHandoff:
-			s, err = NewHandoff(deps.JetStream, HandoffConfig{
-				Deadline: sc.Deadline, SweepInterval: sc.SweepInterval,
-				Transcript: deps.Transcript, OnTimeout: deps.OnTimeout, Now: deps.Now,
-			}, m, log)
-		}
-		if err != nil {
-			return fail(fmt.Errorf("sinks[%d] (%s): %w", i, sc.Type, err))
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }

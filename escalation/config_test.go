@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestSinksConfigYAML(t *testing.T) {
+// The flat `sinks:` shape users already write decodes into one typed
+// configuration per sink, `name` optional.
+func TestConfigYAML(t *testing.T) {
 	src := `
 sinks:
   - type: webhook
@@ -25,6 +27,13 @@ sinks:
     backoff_base: 250ms
     backoff_max: 1m
     timeout: 3s
+    max_response_bytes: 65536
+    headers:
+      Authorization: Bearer abc
+  - type: webhook
+    name: crm
+    url: https://crm.example.com/hook
+    secret_file: /run/secrets/crm
   - type: jsonl
     path: ./data/audit.jsonl
     max_bytes: 1048576
@@ -32,57 +41,120 @@ sinks:
   - type: handoff
     deadline: 2m
 `
-	var cfg SinksConfig
-	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
+	var cfg Config
+	if err := yaml.UnmarshalWithOptions([]byte(src), &cfg, yaml.Strict()); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := SinksConfig{Sinks: []SinkConfig{
-		{Type: SinkWebhook, URL: "https://cc.example.com/rein", Mode: ModeBinary, SecretEnv: "REIN_WEBHOOK_SECRET",
-			Attempts: 7, BackoffBase: 250 * time.Millisecond, BackoffMax: time.Minute, Timeout: 3 * time.Second},
-		{Type: SinkJSONL, Path: "./data/audit.jsonl", MaxBytes: 1 << 20, SyncInterval: 50 * time.Millisecond},
-		{Type: SinkHandoff, Deadline: 2 * time.Minute},
-	}}
-	for i := range want.Sinks {
-		g, w := cfg.Sinks[i], want.Sinks[i]
-		if g.Type != w.Type || g.URL != w.URL || g.Mode != w.Mode || g.SecretEnv != w.SecretEnv || g.Attempts != w.Attempts ||
-			g.BackoffBase != w.BackoffBase || g.BackoffMax != w.BackoffMax || g.Timeout != w.Timeout ||
-			g.Path != w.Path || g.MaxBytes != w.MaxBytes || g.SyncInterval != w.SyncInterval || g.Deadline != w.Deadline {
-			t.Errorf("sink %d: got %+v, want %+v", i, g, w)
-		}
+	if len(cfg.Sinks) != 4 {
+		t.Fatalf("%d sinks", len(cfg.Sinks))
+	}
+	w := cfg.Sinks[0].Webhook
+	if w == nil || w.URL != "https://cc.example.com/rein" || w.Mode != ModeBinary || w.SecretEnv != "REIN_WEBHOOK_SECRET" ||
+		w.Attempts != 7 || w.BackoffBase != 250*time.Millisecond || w.BackoffMax != time.Minute || w.Timeout != 3*time.Second ||
+		w.MaxResponseBytes != 65536 || w.Headers["Authorization"] != "Bearer abc" || w.Name != "" {
+		t.Errorf("webhook: %+v", w)
+	}
+	if w2 := cfg.Sinks[1].Webhook; w2 == nil || w2.Name != "crm" || w2.SecretFile != "/run/secrets/crm" {
+		t.Errorf("second webhook: %+v", w2)
+	}
+	if j := cfg.Sinks[2].JSONL; j == nil || j.Path != "./data/audit.jsonl" || j.MaxBytes != 1<<20 || j.SyncInterval != 50*time.Millisecond {
+		t.Errorf("jsonl: %+v", j)
+	}
+	if h := cfg.Sinks[3].Handoff; h == nil || h.Deadline != 2*time.Minute {
+		t.Errorf("handoff: %+v", h)
+	}
+	cfg.defaults()
+	var names []string
+	for _, s := range cfg.Sinks {
+		names = append(names, s.Name())
+	}
+	if got := strings.Join(names, ","); got != "webhook,crm,jsonl,handoff" {
+		t.Errorf("names %s", got)
 	}
 }
 
-func TestSinksConfigValidate(t *testing.T) {
-	hook := SinkConfig{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S"}
+func TestConfigYAMLErrors(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"missing type", "- url: https://h/x\n", "type is required"},
+		{"unknown type", "- type: kafka\n", "unknown sink type"},
+		{"option of another kind", "- type: webhook\n  url: https://h/x\n  secret_env: S\n  path: /a\n", "path"},
+		{"unknown option", "- type: jsonl\n  path: a\n  colour: red\n", "colour"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var sinks []SinkConfig
+			err := yaml.UnmarshalWithOptions([]byte(tc.src), &sinks, yaml.Strict())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Unnamed sinks are named after their kind, then <kind>-2, … skipping
+// names taken explicitly; the caller's configuration is not written to.
+func TestConfigDefaultNames(t *testing.T) {
+	hook := func(name string) SinkConfig {
+		return SinkConfig{Webhook: &WebhookConfig{Name: name, URL: "https://h/x", SecretEnv: "S"}}
+	}
+	cfg := Config{Sinks: []SinkConfig{hook(""), hook("webhook-2"), hook(""), {JSONL: &JSONLConfig{Path: "a"}}, hook("")}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := cfg
+	d.defaults()
+	var names []string
+	for _, s := range d.Sinks {
+		names = append(names, s.Name())
+	}
+	if got := strings.Join(names, ","); got != "webhook,webhook-2,webhook-3,jsonl,webhook-4" {
+		t.Errorf("names %s", got)
+	}
+	if cfg.Sinks[0].Webhook.Name != "" || cfg.Sinks[0].Webhook.Attempts != 0 {
+		t.Errorf("defaults leaked into the caller's configuration: %+v", cfg.Sinks[0].Webhook)
+	}
+	if d.Workers != DefaultWorkers || d.ConsumerConfig().Workers != DefaultWorkers {
+		t.Errorf("workers %d", d.Workers)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	hook := func() *WebhookConfig { return &WebhookConfig{URL: "https://h/x", SecretEnv: "S"} }
+	named := func(w *WebhookConfig, n string) *WebhookConfig { w.Name = n; return w }
 	tests := []struct {
 		name    string
 		sinks   []SinkConfig
 		wantErr string // substring; "" = valid
 	}{
 		{"empty is valid", nil, ""},
-		{"webhook", []SinkConfig{hook}, ""},
-		{"webhook with file secret", []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretFile: "/s"}}, ""},
-		{"missing type", []SinkConfig{{URL: "https://h/x"}}, "type is required"},
-		{"unknown type", []SinkConfig{{Type: "kafka"}}, "unknown sink type"},
-		{"webhook without secret", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x"}}, "exactly one of secret_env and secret_file"},
-		{"webhook with both secrets", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", SecretFile: "/s"}}, "exactly one"},
-		{"webhook bad url", []SinkConfig{{Type: SinkWebhook, URL: "h/x", SecretEnv: "S"}}, "absolute http(s) URL"},
-		{"webhook bad mode", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", Mode: "json"}}, "mode"},
-		{"webhook with jsonl option", []SinkConfig{{Type: SinkWebhook, URL: "https://h/x", SecretEnv: "S", Path: "/a"}}, "path do not apply"},
-		{"jsonl without path", []SinkConfig{{Type: SinkJSONL}}, "path is required"},
-		{"jsonl with url", []SinkConfig{{Type: SinkJSONL, Path: "a", URL: "https://h"}}, "url do not apply"},
-		{"jsonl negative size", []SinkConfig{{Type: SinkJSONL, Path: "a", MaxBytes: -1}}, "negative"},
-		{"two jsonl on one path", []SinkConfig{{Type: SinkJSONL, Path: "a/b"}, {Type: SinkJSONL, Path: "a/./b"}}, "already used"},
-		{"handoff negative deadline", []SinkConfig{{Type: SinkHandoff, Deadline: -time.Second}}, "negative"},
-		{"two handoffs", []SinkConfig{{Type: SinkHandoff}, {Type: SinkHandoff}}, "only one handoff"},
-		{"errors name the position", []SinkConfig{hook, {Type: SinkJSONL}}, "sinks[1]"},
+		{"webhook", []SinkConfig{{Webhook: hook()}}, ""},
+		{"two webhooks", []SinkConfig{{Webhook: hook()}, {Webhook: hook()}}, ""},
+		{"webhook with file secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretFile: "/s"}}}, ""},
+		{"webhook with a long inline secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret)}}}, ""},
+		{"no kind", []SinkConfig{{}}, "exactly one sink kind"},
+		{"two kinds", []SinkConfig{{Webhook: hook(), JSONL: &JSONLConfig{Path: "a"}}}, "exactly one sink kind"},
+		{"webhook without secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x"}}}, "exactly one of secret_env and secret_file"},
+		{"webhook with both secrets", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", SecretFile: "/s"}}}, "exactly one"},
+		{"webhook short secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", Secret: []byte("k")}}}, "at least 32 bytes"},
+		{"webhook 31-byte secret", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", Secret: []byte(testSecret[:31])}}}, "at least 32 bytes"},
+		{"webhook bad url", []SinkConfig{{Webhook: &WebhookConfig{URL: "h/x", SecretEnv: "S"}}}, "absolute http(s) URL"},
+		{"webhook bad mode", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", Mode: "json"}}}, "mode"},
+		{"webhook negative response bound", []SinkConfig{{Webhook: &WebhookConfig{URL: "https://h/x", SecretEnv: "S", MaxResponseBytes: -1}}}, "max_response_bytes"},
+		{"duplicate names", []SinkConfig{{Webhook: named(hook(), "cc")}, {JSONL: &JSONLConfig{Name: "cc", Path: "a"}}}, `name "cc" already used by sinks[0]`},
+		{"invalid name", []SinkConfig{{Webhook: named(hook(), "cc hook")}}, "name"},
+		{"jsonl without path", []SinkConfig{{JSONL: &JSONLConfig{}}}, "path is required"},
+		{"jsonl negative size", []SinkConfig{{JSONL: &JSONLConfig{Path: "a", MaxBytes: -1}}}, "negative"},
+		{"two jsonl on one path", []SinkConfig{{JSONL: &JSONLConfig{Path: "a/b"}}, {JSONL: &JSONLConfig{Path: "a/./b"}}}, "already used"},
+		{"handoff negative deadline", []SinkConfig{{Handoff: &HandoffConfig{Deadline: -time.Second}}}, "negative"},
+		{"two handoffs", []SinkConfig{{Handoff: &HandoffConfig{}}, {Handoff: &HandoffConfig{}}}, "only one handoff"},
+		{"errors name the position", []SinkConfig{{Webhook: hook()}, {JSONL: &JSONLConfig{}}}, "sinks[1]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := SinksConfig{Sinks: tc.sinks}.Validate()
+			err := Config{Sinks: tc.sinks}.Validate()
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("want valid, got %v", err)
@@ -94,15 +166,18 @@ func TestSinksConfigValidate(t *testing.T) {
 			}
 		})
 	}
+	if err := (Config{Workers: -1}).Validate(); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("negative workers: %v", err)
+	}
 }
 
 func TestBuildSinks(t *testing.T) {
-	rcv := &receiver{t: t, secret: []byte("from-file")}
+	rcv := &receiver{t: t, secret: []byte(testSecret)}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "secret")
-	if err := os.WriteFile(secretFile, []byte("from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	js := startJetStream(t)
@@ -110,13 +185,13 @@ func TestBuildSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	cfg := SinksConfig{Sinks: []SinkConfig{
-		{Type: SinkWebhook, URL: srv.URL, SecretFile: secretFile, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond},
-		{Type: SinkWebhook, URL: srv.URL, SecretEnv: "HOOK_SECRET", Mode: ModeBinary},
-		{Type: SinkJSONL, Path: filepath.Join(dir, "audit.jsonl")},
-		{Type: SinkHandoff, Deadline: time.Hour},
+	cfg := Config{Sinks: []SinkConfig{
+		{Webhook: &WebhookConfig{URL: srv.URL, SecretFile: secretFile, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}},
+		{Webhook: &WebhookConfig{URL: srv.URL, SecretEnv: "HOOK_SECRET", Mode: ModeBinary}},
+		{JSONL: &JSONLConfig{Path: filepath.Join(dir, "audit.jsonl")}},
+		{Handoff: &HandoffConfig{Deadline: time.Hour}},
 	}}
-	env := map[string]string{"HOOK_SECRET": "from-file"}
+	env := map[string]string{"HOOK_SECRET": testSecret}
 	sinks, err := BuildSinks(cfg, SinkDeps{JetStream: js, Registerer: reg, Getenv: func(k string) string { return env[k] }, Transcript: transcriptOf})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +199,7 @@ func TestBuildSinks(t *testing.T) {
 	var names []string
 	ev := escalationEvent(t, "acme", "c1", 1)
 	for _, s := range sinks {
-		names = append(names, s.Name())
+		names = append(names, s.Name()+":"+s.Kind())
 		if err := s.Deliver(testCtx(t), ev); err != nil {
 			t.Fatalf("%s: %v", s.Name(), err)
 		}
@@ -134,8 +209,8 @@ func TestBuildSinks(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(names, ",") != "webhook,webhook,jsonl,handoff" {
-		t.Fatalf("sinks %v", names)
+	if got := strings.Join(names, ","); got != "webhook:webhook,webhook-2:webhook,jsonl:jsonl,handoff:handoff" {
+		t.Fatalf("sinks %v", got)
 	}
 	for _, s := range sinks {
 		if err := s.Close(); err != nil {
@@ -168,7 +243,7 @@ func TestBuildSinks(t *testing.T) {
 	for _, f := range families {
 		got[f.GetName()] = true
 	}
-	for _, n := range []string{"rein_sink_deliveries_total", "rein_sink_delivery_seconds", "rein_escalations_total"} {
+	for _, n := range []string{"rein_sink_deliveries_total", "rein_sink_delivery_seconds", "rein_escalations_total", "rein_published_total"} {
 		if !got[n] {
 			t.Errorf("metric %s not gathered (have %v)", n, got)
 		}
@@ -177,22 +252,30 @@ func TestBuildSinks(t *testing.T) {
 
 func TestBuildSinksErrors(t *testing.T) {
 	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(short, []byte("tiny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
-		cfg  SinksConfig
+		cfg  Config
 		deps SinkDeps
+		want string
 	}{
-		{"unset secret env", SinksConfig{Sinks: []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretEnv: "NOPE"}}},
-			SinkDeps{Getenv: func(string) string { return "" }}},
-		{"missing secret file", SinksConfig{Sinks: []SinkConfig{{Type: SinkWebhook, URL: "http://h/x", SecretFile: filepath.Join(dir, "none")}}}, SinkDeps{}},
-		{"handoff without JetStream", SinksConfig{Sinks: []SinkConfig{{Type: SinkJSONL, Path: filepath.Join(dir, "a.jsonl")}, {Type: SinkHandoff}}}, SinkDeps{}},
-		{"invalid config", SinksConfig{Sinks: []SinkConfig{{Type: "smtp"}}}, SinkDeps{}},
+		{"unset secret env", Config{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretEnv: "NOPE"}}}},
+			SinkDeps{Getenv: func(string) string { return "" }}, "unset or empty"},
+		{"short secret env", Config{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretEnv: "SHORT"}}}},
+			SinkDeps{Getenv: func(string) string { return "k" }}, "at least 32 bytes"},
+		{"short secret file", Config{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretFile: short}}}}, SinkDeps{}, "at least 32 bytes"},
+		{"missing secret file", Config{Sinks: []SinkConfig{{Webhook: &WebhookConfig{URL: "http://h/x", SecretFile: filepath.Join(dir, "none")}}}}, SinkDeps{}, "secret file"},
+		{"handoff without JetStream", Config{Sinks: []SinkConfig{{JSONL: &JSONLConfig{Path: filepath.Join(dir, "a.jsonl")}}, {Handoff: &HandoffConfig{}}}}, SinkDeps{}, "JetStream"},
+		{"invalid config", Config{Sinks: []SinkConfig{{}}}, SinkDeps{}, "sink kind"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sinks, err := BuildSinks(tc.cfg, tc.deps)
-			if !errors.Is(err, ErrInvalidConfig) || sinks != nil {
-				t.Fatalf("got %v, %v; want ErrInvalidConfig", sinks, err)
+			if !errors.Is(err, ErrInvalidConfig) || sinks != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, %v; want ErrInvalidConfig mentioning %q", sinks, err, tc.want)
 			}
 		})
 	}

@@ -56,23 +56,49 @@ type HandoffItem struct {
 	Sequence uint64 `json:"-"`
 }
 
-// HandoffConfig configures a handoff sink.
+// HandoffConfig configures the handoff sink; in rein.yaml it is a
+// `type: handoff` entry of `sinks:` (at most one) with the fields tagged
+// below.
 type HandoffConfig struct {
+	// Name labels the sink's metrics and logs (default "handoff").
+	Name string `yaml:"name"`
 	// Deadline is how long an item waits for a claim before it times out
 	// (default 5m).
-	Deadline time.Duration
+	Deadline time.Duration `yaml:"deadline"`
 	// SweepInterval is how often unclaimed items are checked against their
 	// deadline (default Deadline/4, clamped to [10ms, 5s]).
-	SweepInterval time.Duration
+	SweepInterval time.Duration `yaml:"sweep_interval"`
 	// NoSweeper disables the background sweep; call Sweep yourself.
-	NoSweeper bool
+	NoSweeper bool `yaml:"-"`
 	// Transcript supplies the dialogue so far; nil leaves it empty.
-	Transcript TranscriptFunc
+	Transcript TranscriptFunc `yaml:"-"`
 	// OnTimeout, when set, is called with every handoff timeout event
 	// after it is published (e.g. to deliver it to the other sinks).
-	OnTimeout func(ctx context.Context, ev cloudevents.Event)
+	OnTimeout func(ctx context.Context, ev cloudevents.Event) `yaml:"-"`
 	// Now is the clock (default time.Now).
-	Now func() time.Time
+	Now func() time.Time `yaml:"-"`
+}
+
+func (c *HandoffConfig) defaults() {
+	if c.Name == "" {
+		c.Name = KindHandoff
+	}
+	if c.Deadline == 0 {
+		c.Deadline = DefaultHandoffDeadline
+	}
+	if c.SweepInterval == 0 && c.Deadline > 0 {
+		c.SweepInterval = min(max(c.Deadline/4, minSweepInterval), maxSweepInterval)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *HandoffConfig) validate() error {
+	if c.Deadline < 0 || c.SweepInterval < 0 {
+		return fmt.Errorf("%w: handoff deadline %s and sweep_interval %s must not be negative", ErrInvalidConfig, c.Deadline, c.SweepInterval)
+	}
+	return nil
 }
 
 // Handoff publishes escalations as work items on REIN_HANDOFF, from which
@@ -85,6 +111,7 @@ type HandoffConfig struct {
 // out, never both.
 type Handoff struct {
 	js  jetstream.JetStream
+	pub *streams.Publisher
 	cfg HandoffConfig
 	m   *Metrics
 	log *slog.Logger
@@ -97,24 +124,18 @@ type Handoff struct {
 	once   sync.Once
 }
 
-// NewHandoff builds a handoff sink on js; REIN_HANDOFF must exist (see
-// EnsureHandoffStream). Unless cfg.NoSweeper, it starts the deadline sweep,
-// which Close stops. m and log may be nil.
-func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog.Logger) (*Handoff, error) {
-	if js == nil {
-		return nil, fmt.Errorf("%w: handoff needs a JetStream connection", ErrInvalidConfig)
+// NewHandoff builds a handoff sink: items and timeout events are published
+// through pub (so they count in rein_published_total{stream="REIN_HANDOFF"}
+// and get its retries), the sweep reads and removes items through js.
+// REIN_HANDOFF must exist (see EnsureHandoffStream). Unless cfg.NoSweeper,
+// it starts the deadline sweep, which Close stops. m and log may be nil.
+func NewHandoff(js jetstream.JetStream, pub *streams.Publisher, cfg HandoffConfig, m *Metrics, log *slog.Logger) (*Handoff, error) {
+	if js == nil || pub == nil {
+		return nil, fmt.Errorf("%w: handoff needs a JetStream connection and a publisher", ErrInvalidConfig)
 	}
-	if cfg.Deadline == 0 {
-		cfg.Deadline = DefaultHandoffDeadline
-	}
-	if cfg.Deadline < 0 || cfg.SweepInterval < 0 {
-		return nil, fmt.Errorf("%w: handoff deadline %s / sweep_interval %s", ErrInvalidConfig, cfg.Deadline, cfg.SweepInterval)
-	}
-	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = min(max(cfg.Deadline/4, minSweepInterval), maxSweepInterval)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if m == nil {
 		var err error
@@ -125,7 +146,7 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handoff{js: js, cfg: cfg, m: m, log: log, done: make(chan struct{})}
+	h := &Handoff{js: js, pub: pub, cfg: cfg, m: m, log: log, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	if cfg.NoSweeper {
@@ -136,8 +157,11 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 	return h, nil
 }
 
-// Name is "handoff".
-func (h *Handoff) Name() string { return SinkHandoff }
+// Name is the sink's configured name.
+func (h *Handoff) Name() string { return h.cfg.Name }
+
+// Kind is KindHandoff.
+func (h *Handoff) Kind() string { return KindHandoff }
 
 // Close stops the deadline sweep. Items stay in the stream.
 func (h *Handoff) Close() error {
@@ -155,25 +179,25 @@ func (h *Handoff) Close() error {
 // is transient.
 func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { h.m.SinkSeconds.WithLabelValues(SinkHandoff).Observe(time.Since(start).Seconds()) }()
+	defer func() { h.m.observe(h.cfg.Name, KindHandoff, time.Since(start)) }()
 	if ev.Type() != schemas.TypeEscalation {
-		h.m.delivery(SinkHandoff, OutcomeSkipped)
+		h.m.delivery(h.cfg.Name, KindHandoff, OutcomeSkipped)
 		return nil
 	}
 	meta, err := schemas.MetaOf(&ev)
 	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.cfg.Name, KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var esc schemas.Escalation
 	if err := schemas.Decode(&ev, &esc); err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.cfg.Name, KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	var lines []TranscriptLine
 	if h.cfg.Transcript != nil {
 		if lines, err = h.cfg.Transcript(ctx, meta.Tenant, meta.Conversation); err != nil {
-			h.m.delivery(SinkHandoff, OutcomeRetry)
+			h.m.delivery(h.cfg.Name, KindHandoff, OutcomeRetry)
 			return fmt.Errorf("handoff: transcript of %s/%s: %w", meta.Tenant, meta.Conversation, err)
 		}
 	}
@@ -193,16 +217,17 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	}
 	body, err := json.Marshal(item)
 	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeFailed)
+		h.m.delivery(h.cfg.Name, KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
-	_, err = h.js.Publish(ctx, streams.HandoffSubject(meta.Tenant, meta.Conversation), body,
-		jetstream.WithMsgID("handoff-"+ev.ID()), jetstream.WithExpectStream(streams.StreamHandoff))
-	if err != nil {
-		h.m.delivery(SinkHandoff, OutcomeRetry)
+	msg := nats.NewMsg(streams.HandoffSubject(meta.Tenant, meta.Conversation))
+	msg.Header.Set(streams.HeaderMsgID, "handoff-"+ev.ID())
+	msg.Data = body
+	if _, err = h.pub.PublishMsg(ctx, streams.StreamHandoff, msg); err != nil {
+		h.m.delivery(h.cfg.Name, KindHandoff, OutcomeRetry)
 		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
 	}
-	h.m.delivery(SinkHandoff, OutcomeDelivered)
+	h.m.delivery(h.cfg.Name, KindHandoff, OutcomeDelivered)
 	return nil
 }
 
@@ -281,11 +306,7 @@ func (h *Handoff) publishTimeout(ctx context.Context, item HandoffItem) error {
 	if err != nil {
 		return fmt.Errorf("handoff timeout event for %s: %w", item.ID, err)
 	}
-	msg, err := natsMsg(ctx, streams.HandoffTimeoutSubject(item.Tenant, item.Conversation), ev)
-	if err != nil {
-		return err
-	}
-	if _, err := h.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(streams.StreamHandoff)); err != nil {
+	if _, err := h.pub.Publish(ctx, streams.StreamHandoff, streams.HandoffTimeoutSubject(item.Tenant, item.Conversation), &ev); err != nil {
 		return fmt.Errorf("handoff: publish timeout %s: %w", ev.ID(), err)
 	}
 	h.m.HandoffTimeouts.Inc()

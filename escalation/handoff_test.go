@@ -51,7 +51,7 @@ func setupHandoff(t *testing.T, cfg HandoffConfig) (jetstream.JetStream, *Handof
 		t.Fatal(err)
 	}
 	m, _ := newTestMetrics(t)
-	h, err := NewHandoff(js, cfg, m, nil)
+	h, err := NewHandoff(js, streams.NewPublisher(js, nil), cfg, m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestHandoffClaim(t *testing.T) {
 	if n := itemCount(t, js, streams.HandoffItems); n != 1 {
 		t.Fatalf("%d items queued, want 1", n)
 	}
-	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkHandoff, OutcomeSkipped)); got != 1 {
+	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindHandoff, KindHandoff, OutcomeSkipped)); got != 1 {
 		t.Errorf("skipped = %v, want 1 (the report)", got)
 	}
 
@@ -334,7 +334,7 @@ func TestHandoffDeliverErrors(t *testing.T) {
 	if err := h.Deliver(testCtx(t), bad); !errors.Is(err, ErrDeliveryFailed) {
 		t.Fatalf("bad payload: %v, want ErrDeliveryFailed", err)
 	}
-	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkHandoff, OutcomeFailed)); got != 2 {
+	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindHandoff, KindHandoff, OutcomeFailed)); got != 2 {
 		t.Errorf("failed = %v, want 2", got)
 	}
 }
@@ -355,7 +355,7 @@ func TestEnsureHandoffStreamIdempotent(t *testing.T) {
 			t.Fatalf("stream config %+v", info.Config)
 		}
 	}
-	if _, err := NewHandoff(nil, HandoffConfig{}, nil, nil); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewHandoff(nil, nil, HandoffConfig{}, nil, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("nil JetStream: %v", err)
 	}
 }
@@ -371,7 +371,7 @@ func TestClaimCreatesMissingConsumer(t *testing.T) {
 	if err := s.DeleteConsumer(testCtx(t), streams.DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatal(err)
 	}
-	h, err := NewHandoff(js, HandoffConfig{NoSweeper: true}, nil, nil)
+	h, err := NewHandoff(js, streams.NewPublisher(js, nil), HandoffConfig{NoSweeper: true}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

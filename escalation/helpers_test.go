@@ -69,3 +69,6 @@ func reportEvent(t *testing.T, tenant, conv string, turn int) cloudevents.Event 
 	}
 	return ev
 }
+
+// testSecret is a webhook signing secret of the minimum accepted length or more.
+const testSecret = "whsec-test-0123456789abcdef0123456789"

@@ -24,11 +24,37 @@ const (
 // a torn or invalid final line cut off when the audit file is reopened.
 const TornSuffix = ".torn"
 
-// JSONLConfig configures a jsonl audit sink.
+// JSONLConfig configures one jsonl audit sink; in rein.yaml it is a
+// `type: jsonl` entry of `sinks:` with the fields tagged below.
 type JSONLConfig struct {
-	Path         string
-	MaxBytes     int64         // rotate before the file would exceed this (default 128 MiB)
-	SyncInterval time.Duration // flush and fsync buffered lines this often (default 200ms)
+	// Name labels the sink's metrics and logs; unique among the sinks
+	// (default "jsonl", then "jsonl-2", …).
+	Name         string        `yaml:"name"`
+	Path         string        `yaml:"path"`          // required; no two sinks share a path
+	MaxBytes     int64         `yaml:"max_bytes"`     // rotate before the file would exceed this (default 128 MiB)
+	SyncInterval time.Duration `yaml:"sync_interval"` // flush and fsync buffered lines this often (default 200ms)
+}
+
+func (c *JSONLConfig) defaults() {
+	if c.Name == "" {
+		c.Name = KindJSONL
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultJSONLMaxBytes
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultJSONLSyncInterval
+	}
+}
+
+func (c *JSONLConfig) validate() error {
+	if c.Path == "" {
+		return fmt.Errorf("%w: jsonl path is required", ErrInvalidConfig)
+	}
+	if c.MaxBytes < 0 || c.SyncInterval < 0 {
+		return fmt.Errorf("%w: jsonl max_bytes %d and sync_interval %s must not be negative", ErrInvalidConfig, c.MaxBytes, c.SyncInterval)
+	}
+	return nil
 }
 
 // JSONL appends one structured-mode CloudEvent JSON per line to an audit
@@ -57,17 +83,9 @@ type JSONL struct {
 // NewJSONL opens (creating or repairing) the audit file and starts its
 // periodic sync. m and log may be nil.
 func NewJSONL(cfg JSONLConfig, m *Metrics, log *slog.Logger) (*JSONL, error) {
-	if cfg.Path == "" {
-		return nil, fmt.Errorf("%w: jsonl path is empty", ErrInvalidConfig)
-	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultJSONLMaxBytes
-	}
-	if cfg.SyncInterval == 0 {
-		cfg.SyncInterval = DefaultJSONLSyncInterval
-	}
-	if cfg.MaxBytes < 0 || cfg.SyncInterval < 0 {
-		return nil, fmt.Errorf("%w: jsonl max_bytes %d / sync_interval %s", ErrInvalidConfig, cfg.MaxBytes, cfg.SyncInterval)
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	if m == nil {
 		var err error
@@ -112,8 +130,11 @@ func (s *JSONL) open() error {
 	return syncDir(filepath.Dir(s.cfg.Path))
 }
 
-// Name is "jsonl".
-func (s *JSONL) Name() string { return SinkJSONL }
+// Name is the sink's configured name.
+func (s *JSONL) Name() string { return s.cfg.Name }
+
+// Kind is KindJSONL.
+func (s *JSONL) Kind() string { return KindJSONL }
 
 // Path is the audit file being written.
 func (s *JSONL) Path() string { return s.cfg.Path }
@@ -122,10 +143,10 @@ func (s *JSONL) Path() string { return s.cfg.Path }
 // sync tick, or Close).
 func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	start := time.Now()
-	defer func() { s.m.SinkSeconds.WithLabelValues(SinkJSONL).Observe(time.Since(start).Seconds()) }()
+	defer func() { s.m.observe(s.cfg.Name, KindJSONL, time.Since(start)) }()
 	line, err := json.Marshal(ev)
 	if err != nil {
-		s.m.delivery(SinkJSONL, OutcomeFailed)
+		s.m.delivery(s.cfg.Name, KindJSONL, OutcomeFailed)
 		return fmt.Errorf("%w: jsonl: encode event %q: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
 	line = append(line, '\n')
@@ -145,7 +166,7 @@ func (s *JSONL) Deliver(_ context.Context, ev cloudevents.Event) error {
 	if err != nil {
 		return fmt.Errorf("jsonl: write: %w", err)
 	}
-	s.m.delivery(SinkJSONL, OutcomeDelivered)
+	s.m.delivery(s.cfg.Name, KindJSONL, OutcomeDelivered)
 	return nil
 }
 

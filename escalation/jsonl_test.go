@@ -86,7 +86,7 @@ func TestJSONLAppendAcrossReopen(t *testing.T) {
 	if first["specversion"] != "1.0" || first["tenant"] != "acme" || first["data"] == nil {
 		t.Fatalf("line is not a structured CloudEvent: %s", lines[0])
 	}
-	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkJSONL, OutcomeDelivered)); got != 3 {
+	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindJSONL, KindJSONL, OutcomeDelivered)); got != 3 {
 		t.Fatalf("delivered counter %v, want 3", got)
 	}
 }

@@ -3,6 +3,7 @@ package escalation
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,8 +16,8 @@ import (
 type Metrics struct {
 	Escalations     *prometheus.CounterVec   // rein_escalations_total{reason,error_type}
 	Reports         *prometheus.CounterVec   // rein_reports_total{error_type}
-	SinkDeliveries  *prometheus.CounterVec   // rein_sink_deliveries_total{sink,outcome}
-	SinkSeconds     *prometheus.HistogramVec // rein_sink_delivery_seconds{sink}
+	SinkDeliveries  *prometheus.CounterVec   // rein_sink_deliveries_total{sink,kind,outcome}
+	SinkSeconds     *prometheus.HistogramVec // rein_sink_delivery_seconds{sink,kind}
 	HandoffTimeouts prometheus.Counter       // rein_handoff_timeouts_total
 }
 
@@ -42,13 +43,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"error_type"}),
 		SinkDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: telemetry.MSinkDeliveries,
-			Help: "Sink delivery attempts and results: delivered, retry (an attempt failed, another follows), failed (dead-lettered), skipped.",
-		}, []string{"sink", "outcome"}),
+			Help: "Sink delivery attempts and results by configured sink name and kind: delivered, retry (an attempt failed, another follows), failed (dead-lettered), skipped.",
+		}, []string{"sink", "kind", "outcome"}),
 		SinkSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    telemetry.MSinkDeliverySeconds,
-			Help:    "Time for a sink to take one event, retries included.",
+			Help:    "Time for a sink to take one event, retries included, by configured sink name and kind.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}, []string{"sink"}),
+		}, []string{"sink", "kind"}),
 		HandoffTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: telemetry.MHandoffTimeouts,
 			Help: "Handoff items nobody claimed before their deadline (each emitted dev.rein.handoff.timeout.v1).",
@@ -99,8 +100,14 @@ func (m *Metrics) ObserveReport(errorType string) {
 	m.Reports.WithLabelValues(orNone(errorType)).Inc()
 }
 
-func (m *Metrics) delivery(sink, outcome string) {
-	m.SinkDeliveries.WithLabelValues(sink, outcome).Inc()
+// delivery counts one outcome of the sink named name (a configured name:
+// the label stays bounded by the configuration).
+func (m *Metrics) delivery(name, kind, outcome string) {
+	m.SinkDeliveries.WithLabelValues(name, kind, outcome).Inc()
+}
+
+func (m *Metrics) observe(name, kind string, d time.Duration) {
+	m.SinkSeconds.WithLabelValues(name, kind).Observe(d.Seconds())
 }
 
 func orNone(s string) string {

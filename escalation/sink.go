@@ -17,7 +17,11 @@ import (
 // safe for concurrent use. Close releases the sink; it flushes anything
 // buffered.
 type Sink interface {
+	// Name is the sink's configured name, unique within the stage: the
+	// value of the `sink` label of rein_sink_* metrics.
 	Name() string
+	// Kind is KindWebhook, KindJSONL or KindHandoff.
+	Kind() string
 	Deliver(ctx context.Context, ev cloudevents.Event) error
 	Close() error
 }
@@ -28,12 +32,12 @@ type Flusher interface {
 	Flush() error
 }
 
-// Sink type names: the `type` of a sink in rein.yaml and the value of the
-// `sink` label of rein_sink_* metrics.
+// Sink kinds: the `type` of a sink in rein.yaml, the value of the `kind`
+// label of rein_sink_* metrics and the base of default sink names.
 const (
-	SinkWebhook = "webhook"
-	SinkJSONL   = "jsonl"
-	SinkHandoff = "handoff"
+	KindWebhook = "webhook"
+	KindJSONL   = "jsonl"
+	KindHandoff = "handoff"
 )
 
 // Outcome label values of rein_sink_deliveries_total.

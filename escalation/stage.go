@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,68 +14,59 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// StageConfig configures the escalation stage.
-type StageConfig struct {
-	Sinks SinksConfig
-	// Workers is the number of conversations delivered in parallel (default 16).
-	Workers int
-}
-
-// Validate checks the sink configuration.
-func (c StageConfig) Validate() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("%w: workers must not be negative", ErrInvalidConfig)
-	}
-	return c.Sinks.Validate()
-}
-
-// StageDeps are the stage's collaborators.
-type StageDeps struct {
+// Deps are the stage's collaborators.
+type Deps struct {
 	JS         jetstream.JetStream
-	Publisher  *streams.Publisher
+	Publisher  *streams.Publisher // the consumer's dead letters and the handoff sink publish through it
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 }
 
 // Stage consumes escalations and reports from REIN_OUTCOMES and delivers
-// each to every configured sink. A sink that already took an event is not
-// given it again when another sink's failure makes the event retry.
+// each to every configured sink instance (two webhooks both get every
+// event). A sink that already took an event is not given it again when
+// another sink's failure makes the event retry; sinks are tracked by their
+// configured, unique names.
 type Stage struct {
-	cfg     StageConfig
-	deps    StageDeps
+	cfg     Config
+	deps    Deps
 	metrics *Metrics
 	sinks   []Sink
 
 	mu        sync.Mutex
-	delivered map[string]map[string]bool // event id → sinks done, while retrying
+	delivered map[string]map[string]bool // event id → names of the sinks done, while retrying
 }
 
-// NewStage builds the stage and its sinks.
-func NewStage(cfg StageConfig, deps StageDeps) (*Stage, error) {
+// New builds the stage and its sinks.
+func New(cfg Config, deps Deps) (*Stage, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.defaults()
 	if deps.JS == nil || deps.Publisher == nil {
 		return nil, fmt.Errorf("%w: the escalation stage needs JetStream and a publisher", ErrInvalidConfig)
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	if cfg.Workers == 0 {
-		cfg.Workers = 16
-	}
 	m, err := NewMetrics(deps.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	s := &Stage{cfg: cfg, deps: deps, metrics: m, delivered: map[string]map[string]bool{}}
-	s.sinks, err = BuildSinks(cfg.Sinks, SinkDeps{JetStream: deps.JS, Logger: deps.Logger, Metrics: m,
-		Transcript: s.transcript})
+	s.sinks, err = BuildSinks(cfg, SinkDeps{JetStream: deps.JS, Publisher: deps.Publisher, Logger: deps.Logger,
+		Metrics: m, Transcript: s.transcript})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// ConsumerConfig is the stage's durable consumer (Config.ConsumerConfig).
+func (s *Stage) ConsumerConfig() streams.ConsumerConfig { return s.cfg.ConsumerConfig() }
+
+// Sinks are the stage's sinks in configuration order.
+func (s *Stage) Sinks() []Sink { return s.sinks }
 
 // Run consumes until ctx is cancelled, then closes (flushes) the sinks.
 func (s *Stage) Run(ctx context.Context) error {
@@ -87,11 +77,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	c, err := streams.NewConsumer(streams.ConsumerConfig{
-		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
-		Filter: []string{streams.EscalationsAll, streams.ReportsAll}, Workers: s.cfg.Workers,
-		AckWait: 2 * time.Minute, // webhook retries can take a while; heartbeats keep it owned
-	}, streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/reinception/rein/escalation"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -23,7 +26,7 @@ import (
 // with a valid signature, and the JSONL audit file holds every event.
 func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	secret := []byte("s3cret")
+	secret := []byte("s3cret-0123456789abcdef0123456789abcdef")
 	t.Setenv("REIN_TEST_WEBHOOK_SECRET", string(secret))
 
 	var mu sync.Mutex
@@ -52,10 +55,10 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	}))
 	defer recv.Close()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	st, err := escalation.NewStage(escalation.StageConfig{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
-		{Type: "webhook", URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
-		{Type: "jsonl", Path: audit, SyncInterval: time.Millisecond},
-	}}}, escalation.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := escalation.New(escalation.Config{Sinks: []escalation.SinkConfig{
+		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}},
+		{JSONL: &escalation.JSONLConfig{Path: audit, SyncInterval: time.Millisecond}},
+	}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,4 +110,111 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	if !ids[esc.ID()] || !ids[rep.ID()] {
 		t.Errorf("audit file holds %v", ids)
 	}
+}
+
+// Every sink instance gets every event: with two webhooks configured, both
+// receivers get each escalation and report (before the fix the second
+// webhook, tracked under the same kind name as the first, got nothing),
+// and each is counted under its own name.
+func TestStageDeliversToEveryWebhook(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	secret := "two-hooks-0123456789abcdef0123456789abcdef"
+	t.Setenv("REIN_TEST_WEBHOOK_SECRET", secret)
+	var mu sync.Mutex
+	got := map[string]map[string]int{} // receiver → event id → requests
+	receiver := func(name string, failFirst int) *httptest.Server {
+		requests := 0
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if err := escalation.VerifySignature([]byte(secret), r.Header.Get(escalation.SignatureHeader), body, time.Now(), time.Minute); err != nil {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			requests++
+			if requests <= failFirst {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			var ev struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(body, &ev)
+			if got[name] == nil {
+				got[name] = map[string]int{}
+			}
+			got[name][ev.ID]++
+		}))
+	}
+	a, b := receiver("a", 0), receiver("b", 1) // b fails once: its own retries, not a's
+	defer a.Close()
+	defer b.Close()
+	reg := prometheus.NewRegistry()
+	hook := func(url string) escalation.SinkConfig {
+		return escalation.SinkConfig{Webhook: &escalation.WebhookConfig{URL: url, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
+			BackoffBase: time.Millisecond, BackoffMax: time.Millisecond}}
+	}
+	st, err := escalation.New(escalation.Config{Sinks: []escalation.SinkConfig{hook(a.URL), hook(b.URL)}},
+		escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+
+	meta := schemas.Meta{Tenant: "acme", Conversation: "two", Turn: 1}
+	esc, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", "acme", "two", 1), "", meta,
+		schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := schemas.NewEvent(schemas.TypeReport, schemas.EventID("report", "acme", "two", 2), "",
+		schemas.Meta{Tenant: "acme", Conversation: "two", Turn: 2}, schemas.Report{Turn: 2, Report: "which one?", ErrorType: "anaphora"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).PublishAll(context.Background(),
+		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.EscalationSubject("acme", "two"), Event: &esc},
+		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.ReportSubject("acme", "two"), Event: &rep}); err != nil {
+		t.Fatal(err)
+	}
+	rtest.CheckFor(t, 20*time.Second, "both receivers got both events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got["a"]) == 2 && len(got["b"]) == 2
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for name, ids := range got {
+		for id, n := range ids {
+			if n != 1 {
+				t.Errorf("receiver %s accepted %s %d times", name, id, n)
+			}
+		}
+	}
+	mu.Unlock()
+	for _, c := range []struct {
+		sink, outcome string
+		want          float64
+	}{{"webhook", "delivered", 2}, {"webhook-2", "delivered", 2}, {"webhook-2", "retry", 1}, {"webhook", "retry", 0}} {
+		if n := promtestutil.ToFloat64(mustDeliveries(t, reg).WithLabelValues(c.sink, escalation.KindWebhook, c.outcome)); n != c.want {
+			t.Errorf("rein_sink_deliveries_total{sink=%q,outcome=%q} = %v, want %v", c.sink, c.outcome, n, c.want)
+		}
+	}
+}
+
+// mustDeliveries returns the registry's rein_sink_deliveries_total (the
+// stage registered it; NewMetrics hands back the registered collectors).
+func mustDeliveries(t *testing.T, reg *prometheus.Registry) *prometheus.CounterVec {
+	t.Helper()
+	m, err := escalation.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.SinkDeliveries
 }

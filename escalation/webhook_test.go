@@ -91,7 +91,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func newWebhookForTest(t *testing.T, url, mode string, attempts int, m *Metrics) *Webhook {
 	t.Helper()
 	w, err := NewWebhook(WebhookConfig{
-		URL: url, Mode: mode, Secret: []byte("whsec-test"), Attempts: attempts,
+		URL: url, Mode: mode, Secret: []byte(testSecret), Attempts: attempts,
 		BackoffBase: time.Millisecond, BackoffMax: 4 * time.Millisecond, Timeout: 5 * time.Second,
 	}, m, nil)
 	if err != nil {
@@ -104,7 +104,7 @@ func newWebhookForTest(t *testing.T, url, mode string, attempts int, m *Metrics)
 func TestWebhookModes(t *testing.T) {
 	for _, mode := range []string{ModeStructured, ModeBinary} {
 		t.Run(mode, func(t *testing.T) {
-			rcv := &receiver{t: t, secret: []byte("whsec-test")}
+			rcv := &receiver{t: t, secret: []byte(testSecret)}
 			srv := httptest.NewServer(rcv)
 			defer srv.Close()
 			m, _ := newTestMetrics(t)
@@ -136,7 +136,7 @@ func TestWebhookModes(t *testing.T) {
 					t.Errorf("event %d data: got %s, want %s", i, got.Data(), want.Data())
 				}
 			}
-			if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkWebhook, OutcomeDelivered)); got != 2 {
+			if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindWebhook, KindWebhook, OutcomeDelivered)); got != 2 {
 				t.Errorf("delivered counter = %v, want 2", got)
 			}
 		})
@@ -179,7 +179,7 @@ func TestWebhookRetries(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rcv := &receiver{t: t, secret: []byte("whsec-test"), failFirst: tc.failFirst, failStatus: tc.failStatus}
+			rcv := &receiver{t: t, secret: []byte(testSecret), failFirst: tc.failFirst, failStatus: tc.failStatus}
 			srv := httptest.NewServer(rcv)
 			defer srv.Close()
 			m, _ := newTestMetrics(t)
@@ -209,7 +209,7 @@ func TestWebhookRetries(t *testing.T) {
 				}
 			}
 			for outcome, want := range map[string]float64{OutcomeRetry: tc.wantRetry, OutcomeFailed: tc.wantFailed, OutcomeDelivered: tc.wantDelivered} {
-				if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(SinkWebhook, outcome)); got != want {
+				if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindWebhook, KindWebhook, outcome)); got != want {
 					t.Errorf("rein_sink_deliveries_total{outcome=%q} = %v, want %v", outcome, got, want)
 				}
 			}
@@ -223,7 +223,7 @@ func TestWebhookRetries(t *testing.T) {
 // A redelivered event (same id) reaches the receiver again with the same
 // idempotency key, so the receiver keeps exactly one.
 func TestWebhookRedeliveryIsIdempotent(t *testing.T) {
-	rcv := &receiver{t: t, secret: []byte("whsec-test"), failFirst: 1, failStatus: http.StatusServiceUnavailable}
+	rcv := &receiver{t: t, secret: []byte(testSecret), failFirst: 1, failStatus: http.StatusServiceUnavailable}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	w := newWebhookForTest(t, srv.URL, ModeBinary, 3, nil)
@@ -244,10 +244,10 @@ func TestWebhookRedeliveryIsIdempotent(t *testing.T) {
 // context's error, not a dead letter: the event stays pending upstream.
 func TestWebhookCancelDuringBackoff(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
-	rcv := &receiver{t: t, secret: []byte("whsec-test"), failFirst: 100, failStatus: http.StatusServiceUnavailable, onRequest: cancel}
+	rcv := &receiver{t: t, secret: []byte(testSecret), failFirst: 100, failStatus: http.StatusServiceUnavailable, onRequest: cancel}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	w, err := NewWebhook(WebhookConfig{URL: srv.URL, Secret: []byte("whsec-test"), Attempts: 5, BackoffBase: time.Hour, BackoffMax: time.Hour}, nil, nil)
+	w, err := NewWebhook(WebhookConfig{URL: srv.URL, Secret: []byte(testSecret), Attempts: 5, BackoffBase: time.Hour, BackoffMax: time.Hour}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestWebhookCancelDuringBackoff(t *testing.T) {
 }
 
 func TestWebhookInvalidEventIsDeadLettered(t *testing.T) {
-	rcv := &receiver{t: t, secret: []byte("whsec-test")}
+	rcv := &receiver{t: t, secret: []byte(testSecret)}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	w := newWebhookForTest(t, srv.URL, ModeStructured, 3, nil)
@@ -272,7 +272,7 @@ func TestWebhookInvalidEventIsDeadLettered(t *testing.T) {
 }
 
 func TestWebhookBackoff(t *testing.T) {
-	w, err := NewWebhook(WebhookConfig{URL: "http://127.0.0.1:1/", Secret: []byte("x"), BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Jitter: -1}, nil, nil)
+	w, err := NewWebhook(WebhookConfig{URL: "http://127.0.0.1:1/", Secret: []byte(testSecret), BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond, Jitter: -1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestWebhookBackoff(t *testing.T) {
 			t.Errorf("backoff(%d) = %s, want %s", i+1, got, d*time.Millisecond)
 		}
 	}
-	wj, _ := NewWebhook(WebhookConfig{URL: "http://127.0.0.1:1/", Secret: []byte("x"), BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, Jitter: 0.5}, nil, nil)
+	wj, _ := NewWebhook(WebhookConfig{URL: "http://127.0.0.1:1/", Secret: []byte(testSecret), BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, Jitter: 0.5}, nil, nil)
 	for range 50 {
 		if got := wj.backoff(2); got < 200*time.Millisecond || got >= 300*time.Millisecond {
 			t.Fatalf("jittered backoff(2) = %s, want in [200ms,300ms)", got)
@@ -295,12 +295,12 @@ func TestWebhookConfigErrors(t *testing.T) {
 		name string
 		cfg  WebhookConfig
 	}{
-		{"relative url", WebhookConfig{URL: "/hook", Secret: []byte("x")}},
-		{"ftp url", WebhookConfig{URL: "ftp://h/x", Secret: []byte("x")}},
+		{"relative url", WebhookConfig{URL: "/hook", Secret: []byte(testSecret)}},
+		{"ftp url", WebhookConfig{URL: "ftp://h/x", Secret: []byte(testSecret)}},
 		{"no secret", WebhookConfig{URL: "http://h/x"}},
-		{"bad mode", WebhookConfig{URL: "http://h/x", Secret: []byte("x"), Mode: "batch"}},
-		{"negative attempts", WebhookConfig{URL: "http://h/x", Secret: []byte("x"), Attempts: -1}},
-		{"max below base", WebhookConfig{URL: "http://h/x", Secret: []byte("x"), BackoffBase: time.Second, BackoffMax: time.Millisecond}},
+		{"bad mode", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), Mode: "batch"}},
+		{"negative attempts", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), Attempts: -1}},
+		{"max below base", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), BackoffBase: time.Second, BackoffMax: time.Millisecond}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,13 +14,13 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sinks escalation.SinksConfig
+	var cfg escalation.Config
 	if sec := rt.file.section("sinks"); sec != nil {
-		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
+		if err := yamlStrict(sec, &cfg.Sinks); err != nil {
 			return nil, err
 		}
 	}
-	return escalation.NewStage(escalation.StageConfig{Sinks: sinks}, escalation.StageDeps{
+	return escalation.New(cfg, escalation.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
 	})
 }
