@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reinception/rein/schemas"
@@ -383,5 +384,48 @@ func TestClaimCreatesMissingConsumer(t *testing.T) {
 	item, err := Claim(testCtx(t), js, 5*time.Second)
 	if err != nil || item.ID != ev.ID() {
 		t.Fatalf("claim: %+v, %v", item, err)
+	}
+}
+
+// Items and timeout events go through streams.Publisher, so they count in
+// rein_published_total{stream="REIN_HANDOFF"}.
+func TestHandoffPublishesThroughPublisher(t *testing.T) {
+	js := startJetStream(t)
+	if _, err := EnsureHandoffStream(testCtx(t), js, 1); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	h, err := NewHandoff(js, streams.NewPublisher(js, reg), HandoffConfig{Deadline: time.Minute, NoSweeper: true, Now: clock.Now}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Deliver(testCtx(t), escalationEvent(t, "acme", "p1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Minute)
+	if n, err := h.Sweep(testCtx(t)); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	published := 0.0
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "rein_published_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stream" && l.GetValue() == streams.StreamHandoff {
+					published += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if published != 2 {
+		t.Fatalf("rein_published_total{stream=%q} = %v, want 2 (item and timeout)", streams.StreamHandoff, published)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,4 +218,80 @@ func mustDeliveries(t *testing.T, reg *prometheus.Registry) *prometheus.CounterV
 		t.Fatal(err)
 	}
 	return m.SinkDeliveries
+}
+
+// lockedBuffer collects log output from concurrent goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A webhook refusing an event dead-letters it with a reason that names the
+// refusal but not the token in the webhook URL's query string, and no log
+// line of the stage carries the token either.
+func TestStageDeadLetterRedactsWebhookURL(t *testing.T) {
+	const token = "SECRET-token-9f8e7d"
+	h := rtest.StartJetStream(t, "")
+	t.Setenv("REIN_TEST_WEBHOOK_SECRET", "redact-0123456789abcdef0123456789abcdef")
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such hook "+r.URL.RequestURI(), http.StatusNotFound)
+	}))
+	defer recv.Close()
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := escalation.New(escalation.Config{Sinks: []escalation.SinkConfig{
+		{Webhook: &escalation.WebhookConfig{URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
+	}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	esc, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", "acme", "dl", 1), "",
+		schemas.Meta{Tenant: "acme", Conversation: "dl", Turn: 1},
+		schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamOutcomes, streams.EscalationSubject("acme", "dl"), &esc); err != nil {
+		t.Fatal(err)
+	}
+	var letters []streams.Raw
+	rtest.CheckFor(t, 20*time.Second, "the refused escalation dead-lettered", func() bool {
+		letters = letters[:0]
+		err := streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
+			letters = append(letters, r)
+			return nil
+		})
+		return err == nil && len(letters) > 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var dl schemas.DeadLetter
+	if err := json.Unmarshal(letters[0].Data, &dl); err != nil {
+		t.Fatalf("dead letter %s: %v", letters[0].Data, err)
+	}
+	if !strings.Contains(dl.Reason, "404") || !strings.Contains(dl.Reason, "REDACTED") {
+		t.Errorf("reason %q: want the refusal, redacted", dl.Reason)
+	}
+	for what, text := range map[string]string{"dead letter": string(letters[0].Data), "logs": logs.String()} {
+		if strings.Contains(text, token) {
+			t.Errorf("%s carries the URL token: %s", what, text)
+		}
+	}
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,6 +300,8 @@ func TestWebhookConfigErrors(t *testing.T) {
 		{"relative url", WebhookConfig{URL: "/hook", Secret: []byte(testSecret)}},
 		{"ftp url", WebhookConfig{URL: "ftp://h/x", Secret: []byte(testSecret)}},
 		{"no secret", WebhookConfig{URL: "http://h/x"}},
+		{"one-byte secret", WebhookConfig{URL: "http://h/x", Secret: []byte("k")}},
+		{"31-byte secret", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret[:31])}},
 		{"bad mode", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), Mode: "batch"}},
 		{"negative attempts", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), Attempts: -1}},
 		{"max below base", WebhookConfig{URL: "http://h/x", Secret: []byte(testSecret), BackoffBase: time.Second, BackoffMax: time.Millisecond}},
@@ -308,5 +312,149 @@ func TestWebhookConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want ErrInvalidConfig", err)
 			}
 		})
+	}
+}
+
+// A 3xx is never followed: the delivery fails at once with a clear reason,
+// the redirect's target is never hit and so never sees the Authorization
+// header.
+func TestWebhookDoesNotFollowRedirects(t *testing.T) {
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var targetHits atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				targetHits.Add(1)
+			}))
+			defer target.Close()
+			var origin atomic.Int32
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				origin.Add(1)
+				http.Redirect(w, r, target.URL+"/collect", status)
+			}))
+			defer redirector.Close()
+			m, _ := newTestMetrics(t)
+			w, err := NewWebhook(WebhookConfig{URL: redirector.URL, Secret: []byte(testSecret), Attempts: 3,
+				BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
+				Headers: map[string]string{"Authorization": "Bearer static-credential-123"}}, m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Deliver(testCtx(t), escalationEvent(t, "acme", "c1", 1))
+			if !errors.Is(err, ErrDeliveryFailed) || !strings.Contains(err.Error(), "redirects are not followed") {
+				t.Fatalf("err = %v, want ErrDeliveryFailed naming the refused redirect", err)
+			}
+			if n := targetHits.Load(); n != 0 {
+				t.Fatalf("redirect target hit %d times", n)
+			}
+			if n := origin.Load(); n != 1 {
+				t.Errorf("origin hit %d times, want 1 (a redirect is permanent, not retried)", n)
+			}
+			if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindWebhook, KindWebhook, OutcomeFailed)); got != 1 {
+				t.Errorf("failed = %v", got)
+			}
+		})
+	}
+}
+
+// A receiver's response is read with a bound: past MaxResponseBytes the
+// attempt fails with a clear error instead of reading on.
+func TestWebhookBoundsResponseBody(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	for _, status := range []int{http.StatusOK, http.StatusBadRequest} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, big)
+			}))
+			defer srv.Close()
+			w, err := NewWebhook(WebhookConfig{URL: srv.URL, Secret: []byte(testSecret), Attempts: 2,
+				BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxResponseBytes: 1 << 10}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Deliver(testCtx(t), escalationEvent(t, "acme", "c1", 1))
+			if !errors.Is(err, ErrDeliveryFailed) || !strings.Contains(err.Error(), "max_response_bytes") {
+				t.Fatalf("err = %v, want ErrDeliveryFailed naming max_response_bytes", err)
+			}
+			if strings.Contains(err.Error(), big[:2048]) {
+				t.Errorf("error carries the oversized body")
+			}
+		})
+	}
+	// Within the bound, a refusal's body still reaches the error.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "tenant unknown", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	w, err := NewWebhook(WebhookConfig{URL: srv.URL, Secret: []byte(testSecret), MaxResponseBytes: 1 << 10}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Deliver(testCtx(t), escalationEvent(t, "acme", "c1", 1)); !errors.Is(err, ErrDeliveryFailed) || !strings.Contains(err.Error(), "tenant unknown") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Credentials in the URL's query string, in static headers and the signing
+// secret never reach errors or logs, even when the receiver echoes them
+// or the connection fails with the full URL in its error.
+func TestWebhookRedactsCredentials(t *testing.T) {
+	const (
+		token = "QUERYSECRET-4711"
+		auth  = "AUTHSECRET-0815"
+	)
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "denied "+r.URL.String()+" "+r.Header.Get("Authorization"), http.StatusForbidden)
+	}))
+	defer echo.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close() // connection refused: net/http quotes the whole URL
+	for _, base := range []string{echo.URL, deadURL} {
+		var logs syncBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		w, err := NewWebhook(WebhookConfig{URL: base + "/hook?token=" + token + "&tenant=acme", Secret: []byte(testSecret),
+			Attempts: 2, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond,
+			Headers: map[string]string{"Authorization": "Bearer " + auth}}, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Deliver(testCtx(t), escalationEvent(t, "acme", "c1", 1))
+		if !errors.Is(err, ErrDeliveryFailed) {
+			t.Fatalf("err = %v", err)
+		}
+		for what, text := range map[string]string{"error": err.Error(), "log": logs.String()} {
+			for _, secret := range []string{token, auth, testSecret} {
+				if strings.Contains(text, secret) {
+					t.Errorf("%s for %s carries a secret: %s", what, base, text)
+				}
+			}
+			if !strings.Contains(text, redacted) {
+				t.Errorf("%s for %s shows no redaction: %s", what, base, text)
+			}
+		}
+	}
+	// A configuration error does not print the query either.
+	_, err := NewWebhook(WebhookConfig{URL: "ftp://h/x?token=" + token, Secret: []byte(testSecret)}, nil, nil)
+	if !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), token) {
+		t.Errorf("config error %v", err)
 	}
 }
