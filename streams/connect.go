@@ -2,6 +2,7 @@ package streams
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -13,6 +14,9 @@ import (
 type ConnectConfig struct {
 	URL      string // comma-separated server URLs
 	Creds    string // .creds file (JWT + nkey seed)
+	NkeyFile string // nkey seed file (rein's generated identities: Keyring.SeedFile)
+	// User and Password, or Token, for servers set up that way; they come
+	// from files or the environment, never from a command line.
 	User     string
 	Password string
 	Token    string
@@ -20,6 +24,10 @@ type ConnectConfig struct {
 	TLSCert  string
 	TLSKey   string
 	Name     string // connection name shown by the server
+	// AsyncErrors, when set, receives the server's asynchronous errors on
+	// this connection (a permissions violation, a slow consumer); a full
+	// channel drops them.
+	AsyncErrors chan<- error
 	// InProcess, when set, connects to this embedded server without a socket.
 	InProcess *server.Server
 }
@@ -42,6 +50,13 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}
+	if c.NkeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(c.NkeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: nkey %s: %w", ErrConfig, c.NkeyFile, err)
+		}
+		opts = append(opts, o)
+	}
 	if c.User != "" {
 		opts = append(opts, nats.UserInfo(c.User, c.Password))
 	}
@@ -57,10 +72,20 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 		}
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
+	if c.AsyncErrors != nil {
+		ch := c.AsyncErrors
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case ch <- err:
+			default:
+			}
+		}))
+	}
 	url := c.URL
 	if c.InProcess != nil {
 		opts = append(opts, nats.InProcessServer(c.InProcess))
-		url = c.InProcess.ClientURL()
+		// No socket, so no TLS: the server does not require it in-process.
+		url = strings.Replace(c.InProcess.ClientURL(), "tls://", "nats://", 1)
 	}
 	if url == "" {
 		url = DefaultURL

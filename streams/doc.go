@@ -14,6 +14,23 @@
 // HTTP, POST /v1/turns (ingress.go); and it reads stream ranges back through
 // ordered consumers that leave no durable state (read.go).
 //
+// # Trust on the bus
+//
+// The embedded server never runs without authentication. EnsureKeyring
+// (credentials.go) generates, on first start, one nkey per identity under
+// <data dir>/nats-keys (0700, seeds 0600): admin (provisioning and the CLI
+// tools), ingress, detector, detector-injector (the fused detector, which
+// also stores tasks), injector, agentworker and escalation, plus one
+// ingress-<tenant> identity per tenant added with AddTenantIngress.
+// permissions.go is the one table of what each may publish and subscribe
+// to, built from the names in names.go: a stage publishes only what it
+// produces (and its own rein.dlq.<stage>), holds the JetStream API of its
+// own durable only (create, info, next, unpin, its $JS.ACK subjects), gets
+// and reads only the streams it reads, and takes replies on _INBOX.>; a
+// tenant's ingress identity stores only rein.turns.<tenant>.>. A
+// non-loopback client port needs TLS (ServerConfig.TLSCert) unless
+// explicitly insecure.
+//
 // # Streams
 //
 //	REIN_TURNS       rein.turns.<tenant>.<conv>.user|agent   the surface dialogue

@@ -9,8 +9,11 @@ var (
 	ErrPermanent = errors.New("permanent failure")
 	// ErrUndecodable marks a message that is not a valid rein CloudEvent.
 	ErrUndecodable = errors.New("undecodable message")
-	// ErrInsecureListen refuses a non-loopback listen address without auth.
-	ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without authentication")
+	// ErrInsecureListen refuses a non-loopback listen address without TLS
+	// (or, on HTTP, without authentication).
+	ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without TLS")
+	// ErrNoAuth refuses an embedded server without users.
+	ErrNoAuth = errors.New("refusing to run the embedded NATS server without authentication")
 	// ErrConfig marks an invalid configuration value.
 	ErrConfig = errors.New("invalid configuration")
 	// ErrNotReady is returned when the embedded server does not come up in time.

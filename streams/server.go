@@ -16,11 +16,16 @@ type ServerConfig struct {
 	// Listen is host:port for client connections; empty means no listener
 	// (in-process connections only).
 	Listen string
-	// Authentication; at least one is required for a non-loopback Listen.
-	User, Password string
-	Token          string
-	// NKeys are user public keys allowed to connect.
-	NKeys []string
+	// Users may connect, each with its nkey and permissions (see
+	// Keyring.Users). At least one is required: the embedded server never
+	// accepts an unauthenticated connection, in-process ones included.
+	Users []*server.NkeyUser
+	// TLSCert and TLSKey, when set, make the client port require TLS
+	// (in-process connections have no socket and skip it).
+	TLSCert, TLSKey string
+	// Insecure allows a non-loopback Listen without TLS, where the nkey
+	// handshake is safe but every message crosses the network in clear.
+	Insecure bool
 	// ServerName names the node (default "rein").
 	ServerName string
 	// StartTimeout bounds waiting for the server to be ready (default 10s).
@@ -32,15 +37,22 @@ type ServerConfig struct {
 // DefaultListen is the embedded server's default client address.
 const DefaultListen = "127.0.0.1:4222"
 
-func (c ServerConfig) hasAuth() bool {
-	return (c.User != "" && c.Password != "") || c.Token != "" || len(c.NKeys) > 0
-}
-
-// Validate checks the configuration, refusing a non-loopback listen address
-// without authentication.
+// Validate checks the configuration: users are required, and a
+// non-loopback listen address needs TLS (or Insecure).
 func (c ServerConfig) Validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: data dir is empty", ErrConfig)
+	}
+	if len(c.Users) == 0 {
+		return fmt.Errorf("%w: the embedded server needs its users (streams.EnsureKeyring)", ErrNoAuth)
+	}
+	for _, u := range c.Users {
+		if u == nil || u.Nkey == "" || u.Permissions == nil {
+			return fmt.Errorf("%w: every user needs a public key and permissions", ErrNoAuth)
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("%w: TLS certificate and key go together", ErrConfig)
 	}
 	if c.Listen == "" {
 		return nil
@@ -52,11 +64,8 @@ func (c ServerConfig) Validate() error {
 	if _, err := strconv.Atoi(port); err != nil {
 		return fmt.Errorf("%w: listen port %q is not a number", ErrConfig, port)
 	}
-	if !isLoopback(host) && !c.hasAuth() {
-		return fmt.Errorf("%w: %s (set a user and password, a token or nkeys)", ErrInsecureListen, c.Listen)
-	}
-	if (c.User == "") != (c.Password == "") {
-		return fmt.Errorf("%w: user and password go together", ErrConfig)
+	if !isLoopback(host) && c.TLSCert == "" && !c.Insecure {
+		return fmt.Errorf("%w: %s (give the server a TLS certificate and key, or allow it explicitly with insecure)", ErrInsecureListen, c.Listen)
 	}
 	return nil
 }
@@ -98,15 +107,16 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 			opts.Port = server.RANDOM_PORT
 		}
 	}
-	switch {
-	case c.User != "":
-		opts.Username, opts.Password = c.User, c.Password
-	case c.Token != "":
-		opts.Authorization = c.Token
-	case len(c.NKeys) > 0:
-		for _, k := range c.NKeys {
-			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
+	for _, u := range c.Users {
+		cp := *u
+		opts.Nkeys = append(opts.Nkeys, &cp)
+	}
+	if c.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.TLSCert, KeyFile: c.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("%w: embedded server TLS: %w", ErrConfig, err)
 		}
+		opts.TLSConfig, opts.TLS = tc, true
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

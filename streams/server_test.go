@@ -3,28 +3,44 @@ package streams_test
 import (
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
 )
 
-func TestServerConfigRefusesOpenListenWithoutAuth(t *testing.T) {
+func TestServerConfigRefusesNoAuthAndOpenListenWithoutTLS(t *testing.T) {
 	dir := t.TempDir()
+	keys, err := streams.EnsureKeyring(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := keys.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		cfg  streams.ServerConfig
 		want error
 	}{
-		{"loopback", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:4222"}, nil},
-		{"localhost", streams.ServerConfig{DataDir: dir, Listen: "localhost:4222"}, nil},
-		{"ipv6 loopback", streams.ServerConfig{DataDir: dir, Listen: "[::1]:4222"}, nil},
-		{"in-process only", streams.ServerConfig{DataDir: dir}, nil},
-		{"all interfaces, no auth", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222"}, streams.ErrInsecureListen},
-		{"lan address, no auth", streams.ServerConfig{DataDir: dir, Listen: "10.1.2.3:4222"}, streams.ErrInsecureListen},
-		{"all interfaces, user+password", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", User: "u", Password: "p"}, nil},
-		{"all interfaces, token", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Token: "t"}, nil},
-		{"all interfaces, user without password", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", User: "u"}, streams.ErrInsecureListen},
-		{"bad port", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:x"}, streams.ErrConfig},
-		{"no data dir", streams.ServerConfig{Listen: "127.0.0.1:4222"}, streams.ErrConfig},
+		{"loopback", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:4222", Users: users}, nil},
+		{"localhost", streams.ServerConfig{DataDir: dir, Listen: "localhost:4222", Users: users}, nil},
+		{"ipv6 loopback", streams.ServerConfig{DataDir: dir, Listen: "[::1]:4222", Users: users}, nil},
+		{"in-process only", streams.ServerConfig{DataDir: dir, Users: users}, nil},
+		{"no users, loopback", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:4222"}, streams.ErrNoAuth},
+		{"no users, in-process", streams.ServerConfig{DataDir: dir}, streams.ErrNoAuth},
+		{"a user without permissions", streams.ServerConfig{DataDir: dir, Users: []*server.NkeyUser{{Nkey: keys.PublicKey(streams.IdentityAdmin)}}}, streams.ErrNoAuth},
+		{"all interfaces, no TLS", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users}, streams.ErrInsecureListen},
+		{"lan address, no TLS", streams.ServerConfig{DataDir: dir, Listen: "10.1.2.3:4222", Users: users}, streams.ErrInsecureListen},
+		{"all interfaces, insecure", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, Insecure: true}, nil},
+		{"all interfaces, TLS", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem", TLSKey: "k.pem"}, nil},
+		{"TLS cert without key", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem"}, streams.ErrConfig},
+		{"bad port", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:x", Users: users}, streams.ErrConfig},
+		{"no data dir", streams.ServerConfig{Listen: "127.0.0.1:4222", Users: users}, streams.ErrConfig},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -32,8 +48,51 @@ func TestServerConfigRefusesOpenListenWithoutAuth(t *testing.T) {
 			t.Errorf("%s: err %v, want %v", c.name, err, c.want)
 		}
 	}
-	// StartEmbedded applies the same check before starting anything.
-	if _, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:0"}); !errors.Is(err, streams.ErrInsecureListen) {
-		t.Errorf("StartEmbedded on 0.0.0.0 without auth: %v", err)
+	// StartEmbedded applies the same checks before starting anything.
+	if _, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:0", Users: users}); !errors.Is(err, streams.ErrInsecureListen) {
+		t.Errorf("StartEmbedded on 0.0.0.0 without TLS: %v", err)
 	}
+	if _, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"}); !errors.Is(err, streams.ErrNoAuth) {
+		t.Errorf("StartEmbedded without users: %v", err)
+	}
+}
+
+// TestEmbeddedServerTLS: with a certificate the client port requires TLS: a
+// plain client is refused, one trusting the CA connects, and in-process
+// connections (no socket) still work.
+func TestEmbeddedServerTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := rtest.SelfSignedCert(t, t.TempDir())
+	keys, err := streams.EnsureKeyring(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := keys.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users, TLSCert: cert, TLSKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	seed := keys.SeedFile(streams.IdentityAdmin)
+	url := "nats://" + s.Addr().String()
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0), nats.Timeout(2*time.Second)); err == nil {
+		nc.Close()
+		t.Error("a plain-text client connected to the TLS port")
+	}
+	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: seed, TLSCA: cert})
+	if err != nil {
+		t.Fatalf("TLS client: %v", err)
+	}
+	if !nc.TLSRequired() {
+		t.Error("the server does not require TLS")
+	}
+	nc.Close()
+	nc, err = streams.Connect(streams.ConnectConfig{InProcess: s, NkeyFile: seed})
+	if err != nil {
+		t.Fatalf("in-process: %v", err)
+	}
+	nc.Close()
 }

@@ -96,13 +96,21 @@ func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nat
 
 func runChain(ctx context.Context, dir string, n, payload int, side []int, h Headers) (RawChainResult, error) {
 	payload = max(payload-h.size(), 16)
-	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
+	keys, err := streams.EnsureKeyring(dir)
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	users, err := keys.Users()
+	if err != nil {
+		return RawChainResult{}, err
+	}
+	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		return RawChainResult{}, err
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 	conn := func() (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := nats.Connect(srv.ClientURL())
+		nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
 		if err != nil {
 			return nil, nil, err
 		}

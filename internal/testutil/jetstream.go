@@ -19,21 +19,33 @@ type JS struct {
 	Conn   *nats.Conn
 	JS     jetstream.JetStream
 	Dir    string
+	// Keys are the server's NATS identities (ConnectAs); Conn is admin.
+	Keys *streams.Keyring
 }
 
 // StartJetStream starts an embedded server with file storage in dir (a new
-// temporary directory when dir is empty), connects in-process and provisions
-// rein's streams. Everything is closed when the test ends.
+// temporary directory when dir is empty), authenticated like rein serve's
+// (the identities of streams.EnsureKeyring, generated in dir), connects
+// in-process as admin and provisions rein's streams. Everything is closed
+// when the test ends.
 func StartJetStream(t testing.TB, dir string) *JS {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"})
+	keys, err := streams.EnsureKeyring(dir)
+	if err != nil {
+		t.Fatalf("keyring: %v", err)
+	}
+	users, err := keys.Users()
+	if err != nil {
+		t.Fatalf("keyring users: %v", err)
+	}
+	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatalf("start embedded server: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name()})
+	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
 	if err != nil {
 		s.Shutdown()
 		t.Fatalf("connect: %v", err)
@@ -47,7 +59,7 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	if err := streams.Provision(ctx, js, streams.DefaultProvision()); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
-	h := &JS{Server: s, Conn: nc, JS: js, Dir: dir}
+	h := &JS{Server: s, Conn: nc, JS: js, Dir: dir, Keys: keys}
 	t.Cleanup(h.Stop)
 	return h
 }
@@ -61,6 +73,24 @@ func (h *JS) Stop() {
 		h.Server.Shutdown()
 		h.Server.WaitForShutdown()
 	}
+}
+
+// ConnectAs opens an in-process connection under one of rein's identities
+// (streams.IdentityDetector, …), closed when the test ends. Asynchronous
+// errors (permission violations) are sent to errs when it is not nil.
+func (h *JS) ConnectAs(t testing.TB, identity string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, Name: t.Name() + "-" + identity,
+		NkeyFile: h.Keys.SeedFile(identity), AsyncErrors: errs})
+	if err != nil {
+		t.Fatalf("connect as %s: %v", identity, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return nc, js
 }
 
 // URL is the server's client URL for out-of-process style clients.

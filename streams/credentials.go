@@ -1,0 +1,200 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
+)
+
+// KeysDirName is the directory, under the data directory, that holds the
+// nkey seeds of rein's NATS identities.
+const KeysDirName = "nats-keys"
+
+// seedExt ends every seed file: <identity>.nk, or ingress-<tenant>.nk for a
+// tenant's ingress identity.
+const (
+	seedExt      = ".nk"
+	tenantPrefix = "ingress-"
+)
+
+// SecureDir creates dir (and its parents) when missing and sets its mode to
+// 0700: rein's data directory and its keys are readable by their owner only.
+func SecureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Keyring holds the nkeys of rein's NATS identities, one seed file each
+// (mode 0600) in one directory (mode 0700). The embedded server is
+// configured with their public keys and permissions; each stage connects
+// with its own seed file.
+type Keyring struct {
+	dir     string
+	public  map[string]string // identity → public key
+	tenants map[string]string // tenant → public key of its ingress identity
+}
+
+// KeysDir is the keys directory of a data directory.
+func KeysDir(dataDir string) string { return filepath.Join(dataDir, KeysDirName) }
+
+// EnsureKeyring loads the keyring of dataDir, first generating the seed of
+// every identity that has none (so on first start, all of them). It also
+// loads the tenant ingress identities found there (see AddTenantIngress).
+func EnsureKeyring(dataDir string) (*Keyring, error) {
+	if err := SecureDir(dataDir); err != nil {
+		return nil, err
+	}
+	dir := KeysDir(dataDir)
+	if err := SecureDir(dir); err != nil {
+		return nil, err
+	}
+	k := &Keyring{dir: dir, public: map[string]string{}, tenants: map[string]string{}}
+	for _, id := range Identities {
+		pub, err := ensureSeed(filepath.Join(dir, id+seedExt))
+		if err != nil {
+			return nil, err
+		}
+		k.public[id] = pub
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, tenantPrefix) || !strings.HasSuffix(name, seedExt) {
+			continue
+		}
+		tenant := strings.TrimSuffix(strings.TrimPrefix(name, tenantPrefix), seedExt)
+		pub, err := loadSeed(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		k.tenants[tenant] = pub
+	}
+	return k, nil
+}
+
+// AddTenantIngress generates (or keeps) the seed of a tenant's ingress
+// identity in dataDir's keyring and returns its file. The server loads it
+// on its next start (EnsureKeyring).
+func AddTenantIngress(dataDir, tenant string) (string, error) {
+	if _, err := TenantIngressPermissions(tenant); err != nil {
+		return "", err
+	}
+	dir := KeysDir(dataDir)
+	if err := SecureDir(dir); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, tenantPrefix+tenant+seedExt)
+	if _, err := ensureSeed(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// SeedFile is the seed file of an identity (IdentityAdmin, a stage, …).
+func (k *Keyring) SeedFile(identity string) string { return filepath.Join(k.dir, identity+seedExt) }
+
+// PublicKey returns an identity's public key ("" when unknown).
+func (k *Keyring) PublicKey(identity string) string { return k.public[identity] }
+
+// Users are the embedded server's users: every identity with its
+// permissions (Permissions), and every tenant ingress identity bound to its
+// tenant.
+func (k *Keyring) Users() ([]*server.NkeyUser, error) {
+	var out []*server.NkeyUser
+	for _, id := range Identities {
+		p, err := Permissions(id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &server.NkeyUser{Nkey: k.public[id], Permissions: p})
+	}
+	tenants := make([]string, 0, len(k.tenants))
+	for t := range k.tenants {
+		tenants = append(tenants, t)
+	}
+	slices.Sort(tenants)
+	for _, t := range tenants {
+		u, err := TenantIngressUser(t, k.tenants[t])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(k.dir, tenantPrefix+t+seedExt), err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// ensureSeed returns the public key of the seed in path, writing a new user
+// seed there (mode 0600) when the file does not exist.
+func ensureSeed(path string) (string, error) {
+	pub, err := loadSeed(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return pub, err
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", fmt.Errorf("generate nkey: %w", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return "", fmt.Errorf("generate nkey: %w", err)
+	}
+	// O_EXCL: two processes starting at once never overwrite each other's key.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return loadSeed(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(append(seed, '\n')); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return kp.PublicKey()
+}
+
+// loadSeed reads a user seed file and returns its public key. A file others
+// may read is refused: its key is no longer a secret.
+func loadSeed(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("nkey seed: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s is readable by others (mode %v); chmod 600 it", ErrConfig, path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("nkey seed: %w", err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(b)
+	if err != nil {
+		return "", fmt.Errorf("nkey seed %s: %w", path, err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("nkey seed %s: %w", path, err)
+	}
+	if !nkeys.IsValidPublicUserKey(pub) {
+		return "", fmt.Errorf("%w: %s is not a user nkey seed", ErrConfig, path)
+	}
+	return pub, nil
+}

@@ -1,0 +1,233 @@
+package streams
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// This file is the one table of what each rein identity may publish and
+// subscribe to on NATS. It is built from the names in names.go only, so a
+// subject renamed there is renamed here too.
+
+// Identities: one per stage, one for the detector running fused with the
+// injector, the HTTP ingress, and admin for provisioning and the CLI tools.
+const (
+	IdentityDetector      = StageDetector
+	IdentityDetectorFused = "detector-injector"
+	IdentityInjector      = StageInjector
+	IdentityAgentWorker   = StageAgentWorker
+	IdentityEscalation    = StageEscalation
+	IdentityIngress       = StageIngress
+	IdentityAdmin         = "admin"
+)
+
+// Identities lists every identity the embedded server knows, in a fixed order.
+var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector, IdentityDetectorFused,
+	IdentityInjector, IdentityAgentWorker, IdentityEscalation}
+
+// JetStream API and reply subjects.
+const (
+	jsAPI   = "$JS.API"
+	jsAck   = "$JS.ACK"
+	inboxes = "_INBOX.>"
+	kvRoot  = "$KV." + BucketConversations + ".>"
+)
+
+// durables names each stage's durable consumer and its stream: the readers
+// of a stream (ordered consumers, whose names are generated) may create any
+// consumer on it but these.
+var durables = []struct{ stream, durable string }{
+	{StreamTurns, DurableDetector},
+	{StreamDetections, DurableInjector},
+	{StreamTasks, DurableAgentWorker},
+	{StreamOutcomes, DurableEscalation},
+	{StreamHandoff, DurableHandoffDesktops},
+}
+
+// grant collects one identity's permissions.
+type grant struct {
+	pub, pubDeny, sub []string
+	responses         bool
+}
+
+func (g *grant) publish(subjects ...string) { g.pub = append(g.pub, subjects...) }
+
+// streamInfo allows looking a stream up (js.Stream, CachedInfo).
+func (g *grant) streamInfo(streams ...string) {
+	for _, s := range streams {
+		g.publish(jsAPI + ".STREAM.INFO." + s)
+	}
+}
+
+// get allows single and batched message gets on a stream (direct, and the
+// API get where direct gets are off), and looking it up.
+func (g *grant) get(streams ...string) {
+	g.streamInfo(streams...)
+	for _, s := range streams {
+		g.publish(jsAPI+".DIRECT.GET."+s, jsAPI+".DIRECT.GET."+s+".>", jsAPI+".STREAM.MSG.GET."+s)
+	}
+}
+
+// consume allows creating, reading and acknowledging one durable consumer.
+func (g *grant) consume(stream, durable string) {
+	g.streamInfo(stream)
+	c := stream + "." + durable
+	g.publish(
+		jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>",
+		jsAPI+".CONSUMER.INFO."+c,
+		jsAPI+".CONSUMER.MSG.NEXT."+c,
+		jsAPI+".CONSUMER.UNPIN."+c,
+		jsAck+"."+c+".>",
+	)
+}
+
+// read allows ordered consumers (generated names, no acks) on a stream,
+// denying the stages' durables on it.
+func (g *grant) read(stream string) {
+	g.streamInfo(stream)
+	for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
+		g.publish(jsAPI + ".CONSUMER." + op + "." + stream + ".*")
+	}
+	g.publish(jsAPI + ".CONSUMER.CREATE." + stream + ".*.>")
+	for _, d := range durables {
+		if d.stream != stream {
+			continue
+		}
+		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
+			g.pubDeny = append(g.pubDeny, jsAPI+".CONSUMER."+op+"."+stream+"."+d.durable)
+		}
+		g.pubDeny = append(g.pubDeny, jsAPI+".CONSUMER.CREATE."+stream+"."+d.durable+".>")
+	}
+}
+
+// deleteMsg allows removing single messages from a stream.
+func (g *grant) deleteMsg(stream string) { g.publish(jsAPI + ".STREAM.MSG.DELETE." + stream) }
+
+// client is what every JetStream client needs: account info and replies
+// (publish acknowledgements, API responses, pulled messages) on its inbox.
+func (g *grant) client() {
+	g.publish(jsAPI + ".INFO")
+	g.sub = append(g.sub, inboxes)
+}
+
+func detectorGrant(g *grant) {
+	g.client()
+	g.consume(StreamTurns, DurableDetector)
+	g.deleteMsg(StreamTurns) // quarantine of undecodable turns
+	g.get(StreamTurns, StreamDetections)
+	g.publish(DetectionsAll, DLQSubject(StageDetector))
+}
+
+func injectorGrant(g *grant) {
+	g.client()
+	g.consume(StreamDetections, DurableInjector)
+	g.get(StreamDetections, StreamTasks)
+	g.read(StreamDetections)
+	g.publish(TasksAll, DLQSubject(StageInjector))
+	// The sidecar responder: requests in, answers to their reply subjects,
+	// and a live look at a conversation's next detection.
+	g.sub = append(g.sub, InceptionAll, DetectionsAll)
+	g.responses = true
+}
+
+var grants = map[string]func(*grant){
+	IdentityAdmin: func(g *grant) {
+		g.publish(">")
+		g.sub = append(g.sub, ">")
+		g.responses = true
+	},
+	IdentityIngress: func(g *grant) {
+		g.client()
+		g.streamInfo(StreamTurns)
+		g.publish(TurnsAll)
+	},
+	IdentityDetector: detectorGrant,
+	// Fused, the detector publishes the injector's task with each detection
+	// and checks the tasks already stored; the injector part (sidecar,
+	// durable) keeps its own identity.
+	IdentityDetectorFused: func(g *grant) {
+		detectorGrant(g)
+		g.get(StreamTasks)
+		g.publish(TasksAll)
+	},
+	IdentityInjector: injectorGrant,
+	IdentityAgentWorker: func(g *grant) {
+		g.client()
+		g.consume(StreamTasks, DurableAgentWorker)
+		g.get(StreamTurns, StreamSteps, StreamOutcomes, StreamConversations)
+		g.publish(AgentTurnsAll, StepsAll, EscalationsAll, ReportsAll, kvRoot, DLQSubject(StageAgentWorker))
+	},
+	IdentityEscalation: func(g *grant) {
+		g.client()
+		g.consume(StreamOutcomes, DurableEscalation)
+		g.read(StreamTurns)
+		// The handoff queue: items and deadline events in, claimed items
+		// and expired deadlines out, the desktops' consumer ensured.
+		g.get(StreamHandoff)
+		g.deleteMsg(StreamHandoff)
+		c := StreamHandoff + "." + DurableHandoffDesktops
+		g.publish(jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>", jsAPI+".CONSUMER.INFO."+c)
+		g.publish(HandoffItems, HandoffTimeout, DLQSubject(StageEscalation))
+	},
+}
+
+// Permissions returns the NATS permissions of a rein identity.
+func Permissions(identity string) (*server.Permissions, error) {
+	fill, ok := grants[identity]
+	if !ok {
+		return nil, fmt.Errorf("%w: no NATS identity %q", ErrConfig, identity)
+	}
+	var g grant
+	fill(&g)
+	return g.permissions(), nil
+}
+
+func (g *grant) permissions() *server.Permissions {
+	p := &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: dedupe(g.pub), Deny: dedupe(g.pubDeny)},
+		Subscribe: &server.SubjectPermission{Allow: dedupe(g.sub)},
+	}
+	if g.responses {
+		// One answer per request, within the server's default expiry.
+		p.Response = &server.ResponsePermission{MaxMsgs: 1}
+	}
+	return p
+}
+
+func dedupe(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// TenantIngressPermissions are the permissions of a platform connecting
+// directly for one tenant: it may store that tenant's turns
+// (rein.turns.<tenant>.>) and ask the sidecar for that tenant's inception
+// blocks (rein.inception.get.<tenant>.>), nothing else.
+func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
+	if err := schemas.CheckIDs(tenant, "x"); err != nil {
+		return nil, fmt.Errorf("%w: tenant ingress identity: %w", ErrConfig, err)
+	}
+	var g grant
+	g.client()
+	g.streamInfo(StreamTurns)
+	g.publish(subjTurns+"."+tenant+".>", subjInception+"."+tenant+".>")
+	return g.permissions(), nil
+}
+
+// TenantIngressUser is the embedded server's user entry of a tenant's
+// ingress identity, the holder of the nkey whose public key is publicKey.
+func TenantIngressUser(tenant, publicKey string) (*server.NkeyUser, error) {
+	p, err := TenantIngressPermissions(tenant)
+	if err != nil {
+		return nil, err
+	}
+	return &server.NkeyUser{Nkey: publicKey, Permissions: p}, nil
+}
