@@ -20,10 +20,21 @@ import (
 // rein.turns.<tenant>.<conv>.<role>. It answers 202 with the stream
 // sequence, 400 with a JSON error naming the bad field, or 413 when the
 // body is over the limit. It never publishes what a consumer would reject.
+// Behind a port with tokens (telemetry.HTTPConfig.Tokens), a caller may
+// only post turns of the tenants its token is bound to (403 otherwise);
+// per-tenant rate limits answer 429 with Retry-After.
 type Ingress struct {
 	pub      *Publisher
 	maxBytes int
 	requests *prometheus.CounterVec
+	limits   *telemetry.TenantLimiter
+}
+
+// WithLimits sets the per-tenant rate limit: a turn over it is answered 429
+// with Retry-After and not stored.
+func (in *Ingress) WithLimits(l *telemetry.TenantLimiter) *Ingress {
+	in.limits = l
+	return in
 }
 
 // NewIngress returns the HTTP ingress handler.
@@ -74,6 +85,17 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	subject, field, err := TurnSubjectOf(ev)
 	if err != nil {
 		in.refuse(w, http.StatusBadRequest, field, "%v", err)
+		return
+	}
+	tenant, _, _ := SubjectIDs(subject)
+	if p, authed := telemetry.PrincipalFrom(r.Context()); authed && !p.AllowsTenant(tenant) {
+		in.requests.WithLabelValues("http", "forbidden").Inc()
+		telemetry.WriteJSON(w, http.StatusForbidden, IngressError{Error: fmt.Sprintf("token %s may not post turns of tenant %s", p.Name, tenant), Field: schemas.ExtTenant})
+		return
+	}
+	if ok, after := in.limits.Allow(tenant); !ok {
+		in.requests.WithLabelValues("http", "limited").Inc()
+		telemetry.TooManyRequests(w, after, IngressError{Error: fmt.Sprintf("tenant %s is over its rate limit", tenant)})
 		return
 	}
 	msg, err := Encode(subject, ev)

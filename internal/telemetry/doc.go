@@ -5,6 +5,19 @@
 // every metric rein exports (names.go). It consumes stream and consumer
 // state from JetStream at scrape time and produces nothing on NATS.
 //
+// The HTTP port is a trust boundary (server.go, tokens.go, ratelimit.go):
+// bearer tokens from a tokens file (by SHA-256) or the generated local token
+// (<data dir>/http-token, 0600) name a Principal with roles (ingress,
+// dashboard, metrics, operator) and tenants; routes check the role
+// (HandleRole), the dashboard the tenant of its path, the ingress the
+// tenant of each turn (PrincipalFrom). A non-loopback address without
+// tokens is refused unless Insecure. The Host header must be an IP literal,
+// localhost, the listen host or an allowed name (421 otherwise: DNS
+// rebinding). Read-header, read, write and idle timeouts and a cap on open
+// connections bound slow clients; TenantLimiter is a bounded set of
+// per-tenant token buckets (429 with Retry-After). /healthz and /readyz
+// are always open; /metrics is open when MetricsOpen (loopback default).
+//
 // Metrics exported here: rein_stream_messages{stream},
 // rein_stream_bytes{stream}, rein_consumer_pending_messages{stream,consumer},
 // rein_consumer_ack_pending_messages{stream,consumer},
