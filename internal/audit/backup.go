@@ -71,8 +71,10 @@ func BackupStreams() []string {
 // <stream>.snapshot and <stream>.json, using the server's snapshot API with
 // flow-controlled chunks acknowledged one by one. Streams that do not exist
 // are skipped and not returned. Consumers are included in the snapshot.
+// The backup holds every conversation: dir is made 0700 and its files
+// 0600.
 func Backup(ctx context.Context, nc *nats.Conn, dir string, names []string) ([]BackupMeta, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := streams.SecureDir(dir); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	var out []BackupMeta
@@ -121,7 +123,7 @@ func backupOne(ctx context.Context, nc *nats.Conn, dir, name string) (BackupMeta
 	}
 	meta.Config, meta.State = sr.Config, sr.State
 	tmp := filepath.Join(dir, name+snapshotExt+".tmp")
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
@@ -138,7 +140,7 @@ func backupOne(ctx context.Context, nc *nats.Conn, dir, name string) (BackupMeta
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	mb, _ := json.MarshalIndent(meta, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, name+metaExt), append(mb, '\n'), 0o640); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+metaExt), append(mb, '\n'), 0o600); err != nil {
 		return meta, fmt.Errorf("%w: %w", ErrBackup, err)
 	}
 	return meta, nil

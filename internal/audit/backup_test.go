@@ -66,6 +66,15 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, m.Stream+snapshotExt)); err != nil || st.Size() != m.Bytes || m.Bytes == 0 {
 			t.Fatalf("%s: %v size vs %d", m.Stream, err, m.Bytes)
 		}
+		// A backup holds every conversation: owner only.
+		for _, f := range []string{m.Stream + snapshotExt, m.Stream + metaExt} {
+			if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode %v (%v), want 0600", f, st.Mode().Perm(), err)
+			}
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("backup dir: mode %v (%v), want 0700", st.Mode().Perm(), err)
 	}
 
 	t.Run("restore into a fresh server", func(t *testing.T) {
