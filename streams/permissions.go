@@ -50,8 +50,11 @@ var durables = []struct{ stream, durable string }{
 
 // grant collects one identity's permissions.
 type grant struct {
-	pub, pubDeny, sub []string
-	responses         bool
+	pub, sub  []string
+	responses bool
+	// own are the durables this identity consumes; denied, the stages'
+	// durables on the streams it reads (never its own).
+	own, denied map[[2]string]bool
 }
 
 func (g *grant) publish(subjects ...string) { g.pub = append(g.pub, subjects...) }
@@ -75,6 +78,10 @@ func (g *grant) get(streams ...string) {
 // consume allows creating, reading and acknowledging one durable consumer.
 func (g *grant) consume(stream, durable string) {
 	g.streamInfo(stream)
+	if g.own == nil {
+		g.own = map[[2]string]bool{}
+	}
+	g.own[[2]string{stream, durable}] = true
 	c := stream + "." + durable
 	g.publish(
 		jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>",
@@ -93,15 +100,31 @@ func (g *grant) read(stream string) {
 		g.publish(jsAPI + ".CONSUMER." + op + "." + stream + ".*")
 	}
 	g.publish(jsAPI + ".CONSUMER.CREATE." + stream + ".*.>")
+	if g.denied == nil {
+		g.denied = map[[2]string]bool{}
+	}
 	for _, d := range durables {
-		if d.stream != stream {
+		if d.stream == stream {
+			g.denied[[2]string{d.stream, d.durable}] = true
+		}
+	}
+}
+
+// deny lists the API subjects of the durables denied to a reader, leaving
+// out those the identity consumes itself (a deny wins over any allow).
+func (g *grant) deny() []string {
+	var out []string
+	for d := range g.denied {
+		if g.own[d] {
 			continue
 		}
+		c := d[0] + "." + d[1]
 		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
-			g.pubDeny = append(g.pubDeny, jsAPI+".CONSUMER."+op+"."+stream+"."+d.durable)
+			out = append(out, jsAPI+".CONSUMER."+op+"."+c)
 		}
-		g.pubDeny = append(g.pubDeny, jsAPI+".CONSUMER.CREATE."+stream+"."+d.durable+".>")
+		out = append(out, jsAPI+".CONSUMER.CREATE."+c+".>")
 	}
+	return out
 }
 
 // deleteMsg allows removing single messages from a stream.
@@ -188,7 +211,7 @@ func Permissions(identity string) (*server.Permissions, error) {
 
 func (g *grant) permissions() *server.Permissions {
 	p := &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: dedupe(g.pub), Deny: dedupe(g.pubDeny)},
+		Publish:   &server.SubjectPermission{Allow: dedupe(g.pub), Deny: dedupe(g.deny())},
 		Subscribe: &server.SubjectPermission{Allow: dedupe(g.sub)},
 	}
 	if g.responses {

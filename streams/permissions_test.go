@@ -130,6 +130,9 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityInjector, pub, streams.TaskSubject("acme", "c1"), true},
 		{streams.IdentityInjector, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), false},
 		{streams.IdentityInjector, sub, streams.InceptionAll, true},
+		// A reader of its own stream keeps its own durable (single-filter create).
+		{streams.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + "." + streams.DurableInjector + "." + streams.DetectionsAll, true},
+		{streams.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + ".ordered_1", true},
 		{streams.IdentityInjector, sub, streams.TasksAll, false},
 		// The agent worker answers as the agent, never as the user, and
 		// plants no tasks.
