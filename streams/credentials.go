@@ -198,3 +198,9 @@ func loadSeed(path string) (string, error) {
 	}
 	return pub, nil
 }
+
+// SeedFile is the seed file of an identity in dataDir's keyring, whether
+// or not it exists yet (client commands look for the admin key there).
+func SeedFile(dataDir, identity string) string {
+	return filepath.Join(KeysDir(dataDir), identity+seedExt)
+}

@@ -70,7 +70,11 @@ Stop the rein stages while restoring.`,
 			if err := applySources(cmd, nil); err != nil {
 				return err
 			}
-			nc, err := streams.Connect(nf.connectConfig("rein-restore"))
+			cc, err := nf.connectConfig("rein-restore")
+			if err != nil {
+				return err
+			}
+			nc, err := streams.Connect(cc)
 			if err != nil {
 				return err
 			}

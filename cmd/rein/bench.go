@@ -89,6 +89,7 @@ type benchPlan struct {
 	duplicates time.Duration
 	memProfile string // --memprofile
 	natsURL    string // --nats-url: an external server instead of the embedded one
+	natsNkey   string // --nats-nkey: the seed of that server's user
 }
 
 func newBenchCmd() *cobra.Command {
@@ -177,6 +178,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.BoolVar(&plan.verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.StringVar(&plan.natsURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
+	fs.StringVar(&plan.natsNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user")
 	fs.StringVar(&plan.memProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
 }
@@ -192,7 +194,7 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		return benchResult{}, err
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit,
-		nats: natsFlags{url: plan.natsURL}}
+		nats: natsFlags{url: plan.natsURL, nkey: plan.natsNkey}}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: llm.NewScripted(script)}

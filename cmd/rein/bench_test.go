@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/streams"
@@ -51,13 +50,22 @@ func TestBenchSmallRun(t *testing.T) {
 // that server, provisioned with --duplicates as the window; a second run
 // on the same server is refused, its turns would mix with the first's.
 func TestBenchAgainstAnExternalServer(t *testing.T) {
-	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	dir := t.TempDir()
+	keys, err := streams.EnsureKeyring(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := keys.Users()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
 	args := []string{"bench", "--conversations", "20", "--turns", "2", "--raw-msgs", "300", "--duplicates", "20s",
-		"--nats-url", srv.ClientURL(), "--json"}
+		"--nats-url", srv.ClientURL(), "--nats-nkey", keys.SeedFile(streams.IdentityAdmin), "--json"}
 	out, err := runCLI(t, context.Background(), args...)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
@@ -69,7 +77,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 	if r.Turns != 40 || r.DuplicatesS != 20 {
 		t.Errorf("turns %d, window %v s; want 40, 20", r.Turns, r.DuplicatesS)
 	}
-	nc, err := nats.Connect(srv.ClientURL())
+	nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestReplayCommand(t *testing.T) {
 	ctx := context.Background()
 	url := js.URL()
 
-	out, err := runCLI(t, ctx, "replay", "--nats-url", url, "--tenant", "acme", "--conversation", "c1", "--format", "text")
+	out, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--tenant", "acme", "--conversation", "c1", "--format", "text")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "out.jsonl")
-	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--stream", streams.StreamDetections, "--from-seq", "2", "--out", file); err != nil {
+	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--stream", streams.StreamDetections, "--from-seq", "2", "--out", file); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(file)
@@ -78,17 +78,17 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("jsonl: %s", raw)
 	}
 
-	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--to", "rein.replay"); err == nil {
+	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--to", "rein.replay"); err == nil {
 		t.Fatal("a rein. prefix was accepted")
 	}
-	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--to", "replay"); err != nil {
+	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--to", "replay"); err != nil {
 		t.Fatal(err)
 	}
 	if n := js.StreamMsgs(t, audit.DefaultReplayStream); n != 3 {
 		t.Fatalf("replay stream holds %d, want 3", n)
 	}
 	for _, bad := range [][]string{{"--since", "yesterday"}, {"--format", "xml"}, {"--from-seq", "5", "--to-seq", "2"}, {"--stream", "NOPE"}} {
-		if _, err := runCLI(t, ctx, append([]string{"replay", "--nats-url", url}, bad...)...); err == nil {
+		if _, err := runCLI(t, ctx, append([]string{"replay", "--nats-url", url, "--data-dir", js.Dir}, bad...)...); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
@@ -99,7 +99,7 @@ func TestAuditAndShadowCommands(t *testing.T) {
 	ctx := context.Background()
 	url := js.URL()
 
-	out, err := runCLI(t, ctx, "audit", "--nats-url", url, "--tenant", "acme", "--conversation", "c1", "--json")
+	out, err := runCLI(t, ctx, "audit", "--nats-url", url, "--data-dir", js.Dir, "--tenant", "acme", "--conversation", "c1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +114,15 @@ func TestAuditAndShadowCommands(t *testing.T) {
 	if strings.Join(ids, ",") != "t1u,d1,t1a,t2u,d2" {
 		t.Fatalf("timeline %v", ids)
 	}
-	text, err := runCLI(t, ctx, "audit", "--nats-url", url, "--tenant", "acme", "--conversation", "c1")
+	text, err := runCLI(t, ctx, "audit", "--nats-url", url, "--data-dir", js.Dir, "--tenant", "acme", "--conversation", "c1")
 	if err != nil || !strings.Contains(text, "5 events") || !strings.Contains(text, "unsupported_domain (unsupported)") {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	if _, err := runCLI(t, ctx, "audit", "--nats-url", url, "--tenant", "acme"); err == nil {
+	if _, err := runCLI(t, ctx, "audit", "--nats-url", url, "--data-dir", js.Dir, "--tenant", "acme"); err == nil {
 		t.Fatal("audit without --conversation accepted")
 	}
 
-	out, err = runCLI(t, ctx, "shadow", "--nats-url", url, "--json")
+	out, err = runCLI(t, ctx, "shadow", "--nats-url", url, "--data-dir", js.Dir, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestAuditAndShadowCommands(t *testing.T) {
 	if rep.Turns != 2 || rep.Module != "rules" {
 		t.Fatalf("%+v", rep)
 	}
-	text, err = runCLI(t, ctx, "shadow", "--nats-url", url, "--conversation", "acme/c1")
+	text, err = runCLI(t, ctx, "shadow", "--nats-url", url, "--data-dir", js.Dir, "--conversation", "acme/c1")
 	if err != nil || !strings.Contains(text, "LABEL") || !strings.Contains(text, "2 turns compared") {
 		t.Fatalf("%v\n%s", err, text)
 	}
@@ -152,17 +152,17 @@ func runSub(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 func TestStreamsBackupRestoreCommands(t *testing.T) {
 	js := seedAudit(t)
 	dir := t.TempDir()
-	out, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), dir)
+	out, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, dir)
 	if err != nil || !strings.Contains(out, streams.StreamTurns) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if err := js.JS.DeleteStream(context.Background(), streams.StreamTurns); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), dir); err == nil {
+	if _, err := runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, dir); err == nil {
 		t.Fatal("restore over existing streams without --replace accepted")
 	}
-	out, err = runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--stream", streams.StreamTurns, dir)
+	out, err = runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, "--stream", streams.StreamTurns, dir)
 	if err != nil || !strings.Contains(out, "restored "+streams.StreamTurns) {
 		t.Fatalf("%v\n%s", err, out)
 	}

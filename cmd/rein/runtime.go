@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/dashboard"
@@ -20,31 +21,71 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// natsFlags are the flags of every command that talks to NATS.
+// natsFlags are the flags of every command that talks to NATS. Secrets come
+// from files (--nats-creds, --nats-nkey) or the environment
+// (REIN_NATS_PASSWORD, REIN_NATS_TOKEN), never from the command line,
+// where any local user can read them.
 type natsFlags struct {
-	url, creds, user, password, token, tlsCA, tlsCert, tlsKey string
+	url, creds, nkey, user, password, token, tlsCA, tlsCert, tlsKey string
+	// dataDir is where client commands find the admin key of a local rein.
+	dataDir string
+	fs      *pflag.FlagSet
 }
 
+// bind adds the connection flags and --data-dir (client commands).
 func (f *natsFlags) bind(cmd *cobra.Command, defaultURL string) {
+	f.bindConn(cmd, defaultURL)
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./data", "data directory of the local rein whose admin NATS key (nats-keys/admin.nk) is used when no credentials are given")
+}
+
+func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
 	fs := cmd.Flags()
+	f.fs = fs
 	fs.StringVar(&f.url, "nats-url", defaultURL, "NATS server or cluster URL(s), comma-separated")
 	fs.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT and nkey seed)")
-	fs.StringVar(&f.user, "nats-user", "", "NATS user (with --nats-password); also secures the embedded server's listener")
-	fs.StringVar(&f.password, "nats-password", "", "NATS password")
-	fs.StringVar(&f.token, "nats-token", "", "NATS token; also secures the embedded server's listener")
+	fs.StringVar(&f.nkey, "nats-nkey", "", "NATS nkey seed file (rein's generated identities are under <data dir>/nats-keys)")
+	fs.StringVar(&f.user, "nats-user", "", "NATS user (with REIN_NATS_PASSWORD)")
+	fs.StringVar(&f.password, "nats-password", "", "deprecated: refused on the command line; set REIN_NATS_PASSWORD")
+	fs.StringVar(&f.token, "nats-token", "", "deprecated: refused on the command line; set REIN_NATS_TOKEN")
+	_ = fs.MarkHidden("nats-password")
+	_ = fs.MarkHidden("nats-token")
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate for NATS TLS")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key for NATS TLS")
 }
 
-func (f *natsFlags) connectConfig(name string) streams.ConnectConfig {
-	return streams.ConnectConfig{URL: f.url, Creds: f.creds, User: f.user, Password: f.password, Token: f.token,
+// connectConfig is how to reach NATS. Without credentials, a client command
+// uses the admin key of the local rein in --data-dir when there is one.
+func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
+	if f.fs != nil {
+		for _, secret := range []string{"nats-password", "nats-token"} {
+			if f.fs.Changed(secret) {
+				return streams.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
+			}
+		}
+	}
+	cc := streams.ConnectConfig{URL: f.url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
+	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
+		if seed := streams.SeedFile(f.dataDir, streams.IdentityAdmin); fileExists(seed) {
+			cc.NkeyFile = seed
+		}
+	}
+	return cc, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // connectJS connects to a running rein's NATS for client commands.
 func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := streams.Connect(f.connectConfig(name))
+	cc, err := f.connectConfig(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := streams.Connect(cc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,18 +108,36 @@ type serverFlags struct {
 	configPath string
 	maxBytes   int
 	memLimit   string
+	// Trust boundaries.
+	insecure                bool
+	natsTLSCert, natsTLSKey string
+	httpTokens              string
+	httpTLSCert, httpTLSKey string
+	httpHosts               []string
+	httpRate                float64
+	httpBurst, httpMaxConns int
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
-	f.nats.bind(cmd, "")
+	f.nats.bindConn(cmd, "")
 	fs := cmd.Flags()
-	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server")
-	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server; a non-loopback address needs --nats-user/--nats-password or --nats-token")
-	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS keys (nats-keys/) and the local HTTP token (http-token); made 0700")
+	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server; a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key (or --insecure)")
+	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard; a non-loopback address needs --http-tokens (or --insecure)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams, sinks and detector sections")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
+	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback NATS listener without TLS and a non-loopback HTTP port without tokens (the HTTP port then has no authentication)")
+	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port")
+	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
+	fs.StringVar(&f.httpTokens, "http-tokens", "", "tokens file (tokens: [{name, sha256 or token, tenants, roles: ingress|dashboard|metrics|operator}]); the local token <data dir>/http-token is accepted too")
+	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port")
+	fs.StringVar(&f.httpTLSKey, "http-tls-key", "", "TLS key of the HTTP port")
+	fs.StringSliceVar(&f.httpHosts, "http-allowed-hosts", nil, "host names the HTTP port answers for besides IP literals, localhost and the --http host (* for any); others get 421")
+	fs.Float64Var(&f.httpRate, "http-rate", 500, "turns per second per tenant accepted by POST /v1/turns (0: no limit); over it, 429 with Retry-After")
+	fs.IntVar(&f.httpBurst, "http-burst", 1000, "burst of --http-rate per tenant")
+	fs.IntVar(&f.httpMaxConns, "http-max-conns", 1024, "open HTTP connections at most; more wait")
 }
 
 // proc is what the server-side commands share: NATS (embedded or
@@ -98,6 +157,9 @@ type proc struct {
 	closer []func()
 	cc     streams.ConnectConfig // how stages open their own connections
 	conns  []*nats.Conn          // the stages' connections
+	// keys are the embedded server's identities (nil with an external
+	// NATS, where every connection uses the given credentials).
+	keys *streams.Keyring
 	// running names the stages this process runs (runStages); injector is
 	// the one injector stage, built once (see injectorStage).
 	running  []string
@@ -113,9 +175,32 @@ type link struct {
 }
 
 // stageLink opens the connection of one stage.
+// On the embedded server it connects under the stage's own identity, whose
+// permissions cover only what the stage consumes and produces.
 func (rt *proc) stageLink(stage string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
+	if rt.keys != nil {
+		id := stage
+		if stage == streams.StageDetector && rt.fused() {
+			id = streams.IdentityDetectorFused
+		}
+		cc.NkeyFile = rt.keys.SeedFile(id)
+	}
+	errs := make(chan error, 8)
+	cc.AsyncErrors = errs
+	done := make(chan struct{})
+	rt.closer = append(rt.closer, func() { close(done) })
+	go func() {
+		for {
+			select {
+			case err := <-errs:
+				rt.log.Error("NATS asynchronous error", "stage", stage, "err", err)
+			case <-done:
+				return
+			}
+		}
+	}()
 	nc, err := streams.Connect(cc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: %w", stage, err)
@@ -144,9 +229,20 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			return nil, fmt.Errorf("config section streams: %w", err)
 		}
 	}
+	dataDir, err := filepath.Abs(f.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := streams.SecureDir(dataDir); err != nil {
+		return nil, err
+	}
 	rt.http = telemetry.NewServer(rt.reg, log)
 	if f.httpAddr != "" {
-		if err := rt.http.Listen(f.httpAddr); err != nil {
+		hc, err := httpConfig(f, dataDir, log)
+		if err != nil {
+			return nil, err
+		}
+		if err := rt.http.Serve(hc); err != nil {
 			return nil, err
 		}
 		rt.closer = append(rt.closer, func() {
@@ -155,20 +251,34 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			_ = rt.http.Shutdown(sctx)
 		})
 	}
-	cc := f.nats.connectConfig(name)
+	cc, err := f.nats.connectConfig(name)
+	if err != nil {
+		rt.close()
+		return nil, err
+	}
 	if f.nats.url == "" {
-		dir, err := filepath.Abs(f.dataDir)
+		dir := dataDir
+		keys, err := streams.EnsureKeyring(dir)
 		if err != nil {
+			rt.close()
+			return nil, err
+		}
+		users, err := keys.Users()
+		if err != nil {
+			rt.close()
 			return nil, err
 		}
 		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: f.listen,
-			User: f.nats.user, Password: f.nats.password, Token: f.nats.token, SyncAlways: rt.prov.AnyDurable()})
+			Users: users, SyncAlways: rt.prov.AnyDurable(),
+			TLSCert: f.natsTLSCert, TLSKey: f.natsTLSKey, Insecure: f.insecure})
 		if err != nil {
 			rt.close()
 			return nil, err
 		}
 		log.Info("embedded NATS server started", "listen", f.listen, "data_dir", dir)
 		cc.InProcess = rt.srv
+		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
+		rt.keys = keys
 	}
 	rt.http.SetReady(false, "connecting to NATS")
 	rt.cc = cc
@@ -189,7 +299,13 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	}
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
-	rt.http.Handle("POST /v1/turns", streams.NewIngress(rt.pub, f.maxBytes, rt.reg))
+	ingress, err := rt.stageLink(streams.StageIngress)
+	if err != nil {
+		rt.close()
+		return nil, err
+	}
+	rt.http.HandleRole("POST /v1/turns", telemetry.RoleIngress, streams.NewIngress(ingress.pub, f.maxBytes, rt.reg).
+		WithLimits(telemetry.NewTenantLimiter(f.httpRate, f.httpBurst, 0)))
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
 	if err != nil {
 		rt.close()
@@ -218,4 +334,35 @@ func (rt *proc) close() {
 		rt.srv.Shutdown()
 		rt.srv.WaitForShutdown()
 	}
+}
+
+// httpConfig builds the HTTP port's configuration: the tokens file and the
+// local token (written on first start), unless --insecure without a tokens
+// file, which runs the port without authentication.
+func httpConfig(f *serverFlags, dataDir string, log *slog.Logger) (telemetry.HTTPConfig, error) {
+	hc := telemetry.HTTPConfig{Addr: f.httpAddr, Insecure: f.insecure, TLSCert: f.httpTLSCert, TLSKey: f.httpTLSKey,
+		AllowedHosts: f.httpHosts, MaxConns: f.httpMaxConns, MetricsOpen: telemetry.IsLoopbackAddr(f.httpAddr)}
+	if f.insecure && f.httpTokens == "" {
+		log.Warn("HTTP port without authentication (--insecure)", "http", f.httpAddr)
+		return hc, nil
+	}
+	// The local token is for this host; callers from elsewhere get tokens
+	// of their own, from a file the operator writes.
+	if f.httpTokens == "" && !telemetry.IsLoopbackAddr(f.httpAddr) {
+		return hc, fmt.Errorf("%w: %s (give --http-tokens, or allow it explicitly with --insecure)", telemetry.ErrInsecureHTTP, f.httpAddr)
+	}
+	if f.httpTokens != "" {
+		t, err := telemetry.LoadTokens(f.httpTokens)
+		if err != nil {
+			return hc, err
+		}
+		hc.Tokens = t
+	}
+	path, local, err := telemetry.EnsureLocalToken(dataDir)
+	if err != nil {
+		return hc, err
+	}
+	hc.Tokens = hc.Tokens.Merge(local)
+	log.Info("HTTP bearer token for this host", "file", path, "use", `curl -H "Authorization: Bearer $(cat `+path+`)"`)
+	return hc, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
 )
 
 func freePort(t *testing.T) string {
@@ -85,9 +86,13 @@ type streamRow struct {
 	} `json:"consumers"`
 }
 
+// dataDirOf maps a test server's URL to its data dir, where the CLI finds
+// the admin key.
+var dataDirOf = map[string]string{}
+
 func streamCounts(t *testing.T, url string) map[string]uint64 {
 	t.Helper()
-	out, err := runCLI(t, context.Background(), "streams", "--json", "--nats-url", url)
+	out, err := runCLI(t, context.Background(), "streams", "--json", "--nats-url", url, "--data-dir", dataDirOf[url])
 	if err != nil {
 		t.Fatalf("streams: %v", err)
 	}
@@ -110,6 +115,7 @@ func TestServePublishStreamsRestart(t *testing.T) {
 	dir := t.TempDir()
 	natsAddr, httpAddr := freePort(t), freePort(t)
 	url := "nats://" + natsAddr
+	dataDirOf[url] = dir
 	stop := startServe(t, dir, natsAddr, httpAddr)
 
 	var lines strings.Builder
@@ -122,7 +128,7 @@ func TestServePublishStreamsRestart(t *testing.T) {
 	if err := os.WriteFile(file, []byte(lines.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runCLI(t, context.Background(), "publish", "--nats-url", url, "--file", file)
+	out, err := runCLI(t, context.Background(), "publish", "--nats-url", url, "--data-dir", dir, "--file", file)
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -130,7 +136,13 @@ func TestServePublishStreamsRestart(t *testing.T) {
 		t.Fatalf("publish printed %d sequences, want 100", n)
 	}
 
-	nc, err := nats.Connect(url)
+	// A plain client gets nothing without a key; with the ingress key it
+	// may store turns (and nothing else).
+	if nc, err := nats.Connect(url, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("the embedded server accepted a connection without credentials")
+	}
+	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: streams.SeedFile(dir, streams.IdentityIngress)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,5 +180,77 @@ func TestServePublishStreamsRestart(t *testing.T) {
 	c := streamCounts(t, url)
 	if c["REIN_TURNS"] != 100 || c["REIN_DLQ"] != 4 || c["REIN_DETECTIONS"] != 100 {
 		t.Errorf("after restart: %v", c)
+	}
+}
+
+// TestServeTrustBoundaries: a fresh `rein serve` needs no flags yet
+// authenticates everything: the HTTP port takes the generated local token
+// (401 without, 421 for a foreign Host), the data dir and its secrets are
+// owner-only, and unsafe configurations refuse to start.
+func TestServeTrustBoundaries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	natsAddr, httpAddr := freePort(t), freePort(t)
+	stop := startServe(t, dir, natsAddr, httpAddr)
+	defer stop()
+	tok, err := os.ReadFile(filepath.Join(dir, "http-token"))
+	if err != nil {
+		t.Fatalf("the local HTTP token: %v", err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "http-token"): 0o600,
+		streams.KeysDir(dir): 0o700, streams.SeedFile(dir, streams.IdentityAdmin): 0o600} {
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", path, st.Mode().Perm(), err, want)
+		}
+	}
+	post := func(token, host string) int {
+		body := `{"specversion":"1.0","id":"t1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`
+		r, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/v1/turns", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/cloudevents+json")
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		if host != "" {
+			r.Host = host
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("", ""); got != 401 {
+		t.Errorf("POST /v1/turns without a token: %d, want 401", got)
+	}
+	if got := post(strings.TrimSpace(string(tok)), "rebound.example"); got != 421 {
+		t.Errorf("POST with a foreign Host: %d, want 421", got)
+	}
+	if got := post(strings.TrimSpace(string(tok)), ""); got != 202 {
+		t.Errorf("POST with the local token: %d, want 202", got)
+	}
+	// The turn went through the pipeline, each stage on its own identity.
+	url := "nats://" + natsAddr
+	dataDirOf[url] = dir
+	rtest.CheckFor(t, 30*time.Second, "the posted turn detected", func() bool {
+		return streamCounts(t, url)["REIN_DETECTIONS"] == 1
+	})
+
+	refused := []struct {
+		name string
+		args []string
+	}{
+		{"HTTP on all interfaces without tokens", []string{"--http", "0.0.0.0:0", "--nats-listen", "127.0.0.1:0"}},
+		{"NATS on all interfaces without TLS", []string{"--http", "", "--nats-listen", "0.0.0.0:0"}},
+		{"a NATS password on the command line", []string{"--http", "", "--nats-listen", "127.0.0.1:0", "--nats-password", "hunter2"}},
+	}
+	for _, c := range refused {
+		args := append([]string{"serve", "--data-dir", t.TempDir(), "--stages", "none", "--log-level", "error"}, c.args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err := runCLI(t, ctx, args...)
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Errorf("%s: started (err %v)", c.name, err)
+		}
 	}
 }
