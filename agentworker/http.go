@@ -133,6 +133,9 @@ func (b *HTTPBackend) Call(ctx context.Context, c ToolCall) (string, error) {
 	return "", fmt.Errorf("%w: %s: gave up after %d attempts: %v", ErrBackend, c.Name, b.cfg.Attempts, last)
 }
 
+// MaxToolResponseBytes bounds what rein reads of a tool backend's answer.
+const MaxToolResponseBytes = 1 << 20
+
 // once makes one attempt; retry says whether a failure may pass on retry.
 func (b *HTTPBackend) once(ctx context.Context, c ToolCall, body []byte) (string, bool, error) {
 	actx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
@@ -151,9 +154,14 @@ func (b *HTTPBackend) once(ctx context.Context, c ToolCall, body []byte) (string
 		return "", ctx.Err() == nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxToolResponseBytes+1))
 	if err != nil {
 		return "", true, err
+	}
+	if len(data) > MaxToolResponseBytes {
+		// Never a silently cut answer: the agent sees that the tool's
+		// answer was too large, as it sees any tool error.
+		return "", false, &toolError{msg: fmt.Sprintf("Error: the tool's answer exceeds %d bytes", MaxToolResponseBytes)}
 	}
 	switch {
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests:

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,4 +149,36 @@ func ok(body string) func(http.ResponseWriter) {
 
 func status(code int, body string) func(http.ResponseWriter) {
 	return func(w http.ResponseWriter) { http.Error(w, body, code) }
+}
+
+// A tool backend answering without end is read up to the bound only, and
+// the agent gets an explicit error instead of a silently cut answer.
+func TestHTTPBackendHugeAnswerIsBounded(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for r.Context().Err() == nil && sent.Load() < 64<<20 {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	b, err := agentworker.NewHTTPBackend(agentworker.HTTPConfig{URL: srv.URL, Attempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Call(context.Background(), agentworker.ToolCall{Tenant: tenant, Conversation: "h", Turn: 1, Step: 1, Name: "x"})
+	if err == nil || !strings.Contains(err.Error(), "exceeds") || out != "" {
+		t.Fatalf("huge answer: %q, %v; want an error saying it exceeds the bound", clipTest(out), err)
+	}
+}
+
+func clipTest(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
