@@ -9,8 +9,12 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -303,6 +307,24 @@ func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, st *State, call
 
 // call runs one tool call: the recovery tools here, the rest on the backend.
 func (s *Stage) call(ctx context.Context, meta schemas.Meta, st *State, c llm.ToolCall, step int) (string, error) {
+	name := c.Name
+	if !s.declared[name] {
+		name = unknownTool
+	}
+	ctx, span := telemetry.Tracer().Start(ctx, "rein.tool", trace.WithAttributes(attrTool.String(name), telemetry.AttrTurn.Int(st.Turn)))
+	defer span.End()
+	out, err := s.callTool(ctx, meta, st, c, step)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "tool failed")
+	}
+	return out, err
+}
+
+// attrTool names the tool of a rein.tool span (declared tools only).
+var attrTool = attribute.Key("rein.tool")
+
+func (s *Stage) callTool(ctx context.Context, meta schemas.Meta, st *State, c llm.ToolCall, step int) (string, error) {
 	switch {
 	case c.Name == schemas.ToolThink:
 		s.m.toolCall(c.Name, ToolOK)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/reinception/rein/internal/telemetry"
 )
@@ -380,20 +382,30 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 	if md, err := msg.Metadata(); err == nil {
 		d.Sequence, d.Stored, d.Delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
 	}
+	// One span per handling, the child of the span that stored the input.
+	ctx, span := telemetry.Tracer().Start(telemetry.ContextWithTraceparent(ctx, d.Meta.Traceparent), "rein."+c.cfg.Stage,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(telemetry.AttrStage.String(c.cfg.Stage),
+			telemetry.AttrTenant.String(d.Meta.Tenant), telemetry.AttrConversation.String(d.Meta.Conversation), telemetry.AttrTurn.Int(d.Meta.Turn)))
+	defer span.End()
 	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		err = c.safeHandle(ctx, d)
+		if err != nil {
+			span.RecordError(err)
+		}
 		switch {
 		case err == nil:
 			_ = msg.Ack()
 			c.outcome["ack"].Inc()
 			return true
 		case errors.Is(err, ErrPermanent):
+			span.SetStatus(codes.Error, "dead-lettered")
 			if !c.recordOutcome(ctx, msg, d, err) {
 				return false
 			}
 			return c.deadLetter(ctx, msg, err.Error(), attempt, false)
 		case attempt >= c.cfg.Attempts:
+			span.SetStatus(codes.Error, "dead-lettered")
 			if !c.recordOutcome(ctx, msg, d, err) {
 				return false
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/reinception/rein/internal/convcache"
@@ -154,6 +155,17 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The turn's span: the child of the platform's trace (the event's
+	// traceparent, else the request's), carried on as the turn's traceparent.
+	parent, _ := ev.Extensions()[schemas.ExtTraceparent].(string)
+	if parent == "" {
+		parent = r.Header.Get("traceparent")
+	}
+	ctx, span := telemetry.Tracer().Start(telemetry.ContextWithTraceparent(r.Context(), parent), "rein.ingress", trace.WithSpanKind(trace.SpanKindProducer))
+	defer span.End()
+	if tp := telemetry.TraceparentOf(ctx); tp != "" {
+		ev.SetExtension(schemas.ExtTraceparent, tp)
+	}
 	msg, err := Encode(subject, ev)
 	if err != nil {
 		in.refuse(w, http.StatusBadRequest, "", "%v", err)
@@ -165,7 +177,7 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.refuse(w, http.StatusBadRequest, fieldOf(err), "%v", err)
 		return
 	}
-	res, err := PublishTurn(r.Context(), in.pub, msg)
+	res, err := PublishTurn(ctx, in.pub, msg)
 	switch {
 	case IsConflict(err):
 		in.requests.WithLabelValues("http", "conflict").Inc()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
 )
 
 // Out is one event to publish.
@@ -56,7 +57,13 @@ func (p *Publisher) Publish(ctx context.Context, stream, subject string, ev *eve
 // sequence is returned.
 func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, error) {
 	msgs := make([]*nats.Msg, len(outs))
+	// Under a span (tracing on), the events carry it as their traceparent,
+	// so the next stage's span is its child.
+	tp := telemetry.TraceparentOf(ctx)
 	for i, o := range outs {
+		if tp != "" {
+			o.Event.SetExtension(schemas.ExtTraceparent, tp)
+		}
 		m, err := Encode(o.Subject, o.Event)
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -247,6 +248,19 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err
 	}
+	// Traces go out over OTLP when the standard OTEL_* variables ask for it.
+	stopTracing, err := telemetry.SetupTracing(ctx, "rein")
+	if err != nil {
+		return nil, err
+	}
+	if telemetry.TracingEnabled() {
+		log.Info("tracing on: spans exported over OTLP/HTTP", "endpoint", cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
+	}
+	rt.closer = append(rt.closer, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx)
+	})
 	rt.http = telemetry.NewServer(rt.reg, log)
 	rt.http.Limits.AllowedHosts = f.allowedHosts
 	rt.http.TLSCert, rt.http.TLSKey = f.httpTLSCert, f.httpTLSKey

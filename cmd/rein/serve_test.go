@@ -43,12 +43,13 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (string, error) {
 }
 
 // startServe runs `rein serve` in-process until the returned stop is called.
-func startServe(t *testing.T, dataDir, natsAddr, httpAddr string) (stop func()) {
+func startServe(t *testing.T, dataDir, natsAddr, httpAddr string, extra ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := runCLI(t, ctx, "serve", "--data-dir", dataDir, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "error")
+		args := append([]string{"serve", "--data-dir", dataDir, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "error"}, extra...)
+		_, err := runCLI(t, ctx, args...)
 		done <- err
 	}()
 	rtest.CheckFor(t, 30*time.Second, "serve ready", func() bool {

@@ -12,6 +12,21 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/reinception/rein/internal/telemetry"
+)
+
+// Attributes of a rein.model span (OpenTelemetry's generative-AI names).
+var (
+	attrPurpose      = attribute.Key("rein.purpose")
+	attrSystem       = attribute.Key("gen_ai.system")
+	attrModel        = attribute.Key("gen_ai.request.model")
+	attrInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
+	attrOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
 )
 
 // managed wraps a provider with the one retry policy and the metrics. The
@@ -43,7 +58,17 @@ func (c *managed) Model() string    { return c.inner.Model() }
 // Chat runs the call, retrying 429, 5xx, timeouts and connection errors with
 // exponential backoff and jitter (or the server's Retry-After), never past
 // ctx's deadline. Every attempt is counted and timed.
-func (c *managed) Chat(ctx context.Context, req Request) (Response, error) {
+func (c *managed) Chat(ctx context.Context, req Request) (resp Response, err error) {
+	ctx, span := telemetry.Tracer().Start(ctx, "rein.model", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attrPurpose.String(req.Purpose), attrSystem.String(c.inner.Provider()), attrModel.String(c.inner.Model())))
+	defer func() {
+		span.SetAttributes(attrInputTokens.Int(resp.Usage.InputTokens), attrOutputTokens.Int(resp.Usage.OutputTokens))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "model call failed")
+		}
+		span.End()
+	}()
 	s := c.series.get(req.Purpose)
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
