@@ -61,6 +61,9 @@ type Config struct {
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
 	AckWait time.Duration
+	// PinTTL is how soon a standby replica of the stage takes over from
+	// one that crashed (0: streams.DefaultPinTTL).
+	PinTTL time.Duration
 	// Speculate starts each user turn's first model call as soon as the
 	// turn is stored, while the detector judges it, and uses the answer
 	// when nothing is planted (see speculate.go): clean turns no longer

@@ -114,7 +114,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
-		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)),
+		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
 	}
 }
 

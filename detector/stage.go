@@ -45,6 +45,9 @@ type Config struct {
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
 	AckWait time.Duration
+	// PinTTL is how soon a standby replica of the stage takes over from
+	// one that crashed (0: streams.DefaultPinTTL).
+	PinTTL time.Duration
 	// TaxonomyVersion is recorded in every detection.
 	TaxonomyVersion string
 	// RecheckAfter: a user turn stored longer ago than this (or delivered
@@ -174,7 +177,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
-		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)),
+		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
 	}
 }
 

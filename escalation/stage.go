@@ -23,6 +23,9 @@ type Config struct {
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
 	AckWait time.Duration
+	// PinTTL is how soon a standby replica of the stage takes over from
+	// one that crashed (0: streams.DefaultPinTTL).
+	PinTTL time.Duration
 	// Workers bounds the events delivered at once (default 16): sinks are
 	// remote systems, kept to a modest concurrency.
 	Workers int
@@ -95,6 +98,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
 		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
+		PinTTL:  s.cfg.PinTTL,
 	}
 }
 

@@ -27,6 +27,9 @@ type Config struct {
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
 	AckWait time.Duration
+	// PinTTL is how soon a standby replica of the stage takes over from
+	// one that crashed (0: streams.DefaultPinTTL).
+	PinTTL time.Duration
 	// Sidecar starts the request/reply responder on
 	// rein.inception.get.<tenant>.<conv>.<turn> beside the consumer.
 	Sidecar bool

@@ -62,6 +62,11 @@ type ConsumerConfig struct {
 	// once it is safely in the dead-letter stream, so that the source holds
 	// only valid events. Set for the turns stream, which outsiders write.
 	Quarantine bool
+	// PinTTL is how long the server keeps the stage's pin on a replica
+	// that stopped pulling (a crashed process) before a standby replica
+	// takes over (default DefaultPinTTL). Live replicas pull at least every
+	// PinTTL/3, so a shorter TTL never moves the pin off a live one.
+	PinTTL time.Duration
 	// ShutdownGrace bounds how long in-flight handlers may run after the
 	// context is cancelled (default 10s); queued messages are released
 	// for redelivery at once.
@@ -74,9 +79,21 @@ type ConsumerConfig struct {
 // holds across machines.
 const priorityGroup = "rein"
 
+// DefaultPinTTL is the default ConsumerConfig.PinTTL: a crashed replica's
+// stage is taken over within about this long.
+const DefaultPinTTL = 10 * time.Second
+
+// pullExpiry is how long one pull request of a replica waits: a third of
+// the pin TTL (at least a second), so a live replica renews its pull well
+// within the TTL even when idle.
+func (c ConsumerConfig) pullExpiry() time.Duration { return max(c.PinTTL/3, time.Second) }
+
 func (c *ConsumerConfig) defaults() {
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = 4096
+	}
+	if c.PinTTL <= 0 {
+		c.PinTTL = DefaultPinTTL
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = c.MaxAckPending
@@ -204,7 +221,7 @@ func (c ConsumerConfig) ConsumerConfigJS() jetstream.ConsumerConfig {
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{priorityGroup},
-		PinnedTTL:      2 * c.AckWait,
+		PinnedTTL:      c.PinTTL,
 	}
 	if len(c.Filter) == 1 {
 		cc.FilterSubject = c.Filter[0]
@@ -283,6 +300,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	},
 		jetstream.PullPriorityGroup(priorityGroup),
 		jetstream.PullMaxMessages(min(c.cfg.MaxAckPending, 512)),
+		jetstream.PullExpiry(c.cfg.pullExpiry()),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				c.deps.Logger.Debug("consume", "err", err)

@@ -21,7 +21,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	o := rt.stages
 	cfg := agentworker.Config{
 		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
-		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, Speculate: o.speculate,
+		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate,
 		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
 	}
 	if o.agentSystem != "" {

@@ -42,7 +42,7 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 	}
 	return detector.New(detector.Config{
 		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: taxVersion,
-		MaxConversations: o.detectorCache, AckWait: o.ackWait,
+		MaxConversations: o.detectorCache, AckWait: o.ackWait, PinTTL: o.pinTTL,
 	}, deps)
 }
 

@@ -18,7 +18,7 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait}, escalation.Deps{
+	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait, PinTTL: rt.stages.pinTTL}, escalation.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
 	})
 }

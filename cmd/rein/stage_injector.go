@@ -24,7 +24,7 @@ func (rt *proc) injectorStage() (*injector.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.workers, AckWait: rt.stages.ackWait, Sidecar: true, Fused: rt.fused()}, injector.Deps{
+	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.workers, AckWait: rt.stages.ackWait, PinTTL: rt.stages.pinTTL, Sidecar: true, Fused: rt.fused()}, injector.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg, TaskKey: key,
 	})
 	return rt.injector, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/streams"
 )
 
 // stageOptions are the flags of the pipeline stages that serve and demo run.
@@ -25,6 +26,8 @@ type stageOptions struct {
 	detectorCache, agentCache int
 	// ackWait overrides every stage's ack wait (0: the stages' defaults).
 	ackWait time.Duration
+	// pinTTL is how soon a standby replica takes over a crashed one's stage.
+	pinTTL time.Duration
 	// speculate: the agent worker starts each user turn's first model call
 	// while the detector judges it.
 	speculate bool
@@ -56,6 +59,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.BoolVar(&o.fuseInjector, "fuse-injector", true, "when the detector and the injector run in this process, the detector publishes each turn's task together with its detection (one delivery fewer per turn); false runs the injector as its own consumer of REIN_DETECTIONS")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
+	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")

@@ -1,0 +1,56 @@
+package streams_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// A stage replica that dies without a word (kill -9: no unpin, no drain)
+// loses its pin within the default pin TTL, and the standby replica takes
+// the stage over: the next turn is handled within 15 s. (The pin once
+// stayed with the dead client for twice the ack wait, 60 s or more.)
+func TestStandbyReplicaTakesOverACrashedOne(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "failover",
+		Filter: []string{streams.UserTurnsAll}, AckWait: 30 * time.Second}
+	handled := make(chan string, 16)
+	// replica starts one replica on its own connection and returns what
+	// crashes it: closing the socket, so that Run never unpins.
+	replica := func(name string) (crash func()) {
+		nc, js := h.ConnectAs(t, streams.IdentityAdmin, nil)
+		c, err := streams.NewConsumer(cfg, streams.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: quiet},
+			func(_ context.Context, d streams.Decoded) error {
+				handled <- name + ":" + d.Meta.Conversation
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go func() { _ = c.Run(ctx) }()
+		return nc.Close
+	}
+	crash := replica("active")
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c1", 1, "first")})
+	if got := <-handled; got != "active:c1" {
+		t.Fatalf("first turn handled by %s, want the active replica", got)
+	}
+	replica("standby")
+	crash()
+	start := time.Now()
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c2", 1, "after the crash")})
+	select {
+	case got := <-handled:
+		if got != "standby:c2" {
+			t.Fatalf("after the crash: handled by %s, want the standby", got)
+		}
+		t.Logf("standby took over after %s", time.Since(start).Round(100*time.Millisecond))
+	case <-time.After(15 * time.Second):
+		t.Fatal("the standby replica did not take the stage over within 15s of the active one's crash")
+	}
+}
