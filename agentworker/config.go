@@ -2,13 +2,9 @@ package agentworker
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
@@ -179,10 +175,7 @@ func (c Config) systemPrompt() (string, error) {
 
 // Deps are the agent worker's collaborators.
 type Deps struct {
-	JS         jetstream.JetStream
-	Publisher  *streams.Publisher
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	streams.StageDeps
 	// Model is the task agent's model (purpose "agent").
 	Model llm.Client
 	// Domain is a loaded domain for the "domain" backend when

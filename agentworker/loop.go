@@ -77,7 +77,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// A turn the state does not know of. When the task is old, the
 		// state may have expired after the turn was answered, or after the
 		// conversation was handed to a human: do not run it.
-		if time.Since(d.Stored) > s.recheck {
+		if d.OlderThan(s.recheck) {
 			settled, err := s.settled(ctx, meta)
 			if err != nil {
 				return err // retried

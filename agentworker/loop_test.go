@@ -29,7 +29,7 @@ func TestMaxStepsEscalates(t *testing.T) {
 		calls.Add(1)
 		return llm.Response{ToolCalls: []llm.ToolCall{{Name: "get_user_details", Arguments: json.RawMessage(`{"user_id":"nora_quist_4821"}`)}}}, nil
 	})
-	startWorker(t, h, agentworker.Config{MaxSteps: 3}, agentworker.Deps{Model: model, Registerer: reg})
+	startWorker(t, h, agentworker.Config{MaxSteps: 3}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	publishTask(t, h, "m1", 1, "tell me everything", nil)
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "m1")) == 1 })
 	settled(t, h)
@@ -152,7 +152,7 @@ func TestModelFailureRetriesInPlace(t *testing.T) {
 		}
 		return llm.Response{Content: "Here it is."}, nil
 	})
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: reg})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	publishTask(t, h, "f1", 1, "show reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "f1")) == 1 })
 	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
@@ -253,7 +253,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	h := rtest.StartJetStream(t, "")
-	if _, err := agentworker.New(agentworker.Config{}, agentworker.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Model: scripted(t)}); !errors.Is(err, agentworker.ErrInvalidConfig) {
+	if _, err := agentworker.New(agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)}, Model: scripted(t)}); !errors.Is(err, agentworker.ErrInvalidConfig) {
 		t.Errorf("New without a system prompt: %v", err)
 	}
 }
@@ -268,7 +268,7 @@ func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
 	}
 	h := rtest.StartJetStream(t, "")
 	model := scripted(t)
-	st, err := agentworker.New(agentworker.Config{DataDir: dir}, agentworker.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet(), Model: model})
+	st, err := agentworker.New(agentworker.Config{DataDir: dir}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet()}, Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 		calls.Add(1)
 		return llm.Response{}, fmt.Errorf("connect: %w", llm.ErrServer)
 	})
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: down, Registerer: reg})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: down})
 	publishTask(t, h, "down", 1, "cancel reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "the turn escalated", func() bool { return len(outcomes(t, h, "down")) == 1 })
 	var esc schemas.Escalation
@@ -77,7 +77,7 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 func TestAnUnrunnableTurnEndsUnansweredFailed(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	boom := funcModel(func(context.Context, llm.Request) (llm.Response, error) { panic("model client bug") })
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: boom, Registerer: prometheus.NewRegistry()})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: boom})
 	publishTask(t, h, "boom", 1, "show reservation Q7RM2K", nil)
 	// (Polled for the record itself: a consumer's pending count can lag
 	// a publish by a moment, so "nothing pending" alone proves little.)
@@ -94,7 +94,7 @@ func TestAnUnrunnableTurnEndsUnansweredFailed(t *testing.T) {
 func TestAnOvertakenTurnIsRecordedAsSuperseded(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t), Registerer: reg})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: scripted(t)})
 	publishTask(t, h, "late", 2, "show reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "turn 2 answered", func() bool { return len(agentTurns(t, h, "late")) == 1 })
 	publishTask(t, h, "late", 1, "show reservation Q7RM2K", nil)

@@ -109,7 +109,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 				return llm.Response{}, errors.New("worker killed")
 			})
 			ctxA, killA := context.WithCancel(context.Background())
-			doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{Model: modelA, Registerer: prometheus.NewRegistry()})
+			doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: modelA})
 			publishTask(t, h, "k1", 1, "cancel reservation Q7RM2K", nil)
 			<-reached
 			// Kill A: its consumer stops; the in-flight model call then
@@ -143,7 +143,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 				return llm.Response{ToolCalls: []llm.ToolCall{{ID: "c9", Name: "cancel_reservation", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}, nil
 			})
 			regB := prometheus.NewRegistry()
-			startWorker(t, h, cfg, agentworker.Deps{Model: modelB, Registerer: regB})
+			startWorker(t, h, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: regB}, Model: modelB})
 			rtest.CheckFor(t, wait, "worker B replies", func() bool { return len(agentTurns(t, h, "k1")) == 1 })
 			settled(t, h)
 
@@ -209,7 +209,7 @@ func TestPersistPerTurnRerunsTheTurnOnTheOldOverlay(t *testing.T) {
 		return llm.Response{}, errors.New("worker killed")
 	})
 	ctxA, killA := context.WithCancel(context.Background())
-	doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{Model: modelA, Registerer: prometheus.NewRegistry()})
+	doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: modelA})
 	publishTask(t, h, "pt", 1, "cancel reservation Q7RM2K", nil)
 	<-reached
 	killA()
@@ -227,7 +227,7 @@ func TestPersistPerTurnRerunsTheTurnOnTheOldOverlay(t *testing.T) {
 		return cancelCall, nil
 	})
 	regB := prometheus.NewRegistry()
-	startWorker(t, h, cfg, agentworker.Deps{Model: modelB, Registerer: regB})
+	startWorker(t, h, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: regB}, Model: modelB})
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "pt")) == 1 })
 	if got := counter(t, regB, "rein_agent_tool_calls_total", map[string]string{"tool": "cancel_reservation", "outcome": "ok"}); got != 1 {
 		t.Errorf("cancel_reservation ok calls on B = %v, want 1", got)

@@ -48,7 +48,7 @@ func TestSpeculationCleanTurnReplyEqualsTheNonSpeculativeOne(t *testing.T) {
 		h := rtest.StartJetStream(t, "")
 		reg := prometheus.NewRegistry()
 		model := scripted(t)
-		startWorker(t, h, agentworker.Config{Speculate: speculate}, agentworker.Deps{Model: model, Registerer: reg})
+		startWorker(t, h, agentworker.Config{Speculate: speculate}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 		pulling(t, h)
 		publishUserTurn(t, h, "spec", 1, "show reservation Q7RM2K")
 		if speculate {
@@ -78,7 +78,7 @@ func TestSpeculationRunsNoToolBeforeTheDecision(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
 	model := scripted(t)
-	startWorker(t, h, agentworker.Config{Speculate: true}, agentworker.Deps{Model: model, Registerer: reg})
+	startWorker(t, h, agentworker.Config{Speculate: true}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	pulling(t, h)
 	publishUserTurn(t, h, "act", 1, "cancel reservation Q7RM2K, or that one")
 	rtest.CheckFor(t, wait, "the speculative call answered", func() bool { return len(model.requests()) == 1 })

@@ -138,15 +138,12 @@ func (s *Stage) Run(ctx context.Context) error {
 	}
 	s.store = st
 	// The agent replies (REIN_TURNS) tell whether a turn was answered.
-	if s.outputs, s.recheck, err = streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter,
-		streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes); err != nil {
-		return err
-	}
-	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
-		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle,
+		streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes)
 	if err != nil {
 		return err
 	}
+	s.outputs, s.recheck = start.Outputs, start.Recheck
 	if s.spec != nil {
 		sub, err := s.spec.subscribe(s.deps.JS.Conn())
 		if err != nil {
@@ -155,5 +152,5 @@ func (s *Stage) Run(ctx context.Context) error {
 		defer func() { _ = sub.Unsubscribe() }()
 	}
 	defer s.cache.StartSweeper(time.Minute)()
-	return c.Run(ctx)
+	return start.Consumer.Run(ctx)
 }

@@ -43,7 +43,7 @@ func TestRecoveryPaths(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
 	model := scripted(t)
-	st, _ := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: reg})
+	st, _ := startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	for _, tc := range cases {
 		publishTask(t, h, tc.conv, 1, tc.text, tc.inc)
 	}
@@ -169,7 +169,7 @@ func TestHumanPathAfterTransfer(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	model := scripted(t)
 	reg := prometheus.NewRegistry()
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: reg})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	publishTask(t, h, "t1", 1, "show reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "turn 1 reply", func() bool { return len(agentTurns(t, h, "t1")) == 1 })
 	publishTask(t, h, "t1", 2, "I want seat selection", inception("unsupported_action", "transfer_to_human_agents"))
@@ -212,7 +212,7 @@ func TestHumanPathAfterTransfer(t *testing.T) {
 func TestATaskWithoutATurnNumberIsDeadLettered(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	model := scripted(t)
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model, Registerer: prometheus.NewRegistry()})
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: model})
 	publishTask(t, h, "unnumbered", 0, "show reservation Q7RM2K", nil)
 	publishTask(t, h, "unnumbered", 1, "show reservation Q7RM2K", nil)
 	settled(t, h)

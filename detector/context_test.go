@@ -213,8 +213,11 @@ func TestConversationMergesLateAgentRepliesInOrder(t *testing.T) {
 // was narrowed) is acked without effect: no conversation is built for it.
 func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
-	s, err := New(Config{TaxonomyVersion: "test-1"}, Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil),
-		Module: &countingModule{}, Tools: func(string) ([]llm.Tool, error) { return nil, nil }})
+	s, err := New(Config{TaxonomyVersion: "test-1"}, Deps{
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)},
+		Module:    &countingModule{},
+		Tools:     func(string) ([]llm.Tool, error) { return nil, nil },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

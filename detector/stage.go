@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/convcache"
@@ -101,11 +100,8 @@ func (c Config) Validate() error {
 
 // Deps are the detector stage's collaborators.
 type Deps struct {
-	JS         jetstream.JetStream
-	Publisher  *streams.Publisher
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Module     inception.Module
+	streams.StageDeps
+	Module inception.Module
 	// Tools returns the agent's tool catalogue of a domain.
 	Tools func(domain string) ([]llm.Tool, error)
 	// Then, when set, builds one more event from each detection, published
@@ -183,18 +179,13 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
-	outs, recheck, err := streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter, streams.StreamDetections)
+	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle, streams.StreamDetections)
 	if err != nil {
 		return err
 	}
-	s.detections, s.recheck = outs[streams.StreamDetections], recheck
-	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
-		Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
-	if err != nil {
-		return err
-	}
+	s.detections, s.recheck = start.Outputs[streams.StreamDetections], start.Recheck
 	defer s.convs.StartSweeper(time.Minute)()
-	return c.Run(ctx)
+	return start.Consumer.Run(ctx)
 }
 
 func (s *Stage) domainOf(tenant string) string {
@@ -229,7 +220,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
 	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
-	if d.Delivered > 1 || time.Since(d.Stored) > s.recheck {
+	if d.Delivered > 1 || d.OlderThan(s.recheck) {
 		// Delivered before without an ack, or older than the duplicate
 		// window covers: its outputs may be stored already.
 		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn)

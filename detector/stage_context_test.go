@@ -105,8 +105,11 @@ func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 // turns; agent turns it still delivers are acked without effect.
 func TestStageNarrowsAnOldDurable(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1"}, detector.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil),
-		Module: &fakeModule{}, Tools: func(string) ([]llm.Tool, error) { return nil, nil }})
+	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1"}, detector.Deps{
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)},
+		Module:    &fakeModule{},
+		Tools:     func(string) ([]llm.Tool, error) { return nil, nil },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

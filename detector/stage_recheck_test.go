@@ -49,7 +49,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		publishTurn(t, h, "done", "user", 1, "cancel that one")
 		publishTurn(t, h, "fresh", "user", 1, "hello")
 		reg := prometheus.NewRegistry()
-		m := run(t, h, detector.Deps{Registerer: reg})
+		m := run(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judgedTurns(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one without a detection", n)
@@ -71,8 +71,8 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		publishTurn(t, h, "detection-only", "user", 1, "hello")
 		reg := prometheus.NewRegistry()
 		m := run(t, h, detector.Deps{
-			Registerer: reg,
-			Then:       taskThen,
+			StageDeps: streams.StageDeps{Registerer: reg},
+			Then:      taskThen,
 			// Only "both" has its task stored too.
 			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
 		})
@@ -135,8 +135,11 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	publishTurn(t, h, "cut", "user", 1, "cancel that one")
 	publishTurn(t, h, "lost", "user", 1, "hello")
 	reg := prometheus.NewRegistry()
-	st, m := newJudging(t, h, detector.Deps{Registerer: reg, Then: taskThen,
-		ThenStored: func(context.Context, string, string, int) (bool, error) { return false, nil }}, time.Hour)
+	st, m := newJudging(t, h, detector.Deps{
+		StageDeps:  streams.StageDeps{Registerer: reg},
+		Then:       taskThen,
+		ThenStored: func(context.Context, string, string, int) (bool, error) { return false, nil },
+	}, time.Hour)
 	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	rtest.Run(t, "stage", st.Run)
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
@@ -260,7 +263,7 @@ func resend(t *testing.T, h *rtest.JS, conv string, turn int, text string) {
 func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	st, m := newJudging(t, h, detector.Deps{Registerer: reg}, time.Hour)
+	st, m := newJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	stop := rtest.Run(t, "stage", st.Run)
 	publishTurn(t, h, "older", "user", 1, "cancel that one")
 	publishTurn(t, h, "older", "user", 2, "the one to Boston")
@@ -380,7 +383,7 @@ func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
 func TestAConflictingTurnSentAgainIsDeadLettered(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	st, m := newJudging(t, h, detector.Deps{Registerer: reg}, time.Hour)
+	st, m := newJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	rtest.Run(t, "stage", st.Run)
 	publishTurn(t, h, "conflict", "user", 1, "cancel that one")
 	publishTurn(t, h, "conflict", "user", 2, "the one to Boston")

@@ -38,9 +38,9 @@ func (f *fakeModule) Detect(ctx context.Context, in inception.Input) (inception.
 func startStage(t *testing.T, h *rtest.JS, m inception.Module, reg prometheus.Registerer, timeout time.Duration) func() {
 	t.Helper()
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: timeout}, detector.Deps{
-		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registerer: reg, Module: m,
-		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+		Module:    m,
+		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 	})
 	if err != nil {
 		t.Fatal(err)

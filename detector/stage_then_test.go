@@ -41,10 +41,10 @@ func TestThenIsPublishedWithTheDetection(t *testing.T) {
 			func() { mu.Lock(); stored[id]++; mu.Unlock() }, nil
 	}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
-		JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Registerer: reg, Module: &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }},
-		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
-		Then:  then,
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+		Module:    &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }},
+		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
+		Then:      then,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -48,10 +45,7 @@ func (c Config) Validate() error {
 
 // Deps are the stage's collaborators.
 type Deps struct {
-	JS         jetstream.JetStream
-	Publisher  *streams.Publisher
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	streams.StageDeps
 }
 
 // Stage consumes escalations and reports from REIN_OUTCOMES and delivers
@@ -111,11 +105,11 @@ func (s *Stage) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	c, err := streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher, Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
+	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), 0, s.handle)
 	if err != nil {
 		return err
 	}
-	return c.Run(ctx)
+	return start.Consumer.Run(ctx)
 }
 
 func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {

@@ -59,7 +59,7 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}},
 		{JSONL: &escalation.JSONLConfig{Path: audit, SyncInterval: time.Millisecond}},
-	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
 		{Webhook: &escalation.WebhookConfig{Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
-	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{Name: "cc", URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
 			Header: map[string]string{"Authorization": "Bearer " + auth}}},
-	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}

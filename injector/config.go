@@ -2,11 +2,7 @@ package injector
 
 import (
 	"fmt"
-	"log/slog"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/schemas"
@@ -105,10 +101,7 @@ func (c Config) Validate() error {
 // Deps are the injector's collaborators. The sidecar responder uses the
 // JetStream context's NATS connection.
 type Deps struct {
-	JS         jetstream.JetStream
-	Publisher  *streams.Publisher
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
+	streams.StageDeps
 	// TaskKey signs every task (schemas.TaskKey), so that the agent worker
 	// can tell rein's tasks from forged ones; nil publishes them unsigned.
 	TaskKey *schemas.TaskKey

@@ -24,8 +24,9 @@ func TestFusedStageBuildsTasksAndConsumesNothing(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
 	pub := streams.NewPublisher(h.JS, reg)
-	st, err := injector.New(injector.Config{Fused: true, Sidecar: true, SidecarWait: 200 * time.Millisecond}, injector.Deps{JS: h.JS, Publisher: pub,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
+	st, err := injector.New(injector.Config{Fused: true, Sidecar: true, SidecarWait: 200 * time.Millisecond}, injector.Deps{
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: pub, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,19 +56,14 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
-		outs, recheck, err := streams.Outputs(ctx, s.deps.JS, s.deps.Logger, s.ConsumerConfig(), s.cfg.RecheckAfter, streams.StreamTasks)
+		start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle, streams.StreamTasks)
 		if err != nil {
 			return err
 		}
 		s.mu.Lock()
-		s.tasks = outs[streams.StreamTasks]
+		s.tasks = start.Outputs[streams.StreamTasks]
 		s.mu.Unlock()
-		s.recheck = recheck
-		c, err = streams.NewConsumer(s.ConsumerConfig(), streams.ConsumerDeps{JS: s.deps.JS, Publisher: s.deps.Publisher,
-			Logger: s.deps.Logger, Registerer: s.deps.Registerer}, s.handle)
-		if err != nil {
-			return err
-		}
+		s.recheck, c = start.Recheck, start.Consumer
 	}
 	consume := func() error {
 		if c == nil {
@@ -103,7 +98,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return streams.Permanent(err)
 	}
-	if time.Since(d.Stored) > s.recheck {
+	if d.OlderThan(s.recheck) {
 		exists, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn))
 		if err != nil {
 			return err // transient: retried

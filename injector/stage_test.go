@@ -21,8 +21,9 @@ const tenant = "acme"
 
 func startStage(t *testing.T, h *rtest.JS, cfg injector.Config, reg prometheus.Registerer) func() {
 	t.Helper()
-	st, err := injector.New(cfg, injector.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
+	st, err := injector.New(cfg, injector.Deps{
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,13 +138,9 @@ func (c ConsumerConfig) Validate() error {
 	return nil
 }
 
-// ConsumerDeps are what a consumer needs from its process.
-type ConsumerDeps struct {
-	JS         jetstream.JetStream
-	Publisher  *Publisher // for dead letters
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-}
+// ConsumerDeps are a consumer's collaborators: its stage's (StageDeps);
+// the publisher is for dead letters.
+type ConsumerDeps = StageDeps
 
 // stageMetrics are the transport metrics shared by every stage.
 type stageMetrics struct {

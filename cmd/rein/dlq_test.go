@@ -37,7 +37,7 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	t.Setenv("REIN_TEST_DLQ_SECRET", "0123456789abcdef0123456789abcdef")
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_DLQ_SECRET", Attempts: 1}},
-	}}}, escalation.Deps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler)})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatal(err)
 	}

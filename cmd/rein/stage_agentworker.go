@@ -6,6 +6,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/streams"
 )
 
 //go:embed demodata/airline-policy.md
@@ -31,7 +32,7 @@ func newAgentWorkerStage(rt *proc) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := agentworker.Deps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg, TaskKey: key}
+	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}, TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/streams"
 )
 
 func init() { registerStage("detector", newDetectorStage) }
@@ -30,8 +31,9 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		m = delayedModule{Module: m, d: o.inceptionLatency}
 	}
 	deps := detector.Deps{
-		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg,
-		Module: m, Tools: taubench.ToolCatalogue,
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg},
+		Module:    m,
+		Tools:     taubench.ToolCatalogue,
 	}
 	if rt.fused() {
 		inj, err := rt.injectorStage()

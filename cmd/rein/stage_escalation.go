@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/reinception/rein/escalation"
+	"github.com/reinception/rein/streams"
 )
 
 func init() { registerStage("escalation", newEscalationStage) }
@@ -19,7 +20,7 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 		return nil, err
 	}
 	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait, PinTTL: rt.stages.pinTTL}, escalation.Deps{
-		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg},
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/reinception/rein/injector"
+	"github.com/reinception/rein/streams"
 )
 
 func init() { registerStage("injector", newInjectorStage) }
@@ -25,7 +26,8 @@ func (rt *proc) injectorStage() (*injector.Stage, error) {
 		return nil, err
 	}
 	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.workers, AckWait: rt.stages.ackWait, PinTTL: rt.stages.pinTTL, Sidecar: true, Fused: rt.fused()}, injector.Deps{
-		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg, TaskKey: key,
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg},
+		TaskKey:   key,
 	})
 	return rt.injector, err
 }
