@@ -100,10 +100,9 @@ set, the inception module (--module llm by default then) and the agent use that 
 				}
 				sf.dataDir = dir
 			}
-			live := llm.ConfigFromEnv().Provider != ""
-			if !cmd.Flags().Changed("module") && live {
-				so.modules.module = "llm"
-			}
+			inferModule(cmd, &so.modules)
+			lc := so.modules.llmConfig()
+			live := lc.Provider != ""
 			agent := "scripted simulator (demodata/agent.yaml)"
 			if !live && so.agentScript == "" {
 				script, err := llm.ParseScript(demoAgentScript)
@@ -112,11 +111,11 @@ set, the inception module (--module llm by default then) and the agent use that 
 				}
 				so.agentModel = llm.NewScripted(script)
 			} else if live {
-				agent = llm.ConfigFromEnv().Provider + " model " + llm.ConfigFromEnv().Model
+				agent = lc.Provider + " model " + lc.Model
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if !cmd.Flags().Changed("log-level") && os.Getenv(envName("log-level")) == "" {
+			if flagSource(cmd.Flags().Lookup("log-level")) == sourceDefault {
 				sf.logLevel = "warn" // keep the transcript readable; problems still show
 			}
 			rt, err := startRuntime(ctx, &sf, file, "rein-demo")

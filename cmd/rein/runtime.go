@@ -78,6 +78,9 @@ type serverFlags struct {
 	// non-loopback HTTP address without it.
 	httpTokens string
 	insecure   bool
+	// announce, when set, is logged as the effective configuration as
+	// soon as the logger exists (before NATS starts).
+	announce []setting
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -154,11 +157,12 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err := applyMemoryLimit(f.memLimit); err != nil {
 		return nil, err
 	}
-	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry(), prov: streams.DefaultProvision()}
-	if sec := file.section("streams"); sec != nil {
-		if err := yamlStrict(sec, &rt.prov); err != nil {
-			return nil, fmt.Errorf("config section streams: %w", err)
-		}
+	if len(f.announce) > 0 {
+		log.Info("effective configuration", logAttrs(f.announce)...)
+	}
+	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry()}
+	if rt.prov, err = provisionConfig(file); err != nil {
+		return nil, err
 	}
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err

@@ -15,10 +15,8 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 		return nil, err
 	}
 	var sinks escalation.SinksConfig
-	if sec := rt.file.section("sinks"); sec != nil {
-		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
-			return nil, err
-		}
+	if err := rt.file.decodeSection("sinks", &sinks.Sinks); err != nil {
+		return nil, err
 	}
 	return escalation.New(escalation.Config{Sinks: sinks, AckWait: rt.stages.ackWait}, escalation.Deps{
 		JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "escalation"), Registerer: rt.reg,
