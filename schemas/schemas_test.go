@@ -3,6 +3,7 @@ package schemas_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,26 @@ func TestBuildEventSkipsOnlyTheSchemaCheck(t *testing.T) {
 	}
 	if _, err := schemas.BuildEvent(schemas.TypeTurn, "x", "", schemas.Meta{Tenant: "ac me", Conversation: "c"}, turn); !errors.Is(err, schemas.ErrBadID) {
 		t.Errorf("bad id: %v", err)
+	}
+}
+
+// MaxTextChars is the turn schema's maxLength of text.
+func TestMaxTextCharsMatchesSchema(t *testing.T) {
+	b, err := os.ReadFile("jsonschema/" + schemas.TypeTurn + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Text struct {
+				MaxLength int `json:"maxLength"`
+			} `json:"text"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Properties.Text.MaxLength != schemas.MaxTextChars {
+		t.Errorf("schema maxLength %d, MaxTextChars %d", doc.Properties.Text.MaxLength, schemas.MaxTextChars)
 	}
 }
