@@ -232,6 +232,12 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	dash.Register(rt.http)
+	// The dashboard samples the counters for its time windows while no
+	// page is open; it stops with the process.
+	dctx, stopDash := context.WithCancel(context.WithoutCancel(ctx))
+	dashDone := make(chan struct{})
+	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
+	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
 	rt.http.SetReady(true, "")
 	return rt, nil
 }
