@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +169,51 @@ func TestMaxTextCharsMatchesSchema(t *testing.T) {
 	if doc.Properties.Text.MaxLength != schemas.MaxTextChars {
 		t.Errorf("schema maxLength %d, MaxTextChars %d", doc.Properties.Text.MaxLength, schemas.MaxTextChars)
 	}
+}
+
+// Every JSON Schema describes exactly the fields of its Go type: a field
+// added to one and not the other fails here (the schemas are what a
+// platform in another language codes against).
+func TestSchemasMatchTypes(t *testing.T) {
+	for _, typ := range schemas.AllTypes {
+		b, err := os.ReadFile("jsonschema/" + typ + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		var schemaFields []string
+		for k := range doc.Properties {
+			schemaFields = append(schemaFields, k)
+		}
+		slices.Sort(schemaFields)
+		goFields := jsonFields(reflect.TypeOf(samples[typ]))
+		if !slices.Equal(schemaFields, goFields) {
+			t.Errorf("%s: schema properties %v, Go fields %v", typ, schemaFields, goFields)
+		}
+	}
+}
+
+// jsonFields lists the JSON names of a struct's exported fields.
+func jsonFields(rt reflect.Type) []string {
+	var out []string
+	for f := range rt.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -62,10 +62,11 @@ type Dashboard struct {
 }
 
 // Query selects what an overview covers: a window and, optionally, one
-// tenant.
+// tenant and one error type.
 type Query struct {
-	Window string // a Windows name; "" is WindowAll
-	Tenant string // "" every tenant
+	Window    string // a Windows name; "" is WindowAll
+	Tenant    string // "" every tenant
+	ErrorType string // "" every error type
 }
 
 type cached struct {
@@ -173,6 +174,10 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	if q.Tenant != "" && !schemas.ValidID(q.Tenant) {
 		return nil, fmt.Errorf("%w: tenant %q", schemas.ErrBadID, q.Tenant)
 	}
+	if q.ErrorType != "" && !schemas.ValidID(q.ErrorType) {
+		return nil, fmt.Errorf("%w: error type %q", schemas.ErrBadID, q.ErrorType)
+	}
+	f := filter{tenant: q.Tenant, errorType: q.ErrorType}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
@@ -183,7 +188,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	// must not cut the reads short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
 	defer cancel()
-	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant}
+	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
 	cur, problems := d.sample(ctx)
 	o.Problems = append(o.Problems, problems...)
 	if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
@@ -198,11 +203,14 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 		}
 	}
 	o.Coverage = coverage(w, from, now, d.hist.started)
-	view.fill(o, q.Tenant)
+	view.fill(o, f)
 	for i := range o.Tenants {
-		o.Tenants[i].URL = overviewURL(Query{Window: q.Window, Tenant: o.Tenants[i].Name})
+		o.Tenants[i].URL = overviewURL(Query{Window: q.Window, Tenant: o.Tenants[i].Name, ErrorType: q.ErrorType})
 	}
-	o.Trend = d.hist.trend(from, now, q.Tenant)
+	for i := range o.ErrorTypes {
+		o.ErrorTypes[i].URL = overviewURL(Query{Window: q.Window, Tenant: q.Tenant, ErrorType: o.ErrorTypes[i].Name})
+	}
+	o.Trend = d.hist.trend(from, now, f)
 	o.Windows = windowLinks(q)
 	o.AllURL = overviewURL(Query{Window: q.Window})
 	o.Alarms = d.alarms(cur, now)
@@ -210,10 +218,10 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 		o.Problems = append(o.Problems, err.Error())
 	}
 	o.Recent = d.tail.items
-	if q.Tenant != "" {
+	if q.Tenant != "" || q.ErrorType != "" {
 		o.Recent = nil
 		for _, r := range d.tail.items {
-			if r.Tenant == q.Tenant {
+			if f.tenantOK(r.Tenant) && (q.ErrorType == "" || r.ErrorType == q.ErrorType) {
 				o.Recent = append(o.Recent, r)
 			}
 		}
@@ -251,9 +259,10 @@ type page struct {
 	Error        string
 }
 
-// requestQuery reads ?window= and ?tenant=.
+// requestQuery reads ?window=, ?tenant= and ?type=.
 func requestQuery(r *http.Request) Query {
-	return Query{Window: r.URL.Query().Get("window"), Tenant: r.URL.Query().Get("tenant")}
+	v := r.URL.Query()
+	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type")}
 }
 
 func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {

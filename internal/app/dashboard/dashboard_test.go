@@ -108,7 +108,7 @@ func TestOverviewNumbers(t *testing.T) {
 				t.Fatal(err)
 			}
 			var o Overview
-			mv.fill(&o, "")
+			mv.fill(&o, filter{})
 			if o.ActivationRate.Text != tc.rate {
 				t.Errorf("rate %q, want %q", o.ActivationRate.Text, tc.rate)
 			}
@@ -163,6 +163,8 @@ func TestRoutes(t *testing.T) {
 			`data-testid="dead-letters">1<`, `data-consumer="REIN_TURNS/detector"`, `href="/conversations/acme/conv-1"`}},
 		{"/api/overview", "application/json", 200, []string{`"activation_rate":{"value":0.363`, `"text":"36.4%"`}},
 		{"/?window=5m&tenant=globex", "text/html", 200, []string{`data-testid="tenant-filter">globex<`, `aria-current="page">5m<`}},
+		{"/?type=anaphora", "text/html", 200, []string{`data-testid="type-filter">anaphora<`, `data-testid="activated-count">1<`, `href="/?type=unsupported_parameter"`}},
+		{"/api/overview?type=bad%20type", "application/json", 400, []string{"error type"}},
 		{"/?window=2d", "text/html", 400, []string{"window &#34;2d&#34; (want one of 1m, 5m, 15m, 1h, all)"}},
 		{"/api/overview?tenant=no%20such", "application/json", 400, []string{"tenant"}},
 		{"/search?q=conv-1", "text/html", 200, []string{`data-testid="conv-id">conv-1<`}},

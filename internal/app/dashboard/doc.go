@@ -6,11 +6,11 @@
 //
 // # Routes (mounted by Register)
 //
-//	GET /{$}?window=&tenant=                overview page
+//	GET /{$}?window=&tenant=&type=          overview page
 //	GET /conversations/{tenant}/{conv}      one conversation's timeline
 //	GET /search?q=<conv or tenant/conv>     opens the conversation (303), lists
 //	                                        the tenants that have it, or 404
-//	GET /api/overview?window=&tenant=       the overview as JSON (the page polls it)
+//	GET /api/overview?window=&tenant=&type= the overview as JSON (the page polls it)
 //	GET /api/conversations/{tenant}/{conv}  the timeline as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
 //
@@ -23,8 +23,11 @@
 // are the counters now minus the sample at its start, or minus zero when
 // the process is younger than the window (the page then says so). Each
 // window has two sparklines, decisions and activation rate in twelve
-// buckets. tenant narrows every number to one tenant. Rates are per
-// replica: each process counts what it decided.
+// buckets. tenant narrows every number to one tenant; type makes
+// "activated" count one error type (the headline rate, the tenant table,
+// the sparkline, the recent outcomes), the error type table staying the
+// menu of types. Rates are per replica: each process counts what it
+// decided.
 //
 // # Activation rate
 //

@@ -28,13 +28,14 @@ type Overview struct {
 	GeneratedAt time.Time `json:"generated_at"`
 	UpdatedText string    `json:"updated_text"`
 
-	Window   Window       `json:"window"`
-	Windows  []WindowLink `json:"windows"`
-	Tenant   string       `json:"tenant,omitempty"` // the tenant filter ("" all)
-	AllURL   string       `json:"all_url"`          // this window, every tenant
-	Coverage string       `json:"coverage"`         // what span the numbers cover
-	Trend    Trend        `json:"trend"`
-	Alarms   []Alarm      `json:"alarms"`
+	Window    Window       `json:"window"`
+	Windows   []WindowLink `json:"windows"`
+	Tenant    string       `json:"tenant,omitempty"`     // the tenant filter ("" all)
+	ErrorType string       `json:"error_type,omitempty"` // the error type filter ("" all)
+	AllURL    string       `json:"all_url"`              // this window, every tenant and type
+	Coverage  string       `json:"coverage"`             // what span the numbers cover
+	Trend     Trend        `json:"trend"`
+	Alarms    []Alarm      `json:"alarms"`
 
 	Decisions      Count    `json:"decisions"`
 	Judged         Count    `json:"judged"`
@@ -87,6 +88,7 @@ type Share struct {
 	Name  string `json:"name"`
 	Count Count  `json:"count"`
 	Rate  Rate   `json:"rate"`
+	URL   string `json:"url"` // the overview filtered to this error type
 }
 
 // Tenant is one tenant's decisions, activations and activation rate
@@ -162,10 +164,16 @@ const (
 	outcomeFailed    = "failed"
 )
 
-// totals sums the decisions of one tenant ("" every tenant).
-func (v metricsView) totals(tenant string) (total, activated, failed float64) {
+// filter narrows the numbers to one tenant and/or one error type ("" all).
+type filter struct{ tenant, errorType string }
+
+func (f filter) tenantOK(t string) bool { return f.tenant == "" || f.tenant == t }
+
+// totals sums the decisions of the filter's tenant; activated counts only
+// the filter's error type when it has one.
+func (v metricsView) totals(f filter) (total, activated, failed float64) {
 	for k, n := range v.decisions {
-		if tenant != "" && k[0] != tenant {
+		if !f.tenantOK(k[0]) {
 			continue
 		}
 		total += n
@@ -174,6 +182,14 @@ func (v metricsView) totals(tenant string) (total, activated, failed float64) {
 			activated += n
 		case outcomeFailed:
 			failed += n
+		}
+	}
+	if f.errorType != "" {
+		activated = 0
+		for k, n := range v.activations {
+			if f.tenantOK(k[0]) && k[1] == f.errorType {
+				activated += n
+			}
 		}
 	}
 	return total, activated, failed
@@ -223,9 +239,11 @@ func readMetrics(g prometheus.Gatherer) (metricsView, error) {
 	return v, nil
 }
 
-// fill computes the overview's numbers from the metrics view, for one
-// tenant or ("" ) all of them. Rates are over judged decisions.
-func (v metricsView) fill(o *Overview, only string) {
+// fill computes the overview's numbers from the metrics view, narrowed by
+// f. Rates are over judged decisions; with an error type, "activated"
+// counts that type only (in the headline and the tenant table). The error
+// type table lists every type (it is the type filter's menu).
+func (v metricsView) fill(o *Overview, f filter) {
 	byOutcome := map[string]float64{}
 	byTenant := map[string]*Tenant{}
 	judgedBy := map[string]float64{}
@@ -240,17 +258,24 @@ func (v metricsView) fill(o *Overview, only string) {
 	for k, n := range v.decisions {
 		t := tenant(k[0])
 		t.Decisions.Value += n
-		if k[1] == outcomeActivated {
+		if k[1] == outcomeActivated && f.errorType == "" {
 			t.Activated.Value += n
 		}
 		if k[1] != outcomeFailed {
 			judgedBy[k[0]] += n
 		}
-		if only == "" || k[0] == only {
+		if f.tenantOK(k[0]) {
 			byOutcome[k[1]] += n
 		}
 	}
-	total, activated, failed := v.totals(only)
+	if f.errorType != "" {
+		for k, n := range v.activations {
+			if k[1] == f.errorType {
+				tenant(k[0]).Activated.Value += n
+			}
+		}
+	}
+	total, activated, failed := v.totals(f)
 	judged := total - failed
 	o.Decisions = count("decisions", total)
 	o.Judged = count("judged", judged)
@@ -273,7 +298,7 @@ func (v metricsView) fill(o *Overview, only string) {
 
 	byType := map[string]float64{}
 	for k, n := range v.activations {
-		if only == "" || k[0] == only {
+		if f.tenantOK(k[0]) {
 			byType[k[1]] += n
 		}
 	}

@@ -15,6 +15,9 @@ func overviewQuery(q Query) string {
 	if q.Tenant != "" {
 		v.Set("tenant", q.Tenant)
 	}
+	if q.ErrorType != "" {
+		v.Set("type", q.ErrorType)
+	}
 	if len(v) == 0 {
 		return ""
 	}
@@ -24,11 +27,11 @@ func overviewQuery(q Query) string {
 // overviewURL is the overview page of q.
 func overviewURL(q Query) string { return "/" + overviewQuery(q) }
 
-// windowLinks are the window selector's choices, keeping the tenant.
+// windowLinks are the window selector's choices, keeping the filters.
 func windowLinks(q Query) []WindowLink {
 	out := make([]WindowLink, 0, len(Windows))
 	for _, w := range Windows {
-		out = append(out, WindowLink{Name: w.Name, Text: w.Text, URL: overviewURL(Query{Window: w.Name, Tenant: q.Tenant}),
+		out = append(out, WindowLink{Name: w.Name, Text: w.Text, URL: overviewURL(Query{Window: w.Name, Tenant: q.Tenant, ErrorType: q.ErrorType}),
 			Current: w.Name == q.Window || (q.Window == "" && w.Name == WindowAll)})
 	}
 	return out

@@ -164,7 +164,7 @@ const (
 
 // trend splits [from, to] into trendPoints buckets and measures each from
 // the samples (filtered like the overview).
-func (h *history) trend(from, to time.Time, tenant string) Trend {
+func (h *history) trend(from, to time.Time, f filter) Trend {
 	step := to.Sub(from) / trendPoints
 	if step <= 0 {
 		return Trend{}
@@ -177,7 +177,7 @@ func (h *history) trend(from, to time.Time, tenant string) Trend {
 	for i := range trendPoints {
 		cur, _ := h.at(from.Add(step * time.Duration(i+1)))
 		d := cur.mv.sub(prev.mv)
-		total, activated, failed := d.totals(tenant)
+		total, activated, failed := d.totals(f)
 		dec[i] = total
 		maxDec = max(maxDec, total)
 		if judged := total - failed; judged > 0 {

@@ -85,10 +85,12 @@ func TestWindowedOverview(t *testing.T) {
 		{Query{Window: "5m"}, "6", "6", "50.0%", "last 5 minutes, from 2026-03-01 09:15:00Z", []string{"anaphora", "contradiction"}, 6},
 		{Query{Window: "5m", Tenant: "a"}, "4", "4", "25.0%", "last 5 minutes", []string{"contradiction"}, 4},
 		{Query{Window: "15m"}, "16", "11", "72.7%", "from 2026-03-01 09:05:00Z", []string{"anaphora", "contradiction"}, 16},
+		// One error type: its activations over every judged decision.
+		{Query{Window: "5m", ErrorType: "anaphora"}, "6", "6", "33.3%", "last 5 minutes", []string{"anaphora", "contradiction"}, 6},
 		{Query{Window: "1h"}, "26", "21", "38.1%", "last hour: only since rein started at 2026-03-01 09:00:00Z (20m0s ago)", []string{"anaphora", "contradiction"}, 26},
 		{Query{}, "26", "21", "38.1%", "since rein started", []string{"anaphora", "contradiction"}, 26},
 	} {
-		t.Run(tc.q.Window+"/"+tc.q.Tenant, func(t *testing.T) {
+		t.Run(tc.q.Window+"/"+tc.q.Tenant+"/"+tc.q.ErrorType, func(t *testing.T) {
 			o := c.overview(t, tc.q)
 			if o.Decisions.Text != tc.decisions || o.Judged.Text != tc.judged || o.ActivationRate.Text != tc.rate {
 				t.Errorf("decisions %s judged %s rate %s, want %s %s %s", o.Decisions.Text, o.Judged.Text, o.ActivationRate.Text, tc.decisions, tc.judged, tc.rate)
@@ -124,8 +126,8 @@ func TestWindowedOverview(t *testing.T) {
 						t.Errorf("current window %s, want %s", w.Name, want)
 					}
 				}
-				if tc.q.Tenant != "" && !strings.Contains(w.URL, "tenant="+tc.q.Tenant) {
-					t.Errorf("window link %s drops the tenant", w.URL)
+				if tc.q.Tenant != "" && !strings.Contains(w.URL, "tenant="+tc.q.Tenant) || tc.q.ErrorType != "" && !strings.Contains(w.URL, "type="+tc.q.ErrorType) {
+					t.Errorf("window link %s drops a filter", w.URL)
 				}
 			}
 			if current != 1 {

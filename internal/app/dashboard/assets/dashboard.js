@@ -104,9 +104,13 @@
     fill("problems", o.problems, (p) => el("li", "", p));
     fill("outcomes", o.outcomes, (c) =>
       tr("data-outcome", c.name, [["name", c.name], ["num count", c.text]]));
-    fill("error-types", o.error_types, (s) =>
-      tr("data-error-type", s.name, [["name", s.name], ["num count", s.count.text], ["num rate", s.rate.text]]),
-      "no activations yet", 3);
+    fill("error-types", o.error_types, (s) => {
+      const r = tr("data-error-type", s.name, [["name", ""], ["num count", s.count.text], ["num rate", s.rate.text]]);
+      const a = el("a", "type-link", s.name);
+      a.href = s.url;
+      r.querySelector(".name").appendChild(a);
+      return r;
+    }, "no activations yet", 3);
     fill("tenants", o.tenants, (t) => {
       const r = tr("data-tenant", t.name, [["name", ""], ["num decisions", t.decisions.text],
         ["num activated", t.activated.text], ["num rate", t.rate.text]]);
