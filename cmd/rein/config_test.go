@@ -228,3 +228,18 @@ func TestEffectiveConfigurationLogged(t *testing.T) {
 		t.Error("API key logged")
 	}
 }
+
+// A provider only inferred from REIN_LLM_SCRIPT (which may drive the agent
+// alone) leaves serve's module at rules.
+func TestConfigScriptAloneKeepsRules(t *testing.T) {
+	t.Setenv("REIN_LLM_PROVIDER", "")
+	os.Unsetenv("REIN_LLM_PROVIDER")
+	t.Setenv("REIN_LLM_SCRIPT", "agent.yaml")
+	out, err := runCLI(t, context.Background(), "config", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "module: rules  # default") || !strings.Contains(out, "provider: scripted  # inferred from REIN_LLM_SCRIPT") {
+		t.Errorf("script alone:\n%s", out)
+	}
+}

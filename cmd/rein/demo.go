@@ -115,6 +115,11 @@ set, the inception module (--module llm by default then) and the agent use that 
 			inferModule(cmd, &so.modules)
 			lc := so.modules.llmConfig()
 			live := lc.Provider != ""
+			if live && flagSource(cmd.Flags().Lookup("module")) == sourceDefault {
+				// Any model configured, a script or a cassette included: the
+				// demo shows it deciding too.
+				so.modules.module = "llm"
+			}
 			agent := "scripted simulator (demodata/agent.yaml)"
 			if !live && so.agentScript == "" {
 				script, err := llm.ParseScript(demoAgentScript)

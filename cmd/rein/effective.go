@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -28,17 +29,17 @@ const redacted = "***"
 var secretFlags = map[string]bool{"nats-password": true, "nats-token": true}
 
 // inferModule applies the one rule that links two settings: with a model
-// provider configured (by any source) and --module left at its default,
-// the inception module is llm, as in rein demo; the source says so.
+// provider named (--provider, REIN_LLM_PROVIDER or rein.yaml; not one
+// inferred from REIN_LLM_SCRIPT or a cassette, which may drive the agent
+// alone) and --module left at its default, the inception module is llm;
+// the source says so.
 func inferModule(cmd *cobra.Command, m *moduleFlags) {
 	f := cmd.Flags().Lookup("module")
-	if f == nil || flagSource(f) != sourceDefault {
+	if f == nil || flagSource(f) != sourceDefault || m.provider == "" {
 		return
 	}
-	if p := m.llmConfig().Provider; p != "" {
-		m.module = inception.ModuleLLM
-		setSource(f, fmt.Sprintf("default with a model provider (%s) configured", p))
-	}
+	m.module = inception.ModuleLLM
+	setSource(f, fmt.Sprintf("default with a model provider (%s) configured", m.provider))
 }
 
 // provisionConfig is the streams section of rein.yaml over the defaults.
@@ -101,10 +102,13 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 // llm.ConfigFromEnv when no flag source set it.
 func llmSource(cmd *cobra.Command, flag, value, env string) string {
 	s := flagSource(cmd.Flags().Lookup(flag))
-	if s == sourceDefault && value != "" {
-		return "env " + env
+	switch {
+	case s != sourceDefault || value == "":
+		return s
+	case strings.TrimSpace(os.Getenv(env)) == "" && flag == "provider":
+		return "inferred from " + llm.EnvScript + " or " + llm.EnvCassette
 	}
-	return s
+	return "env " + env
 }
 
 func orNone(s string) string {
