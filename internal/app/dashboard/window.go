@@ -175,7 +175,11 @@ func (h *history) trend(from, to time.Time, f filter) Trend {
 	prev, _ := h.at(from)
 	maxDec := 0.0
 	for i := range trendPoints {
-		cur, _ := h.at(from.Add(step * time.Duration(i+1)))
+		end := from.Add(step * time.Duration(i+1))
+		if i == trendPoints-1 {
+			end = to // step was rounded down: the last bucket ends now
+		}
+		cur, _ := h.at(end)
 		d := cur.mv.sub(prev.mv)
 		total, activated, failed := d.totals(f)
 		dec[i] = total

@@ -199,3 +199,19 @@ func TestAlarms(t *testing.T) {
 		t.Errorf("alarms after the window and the model's return: %v", o.Alarms)
 	}
 }
+
+// Decisions made since the last sample show in the last bucket, whatever
+// the rounding of the bucket width.
+func TestTrendLastBucketEndsNow(t *testing.T) {
+	c := newClocked(t, newFixture(t))
+	c.now = c.now.Add(3*time.Second + 7*time.Nanosecond) // not a multiple of 12
+	c.add("a", "clear", "", 12)
+	o := c.overview(t, Query{})
+	fields := strings.Fields(o.Trend.DecisionsText)
+	if len(fields) != trendPoints || fields[trendPoints-1] != "12" {
+		t.Errorf("trend %q: the last bucket misses the decisions", o.Trend.DecisionsText)
+	}
+	if o.Trend.Rate == "" {
+		t.Error("no activation-rate point although decisions were judged")
+	}
+}
