@@ -108,6 +108,9 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 // Run samples the counters every SampleInterval until ctx is done, so the
 // time windows and sparklines have data while no page is open.
 func (d *Dashboard) Run(ctx context.Context) error {
+	// The first sample is the baseline of "new dead letters": what is in
+	// REIN_DLQ when rein starts is not news.
+	d.sample(ctx)
 	t := time.NewTicker(d.cfg.SampleInterval)
 	defer t.Stop()
 	for {
@@ -210,7 +213,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	for i := range o.ErrorTypes {
 		o.ErrorTypes[i].URL = overviewURL(Query{Window: q.Window, Tenant: q.Tenant, ErrorType: o.ErrorTypes[i].Name})
 	}
-	o.Trend = d.hist.trend(from, now, f)
+	o.Trend = d.hist.trend(from, now, f, cur)
 	o.Windows = windowLinks(q)
 	o.AllURL = overviewURL(Query{Window: q.Window})
 	o.Alarms = d.alarms(cur, now)

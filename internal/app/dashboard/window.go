@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -164,30 +165,40 @@ const (
 
 // trend splits [from, to] into trendPoints buckets and measures each from
 // the samples (filtered like the overview).
-func (h *history) trend(from, to time.Time, f filter) Trend {
+//
+// cur is the sample of this moment (the history may have skipped it as too
+// close to the previous one); it ends the last bucket.
+func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 	step := to.Sub(from) / trendPoints
 	if step <= 0 {
 		return Trend{}
 	}
+	at := func(t time.Time) sample {
+		if !t.Before(cur.at) {
+			return cur
+		}
+		s, _ := h.at(t)
+		return s
+	}
 	dec := make([]float64, trendPoints)
 	rates := make([]float64, trendPoints)
 	judgedAny := make([]bool, trendPoints)
-	prev, _ := h.at(from)
+	prev := at(from)
 	maxDec := 0.0
 	for i := range trendPoints {
 		end := from.Add(step * time.Duration(i+1))
 		if i == trendPoints-1 {
 			end = to // step was rounded down: the last bucket ends now
 		}
-		cur, _ := h.at(end)
-		d := cur.mv.sub(prev.mv)
+		next := at(end)
+		d := next.mv.sub(prev.mv)
 		total, activated, failed := d.totals(f)
 		dec[i] = total
 		maxDec = max(maxDec, total)
 		if judged := total - failed; judged > 0 {
 			rates[i], judgedAny[i] = activated/judged, true
 		}
-		prev = cur
+		prev = next
 	}
 	var t Trend
 	var dp, rp, dt, rt []string
@@ -204,6 +215,13 @@ func (h *history) trend(from, to time.Time, f filter) Trend {
 			rt = append(rt, fmt.Sprintf("%.0f%%", rates[i]*100))
 		} else {
 			rt = append(rt, "–")
+		}
+	}
+	if len(rp) == 1 {
+		// One point draws nothing: make it a short dash.
+		x, y, _ := strings.Cut(rp[0], ",")
+		if v, err := strconv.ParseFloat(x, 64); err == nil {
+			rp = append([]string{fmt.Sprintf("%.1f,%s", max(v-3, 0), y)}, rp...)
 		}
 	}
 	t.Decisions, t.Rate = strings.Join(dp, " "), strings.Join(rp, " ")

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/telemetry"
+	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -204,7 +205,10 @@ func TestAlarms(t *testing.T) {
 // the rounding of the bucket width.
 func TestTrendLastBucketEndsNow(t *testing.T) {
 	c := newClocked(t, newFixture(t))
-	c.now = c.now.Add(3*time.Second + 7*time.Nanosecond) // not a multiple of 12
+	c.d.sample(context.Background()) // as Run does at start
+	// Too soon after it for the history to keep the next sample, and not
+	// a multiple of 12.
+	c.now = c.now.Add(3*time.Second + 7*time.Nanosecond)
 	c.add("a", "clear", "", 12)
 	o := c.overview(t, Query{})
 	fields := strings.Fields(o.Trend.DecisionsText)
@@ -213,5 +217,31 @@ func TestTrendLastBucketEndsNow(t *testing.T) {
 	}
 	if o.Trend.Rate == "" {
 		t.Error("no activation-rate point although decisions were judged")
+	}
+}
+
+// Run samples at once, so dead letters added before the first page load
+// still raise the banner.
+func TestRunSamplesAtStart(t *testing.T) {
+	f := newFixture(t)
+	c := newClocked(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.d.Run(ctx) }()
+	rtest.CheckFor(t, 10*time.Second, "Run's first sample", func() bool {
+		_, _, ok := c.d.hist.firstDLQ()
+		return ok
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.PublishDeadLetter(context.Background(), f.pub, streams.StageDetector, streams.StreamTurns, 8, 1,
+		streams.TurnSubject(tenant, "conv-8", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(time.Minute)
+	if o := c.overview(t, Query{}); len(o.Alarms) != 1 || o.Alarms[0].Kind != "dead_letters" {
+		t.Errorf("alarms %v", o.Alarms)
 	}
 }
