@@ -174,8 +174,8 @@ func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 		return Trend{}
 	}
 	at := func(t time.Time) sample {
-		if !t.Before(cur.at) {
-			return cur
+		if !t.Before(to) || !t.Before(cur.at) {
+			return cur // cur was read a moment after to was
 		}
 		s, _ := h.at(t)
 		return s
@@ -226,6 +226,10 @@ func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 	}
 	t.Decisions, t.Rate = strings.Join(dp, " "), strings.Join(rp, " ")
 	t.DecisionsText, t.RateText = strings.Join(dt, " "), strings.Join(rt, " ")
-	t.BucketText = "each point: " + step.Round(time.Second).String()
+	unit := time.Second
+	if step < 10*time.Second {
+		unit = 10 * time.Millisecond
+	}
+	t.BucketText = "each point: " + step.Round(unit).String()
 	return t
 }

@@ -210,6 +210,9 @@ func TestTrendLastBucketEndsNow(t *testing.T) {
 	// a multiple of 12.
 	c.now = c.now.Add(3*time.Second + 7*time.Nanosecond)
 	c.add("a", "clear", "", 12)
+	// A real clock moves between the overview's "now" and its sample.
+	ticks := 0
+	c.d.now = func() time.Time { ticks++; return c.now.Add(time.Duration(ticks) * time.Millisecond) }
 	o := c.overview(t, Query{})
 	fields := strings.Fields(o.Trend.DecisionsText)
 	if len(fields) != trendPoints || fields[trendPoints-1] != "12" {
