@@ -305,17 +305,34 @@ func TestIntegrationDocLive(t *testing.T) {
 	t.Setenv("REIN_LLM_PROVIDER", "")
 	doc := readIntegrationDoc(t)
 	dir := t.TempDir()
-	script := filepath.Join(dir, "agent.yaml")
-	config := filepath.Join(dir, "rein.yaml")
-	if err := os.WriteFile(script, demoAgentScript, 0o644); err != nil {
-		t.Fatal(err)
+	// The guide's way to start: its first line writes rein.yaml, its
+	// second runs serve (paths as from the repository's root).
+	start := strings.Split(docExample(t, doc, "serve"), "\n")
+	if len(start) < 2 {
+		t.Fatalf("the serve example has %d lines", len(start))
 	}
-	if err := os.WriteFile(config, []byte("sinks:\n  - type: handoff\n    deadline: 5m\n"), 0o644); err != nil {
-		t.Fatal(err)
+	write := exec.Command("sh", "-c", start[0])
+	write.Dir = dir
+	if out, err := write.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", start[0], err, out)
+	}
+	fields := strings.Fields(start[1])
+	at := slices.Index(fields, "serve")
+	if at < 0 {
+		t.Fatalf("%q does not run serve", start[1])
+	}
+	args := fields[at+1:]
+	for i, a := range args {
+		switch {
+		case a == "rein.yaml":
+			args[i] = filepath.Join(dir, a)
+		case strings.HasPrefix(a, "cmd/"):
+			args[i] = filepath.Join("..", "..", a)
+		}
 	}
 	natsAddr, httpAddr := freePort(t), freePort(t)
 	data := filepath.Join(dir, "data")
-	stop := startServeWith(t, httpAddr, "--data-dir", data, "--nats-listen", natsAddr, "--config", config, "--agent-script", script)
+	stop := startServeWith(t, httpAddr, append([]string{"--data-dir", data, "--nats-listen", natsAddr}, args...)...)
 	defer stop()
 	token, err := os.ReadFile(filepath.Join(data, "http-token"))
 	if err != nil {
