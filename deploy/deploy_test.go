@@ -279,18 +279,24 @@ func TestDashboardCoverage(t *testing.T) {
 	}
 }
 
-// promtool returns the promtool binary, skipping when it is absent unless
-// CI is set.
+// promtool returns the promtool binary. When it is absent the test fails
+// if REIN_REQUIRE_PROMTOOL=1 or CI is set (CI installs it and must run
+// these tests), and skips otherwise.
 func promtool(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("promtool")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool not on PATH (apt-get install prometheus)")
+		if promtoolRequired() {
+			t.Fatal("promtool not on PATH, and REIN_REQUIRE_PROMTOOL or CI says these tests must run (apt-get install prometheus)")
 		}
 		t.Skip("promtool not on PATH; install Debian's prometheus package to run this test")
 	}
 	return p
+}
+
+// promtoolRequired reports whether the promtool tests must not skip.
+func promtoolRequired() bool {
+	return os.Getenv("REIN_REQUIRE_PROMTOOL") == "1" || os.Getenv("CI") != ""
 }
 
 func runPromtool(t *testing.T, args ...string) {
@@ -332,4 +338,30 @@ func TestDashboardQueriesParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	runPromtool(t, "check", "rules", path)
+}
+
+// With REIN_REQUIRE_PROMTOOL=1 and no promtool on PATH, the promtool tests
+// fail rather than skip: the test binary is run again with an empty PATH.
+func TestPromtoolRequiredFails(t *testing.T) {
+	if os.Getenv("REIN_PROMTOOL_CHILD") == "1" {
+		t.Skip("child run")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(require string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), exe, "-test.run", "^TestPrometheusRules$", "-test.v")
+		cmd.Env = []string{"PATH=" + t.TempDir(), "REIN_PROMTOOL_CHILD=1", "REIN_REQUIRE_PROMTOOL=" + require, "HOME=" + os.Getenv("HOME")}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("1")
+	if err == nil || !strings.Contains(out, "--- FAIL: TestPrometheusRules") || !strings.Contains(out, "REIN_REQUIRE_PROMTOOL") {
+		t.Errorf("required and absent: err %v, want a failure naming REIN_REQUIRE_PROMTOOL:\n%s", err, out)
+	}
+	out, err = run("")
+	if err != nil || !strings.Contains(out, "--- SKIP: TestPrometheusRules") {
+		t.Errorf("not required and absent: err %v, want a skip:\n%s", err, out)
+	}
 }

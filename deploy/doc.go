@@ -16,5 +16,6 @@
 // The tests check that every rein_* metric the dashboard and the rules
 // query is one rein exports (internal/telemetry/names.go), that the
 // dashboard is well formed and its queries parse, and run promtool when it
-// is installed (required when CI is set).
+// is installed; with REIN_REQUIRE_PROMTOOL=1 (set by .ci/run) or CI set, a
+// missing promtool fails those tests instead of skipping them.
 package deploy

@@ -39,8 +39,12 @@
 //     work-queue stream REIN_HANDOFF holding the transcript so far, the
 //     detected error type, the planted plan and the summary; desktops take
 //     them with Claim. An item unclaimed at its deadline is removed and
-//     dev.rein.handoff.timeout.v1 is published instead. EnsureHandoffStream
-//     provisions the stream and the desktops' durable consumer.
+//     dev.rein.handoff.timeout.v1 is published on
+//     rein.handoff.timeout.<tenant>.<conv>. EnsureHandoffStream provisions
+//     the stream and the desktops' durable consumer; the stage creates that
+//     consumer at start when a handoff sink is configured, so desktops in
+//     any language can claim (fetch, delete by sequence, ack: see
+//     docs/integration.md).
 //
 // Metrics (NewMetrics, injected registerer): rein_escalations_total{reason,
 // error_type}, rein_reports_total{error_type},

@@ -105,11 +105,33 @@ func (s *Stage) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	if err := s.ensureDesktops(ctx); err != nil {
+		return err
+	}
 	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), 0, s.handle)
 	if err != nil {
 		return err
 	}
 	return start.Consumer.Run(ctx)
+}
+
+// ensureDesktops creates the desktops' durable consumer on REIN_HANDOFF
+// when a handoff sink is configured, so that a desktop in any language can
+// claim items from the start (Claim creates it too, but only Go desktops
+// call Claim).
+func (s *Stage) ensureDesktops(ctx context.Context) error {
+	for _, sk := range s.sinks {
+		if _, ok := sk.(*Handoff); !ok {
+			continue
+		}
+		stream, err := s.deps.JS.Stream(ctx, streams.StreamHandoff)
+		if err != nil {
+			return fmt.Errorf("handoff sink: stream %s: %w", streams.StreamHandoff, err)
+		}
+		_, err = ensureDesktopConsumer(ctx, stream, stream.CachedInfo().Config.Replicas)
+		return err
+	}
+	return nil
 }
 
 func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {

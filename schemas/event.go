@@ -20,6 +20,12 @@ const Source = "/rein"
 // refused with ErrBadID, never wrapped.
 const MaxTurn = 1<<53 - 1
 
+// MaxTextChars is the longest turn text rein accepts, in characters
+// (Unicode code points, as JSON Schema's maxLength counts them): the
+// maxLength of text in jsonschema/dev.rein.turn.v1.json. The whole event
+// body is bounded separately (streams.DefaultMaxEventBytes, 256 KiB).
+const MaxTextChars = 65536
+
 // maxTurn makes the build fail where int cannot hold MaxTurn.
 const maxTurn int = MaxTurn
 

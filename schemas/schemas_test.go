@@ -3,6 +3,9 @@ package schemas_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,4 +148,72 @@ func TestBuildEventSkipsOnlyTheSchemaCheck(t *testing.T) {
 	if _, err := schemas.BuildEvent(schemas.TypeTurn, "x", "", schemas.Meta{Tenant: "ac me", Conversation: "c"}, turn); !errors.Is(err, schemas.ErrBadID) {
 		t.Errorf("bad id: %v", err)
 	}
+}
+
+// MaxTextChars is the turn schema's maxLength of text.
+func TestMaxTextCharsMatchesSchema(t *testing.T) {
+	b, err := os.ReadFile("jsonschema/" + schemas.TypeTurn + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Properties struct {
+			Text struct {
+				MaxLength int `json:"maxLength"`
+			} `json:"text"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Properties.Text.MaxLength != schemas.MaxTextChars {
+		t.Errorf("schema maxLength %d, MaxTextChars %d", doc.Properties.Text.MaxLength, schemas.MaxTextChars)
+	}
+}
+
+// Every JSON Schema describes exactly the fields of its Go type: a field
+// added to one and not the other fails here (the schemas are what a
+// platform in another language codes against).
+func TestSchemasMatchTypes(t *testing.T) {
+	for _, typ := range schemas.AllTypes {
+		b, err := os.ReadFile("jsonschema/" + typ + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		var schemaFields []string
+		for k := range doc.Properties {
+			schemaFields = append(schemaFields, k)
+		}
+		slices.Sort(schemaFields)
+		goFields := jsonFields(reflect.TypeOf(samples[typ]))
+		if !slices.Equal(schemaFields, goFields) {
+			t.Errorf("%s: schema properties %v, Go fields %v", typ, schemaFields, goFields)
+		}
+	}
+}
+
+// jsonFields lists the JSON names of a struct's exported fields.
+func jsonFields(rt reflect.Type) []string {
+	var out []string
+	for f := range rt.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }

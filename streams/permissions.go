@@ -23,11 +23,19 @@ const (
 	IdentityEscalation    = StageEscalation
 	IdentityIngress       = StageIngress
 	IdentityAdmin         = "admin"
+	// IdentityReader is for a platform's event consumers: it reads every
+	// stream (ordered consumers, gets) and subscribes to rein's subjects,
+	// and publishes nothing.
+	IdentityReader = "reader"
+	// IdentityHandoffDesktop is for human-agent desktops claiming handoff
+	// items: the desktops' consumer on REIN_HANDOFF and deleting a claimed
+	// item, nothing else.
+	IdentityHandoffDesktop = "handoff-desktop"
 )
 
 // Identities lists every identity the embedded server knows, in a fixed order.
 var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector, IdentityDetectorFused,
-	IdentityInjector, IdentityAgentWorker, IdentityEscalation}
+	IdentityInjector, IdentityAgentWorker, IdentityEscalation, IdentityReader, IdentityHandoffDesktop}
 
 // JetStream API and reply subjects.
 const (
@@ -92,14 +100,15 @@ func (g *grant) consume(stream, durable string) {
 	)
 }
 
-// read allows ordered consumers (generated names, no acks) on a stream,
-// denying the stages' durables on it.
+// read allows consumers of the reader's own (ordered ones with generated
+// names, or durables it names and acks) on a stream, denying the stages'
+// durables and their acks.
 func (g *grant) read(stream string) {
 	g.streamInfo(stream)
 	for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
 		g.publish(jsAPI + ".CONSUMER." + op + "." + stream + ".*")
 	}
-	g.publish(jsAPI + ".CONSUMER.CREATE." + stream + ".*.>")
+	g.publish(jsAPI+".CONSUMER.CREATE."+stream+".*.>", jsAck+"."+stream+".>")
 	if g.denied == nil {
 		g.denied = map[[2]string]bool{}
 	}
@@ -122,7 +131,7 @@ func (g *grant) deny() []string {
 		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
 			out = append(out, jsAPI+".CONSUMER."+op+"."+c)
 		}
-		out = append(out, jsAPI+".CONSUMER.CREATE."+c+".>")
+		out = append(out, jsAPI+".CONSUMER.CREATE."+c+".>", jsAck+"."+c+".>")
 	}
 	return out
 }
@@ -198,6 +207,26 @@ var grants = map[string]func(*grant){
 		g.publish(jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>", jsAPI+".CONSUMER.INFO."+c)
 		g.publish(HandoffItems, HandoffTimeout, DLQSubject(StageEscalation))
 	},
+}
+
+func readerGrant(g *grant) {
+	g.client()
+	for _, s := range StreamNames {
+		g.get(s)
+		g.read(s)
+	}
+	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, DLQAll, HandoffItems, HandoffTimeout)
+}
+
+func handoffDesktopGrant(g *grant) {
+	g.client()
+	g.consume(StreamHandoff, DurableHandoffDesktops)
+	g.deleteMsg(StreamHandoff)
+}
+
+func init() {
+	grants[IdentityReader] = readerGrant
+	grants[IdentityHandoffDesktop] = handoffDesktopGrant
 }
 
 // Permissions returns the NATS permissions of a rein identity.

@@ -167,6 +167,18 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamTurns + ".ordered_1", true},
 		{streams.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamTurns + "." + streams.DurableDetector, false},
 		{streams.IdentityEscalation, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamTurns + "." + streams.DurableDetector, false},
+		// A platform's event reader reads and publishes nothing.
+		{streams.IdentityReader, sub, streams.DetectionsAll, true},
+		{streams.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamOutcomes + ".ordered_1", true},
+		{streams.IdentityReader, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
+		{streams.IdentityReader, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops, false},
+		{streams.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + ".cc-platform.1.2.3.4.5.6.7", true},
+		{streams.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + "." + streams.DurableEscalation + ".1.2.3.4.5.6.7", false},
+		// A desktop claims handoff items and does nothing else.
+		{streams.IdentityHandoffDesktop, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops, true},
+		{streams.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + streams.StreamHandoff, true},
+		{streams.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + streams.StreamTurns, false},
+		{streams.IdentityHandoffDesktop, pub, streams.TaskSubject("acme", "c1"), false},
 		// Admin holds everything.
 		{streams.IdentityAdmin, pub, streams.TaskSubject("acme", "c1"), true},
 	}

@@ -291,9 +291,11 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		inceptionLatency: plan.inceptionLatency, speculate: plan.speculate,
 		modules: moduleFlags{module: "rules", plan: "template"}, agentModel: agent}
-	file := &fileConfig{}
+	var file *fileConfig
 	if plan.duplicates > 0 {
-		file.Sections = map[string][]byte{"streams": fmt.Appendf(nil, "defaults: {duplicates: %s}\n", plan.duplicates)}
+		if file, err = parseFileConfig("bench", fmt.Appendf(nil, "streams:\n  defaults: {duplicates: %s}\n", plan.duplicates)); err != nil {
+			return benchResult{}, err
+		}
 	}
 	rt, err := startRuntime(ctx, &sf, file, "rein-bench")
 	if err != nil {

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 )
 
@@ -31,7 +36,7 @@ func TestConfigPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.section("streams") == nil {
+	if !cfg.hasSection("streams") {
 		t.Error("streams section not kept")
 	}
 	cmd, url, dir, stages := configTestCmd()
@@ -68,7 +73,7 @@ func TestConfigUnknownKeyAndBadYAML(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd, _, _, _ := configTestCmd()
-		if err := applySources(cmd, cfg); err == nil || !strings.Contains(err.Error(), section) {
+		if err := applySources(cmd, cfg); err == nil || !strings.Contains(err.Error(), section) || !strings.Contains(err.Error(), ".yaml:1:") {
 			t.Errorf("section %s: %v, want it refused", section, err)
 		}
 	}
@@ -113,5 +118,163 @@ func TestConfigSinks(t *testing.T) {
 	}
 	if _, err := sinksConfig(cfg); err == nil || !strings.Contains(err.Error(), "option path does not apply") || !strings.Contains(err.Error(), "jsonl option") {
 		t.Fatalf("a jsonl key on a webhook sink: %v", err)
+	}
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "rein.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An unknown key, a repeated key and an unknown field of a section each
+// fail with the line they are on.
+func TestConfigErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown key", "data-dir: /d\n\nnats-ulr: x\n", []string{"rein.yaml:3:", `unknown key "nats-ulr"`, "did you mean nats-url?"}},
+		{"unknown section", "stages: [detector]\ndetector:\n  timeout: 1s\n", []string{"rein.yaml:2:", `"detector"`}},
+		{"key twice", "data-dir: /a\ndata-dir: /b\n", []string{"[2:1]", "data-dir"}},
+		{"unknown stream field", "streams:\n  defaults:\n    max_agee: 1h\n", []string{"section streams", "[3:5]", "max_agee"}},
+		{"mapping for a flag", "data-dir:\n  a: 1\n", []string{"rein.yaml:1:", "not a mapping"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runCLI(t, context.Background(), "config", "show", "--config", writeConfig(t, tc.yaml))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// The model settings obey the same precedence as every other setting:
+// flag > environment (REIN_LLM_* included) > file.
+func TestConfigProviderPrecedence(t *testing.T) {
+	file := writeConfig(t, "provider: anthropic\nmodel: file-model\nbase-url: http://file\n")
+	t.Setenv("REIN_LLM_PROVIDER", "openai")
+	t.Setenv("REIN_LLM_MODEL", "env-model")
+	t.Setenv("REIN_LLM_API_KEY", "sk-very-secret")
+	t.Setenv("REIN_LLM_BASE_URL", "")
+	os.Unsetenv("REIN_LLM_BASE_URL")
+	out, err := runCLI(t, context.Background(), "config", "show", "--config", file, "--model", "flag-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"provider: openai  # env REIN_LLM_PROVIDER",
+		"model: flag-model  # flag",
+		"base_url: http://file  # file " + file + ":3",
+		// A provider configured and --module left alone: the llm module.
+		"module: llm  # default with a model provider (openai) configured",
+		`api_key: "***"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-very-secret") {
+		t.Error("config show prints the API key")
+	}
+}
+
+// --module given, by any source, is never overridden by the provider.
+func TestConfigModuleGivenStays(t *testing.T) {
+	t.Setenv("REIN_LLM_PROVIDER", "openai")
+	t.Setenv("REIN_MODULE", "rules")
+	out, err := runCLI(t, context.Background(), "config", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "module: rules  # env REIN_MODULE") {
+		t.Errorf("module not rules from the environment:\n%s", out)
+	}
+}
+
+// config show is valid YAML with the effective values, streams' retention
+// from the file, and secrets redacted.
+func TestConfigShowYAML(t *testing.T) {
+	file := writeConfig(t, "nats-token: tok-secret\nstreams:\n  defaults: {max_age: 720h}\n  streams:\n    REIN_TURNS: {max_bytes: 1000000}\n")
+	t.Setenv("REIN_LLM_PROVIDER", "")
+	out, err := runCLI(t, context.Background(), "config", "show", "--config", file, "--stages", "detector,injector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Module  string            `yaml:"module"`
+		Stages  string            `yaml:"stages"`
+		Streams map[string]string `yaml:"streams"`
+		Flags   map[string]any    `yaml:"flags"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not YAML: %v\n%s", err, out)
+	}
+	if doc.Module != "rules" || doc.Stages != "detector,injector" {
+		t.Errorf("module %q stages %q", doc.Module, doc.Stages)
+	}
+	if got := doc.Streams["REIN_TURNS"]; !strings.Contains(got, "max_age 720h") || !strings.Contains(got, "max_bytes 1000000") {
+		t.Errorf("REIN_TURNS retention %q", got)
+	}
+	if strings.Contains(out, "tok-secret") || doc.Flags["nats-token"] != "***" {
+		t.Errorf("token not redacted: %v", doc.Flags["nats-token"])
+	}
+}
+
+// serve's first log line is the effective configuration.
+func TestEffectiveConfigurationLogged(t *testing.T) {
+	t.Setenv("REIN_LLM_API_KEY", "sk-very-secret")
+	var sf serverFlags
+	var so stageOptions
+	var stages []string
+	cmd := &cobra.Command{Use: "serve"}
+	bindServe(cmd, &sf, &so, &stages)
+	file, names, err := resolveServe(cmd, &so, stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := provisionConfig(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("effective configuration", logAttrs(effectiveSettings(cmd, &sf, &so, names, file, prov))...)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"module", "provider", "model", "taxonomy", "domain", "stages", "nats", "retention"} {
+		if _, ok := line[k]; !ok {
+			t.Errorf("log line lacks %s: %s", k, buf.String())
+		}
+	}
+	if ret, _ := line["retention"].(map[string]any); ret["REIN_TURNS"] == nil {
+		t.Errorf("retention lacks REIN_TURNS: %v", line["retention"])
+	}
+	if strings.Contains(buf.String(), "sk-very-secret") {
+		t.Error("API key logged")
+	}
+}
+
+// A provider only inferred from REIN_LLM_SCRIPT (which may drive the agent
+// alone) leaves serve's module at rules.
+func TestConfigScriptAloneKeepsRules(t *testing.T) {
+	t.Setenv("REIN_LLM_PROVIDER", "")
+	os.Unsetenv("REIN_LLM_PROVIDER")
+	t.Setenv("REIN_LLM_SCRIPT", "agent.yaml")
+	out, err := runCLI(t, context.Background(), "config", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "module: rules  # default") || !strings.Contains(out, "provider: scripted  # inferred from REIN_LLM_SCRIPT") {
+		t.Errorf("script alone:\n%s", out)
 	}
 }

@@ -36,6 +36,8 @@ type demoConversation struct {
 	ID    string   `yaml:"id"`
 	About string   `yaml:"about"`
 	Turns []string `yaml:"turns"`
+	// Expect is the error type each turn is written to show ("" none).
+	Expect []string `yaml:"expect"`
 }
 
 // demoSummary is what `rein demo --json` prints.
@@ -53,6 +55,11 @@ type demoSummary struct {
 	P99Ms         float64        `json:"p99_ms"`
 	Module        string         `json:"module"`
 	Agent         string         `json:"agent"`
+	// Labels is, per conversation, the error type detected at each user
+	// turn ("" none); Mismatches the turns labelled otherwise than their
+	// conversation is written to show.
+	Labels     map[string][]string `json:"labels"`
+	Mismatches []string            `json:"mismatches,omitempty"`
 }
 
 func init() { register(newDemoCmd) }
@@ -90,6 +97,11 @@ set, the inception module (--module llm by default then) and the agent use that 
 			if err := yamlStrict(demoConversationsYAML, &convs); err != nil {
 				return fmt.Errorf("demo conversations: %w", err)
 			}
+			for _, c := range convs.Conversations {
+				if len(c.Expect) != len(c.Turns) {
+					return fmt.Errorf("demo conversation %s: %d turns but %d expected labels", c.ID, len(c.Turns), len(c.Expect))
+				}
+			}
 			if sf.dataDir == "" {
 				dir, err := os.MkdirTemp("", "rein-demo-")
 				if err != nil {
@@ -100,8 +112,12 @@ set, the inception module (--module llm by default then) and the agent use that 
 				}
 				sf.dataDir = dir
 			}
-			live := llm.ConfigFromEnv().Provider != ""
-			if !cmd.Flags().Changed("module") && live {
+			inferModule(cmd, &so.modules)
+			lc := so.modules.llmConfig()
+			live := lc.Provider != ""
+			if live && flagSource(cmd.Flags().Lookup("module")) == sourceDefault {
+				// Any model configured, a script or a cassette included: the
+				// demo shows it deciding too.
 				so.modules.module = "llm"
 			}
 			agent := "scripted simulator (demodata/agent.yaml)"
@@ -112,11 +128,11 @@ set, the inception module (--module llm by default then) and the agent use that 
 				}
 				so.agentModel = llm.NewScripted(script)
 			} else if live {
-				agent = llm.ConfigFromEnv().Provider + " model " + llm.ConfigFromEnv().Model
+				agent = lc.Provider + " model " + lc.Model
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			if !cmd.Flags().Changed("log-level") && os.Getenv(envName("log-level")) == "" {
+			if flagSource(cmd.Flags().Lookup("log-level")) == sourceDefault {
 				sf.logLevel = "warn" // keep the transcript readable; problems still show
 			}
 			rt, err := startRuntime(ctx, &sf, file, "rein-demo")
@@ -311,12 +327,21 @@ func thoughtOf(s schemas.Step) string {
 func summarize(col *demoCollector, convs []demoConversation, module, agent string) demoSummary {
 	col.mu.Lock()
 	defer col.mu.Unlock()
-	s := demoSummary{Conversations: len(convs), Activations: map[string]int{}, DeadLetters: col.dlq, Module: module, Agent: agent}
+	s := demoSummary{Conversations: len(convs), Activations: map[string]int{}, DeadLetters: col.dlq, Module: module, Agent: agent,
+		Labels: map[string][]string{}}
 	var lat []time.Duration
 	for _, c := range convs {
 		for i := range c.Turns {
 			t := col.turn(c.ID, i+1)
 			s.Turns++
+			label := ""
+			if d := t.Detection; d != nil && d.Rein {
+				label = d.ErrorType
+			}
+			s.Labels[c.ID] = append(s.Labels[c.ID], label)
+			if i < len(c.Expect) && c.Expect[i] != label {
+				s.Mismatches = append(s.Mismatches, fmt.Sprintf("%s turn %d: written to show %s, detected %s", c.ID, i+1, orNone(c.Expect[i]), orNone(label)))
+			}
 			if d := t.Detection; d != nil {
 				s.Decisions++
 				if d.Failed {
@@ -360,4 +385,12 @@ func printSummary(w io.Writer, st demoStyle, s demoSummary) {
 	fmt.Fprintf(w, "  activations: %s\n", strings.Join(parts, ", "))
 	fmt.Fprintf(w, "  escalations %d · reports %d · dead letters %d\n", s.Escalations, s.Reports, s.DeadLetters)
 	fmt.Fprintf(w, "  turn latency (user turn published → agent reply stored): p50 %.1f ms, p99 %.1f ms\n", s.P50Ms, s.P99Ms)
+	if len(s.Mismatches) == 0 {
+		fmt.Fprintf(w, "  every turn labelled with the type it is written to show\n")
+		return
+	}
+	fmt.Fprintf(w, "  %d turn(s) labelled otherwise than written:\n", len(s.Mismatches))
+	for _, m := range s.Mismatches {
+		fmt.Fprintf(w, "    %s\n", m)
+	}
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
-// The offline demo (rules module, scripted agent) catches anaphora and the
-// three unsupported types, and each ends in the right recovery tool.
+// The offline demo (rules module, scripted agent) labels every scripted
+// turn with the type it is written to show (all six types, the
+// multiple-interpretation turn not taken for anaphora, the contradiction
+// inside one utterance caught), and each ends in the right recovery tool.
 // The injector runs fused into the detector by default, and as its own
 // consumer with --fuse-injector=false: the outcome is the same.
 func TestDemoOfflineJSON(t *testing.T) {
@@ -27,12 +30,26 @@ func demoOffline(t *testing.T, flags ...string) {
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("demo --json: %v\n%s", err, out)
 	}
-	if s.Conversations != 8 || s.Turns != 10 || s.Decisions != s.Turns || s.Failed != 0 || s.DeadLetters != 0 {
+	if s.Conversations != 8 || s.Turns != 11 || s.Decisions != s.Turns || s.Failed != 0 || s.DeadLetters != 0 {
 		t.Errorf("summary %+v", s)
 	}
-	for _, typ := range []string{"anaphora", "unsupported_action", "unsupported_parameter", "unsupported_domain"} {
-		if s.Activations[typ] == 0 {
-			t.Errorf("no %s activation: %v", typ, s.Activations)
+	// Every turn is labelled with the type it is written to show, and
+	// every type of the default taxonomy is shown.
+	if len(s.Mismatches) > 0 {
+		t.Errorf("labelled otherwise than written: %v", s.Mismatches)
+	}
+	for _, typ := range []string{"anaphora", "multiple_interpretation", "contradiction", "unsupported_action", "unsupported_parameter", "unsupported_domain"} {
+		if s.Activations[typ] != 1 {
+			t.Errorf("%d %s activations, want 1: %v", s.Activations[typ], typ, s.Activations)
+		}
+	}
+	want := map[string][]string{
+		"anaphora": {"", "anaphora"}, "multiple-interpretation": {"multiple_interpretation"},
+		"contradiction": {"", "contradiction"}, "clean-lookup": {"", ""}, "clean-baggage": {""},
+	}
+	for conv, labels := range want {
+		if !slices.Equal(s.Labels[conv], labels) {
+			t.Errorf("%s labelled %q, want %q", conv, s.Labels[conv], labels)
 		}
 	}
 	unsupported := s.Activations["unsupported_action"] + s.Activations["unsupported_parameter"] + s.Activations["unsupported_domain"]

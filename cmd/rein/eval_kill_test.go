@@ -66,7 +66,12 @@ func TestEvalRunResumesAfterSIGKILL(t *testing.T) {
 	}
 	// The killed run's pipeline storage is cleared, the finished run's removed.
 	if _, err := os.Stat(filepath.Join(dir, run.PipelinesDir)); !os.IsNotExist(err) {
-		t.Errorf("pipelines storage left behind: %v", err)
+		var left []string
+		_ = filepath.WalkDir(filepath.Join(dir, run.PipelinesDir), func(p string, _ os.DirEntry, _ error) error {
+			left = append(left, p)
+			return nil
+		})
+		t.Errorf("pipelines storage left behind: %v %v", err, left)
 	}
 	if len(results) != total || resultLines(t, dir) != total {
 		t.Errorf("%d results, %d lines after the resume; want %d each\n%s", len(results), resultLines(t, dir), total, out)

@@ -1,5 +1,12 @@
 // Command rein is the one binary of rein: serve, demo, publish, detect,
-// replay, audit, shadow, eval, bench, streams, tau and version.
+// replay, audit, shadow, eval, bench, streams, tau, config and version.
+//
+// Every flag is also REIN_<FLAG> in the environment or a key of --config
+// rein.yaml (config.go): flag > environment > file, for every setting; the
+// model settings also read REIN_LLM_PROVIDER, REIN_LLM_MODEL and
+// REIN_LLM_BASE_URL. Unknown keys fail with their line. serve logs the
+// effective configuration at start-up and rein config show prints it
+// (effective.go); env.go lists every variable for rein --help.
 package main
 
 import (
@@ -23,7 +30,9 @@ func newRootCmd() *cobra.Command {
 		Long: `rein watches every user turn of a customer-service conversation, decides whether the
 user caused a known error (an ambiguous or an unsupported request) and, when so, plants a short
 recovery reasoning as the agent's first think step of that turn — without changing the agent's
-model or prompt. Turns arrive as CloudEvents on NATS JetStream.`,
+model or prompt. Turns arrive as CloudEvents on NATS JetStream.
+
+` + envHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

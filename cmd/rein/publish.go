@@ -44,6 +44,9 @@ prints the stream sequence of each ("<seq> duplicate" for a turn stored before).
 One turn:   rein publish --tenant acme --conversation c1 --text "cancel that one"
 Many turns: rein publish --file turns.jsonl   (each line {"tenant","conversation","role","text","turn"})
 
+A turn's text is valid UTF-8 (anything else is refused, never rewritten) of at most 65,536
+characters, and the whole event at most the server's --max-event-bytes (256 KiB by default).
+
 One turn: --turn defaults to the conversation's next user turn (the agent's reply carries its user
 turn's number).
 
@@ -86,6 +89,11 @@ text is a conflict: refused, dead-lettered (conflicting_duplicate) and reported.
 					return fmt.Errorf("--turn %d: turn numbers start at 1 (leave --turn out for the conversation's next turn)", one.Turn)
 				}
 				if err := one.check(); err != nil {
+					var le lineError
+					if errors.As(err, &le) && le.field != "" {
+						// One turn from flags: name the flag, not a line.
+						return fmt.Errorf("--%s: %s", le.field, le.reason)
+					}
 					return err
 				}
 				lines = []publishLine{one}
@@ -145,6 +153,8 @@ func (l publishLine) check() error {
 		return lineError{field: "text", reason: "must not be empty"}
 	case !utf8.ValidString(l.Text):
 		return lineError{field: "text", reason: "is not valid UTF-8 (rein never rewrites what a user said)"}
+	case utf8.RuneCountInString(l.Text) > schemas.MaxTextChars:
+		return lineError{field: "text", reason: fmt.Sprintf("is %d characters long; a turn's text is at most %d", utf8.RuneCountInString(l.Text), schemas.MaxTextChars)}
 	case l.Turn < 0 || l.Turn > schemas.MaxTurn:
 		return lineError{field: "turn", reason: fmt.Sprintf("must be a number from 1 to %d (or left out)", schemas.MaxTurn)}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -92,5 +93,30 @@ func TestPublishTurnZeroIsRefused(t *testing.T) {
 	}
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
 		t.Fatalf("%d turns stored", n)
+	}
+}
+
+// A single turn whose --text is not valid UTF-8 is refused, naming the
+// flag, and nothing is stored (never a U+FFFD rewrite).
+func TestPublishTextInvalidUTF8IsRefused(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--tenant", "acme", "--conversation", "u", "--text", "caf\xe9")
+	if err == nil || !strings.Contains(err.Error(), "--text: is not valid UTF-8") {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
+		t.Fatalf("%d turns stored", n)
+	}
+}
+
+// The documented text size limit is enforced before anything is sent.
+func TestPublishTextSizeLimit(t *testing.T) {
+	long := publishLine{Tenant: "acme", Conversation: "c1", Role: schemas.RoleUser, Text: strings.Repeat("é", schemas.MaxTextChars+1)}
+	if err := long.check(); err == nil || !strings.Contains(err.Error(), "at most 65536") {
+		t.Errorf("over the limit: %v", err)
+	}
+	long.Text = strings.Repeat("é", schemas.MaxTextChars)
+	if err := long.check(); err != nil {
+		t.Errorf("at the limit: %v", err)
 	}
 }

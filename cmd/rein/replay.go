@@ -62,7 +62,8 @@ func newReplayCmd() *cobra.Command {
 server) and writes it:
 
   --format jsonl   CloudEvents structured JSON, one event per line (default)
-  --format text    a readable transcript (time, sequence, turn, USER/AGENT/DETECTION/…)
+  --format text    a readable transcript grouped by conversation (time, sequence, turn,
+                   USER/AGENT/DETECTION/…; conversations in the order they first appear)
   --to PREFIX      republish each event on PREFIX.<original subject> into the stream
                    --replay-stream (created on demand) for re-processing; a prefix starting
                    with "rein." is refused, so a replay never reaches live subjects

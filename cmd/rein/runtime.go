@@ -129,6 +129,9 @@ type serverFlags struct {
 	natsTLSCert, natsTLSKey string
 	// taskKey is the file of the task signing key (taskkey.go).
 	taskKey string
+	// announce, when set, is logged as the effective configuration as
+	// soon as the logger exists (before NATS starts).
+	announce []setting
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -239,11 +242,12 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err := applyMemoryLimit(f.memLimit); err != nil {
 		return nil, err
 	}
-	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry(), prov: streams.DefaultProvision()}
-	if sec := file.section("streams"); sec != nil {
-		if err := yamlStrict(sec, &rt.prov); err != nil {
-			return nil, fmt.Errorf("config section streams: %w", err)
-		}
+	if len(f.announce) > 0 {
+		log.Info("effective configuration", logAttrs(f.announce)...)
+	}
+	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry()}
+	if rt.prov, err = provisionConfig(file); err != nil {
+		return nil, err
 	}
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err
@@ -351,6 +355,12 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	dash.Register(rt.http)
+	// The dashboard samples the counters for its time windows while no
+	// page is open; it stops with the process.
+	dctx, stopDash := context.WithCancel(context.WithoutCancel(ctx))
+	dashDone := make(chan struct{})
+	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
+	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
 	rt.http.SetReady(true, "")
 	return rt, nil
 }

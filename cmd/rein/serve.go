@@ -47,21 +47,22 @@ in this process, with /metrics, /healthz, /readyz, POST /v1/turns and the dashbo
 With --nats-url it connects to an external NATS server or cluster instead; with --stages it runs only
 some stages, which is how rein scales out (more replicas per stage on more machines).
 
-Every flag can also be set as REIN_<FLAG> in the environment (REIN_NATS_URL, REIN_DATA_DIR, …) or as a
-key in --config rein.yaml; the command line wins over the environment, which wins over the file.`,
+` + sourcesHelp + `
+
+The first log line after start-up, "effective configuration", says which module, provider, model,
+taxonomy, domain, stages, NATS and retention are in force (secrets redacted); rein config show prints
+the same without starting anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, err := loadFileConfig(configFlag(cmd))
+			file, names, err := resolveServe(cmd, &so, stagesFlag)
 			if err != nil {
 				return err
 			}
-			if err := applySources(cmd, file); err != nil {
-				return err
-			}
-			names, err := resolveStages(stagesFlag)
+			prov, err := provisionConfig(file)
 			if err != nil {
 				return err
 			}
+			sf.announce = effectiveSettings(cmd, &sf, &so, names, file, prov)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			rt, err := startRuntime(ctx, &sf, file, "rein-serve")
@@ -73,10 +74,33 @@ key in --config rein.yaml; the command line wins over the environment, which win
 			return runStages(ctx, rt, names)
 		},
 	}
+	bindServe(cmd, &sf, &so, &stagesFlag)
+	return cmd
+}
+
+// bindServe binds serve's flags (config show binds the same).
+func bindServe(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stagesFlag *[]string) {
 	sf.bind(cmd, "./data")
 	so.bind(cmd.Flags(), "rules")
-	cmd.Flags().StringSliceVar(&stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(stageOrder, ", "))
-	return cmd
+	cmd.Flags().StringSliceVar(stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(stageOrder, ", "))
+}
+
+// resolveServe applies rein.yaml and the environment to serve's flags and
+// returns the file and the stages to run.
+func resolveServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*fileConfig, []string, error) {
+	file, err := loadFileConfig(configFlag(cmd))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := applySources(cmd, file); err != nil {
+		return nil, nil, err
+	}
+	inferModule(cmd, &so.modules)
+	names, err := resolveStages(stagesFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	return file, names, nil
 }
 
 // configFlag reads --config, or REIN_CONFIG, before the other sources are

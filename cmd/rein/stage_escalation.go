@@ -28,10 +28,8 @@ func newEscalationStage(rt *proc) (stageRunner, error) {
 // each checked against the keys of its type.
 func sinksConfig(file *fileConfig) (escalation.SinksConfig, error) {
 	var sinks escalation.SinksConfig
-	if sec := file.section("sinks"); sec != nil {
-		if err := yamlStrict(sec, &sinks.Sinks); err != nil {
-			return escalation.SinksConfig{}, err
-		}
+	if err := file.decodeSection("sinks", &sinks.Sinks); err != nil {
+		return escalation.SinksConfig{}, err
 	}
 	return sinks, nil
 }

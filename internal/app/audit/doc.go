@@ -18,7 +18,8 @@
 //   - JSONLWriter: CloudEvents structured-mode JSON, one event per line,
 //     built from the binary-mode headers (AppendStructured); sdk-go reads
 //     each line back to the same event (see jsonl_test.go).
-//   - TextWriter: a readable transcript; Timeline/WriteTimeline: one
+//   - TextWriter: a readable transcript grouped by conversation (held in
+//     memory up to MaxBuffered, 64 MiB); Timeline/WriteTimeline: one
 //     conversation's events from every stream merged in time order, each
 //     agent action naming the detection that preceded it.
 //   - Republisher: copies events into a replay namespace, subject

@@ -11,20 +11,37 @@ import (
 	"github.com/reinception/rein/schemas"
 )
 
-// TextWriter renders records as a readable transcript: a header whenever
-// the conversation changes, then one line per event with its event time,
-// stream sequence, turn and kind (USER, AGENT, DETECTION, TASK, STEP, …).
+// TextWriter renders records as a readable transcript grouped by
+// conversation: a header per conversation, in the order conversations first
+// appear, then one line per event with its event time, stream sequence,
+// turn and kind (USER, AGENT, DETECTION, TASK, STEP, …), in stream order.
 // Continuation lines of a multi-line text are indented.
+//
+// Grouping holds the rendered transcript in memory until Flush, up to
+// MaxBuffered bytes: past it the groups so far are written out, so a
+// conversation of a very long replay may then get a second header.
 type TextWriter struct {
-	w       *bufio.Writer
-	conv    string
-	Written uint64
+	w     *bufio.Writer
+	order []string                    // conversation keys, first appearance
+	group map[string]*strings.Builder // rendered lines per conversation
+	held  int                         // bytes held in group
+	// wroteAny: a group was written, the next one starts with a blank line.
+	wroteAny bool
+	// MaxBuffered bounds the bytes held for grouping (DefaultTextBuffer
+	// when zero).
+	MaxBuffered int
+	Written     uint64
 }
 
-// NewTextWriter buffers the transcript to w. Flush when done.
-func NewTextWriter(w io.Writer) *TextWriter { return &TextWriter{w: bufio.NewWriter(w)} }
+// DefaultTextBuffer is TextWriter's default grouping bound (64 MiB).
+const DefaultTextBuffer = 64 << 20
 
-// Write renders one record.
+// NewTextWriter renders a transcript to w. Flush when done.
+func NewTextWriter(w io.Writer) *TextWriter {
+	return &TextWriter{w: bufio.NewWriter(w), group: map[string]*strings.Builder{}}
+}
+
+// Write renders one record into its conversation's group.
 func (t *TextWriter) Write(r *Record) error {
 	tenant, conv := r.Attr(schemas.ExtTenant), r.Attr(schemas.ExtConversation)
 	typ, data := r.Type(), r.Data
@@ -37,17 +54,22 @@ func (t *TextWriter) Write(r *Record) error {
 			typ, data, tenant, conv = ev.Type, ev.Data, ev.Tenant, ev.Conversation
 		}
 	}
-	if key := tenant + "/" + conv; key != t.conv {
-		if t.conv != "" {
-			t.w.WriteByte('\n')
-		}
-		t.conv = key
-		if tenant == "" && conv == "" {
-			fmt.Fprintf(t.w, "== %s (no conversation)\n", r.Stream)
-		} else {
-			fmt.Fprintf(t.w, "== tenant %s, conversation %s\n", tenant, conv)
-		}
+	key := tenant + "/" + conv
+	if tenant == "" && conv == "" {
+		key = "\x00" + r.Stream // no conversation: one group per stream
 	}
+	g, ok := t.group[key]
+	if !ok {
+		g = &strings.Builder{}
+		if tenant == "" && conv == "" {
+			fmt.Fprintf(g, "== %s (no conversation)\n", r.Stream)
+		} else {
+			fmt.Fprintf(g, "== tenant %s, conversation %s\n", tenant, conv)
+		}
+		t.group[key] = g
+		t.order = append(t.order, key)
+	}
+	before := g.Len()
 	kind, text := Summarize(typ, data)
 	at := r.Stored
 	if t, err := time.Parse(time.RFC3339Nano, r.Attr("time")); err == nil {
@@ -59,18 +81,53 @@ func (t *TextWriter) Write(r *Record) error {
 		turn = "-"
 	}
 	prefix := fmt.Sprintf("%s #%-6d turn %-3s %-11s ", when, r.Sequence, turn, kind)
-	writeIndented(t.w, prefix, text)
+	writeIndented(g, prefix, text)
+	t.held += g.Len() - before
 	t.Written++
+	limit := t.MaxBuffered
+	if limit <= 0 {
+		limit = DefaultTextBuffer
+	}
+	if t.held > limit {
+		return t.writeGroups()
+	}
+	return nil
+}
+
+// writeGroups writes the groups held so far, each after a blank line but
+// the first, and forgets them.
+func (t *TextWriter) writeGroups() error {
+	for _, key := range t.order {
+		if t.wroteAny {
+			t.w.WriteByte('\n')
+		}
+		t.w.WriteString(t.group[key].String())
+		t.wroteAny = true
+	}
+	t.order, t.held = t.order[:0], 0
+	clear(t.group)
 	return nil
 }
 
 // timeLayout is how transcripts and timelines print times (UTC, milliseconds).
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
-// Flush writes out the buffer.
-func (t *TextWriter) Flush() error { return t.w.Flush() }
+// Flush writes out the groups held and the buffer.
+func (t *TextWriter) Flush() error {
+	if err := t.writeGroups(); err != nil {
+		return err
+	}
+	return t.w.Flush()
+}
 
-func writeIndented(w *bufio.Writer, prefix, text string) {
+// textSink is what writeIndented writes to (a strings.Builder or a
+// bufio.Writer).
+type textSink interface {
+	WriteString(string) (int, error)
+	WriteByte(byte) error
+}
+
+func writeIndented(w textSink, prefix, text string) {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	pad := strings.Repeat(" ", len([]rune(prefix)))
 	for i, l := range lines {

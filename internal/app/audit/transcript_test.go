@@ -3,7 +3,9 @@ package audit
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reinception/rein/internal/testutil"
@@ -77,4 +79,52 @@ func TestTimelineOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Golden(t, "timeline_demo1.golden", buf.Bytes())
+}
+
+// Interleaved conversations come out grouped, each under one header in
+// the order they first appear; past MaxBuffered the groups so far are
+// written out and grouping starts again.
+func TestTranscriptGroupsConversations(t *testing.T) {
+	rec := func(seq uint64, conv, text string) *Record {
+		ev, err := schemas.NewEvent(schemas.TypeTurn, conv+"-"+text, "/t", schemas.Meta{Tenant: "acme", Conversation: conv, Turn: 1},
+			schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := streams.Encode(streams.TurnSubject("acme", conv, schemas.RoleUser), &ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Record{Stream: streams.StreamTurns, Subject: msg.Subject, Sequence: seq, Header: msg.Header, Data: msg.Data}
+	}
+	feed := func(w *TextWriter) string {
+		var buf bytes.Buffer
+		w.w.Reset(&buf)
+		for i, c := range []string{"a", "b", "a", "c", "b", "a"} {
+			if err := w.Write(rec(uint64(i+1), c, "text"+c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	out := feed(NewTextWriter(nil))
+	headers := regexp.MustCompile(`(?m)^== tenant acme, conversation (\w+)$`).FindAllStringSubmatch(out, -1)
+	var got []string
+	for _, h := range headers {
+		got = append(got, h[1])
+	}
+	if !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("headers %v, want a, b, c once each:\n%s", got, out)
+	}
+	if i, j := strings.Index(out, "#3 "), strings.Index(out, "#2 "); i > j {
+		t.Errorf("a's second event after b's first:\n%s", out)
+	}
+	small := NewTextWriter(nil)
+	small.MaxBuffered = 1
+	if n := strings.Count(feed(small), "== tenant"); n != 6 {
+		t.Errorf("with a 1-byte bound: %d headers, want one per event", n)
+	}
 }

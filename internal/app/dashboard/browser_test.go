@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,12 +16,14 @@ import (
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -64,7 +67,8 @@ type pageState struct {
 }
 
 // fromMetrics scrapes /metrics and computes what the page must show, with
-// its own arithmetic: rate = activated decisions / all decisions.
+// its own arithmetic: rate = activated decisions / judged decisions (all
+// but the failed).
 func fromMetrics(t *testing.T, url string) shown {
 	t.Helper()
 	res, err := http.Get(url + "/metrics")
@@ -92,8 +96,8 @@ func fromMetrics(t *testing.T, url string) shown {
 		}
 		return fmt.Sprintf("%.1f%%", 100*a/b)
 	}
-	var total, activated float64
-	tenantDec, tenantAct, types := map[string]float64{}, map[string]float64{}, map[string]float64{}
+	var total, activated, failed float64
+	tenantDec, tenantAct, tenantFailed, types := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
 	// The page always lists the three outcomes the detector produces.
 	outcomes := map[string]float64{"activated": 0, "clear": 0, "failed": 0}
 	for _, m := range mfs[telemetry.MDetectorDecisions].GetMetric() {
@@ -101,24 +105,30 @@ func fromMetrics(t *testing.T, url string) shown {
 		total += v
 		outcomes[lbl(m, "outcome")] += v
 		tenantDec[lbl(m, "tenant")] += v
-		if lbl(m, "outcome") == "activated" {
+		switch lbl(m, "outcome") {
+		case "activated":
 			activated += v
 			tenantAct[lbl(m, "tenant")] += v
+		case "failed":
+			failed += v
+			tenantFailed[lbl(m, "tenant")] += v
 		}
 	}
 	for _, m := range mfs[telemetry.MDetectorActivations].GetMetric() {
 		types[lbl(m, "error_type")] += m.GetCounter().GetValue()
 	}
-	s := shown{Rate: pct(activated, total), Activated: num(activated), Decisions: num(total),
+	// Rates are over judged decisions: a failed one judged nothing.
+	judged := total - failed
+	s := shown{Rate: pct(activated, judged), Activated: num(activated), Decisions: num(total),
 		Outcomes: map[string]string{}, ErrorTypes: map[string][2]string{}, Tenants: map[string][3]string{}}
 	for k, v := range outcomes {
 		s.Outcomes[k] = num(v)
 	}
 	for k, v := range types {
-		s.ErrorTypes[k] = [2]string{num(v), pct(v, total)}
+		s.ErrorTypes[k] = [2]string{num(v), pct(v, judged)}
 	}
 	for k, v := range tenantDec {
-		s.Tenants[k] = [3]string{num(v), num(tenantAct[k]), pct(tenantAct[k], v)}
+		s.Tenants[k] = [3]string{num(v), num(tenantAct[k]), pct(tenantAct[k], v-tenantFailed[k])}
 	}
 	for _, m := range mfs[telemetry.MStreamMessages].GetMetric() {
 		if lbl(m, "stream") == streams.StreamDLQ {
@@ -232,7 +242,7 @@ func TestBrowser(t *testing.T) {
 		return chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="activation-rate"]`)))
 	})
 	want := fromMetrics(t, srv.URL)
-	if want.Rate != "33.3%" || want.Decisions != "12" || want.DeadLetters != "1" || want.Lag != [2]string{"3", "0"} {
+	if want.Rate != "36.4%" || want.Decisions != "12" || want.DeadLetters != "1" || want.Lag != [2]string{"3", "0"} {
 		t.Fatalf("fixture metrics are not what the test set up: %+v", want)
 	}
 	if got := read(); !reflect.DeepEqual(got.shown, want) {
@@ -244,7 +254,7 @@ func TestBrowser(t *testing.T) {
 	f.decisions.WithLabelValues("globex", "clear").Add(1)
 	f.activations.WithLabelValues("globex", "contradiction").Add(2)
 	want = fromMetrics(t, srv.URL)
-	if want.Rate != "40.0%" || want.ErrorTypes["contradiction"] != [2]string{"2", "13.3%"} {
+	if want.Rate != "42.9%" || want.ErrorTypes["contradiction"] != [2]string{"2", "14.3%"} {
 		t.Fatalf("metrics after the update: %+v", want)
 	}
 	var last pageState
@@ -310,6 +320,73 @@ func TestBrowser(t *testing.T) {
 	}
 	if len(cs.Kinds) != 14 {
 		t.Errorf("timeline kinds %q", cs.Kinds)
+	}
+
+	// 4. The window selector: a window is a link; its page polls its own
+	// window and says what it covers.
+	type winState struct {
+		Current  string `json:"current"`
+		Coverage string `json:"coverage"`
+		API      string `json:"api"`
+		Sparks   int    `json:"sparks"`
+	}
+	step("choose a window", 60*time.Second, func(ctx context.Context) error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`nav[data-testid="windows"]`))); err != nil {
+			return err
+		}
+		_, err := chromedp.Run(ctx, chromedp.WaitEvent(cdppage.LoadEventFired, nil,
+			chromedp.Click(chromedp.CSS(`nav[data-testid="windows"] a[data-window="5m"]`))))
+		return err
+	})
+	var ws winState
+	step("read the window", 30*time.Second, func(ctx context.Context) (err error) {
+		ws, err = chromedp.Run(ctx, chromedp.Evaluate[winState](`(() => ({
+  current: (document.querySelector('nav[data-testid="windows"] a[aria-current="page"]') || {}).textContent || "",
+  coverage: document.querySelector('[data-testid="coverage"]').textContent,
+  api: document.body.dataset.api,
+  sparks: document.querySelectorAll("svg.spark polyline").length,
+}))()`))
+		return err
+	})
+	if ws.Current != "5m" || !strings.Contains(ws.Coverage, "last 5 minutes") || ws.API != "/api/overview?window=5m" || ws.Sparks != 2 {
+		t.Errorf("window page: %+v", ws)
+	}
+
+	// 5. The alarm banner: a new dead letter and a model whose breaker is
+	// open appear on the open page without a reload.
+	avail := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: telemetry.MModelAvailable, Help: "m"}, []string{"endpoint"})
+	f.reg.MustRegister(avail)
+	avail.WithLabelValues("inception").Set(0)
+	if err := streams.PublishDeadLetter(context.Background(), f.pub, streams.StageDetector, streams.StreamTurns, 9, 1,
+		streams.TurnSubject(tenant, "conv-9", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckFor(t, 60*time.Second, "the alarm banner did not appear", func() bool {
+		var alarms []string
+		step("read alarms", 30*time.Second, func(ctx context.Context) (err error) {
+			alarms, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](
+				`[...document.querySelectorAll('[data-testid="alarms"] .alarm[role="alert"]')].map((e) => e.dataset.alarm)`))
+			return err
+		})
+		return slices.Equal(alarms, []string{"dead_letters", "model_unavailable"})
+	})
+
+	// 6. Search by conversation id opens its timeline.
+	step("search", 60*time.Second, func(ctx context.Context) error {
+		_, err := chromedp.Run(ctx, chromedp.WaitEvent(cdppage.LoadEventFired, nil,
+			chromedp.SendKeys(chromedp.CSS(`[data-testid="search-input"]`), "conv-1\n")))
+		if err != nil {
+			return err
+		}
+		return chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`li.event.planted-thought`)))
+	})
+	var path string
+	step("read the searched page", 30*time.Second, func(ctx context.Context) (err error) {
+		path, err = chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
+		return err
+	})
+	if path != "/conversations/acme/conv-1" {
+		t.Errorf("search for conv-1 opened %q", path)
 	}
 
 	mu.Lock()

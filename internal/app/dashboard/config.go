@@ -23,6 +23,12 @@ type Config struct {
 	// MaxConversationEvents bounds the events read per stream for one
 	// conversation view (default 2000).
 	MaxConversationEvents int `yaml:"max_conversation_events"`
+	// SampleInterval is how often Run samples the counters for the time
+	// windows and sparklines (default 10s); page loads sample too.
+	SampleInterval time.Duration `yaml:"sample_interval"`
+	// AlarmWindow is how far back a growing dead-letter queue raises the
+	// banner (default 1h).
+	AlarmWindow time.Duration `yaml:"alarm_window"`
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -45,6 +51,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxConversationEvents == 0 {
 		c.MaxConversationEvents = 2000
 	}
+	if c.SampleInterval == 0 {
+		c.SampleInterval = 10 * time.Second
+	}
+	if c.AlarmWindow == 0 {
+		c.AlarmWindow = time.Hour
+	}
 	return c
 }
 
@@ -59,6 +71,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: read_timeout %s must be positive", ErrInvalidConfig, c.ReadTimeout)
 	case c.MaxConversationEvents < 1:
 		return fmt.Errorf("%w: max_conversation_events %d must be positive", ErrInvalidConfig, c.MaxConversationEvents)
+	case c.SampleInterval < time.Second:
+		return fmt.Errorf("%w: sample_interval %s is below 1s", ErrInvalidConfig, c.SampleInterval)
+	case c.AlarmWindow < time.Minute:
+		return fmt.Errorf("%w: alarm_window %s is below 1m", ErrInvalidConfig, c.AlarmWindow)
 	}
 	return nil
 }

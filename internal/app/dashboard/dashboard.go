@@ -28,7 +28,7 @@ var assetFS embed.FS
 
 // contentSecurityPolicy allows nothing from outside rein's own port.
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // Deps are the dashboard's dependencies.
 type Deps struct {
@@ -54,11 +54,28 @@ type Dashboard struct {
 	tmpl *template.Template
 	now  func() time.Time
 
-	mu       sync.Mutex // guards the fields below
-	cached   *Overview
-	cachedAt time.Time
-	tail     outcomeTail
+	hist *history
+
+	mu    sync.Mutex // guards the fields below
+	cache map[Query]cached
+	tail  outcomeTail
 }
+
+// Query selects what an overview covers: a window and, optionally, one
+// tenant and one error type.
+type Query struct {
+	Window    string // a Windows name; "" is WindowAll
+	Tenant    string // "" every tenant
+	ErrorType string // "" every error type
+}
+
+type cached struct {
+	o  *Overview
+	at time.Time
+}
+
+// maxCached bounds the overviews kept for CacheTTL (one per query).
+const maxCached = 64
 
 // New builds a dashboard; cfg is completed with defaults and validated.
 func New(cfg Config, deps Deps) (*Dashboard, error) {
@@ -76,11 +93,52 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tmpl, err := template.ParseFS(templateFS, "templates/*.html")
+	tmpl, err := template.New("").Funcs(template.FuncMap{
+		"trendW": func() int { return TrendWidth },
+		"trendH": func() int { return TrendHeight },
+	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
 	}
-	return &Dashboard{cfg: cfg, deps: deps, log: log.With("component", "dashboard"), tmpl: tmpl, now: time.Now}, nil
+	d := &Dashboard{cfg: cfg, deps: deps, log: log.With("component", "dashboard"), tmpl: tmpl, now: time.Now, cache: map[Query]cached{}}
+	d.hist = newHistory(d.now(), cfg.SampleInterval/2)
+	return d, nil
+}
+
+// Run samples the counters every SampleInterval until ctx is done, so the
+// time windows and sparklines have data while no page is open.
+func (d *Dashboard) Run(ctx context.Context) error {
+	// The first sample is the baseline of "new dead letters": what is in
+	// REIN_DLQ when rein starts is not news.
+	d.sample(ctx)
+	t := time.NewTicker(d.cfg.SampleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			d.sample(ctx)
+		}
+	}
+}
+
+// sample reads the counters and the dead-letter count into the history.
+func (d *Dashboard) sample(ctx context.Context) (sample, []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
+	defer cancel()
+	var problems []string
+	s := sample{at: d.now()}
+	mv, err := readMetrics(d.deps.Gatherer)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	s.mv = mv
+	if n, err := readDeadLetters(ctx, d.deps.JS); err == nil {
+		s.dlq, s.hasQ = n, true
+	}
+	d.hist.add(s)
+	return s, problems
 }
 
 // Register mounts the dashboard's routes. The overview is GET /{$} (the
@@ -90,6 +148,7 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversation))
 	mux.Handle("GET /api/overview", http.HandlerFunc(d.serveOverviewJSON))
 	mux.Handle("GET /api/conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversationJSON))
+	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
 	mux.Handle("GET /assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,37 +157,86 @@ func (d *Dashboard) Register(mux Mux) {
 	}))
 }
 
-// Overview computes the overview now (or returns the one computed within
-// CacheTTL). What cannot be read is listed in Problems; the rest is filled.
+// Overview computes the overview of every tenant since rein started (see
+// OverviewFor).
 func (d *Dashboard) Overview(ctx context.Context) *Overview {
+	o, _ := d.OverviewFor(ctx, Query{})
+	return o
+}
+
+// OverviewFor computes the overview of q now (or returns the one computed
+// within CacheTTL). What cannot be read is listed in Problems; the rest is
+// filled. It wraps ErrBadQuery for an unknown window and schemas' id
+// errors for a tenant that is not a valid id.
+func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error) {
+	w, err := ParseWindow(q.Window)
+	if err != nil {
+		return nil, err
+	}
+	q.Window = w.Name
+	if q.Tenant != "" && !schemas.ValidID(q.Tenant) {
+		return nil, fmt.Errorf("%w: tenant %q", schemas.ErrBadID, q.Tenant)
+	}
+	if q.ErrorType != "" && !schemas.ValidID(q.ErrorType) {
+		return nil, fmt.Errorf("%w: error type %q", schemas.ErrBadID, q.ErrorType)
+	}
+	f := filter{tenant: q.Tenant, errorType: q.ErrorType}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
-	if d.cached != nil && d.cfg.CacheTTL > 0 && now.Sub(d.cachedAt) < d.cfg.CacheTTL {
-		return d.cached
+	if c, ok := d.cache[q]; ok && d.cfg.CacheTTL > 0 && now.Sub(c.at) < d.cfg.CacheTTL {
+		return c.o, nil
 	}
 	// The result is shared with other requests, so one client going away
 	// must not cut the reads short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
 	defer cancel()
-	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0)}
-	mv, err := readMetrics(d.deps.Gatherer)
-	if err != nil {
-		o.Problems = append(o.Problems, err.Error())
-	}
-	mv.fill(o)
+	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
+	cur, problems := d.sample(ctx)
+	o.Problems = append(o.Problems, problems...)
 	if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
 		o.Problems = append(o.Problems, err.Error())
 	}
+	view, from := cur.mv, d.hist.started
+	if w.Span > 0 {
+		base, full := d.hist.at(now.Add(-w.Span))
+		view = cur.mv.sub(base.mv)
+		if full {
+			from = now.Add(-w.Span)
+		}
+	}
+	o.Coverage = coverage(w, from, now, d.hist.started)
+	view.fill(o, f)
+	for i := range o.Tenants {
+		o.Tenants[i].URL = overviewURL(Query{Window: q.Window, Tenant: o.Tenants[i].Name, ErrorType: q.ErrorType})
+	}
+	for i := range o.ErrorTypes {
+		o.ErrorTypes[i].URL = overviewURL(Query{Window: q.Window, Tenant: q.Tenant, ErrorType: o.ErrorTypes[i].Name})
+	}
+	o.Trend = d.hist.trend(from, now, f, cur)
+	o.Windows = windowLinks(q)
+	o.AllURL = overviewURL(Query{Window: q.Window})
+	o.Alarms = d.alarms(cur, now)
 	if err := d.tail.refresh(ctx, d.deps.JS, d.cfg.RecentOutcomes); err != nil {
 		o.Problems = append(o.Problems, err.Error())
 	}
 	o.Recent = d.tail.items
+	if q.Tenant != "" || q.ErrorType != "" {
+		o.Recent = nil
+		for _, r := range d.tail.items {
+			if f.tenantOK(r.Tenant) && (q.ErrorType == "" || r.ErrorType == q.ErrorType) {
+				o.Recent = append(o.Recent, r)
+			}
+		}
+	}
 	for _, p := range o.Problems {
 		d.log.Warn("overview incomplete", "problem", p)
 	}
-	d.cached, d.cachedAt = o, now
-	return o
+	if len(d.cache) >= maxCached {
+		clear(d.cache)
+	}
+	d.cache[q] = cached{o: o, at: now}
+	return o, nil
 }
 
 // Conversation reads one conversation's timeline. It wraps ErrNotFound
@@ -146,18 +254,38 @@ func (d *Dashboard) Conversation(ctx context.Context, tenant, conv string) (Conv
 type page struct {
 	Title        string
 	PollMS       int64
+	API          string // what the overview's script polls
 	Overview     *Overview
 	Conversation *Conversation
+	Search       *searchPage
 	Status       int
 	Error        string
 }
 
+// requestQuery reads ?window=, ?tenant= and ?type=.
+func requestQuery(r *http.Request) Query {
+	v := r.URL.Query()
+	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type")}
+}
+
 func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
-	d.render(w, "overview.html", page{Title: d.cfg.Title, PollMS: d.cfg.PollInterval.Milliseconds(), Overview: d.Overview(r.Context()), Status: http.StatusOK})
+	q := requestQuery(r)
+	o, err := d.OverviewFor(r.Context(), q)
+	if err != nil {
+		d.render(w, "error.html", page{Title: d.cfg.Title, Status: http.StatusBadRequest, Error: err.Error()})
+		return
+	}
+	d.render(w, "overview.html", page{Title: d.cfg.Title, PollMS: d.cfg.PollInterval.Milliseconds(), Overview: o, Status: http.StatusOK,
+		API: "/api/overview" + overviewQuery(q)})
 }
 
 func (d *Dashboard) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, d.Overview(r.Context()))
+	o, err := d.OverviewFor(r.Context(), requestQuery(r))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
 }
 
 func (d *Dashboard) conversationStatus(r *http.Request) (Conversation, int, error) {

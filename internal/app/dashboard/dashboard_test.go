@@ -69,13 +69,21 @@ func TestOverviewNumbers(t *testing.T) {
 			outcomes: []string{"activated=0", "clear=0", "failed=0"},
 		},
 		{
+			// The failed decision judged nothing: 4 activated of 11 judged.
 			name:        "two tenants",
 			decisions:   map[[2]string]float64{{"a", "activated"}: 3, {"a", "clear"}: 5, {"a", "failed"}: 1, {"b", "activated"}: 1, {"b", "clear"}: 2},
 			activations: map[[2]string]float64{{"a", "unsupported_parameter"}: 2, {"a", "anaphora"}: 1, {"b", "anaphora"}: 1},
-			rate:        "33.3%",
+			rate:        "36.4%",
 			outcomes:    []string{"activated=4", "clear=7", "failed=1"},
-			types:       []row{{"anaphora", "2", "16.7%"}, {"unsupported_parameter", "2", "16.7%"}},
-			tenants:     []row{{"a", "9", "33.3%"}, {"b", "3", "33.3%"}},
+			types:       []row{{"anaphora", "2", "18.2%"}, {"unsupported_parameter", "2", "18.2%"}},
+			tenants:     []row{{"a", "9", "37.5%"}, {"b", "3", "33.3%"}},
+		},
+		{
+			name:      "only failures: nothing judged",
+			decisions: map[[2]string]float64{{"a", "failed"}: 4},
+			rate:      "n/a",
+			outcomes:  []string{"activated=0", "clear=0", "failed=4"},
+			tenants:   []row{{"a", "4", "n/a"}},
 		},
 		{
 			name:      "an unknown outcome is listed after the known ones",
@@ -100,7 +108,7 @@ func TestOverviewNumbers(t *testing.T) {
 				t.Fatal(err)
 			}
 			var o Overview
-			mv.fill(&o)
+			mv.fill(&o, filter{})
 			if o.ActivationRate.Text != tc.rate {
 				t.Errorf("rate %q, want %q", o.ActivationRate.Text, tc.rate)
 			}
@@ -151,9 +159,18 @@ func TestRoutes(t *testing.T) {
 		status      int
 		contains    []string
 	}{
-		{"/", "text/html", 200, []string{`data-testid="activation-rate">33.3%<`, `data-testid="decisions-total">12<`,
+		{"/", "text/html", 200, []string{`data-testid="activation-rate">36.4%<`, `data-testid="decisions-total">12<`, `data-testid="judged-total">11<`,
 			`data-testid="dead-letters">1<`, `data-consumer="REIN_TURNS/detector"`, `href="/conversations/acme/conv-1"`}},
-		{"/api/overview", "application/json", 200, []string{`"activation_rate":{"value":0.333`, `"text":"33.3%"`}},
+		{"/api/overview", "application/json", 200, []string{`"activation_rate":{"value":0.363`, `"text":"36.4%"`}},
+		{"/?window=5m&tenant=globex", "text/html", 200, []string{`data-testid="tenant-filter">globex<`, `aria-current="page">5m<`}},
+		{"/?type=anaphora", "text/html", 200, []string{`data-testid="type-filter">anaphora<`, `data-testid="activated-count">1<`, `href="/?type=unsupported_parameter"`}},
+		{"/api/overview?type=bad%20type", "application/json", 400, []string{"error type"}},
+		{"/?window=2d", "text/html", 400, []string{"window &#34;2d&#34; (want one of 1m, 5m, 15m, 1h, all)"}},
+		{"/api/overview?tenant=no%20such", "application/json", 400, []string{"tenant"}},
+		{"/search?q=conv-1", "text/html", 200, []string{`data-testid="conv-id">conv-1<`}},
+		{"/search?q=acme/conv-2", "text/html", 200, []string{`data-testid="conv-id">conv-2<`}},
+		{"/search?q=nobody", "text/html", 404, []string{"no conversation"}},
+		{"/search?q=bad%20id", "text/html", 400, []string{"invalid identifier"}},
 		{"/conversations/acme/conv-1", "text/html", 200, []string{`class="event planted-thought"`, `class="event step step-think injected"`,
 			`data-testid="conv-planted">1<`}},
 		{"/api/conversations/acme/conv-1", "application/json", 200, []string{`"kind":"planted-thought"`}},

@@ -6,19 +6,51 @@
 //
 // # Routes (mounted by Register)
 //
-//	GET /{$}                                overview page
+//	GET /{$}?window=&tenant=&type=          overview page
 //	GET /conversations/{tenant}/{conv}      one conversation's timeline
-//	GET /api/overview                       the overview as JSON (the page polls it)
+//	GET /search?q=<conv or tenant/conv>     opens the conversation (303), lists
+//	                                        the tenants that have it, or 404
+//	GET /api/overview?window=&tenant=&type= the overview as JSON (the page polls it)
 //	GET /api/conversations/{tenant}/{conv}  the timeline as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
+//
+// # Windows, trend and filters
+//
+// window is 1m, 5m, 15m, 1h or all (the default: since the process
+// started, what /metrics' counters say). The dashboard keeps samples of the
+// counters (Run takes one every SampleInterval, each page load one more; at
+// most one per half interval, for the longest window): a window's numbers
+// are the counters now minus the sample at its start, or minus zero when
+// the process is younger than the window (the page then says so). Each
+// window has two sparklines, decisions and activation rate in twelve
+// buckets. tenant narrows every number to one tenant; type makes
+// "activated" count one error type (the headline rate, the tenant table,
+// the sparkline, the recent outcomes), the error type table staying the
+// menu of types. Rates are per replica: each process counts what it
+// decided.
+//
+// # Activation rate
+//
+// activated / judged decisions, where judged are those the module answered
+// (activated or clear). A failed decision (the module erred or timed out
+// and the turn went on without injection) judged nothing: it is left out of
+// the denominator and shown as the failure rate (failed / all decisions).
+//
+// # Alarms
+//
+// A banner (role="alert", data-alarm) when REIN_DLQ holds more messages
+// than at the start of AlarmWindow (1h; dead letters present when the
+// dashboard started are not news), and for every model endpoint whose
+// rein_model_available is 0 (its circuit breaker is open).
 //
 // # What it reads
 //
 // From the process's prometheus.Gatherer (the registry /metrics serves):
 // rein_detector_decisions_total{tenant,outcome} and
 // rein_detector_activations_total{tenant,error_type}, for the activation
-// rate (activated decisions / all decisions) overall, per error type and per
-// tenant, and decisions by outcome.
+// rate (activated / judged decisions) overall, per error type and per
+// tenant, and decisions by outcome; rein_model_available{endpoint} for the
+// alarm.
 //
 // From JetStream: every durable consumer's pending, ack-pending and
 // ack-pending limit (the values rein_consumer_pending_messages and
@@ -28,14 +60,20 @@
 // sequence so that polling leaves no consumer behind. The conversation view
 // reads every event of one conversation in REIN_TURNS, REIN_DETECTIONS,
 // REIN_TASKS (a task with an inception is a planted thought), REIN_STEPS and
-// REIN_OUTCOMES through ordered consumers (streams.ReadStream).
+// REIN_OUTCOMES through ordered consumers (streams.ReadStream). A search
+// reads the subjects REIN_TURNS holds for the id (stream info with a
+// subject filter), never the messages.
 //
 // It produces nothing and exports no metrics.
 //
 // # Stable hooks for tests
 //
 // Numbers carry data-testid attributes (activation-rate, decisions-total,
-// activated-count, dead-letters, updated-at); table rows carry
+// judged-total, activated-count, failed-count, failure-rate, dead-letters,
+// updated-at, coverage); the sparklines are svg.spark with data-testid
+// trend-rate and trend-decisions; the window links carry data-window (the
+// current one aria-current="page"); banners are .alarm with data-alarm in
+// data-testid="alarms"; the search box is data-testid="search-input"; table rows carry
 // data-outcome, data-error-type, data-tenant and data-consumer; timeline
 // entries carry class "event <kind>" (user-turn, agent-turn, detection,
 // planted-thought, task, step, escalation, report) with data-kind and

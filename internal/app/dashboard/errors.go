@@ -9,4 +9,6 @@ var (
 	ErrInvalidConfig = errors.New("dashboard: invalid config")
 	// ErrNotFound means a conversation has no events in any stream.
 	ErrNotFound = errors.New("dashboard: conversation not found")
+	// ErrBadQuery is a query parameter the dashboard does not accept.
+	ErrBadQuery = errors.New("dashboard: bad query")
 )

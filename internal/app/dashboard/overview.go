@@ -17,15 +17,34 @@ import (
 // Overview is what the overview page shows and /api/overview returns.
 // Every number comes with the text the page displays, formatted once here,
 // so the server-rendered page and the script's updates agree.
+//
+// Counts and rates cover Window (and Tenant, when one is chosen). The
+// activation rate is activated / judged, where judged decisions are those
+// the module answered (activated or clear): a failed decision (the module
+// erred or ran out of time, and the turn went on without injection) judged
+// nothing, so it is left out of the denominator and shown as the failure
+// rate instead.
 type Overview struct {
 	GeneratedAt time.Time `json:"generated_at"`
 	UpdatedText string    `json:"updated_text"`
 
+	Window    Window       `json:"window"`
+	Windows   []WindowLink `json:"windows"`
+	Tenant    string       `json:"tenant,omitempty"`     // the tenant filter ("" all)
+	ErrorType string       `json:"error_type,omitempty"` // the error type filter ("" all)
+	AllURL    string       `json:"all_url"`              // this window, every tenant and type
+	Coverage  string       `json:"coverage"`             // what span the numbers cover
+	Trend     Trend        `json:"trend"`
+	Alarms    []Alarm      `json:"alarms"`
+
 	Decisions      Count    `json:"decisions"`
+	Judged         Count    `json:"judged"`
 	Activated      Count    `json:"activated"`
-	ActivationRate Rate     `json:"activation_rate"`
-	Outcomes       []Count  `json:"outcomes"`    // decisions by outcome
-	ErrorTypes     []Share  `json:"error_types"` // activations per error type
+	Failed         Count    `json:"failed"`
+	ActivationRate Rate     `json:"activation_rate"` // activated / judged
+	FailureRate    Rate     `json:"failure_rate"`    // failed / decisions
+	Outcomes       []Count  `json:"outcomes"`        // decisions by outcome
+	ErrorTypes     []Share  `json:"error_types"`     // activations per error type
 	Tenants        []Tenant `json:"tenants"`
 
 	Consumers   []Consumer `json:"consumers"`
@@ -50,19 +69,36 @@ type Rate struct {
 	Text  string   `json:"text"`
 }
 
-// Share is a count with its rate against all decisions.
+// WindowLink is one choice of the window selector.
+type WindowLink struct {
+	Name    string `json:"name"`
+	Text    string `json:"text"`
+	URL     string `json:"url"`
+	Current bool   `json:"current"`
+}
+
+// Alarm is a banner: something an operator must look at now.
+type Alarm struct {
+	Kind string `json:"kind"` // dead_letters or model_unavailable
+	Text string `json:"text"`
+}
+
+// Share is a count with its rate against judged decisions.
 type Share struct {
 	Name  string `json:"name"`
 	Count Count  `json:"count"`
 	Rate  Rate   `json:"rate"`
+	URL   string `json:"url"` // the overview filtered to this error type
 }
 
-// Tenant is one tenant's decisions, activations and activation rate.
+// Tenant is one tenant's decisions, activations and activation rate
+// (activated / judged).
 type Tenant struct {
 	Name      string `json:"name"`
 	Decisions Count  `json:"decisions"`
 	Activated Count  `json:"activated"`
 	Rate      Rate   `json:"rate"`
+	URL       string `json:"url"` // the overview filtered to this tenant
 }
 
 // Consumer is one durable consumer's lag.
@@ -115,6 +151,48 @@ func timeText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z"
 type metricsView struct {
 	decisions   map[[2]string]float64 // tenant, outcome
 	activations map[[2]string]float64 // tenant, error_type
+	models      map[string]float64    // endpoint → rein_model_available
+}
+
+func newMetricsView() metricsView {
+	return metricsView{decisions: map[[2]string]float64{}, activations: map[[2]string]float64{}, models: map[string]float64{}}
+}
+
+// Outcomes of rein_detector_decisions_total the rates use.
+const (
+	outcomeActivated = "activated"
+	outcomeFailed    = "failed"
+)
+
+// filter narrows the numbers to one tenant and/or one error type ("" all).
+type filter struct{ tenant, errorType string }
+
+func (f filter) tenantOK(t string) bool { return f.tenant == "" || f.tenant == t }
+
+// totals sums the decisions of the filter's tenant; activated counts only
+// the filter's error type when it has one.
+func (v metricsView) totals(f filter) (total, activated, failed float64) {
+	for k, n := range v.decisions {
+		if !f.tenantOK(k[0]) {
+			continue
+		}
+		total += n
+		switch k[1] {
+		case outcomeActivated:
+			activated += n
+		case outcomeFailed:
+			failed += n
+		}
+	}
+	if f.errorType != "" {
+		activated = 0
+		for k, n := range v.activations {
+			if f.tenantOK(k[0]) && k[1] == f.errorType {
+				activated += n
+			}
+		}
+	}
+	return total, activated, failed
 }
 
 func labels(m *dto.Metric) map[string]string {
@@ -139,7 +217,7 @@ func value(m *dto.Metric) float64 {
 
 // readMetrics gathers the registry once and keeps the families it shows.
 func readMetrics(g prometheus.Gatherer) (metricsView, error) {
-	v := metricsView{decisions: map[[2]string]float64{}, activations: map[[2]string]float64{}}
+	v := newMetricsView()
 	mfs, err := g.Gather()
 	// Gather returns what it could alongside an error; use both.
 	for _, mf := range mfs {
@@ -150,6 +228,8 @@ func readMetrics(g prometheus.Gatherer) (metricsView, error) {
 				v.decisions[[2]string{l["tenant"], l["outcome"]}] += val
 			case telemetry.MDetectorActivations:
 				v.activations[[2]string{l["tenant"], l["error_type"]}] += val
+			case telemetry.MModelAvailable:
+				v.models[l["endpoint"]] = val
 			}
 		}
 	}
@@ -159,10 +239,14 @@ func readMetrics(g prometheus.Gatherer) (metricsView, error) {
 	return v, nil
 }
 
-// fill computes the overview's numbers from the metrics view.
-func (v metricsView) fill(o *Overview) {
+// fill computes the overview's numbers from the metrics view, narrowed by
+// f. Rates are over judged decisions; with an error type, "activated"
+// counts that type only (in the headline and the tenant table). The error
+// type table lists every type (it is the type filter's menu).
+func (v metricsView) fill(o *Overview, f filter) {
 	byOutcome := map[string]float64{}
 	byTenant := map[string]*Tenant{}
+	judgedBy := map[string]float64{}
 	tenant := func(name string) *Tenant {
 		t := byTenant[name]
 		if t == nil {
@@ -171,20 +255,34 @@ func (v metricsView) fill(o *Overview) {
 		}
 		return t
 	}
-	var total, activated float64
 	for k, n := range v.decisions {
-		byOutcome[k[1]] += n
-		total += n
 		t := tenant(k[0])
 		t.Decisions.Value += n
-		if k[1] == "activated" {
-			activated += n
+		if k[1] == outcomeActivated && f.errorType == "" {
 			t.Activated.Value += n
 		}
+		if k[1] != outcomeFailed {
+			judgedBy[k[0]] += n
+		}
+		if f.tenantOK(k[0]) {
+			byOutcome[k[1]] += n
+		}
 	}
+	if f.errorType != "" {
+		for k, n := range v.activations {
+			if k[1] == f.errorType {
+				tenant(k[0]).Activated.Value += n
+			}
+		}
+	}
+	total, activated, failed := v.totals(f)
+	judged := total - failed
 	o.Decisions = count("decisions", total)
+	o.Judged = count("judged", judged)
 	o.Activated = count("activated", activated)
-	o.ActivationRate = rate(activated, total)
+	o.Failed = count("failed", failed)
+	o.ActivationRate = rate(activated, judged)
+	o.FailureRate = rate(failed, total)
 
 	names := slices.Sorted(func(yield func(string) bool) {
 		for k := range byOutcome {
@@ -200,19 +298,22 @@ func (v metricsView) fill(o *Overview) {
 
 	byType := map[string]float64{}
 	for k, n := range v.activations {
-		byType[k[1]] += n
+		if f.tenantOK(k[0]) {
+			byType[k[1]] += n
+		}
 	}
 	o.ErrorTypes = nil
 	for name, n := range byType {
-		o.ErrorTypes = append(o.ErrorTypes, Share{Name: name, Count: count(name, n), Rate: rate(n, total)})
+		o.ErrorTypes = append(o.ErrorTypes, Share{Name: name, Count: count(name, n), Rate: rate(n, judged)})
 	}
 	slices.SortFunc(o.ErrorTypes, func(a, b Share) int {
 		return cmp.Or(cmp.Compare(b.Count.Value, a.Count.Value), cmp.Compare(a.Name, b.Name))
 	})
 
+	// The tenant table lists every tenant (it is also the filter's menu).
 	o.Tenants = nil
 	for _, t := range byTenant {
-		t.Rate = rate(t.Activated.Value, t.Decisions.Value)
+		t.Rate = rate(t.Activated.Value, judgedBy[t.Name])
 		t.Decisions = count("", t.Decisions.Value)
 		t.Activated = count("", t.Activated.Value)
 		o.Tenants = append(o.Tenants, *t)
@@ -220,7 +321,6 @@ func (v metricsView) fill(o *Overview) {
 	slices.SortFunc(o.Tenants, func(a, b Tenant) int {
 		return cmp.Or(cmp.Compare(b.Decisions.Value, a.Decisions.Value), cmp.Compare(a.Name, b.Name))
 	})
-
 }
 
 // sortConsumers orders consumers by stream (pipeline order) then name, and

@@ -67,22 +67,58 @@
     return r;
   }
 
+  // spark sets a sparkline's points and tooltip.
+  function spark(testid, points, title) {
+    const svg = document.querySelector('[data-testid="' + testid + '"]');
+    if (!svg) {
+      return;
+    }
+    const line = svg.querySelector("polyline");
+    if (line && line.getAttribute("points") !== points) {
+      line.setAttribute("points", points);
+    }
+    const t = svg.querySelector("title");
+    if (t && t.textContent !== title) {
+      t.textContent = title;
+    }
+  }
+
   function render(o) {
     setText("updated-at", o.updated_text);
+    setText("coverage", o.coverage);
     setText("activation-rate", o.activation_rate.text);
     setText("activated-count", o.activated.text);
+    setText("judged-total", o.judged.text);
     setText("decisions-total", o.decisions.text);
+    setText("failed-count", o.failed.text);
+    setText("failure-rate", o.failure_rate.text);
     setText("dead-letters", o.dead_letters.text);
+    spark("trend-rate", o.trend.rate, o.trend.rate_text + " (" + o.trend.bucket_text + ")");
+    spark("trend-decisions", o.trend.decisions, o.trend.decisions_text + " (" + o.trend.bucket_text + ")");
+    fill("alarms", o.alarms, (a) => {
+      const p = el("p", "alarm", a.text);
+      p.setAttribute("role", "alert");
+      p.dataset.alarm = a.kind;
+      return p;
+    });
     fill("problems", o.problems, (p) => el("li", "", p));
     fill("outcomes", o.outcomes, (c) =>
       tr("data-outcome", c.name, [["name", c.name], ["num count", c.text]]));
-    fill("error-types", o.error_types, (s) =>
-      tr("data-error-type", s.name, [["name", s.name], ["num count", s.count.text], ["num rate", s.rate.text]]),
-      "no activations yet", 3);
-    fill("tenants", o.tenants, (t) =>
-      tr("data-tenant", t.name, [["name", t.name], ["num decisions", t.decisions.text],
-        ["num activated", t.activated.text], ["num rate", t.rate.text]]),
-      "no decisions yet", 4);
+    fill("error-types", o.error_types, (s) => {
+      const r = tr("data-error-type", s.name, [["name", ""], ["num count", s.count.text], ["num rate", s.rate.text]]);
+      const a = el("a", "type-link", s.name);
+      a.href = s.url;
+      r.querySelector(".name").appendChild(a);
+      return r;
+    }, "no activations yet", 3);
+    fill("tenants", o.tenants, (t) => {
+      const r = tr("data-tenant", t.name, [["name", ""], ["num decisions", t.decisions.text],
+        ["num activated", t.activated.text], ["num rate", t.rate.text]]);
+      const a = el("a", "tenant-link", t.name);
+      a.href = t.url;
+      r.querySelector(".name").appendChild(a);
+      return r;
+    }, "no decisions yet", 4);
     fill("consumers", o.consumers, (c) => {
       const r = tr("data-consumer", c.stream + "/" + c.name, [["stream", c.stream], ["name", c.name],
         ["num pending", c.pending.text], ["num ack-pending", c.ack_pending.text],

@@ -68,6 +68,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	// No pipeline runs yet: storage found here is a killed run's, whether
+	// or not this run needs that condition's pipeline again.
+	if err := os.RemoveAll(filepath.Join(cfg.Dir, PipelinesDir)); err != nil {
+		return sum, fmt.Errorf("clearing a killed run's pipelines: %w", err)
+	}
 	total := len(cfg.Conditions) * len(cfg.Scenarios) * cfg.Trials
 	for _, c := range cfg.Conditions {
 		for _, s := range cfg.Scenarios {
