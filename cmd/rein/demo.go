@@ -91,6 +91,11 @@ set, the inception module (--module llm by default then) and the agent use that 
 			if err := applySources(cmd, file); err != nil {
 				return err
 			}
+			// The demo's conversations are made up: its dashboard shows
+			// their text unless told otherwise.
+			if !cmd.Flags().Changed("dashboard-reveal") && os.Getenv(envName("dashboard-reveal")) == "" {
+				sf.dashboardReveal = true
+			}
 			var convs struct {
 				Conversations []demoConversation `yaml:"conversations"`
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -129,6 +130,8 @@ type serverFlags struct {
 	natsTLSCert, natsTLSKey string
 	// taskKey is the file of the task signing key (taskkey.go).
 	taskKey string
+	// dashboardReveal shows the dashboard's free text to every viewer.
+	dashboardReveal bool
 	// announce, when set, is logged as the effective configuration as
 	// soon as the logger exists (before NATS starts).
 	announce []setting
@@ -143,6 +146,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
 	fs.StringVar(&f.httpTLSKey, "http-tls-key", "", "TLS key of the HTTP port")
+	fs.BoolVar(&f.dashboardReveal, "dashboard-reveal", false, "show the dashboard's free text (what users and the agent said, tool results, summaries) to every viewer; by default it is redacted except for requests with a token of the operator role")
 	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -349,7 +353,8 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
 	ingress.SetTokens(tokens)
 	rt.http.Handle("POST /v1/turns", ingress)
-	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard")})
+	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard"),
+		Reveal: dashboardReveal(f, tokens)})
 	if err != nil {
 		rt.close()
 		return nil, err
@@ -397,4 +402,16 @@ func (rt *proc) watchModel(endpoint string, c llm.Client) {
 		}
 		return nil
 	})
+}
+
+// dashboardReveal is who sees the dashboard's free text: everyone with
+// --dashboard-reveal, else requests carrying a token of the operator role.
+func dashboardReveal(f *serverFlags, tokens *telemetry.Tokens) func(*http.Request) bool {
+	if f.dashboardReveal {
+		return func(*http.Request) bool { return true }
+	}
+	return func(r *http.Request) bool {
+		code, _ := tokens.Authorize(r, telemetry.RoleOperator, "")
+		return code == 0
+	}
 }

@@ -19,10 +19,14 @@ const (
 	RoleDashboard = "dashboard"
 	// RoleMetrics scrapes /metrics.
 	RoleMetrics = "metrics"
+	// RoleOperator sees the dashboard's free text (what users and the
+	// agent said, tool results), which it redacts for everyone else: it
+	// needs tenants ["*"].
+	RoleOperator = "operator"
 )
 
 // Roles lists every role.
-var Roles = []string{RoleIngress, RoleDashboard, RoleMetrics}
+var Roles = []string{RoleIngress, RoleDashboard, RoleMetrics, RoleOperator}
 
 // ErrTokens marks an invalid tokens configuration.
 var ErrTokens = errors.New("invalid HTTP tokens")
@@ -77,8 +81,10 @@ func NewTokens(tokens []Token) (*Tokens, error) {
 				return nil, fmt.Errorf("%w: token %d has unknown role %q (roles: %s)", ErrTokens, i+1, r, strings.Join(Roles, ", "))
 			}
 		}
-		if slices.Contains(roles, RoleDashboard) && !slices.Contains(tok.Tenants, "*") {
-			return nil, fmt.Errorf("%w: token %d has the dashboard role, which shows every tenant: give it tenants [\"*\"]", ErrTokens, i+1)
+		for _, wide := range []string{RoleDashboard, RoleOperator} {
+			if slices.Contains(roles, wide) && !slices.Contains(tok.Tenants, "*") {
+				return nil, fmt.Errorf("%w: token %d has the %s role, which shows every tenant: give it tenants [\"*\"]", ErrTokens, i+1, wide)
+			}
 		}
 		t.grants[digest] = grant{tenants: slices.Clone(tok.Tenants), roles: slices.Clone(roles)}
 	}

@@ -39,6 +39,10 @@ type Deps struct {
 	Gatherer prometheus.Gatherer
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Reveal tells whether a request may see free text: what users and the
+	// agent said, tool results and arguments, escalation summaries, the
+	// evidence quote. Nil, or false for a request: they are redacted.
+	Reveal func(r *http.Request) bool
 }
 
 // Mux is what Register mounts on (*http.ServeMux and telemetry.Server).
@@ -275,6 +279,10 @@ func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
 		d.render(w, "error.html", page{Title: d.cfg.Title, Status: http.StatusBadRequest, Error: err.Error()})
 		return
 	}
+	if !d.reveals(r) {
+		ro := o.redacted()
+		o = &ro
+	}
 	d.render(w, "overview.html", page{Title: d.cfg.Title, PollMS: d.cfg.PollInterval.Milliseconds(), Overview: o, Status: http.StatusOK,
 		API: "/api/overview" + overviewQuery(q)})
 }
@@ -285,11 +293,18 @@ func (d *Dashboard) serveOverviewJSON(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
+	if !d.reveals(r) {
+		ro := o.redacted()
+		o = &ro
+	}
 	writeJSON(w, http.StatusOK, o)
 }
 
 func (d *Dashboard) conversationStatus(r *http.Request) (Conversation, int, error) {
 	c, err := d.Conversation(r.Context(), r.PathValue("tenant"), r.PathValue("conv"))
+	if !d.reveals(r) {
+		c = c.redacted()
+	}
 	switch {
 	case err == nil:
 		return c, http.StatusOK, nil

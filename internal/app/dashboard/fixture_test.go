@@ -155,10 +155,17 @@ func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 }
 
 // serve mounts the dashboard and /metrics (promhttp on the same registry)
-// on an httptest server.
+// on an httptest server. It reveals free text (the tests read it); see
+// serveWith for the default, redacted view.
 func (f *fixture) serve(t *testing.T, cfg Config) (*Dashboard, *httptest.Server) {
 	t.Helper()
-	d, err := New(cfg, Deps{JS: f.js.JS, Gatherer: f.reg})
+	return f.serveWith(t, cfg, func(*http.Request) bool { return true })
+}
+
+// serveWith is serve with the given Deps.Reveal.
+func (f *fixture) serveWith(t *testing.T, cfg Config, reveal func(*http.Request) bool) (*Dashboard, *httptest.Server) {
+	t.Helper()
+	d, err := New(cfg, Deps{JS: f.js.JS, Gatherer: f.reg, Reveal: reveal})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -51,6 +51,8 @@ type Overview struct {
 	DeadLetters Count      `json:"dead_letters"`
 
 	Recent []Outcome `json:"recent"` // newest first
+	// Redacted says the outcomes' text was redacted (see Deps.Reveal).
+	Redacted bool `json:"redacted,omitempty"`
 
 	// Problems lists what could not be read (the rest is still shown).
 	Problems []string `json:"problems,omitempty"`

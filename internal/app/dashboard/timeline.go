@@ -28,6 +28,8 @@ type Conversation struct {
 	Events       []Event `json:"events"` // in time order
 	// Truncated names the streams whose events were cut at the limit.
 	Truncated []string `json:"truncated,omitempty"`
+	// Redacted says the free text was redacted (see Deps.Reveal).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // Event is one entry of the timeline.

@@ -1,0 +1,55 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// By default the dashboard shows no customer's words and no tool result:
+// the timeline keeps its shape (kinds, labels, tools, decisions) with the
+// text replaced by its length, quotes in rein's own text blanked, and the
+// recent outcomes' text redacted; a request Deps.Reveal allows sees all.
+func TestDashboardRedactsFreeTextByDefault(t *testing.T) {
+	f := newFixture(t)
+	_, srv := f.serveWith(t, Config{}, func(r *http.Request) bool { return r.Header.Get("X-Operator") == "yes" })
+	fetch := func(path string, operator bool) string {
+		t.Helper()
+		r, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if operator {
+			r.Header.Set("X-Operator", "yes")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	conv := fetch("/api/conversations/acme/conv-1", false)
+	for _, secret := range []string{"upgrade it", "pwned", "ABC123"} {
+		if strings.Contains(conv, secret) {
+			t.Errorf("the redacted conversation shows %q", secret)
+		}
+	}
+	for _, kept := range []string{`"redacted":true`, "[redacted: ", `"kind":"user-turn"`, `"kind":"planted-thought"`, `"kind":"detection"`} {
+		if !strings.Contains(conv, kept) {
+			t.Errorf("the redacted conversation lacks %s", kept)
+		}
+	}
+	if all := fetch("/api/conversations/acme/conv-1", true); !strings.Contains(all, "upgrade it") || strings.Contains(all, `"redacted":true`) {
+		t.Error("an operator does not see the text")
+	}
+	if o := fetch("/api/overview", false); strings.Contains(o, "two flights") || !strings.Contains(o, "[redacted: ") {
+		t.Errorf("the overview's recent outcomes are not redacted: %s", o)
+	}
+	if o := fetch("/api/overview", true); !strings.Contains(o, "two flights") {
+		t.Error("an operator does not see the outcomes' text")
+	}
+}
