@@ -25,6 +25,11 @@ func TestRulesPerType(t *testing.T) {
 		{"no anaphora: antecedent in the same turn", "airline", []string{"I booked a flight by mistake and want to cancel it."}, ""},
 		{"no anaphora: single candidate", "airline", []string{"Hi", "Your reservation ABC123 is confirmed. Anything else?", "Yes, change it to business."}, ""},
 		{"no anaphora: plural over a list", "airline", []string{"Hi", listed, "Cancel those reservations."}, ""},
+		{"anaphora: agent listed without asking", "airline", []string{"Hi", "You have ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle).", "Please cancel it."}, TypeAnaphora},
+		{"anaphora: bulleted items", "retail", []string{"Hi", "Order #W1234567 contains:\n- Kettle (1L, black)\n- Kettle (1.5L, silver)\n- Lamp (USB)", "I don't need the kettle, cancel it."}, TypeAnaphora},
+		{"anaphora: property shared by several", "airline", []string{"Hi", "You have ABC123 (BOS to DEN, business), XYZ789 (DEN to SEA, business) and QRS456 (SEA to LAX, economy).", "The business one. Move it to May 30."}, TypeAnaphora},
+		{"no anaphora: property picks one", "airline", []string{"Hi", "You have ABC123 (BOS to DEN, business), XYZ789 (DEN to SEA, business) and QRS456 (SEA to LAX, economy).", "The economy one, cancel it."}, ""},
+		{"no anaphora: the user names the id after a list", "airline", []string{"Hi", listed, "Cancel reservation XYZ789."}, ""},
 		{"no anaphora: possessive", "airline", []string{"I want to cancel my reservation."}, ""},
 
 		// multiple_interpretation: several readings, different actions.
@@ -37,7 +42,12 @@ func TestRulesPerType(t *testing.T) {
 		// contradiction: conflicts with earlier statements.
 		{"contradiction: never said", "airline", []string{"Cancel reservation ABC123.", "Done, ABC123 is cancelled.", "I never said to cancel it!"}, TypeContradiction},
 		{"contradiction: go ahead, no wait", "retail", []string{"Exchange my shoes.", "Shall I proceed?", "Yes, go ahead. No wait, don't."}, TypeContradiction},
-		{"contradiction: not what I said", "airline", []string{"Two bags please.", "I added three bags.", "That's not what I said."}, TypeContradiction},
+		{"contradiction: asks for what they ruled out", "airline", []string{"Economy, no insurance.", "Booked: economy, $300. Anything else?", "Yes, add the insurance like I asked."}, TypeContradiction},
+		{"contradiction: keep it but cancel it", "retail", []string{"Please cancel #W1234567 but keep the kettle from it."}, TypeContradiction},
+		{"contradiction: only me, then both of us", "airline", []string{"Just me, one passenger.", "Economy?", "Economy for both of us."}, TypeContradiction},
+		{"no contradiction: complaint about the agent", "airline", []string{"Two bags please.", "I added three bags.", "That's not what I said."}, ""},
+		{"no contradiction: denying what was never said", "airline", []string{"How much is a bag?", "$50. I added one bag.", "I never said to add a bag."}, ""},
+		{"no contradiction: self-correction", "airline", []string{"Add insurance… actually no, forget that. Just the flights."}, ""},
 		{"no contradiction: nothing earlier", "airline", []string{"I never said that to anyone, but please book a flight."}, ""},
 		{"no contradiction: plain correction of agent", "airline", []string{"Book economy.", "Booked basic economy.", "Please make it economy as I asked."}, ""},
 
