@@ -122,7 +122,7 @@ type EvalReport struct {
 	// CleanFalseActivation is the share of clean turns activated on.
 	CleanFalseActivation float64 `json:"clean_false_activation"`
 	// CoreRecall pools the turns of CoreTypes; MeanRecall averages the
-	// per-type recall over the reported types.
+	// per-type recall over the reported types the set holds turns of.
 	CoreRecall float64 `json:"core_recall"`
 	MeanRecall float64 `json:"mean_recall"`
 	MacroF1    float64 `json:"macro_f1"`
@@ -242,7 +242,7 @@ func (r *EvalReport) score(types []string) {
 	r.ExactType = ratio(exact, onErroneous)
 	r.Precision = ratio(onErroneous, activated)
 	r.CleanFalseActivation = ratio(activated-onErroneous, r.Clean)
-	coreSupport, coreCorrect := 0, 0
+	coreSupport, coreCorrect, present := 0, 0, 0
 	var sumRecall, sumF1 float64
 	for _, t := range types {
 		s := TypeScore{Type: t, Support: sumRow(r.Confusion[t]), Correct: r.Confusion[t][t]}
@@ -254,15 +254,20 @@ func (r *EvalReport) score(types []string) {
 			s.F1 = 2 * s.Precision * s.Recall / (s.Precision + s.Recall)
 		}
 		r.Types = append(r.Types, s)
-		sumRecall += s.Recall
+		if s.Support > 0 {
+			present++
+			sumRecall += s.Recall
+		}
 		sumF1 += s.F1
 		if slices.Contains(CoreTypes, t) {
 			coreSupport += s.Support
 			coreCorrect += s.Correct
 		}
 	}
+	if present > 0 {
+		r.MeanRecall = sumRecall / float64(present)
+	}
 	if len(types) > 0 {
-		r.MeanRecall = sumRecall / float64(len(types))
 		r.MacroF1 = sumF1 / float64(len(types))
 	}
 	r.CoreRecall = ratio(coreCorrect, coreSupport)
