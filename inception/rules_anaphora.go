@@ -17,6 +17,101 @@ const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|r
 // reference: after a verb or preposition, or a "one" substitute anywhere.
 var pronounRef = mustFast(`\b(?:(?:` + refVerb + `) (?:it|them|that|this|those|these|his|hers|her)(?: (?:one|ones|two|three|four))?|(?:that|this|the other) ones?|the other\b[.,!?]|(?:these|those)(?: two| three| ones)?|(?:` + refVerb + `) (?:that|those) (?:reservations?|bookings?|flights?|trips?|tickets?|orders?|items?|products?|packages?))\b`)
 
+// refPronoun are the pronouns a verb can take as an entity reference.
+var refPronoun = map[string]bool{"it": true, "them": true, "that": true, "this": true, "those": true, "these": true, "his": true, "hers": true, "her": true}
+
+// refVerbs is refVerb as a set of single words; "go with" and "status
+// of" are matched on their last word with the one before.
+var refVerbs = func() map[string]bool {
+	m := map[string]bool{}
+	for _, v := range strings.Split(refVerb, "|") {
+		if !strings.Contains(v, " ") {
+			m[v] = true
+		}
+	}
+	return m
+}()
+
+var refNouns = map[string]bool{
+	"reservation": true, "reservations": true, "booking": true, "bookings": true, "flight": true, "flights": true,
+	"trip": true, "trips": true, "ticket": true, "tickets": true, "order": true, "orders": true, "item": true,
+	"items": true, "product": true, "products": true, "package": true, "packages": true,
+}
+
+// findRefs returns the locations pronounRef matches, found by scanning
+// words (the regexp is its specification; this runs on every turn).
+func findRefs(lower string) [][]int {
+	type word struct {
+		w          string
+		start, end int
+	}
+	var ws []word
+	forEachWord(lower, func(start, end int) { ws = append(ws, word{lower[start:end], start, end}) })
+	var out [][]int
+	at := func(i int) string {
+		if i < len(ws) {
+			return ws[i].w
+		}
+		return ""
+	}
+	for i := 0; i < len(ws); i++ {
+		w := ws[i].w
+		verb := refVerbs[w] || w == "with" && i > 0 && ws[i-1].w == "go" || w == "of" && i > 0 && ws[i-1].w == "status"
+		switch {
+		case verb && refPronoun[at(i+1)]:
+			end := ws[i+1].end
+			if n := at(i + 2); n == "one" || n == "ones" || n == "two" || n == "three" || n == "four" {
+				end = ws[i+2].end
+			} else if (at(i+1) == "that" || at(i+1) == "those") && refNouns[n] {
+				end = ws[i+2].end
+			}
+			start := ws[i].start
+			if w == "with" || w == "of" {
+				start = ws[i-1].start
+			}
+			out = append(out, []int{start, end})
+			i++
+		case (w == "that" || w == "this") && (at(i+1) == "one" || at(i+1) == "ones"):
+			out = append(out, []int{ws[i].start, ws[i+1].end})
+			i++
+		case w == "the" && at(i+1) == "other":
+			if n := at(i + 2); n == "one" || n == "ones" {
+				out = append(out, []int{ws[i].start, ws[i+2].end})
+				i += 2
+			} else if e := ws[i+1].end; e < len(lower) && strings.ContainsRune(".,!?", rune(lower[e])) {
+				out = append(out, []int{ws[i].start, e})
+				i++
+			}
+		case w == "these" || w == "those":
+			end := ws[i].end
+			if n := at(i + 1); n == "two" || n == "three" || n == "ones" {
+				end = ws[i+1].end
+				i++
+			}
+			out = append(out, []int{ws[i].start, end})
+		}
+	}
+	return out
+}
+
+// forEachWord calls fn with the bounds of every run of ASCII letters,
+// digits and apostrophes.
+func forEachWord(s string, fn func(start, end int)) {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && (isASCIIWord(s[i]) || s[i] == '\'') {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			fn(start, i)
+			start = -1
+		}
+	}
+}
+
 // wholeSet: a plural reference to every entity in play ("all of them",
 // "both of those", "none of these").
 var wholeSet = mustFast(`\b(?:all|both|neither|none|each|any|every one) of\s*$|\b(?:all|both)\s*$`)
@@ -76,41 +171,52 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 			return m[:2]
 		}
 	}
-	for _, loc := range pronounRef.FindAllStringIndex(lower, -1) {
+	for _, loc := range findRefs(lower) {
 		ref := lower[loc[0]:loc[1]]
-		if notAReference.MatchString(lower[loc[1]:]) || descriptorAfter.MatchString(lower[loc[1]:]) {
+		if notAReference.MatchString(lower[loc[1]:]) {
 			continue
+		}
+		if (strings.HasSuffix(ref, "one") || strings.HasSuffix(ref, "ones") || refKind(ref) != "") && describedAfter(lower[loc[1]:]) {
+			continue // "that one from Boston"
 		}
 		if (strings.HasSuffix(ref, " that") || strings.HasSuffix(ref, " this")) && strings.HasPrefix(lower[loc[1]:], " ") && !endsReference(lower[loc[1]:]) {
 			continue // "for that reason", "about that price"
 		}
-		if idInTurn(dr, in.Dialogue[len(in.Dialogue)-1].Text) || strings.Contains(lower[:loc[0]], " one") && theXOne.MatchString(lower[:loc[0]]) || inTurnDetail.MatchString(lower[:loc[0]]) {
+		if idInTurn(dr, in.Dialogue[len(in.Dialogue)-1].Text) || propertyBefore(lower[:loc[0]]) || inTurnDetail.MatchString(lower[:loc[0]]) {
 			return nil // the user names or describes the entity
 		}
 		if plural(ref) && wholeSet.MatchString(lower[:loc[0]]) {
 			continue // the whole set
 		}
-		if (strings.HasPrefix(ref, "these") || strings.HasPrefix(ref, "those")) && !endsReference(lower[loc[1]:]) && !strings.Contains(ref, " ") {
-			continue // "those options", "these changes": not an entity
+		if (strings.HasPrefix(ref, "these") || strings.HasPrefix(ref, "those")) && !strings.Contains(ref, " ") {
+			// A bare plural refers to entities only as the object of an
+			// action ("change the colour on those"), not "those options",
+			// "among these" or after the user's own "which of these".
+			if !endsReference(lower[loc[1]:]) || !bareNounHead[lastWordOf(lower[:loc[0]])] && lastWordOf(lower[:loc[0]]) != "for" || strings.Contains(lower[:loc[0]], "which of") {
+				continue
+			}
 		}
-		noun := antecedentNoun(lower[:loc[0]])
+		words := antecedentWords(lower[:loc[0]])
 		if len(earlier) == 0 {
-			if noun != "" {
+			if len(words) > 0 {
 				return nil // "I booked a flight … cancel it"
 			}
 			return loc // nothing said before: nothing to refer to
 		}
 		c := inPlay(dr, earlier, refKind(ref))
-		if noun != "" {
-			// "the kettle … cancel it": the antecedent is the noun, ambiguous
-			// only if several listed entities are that noun; a plural names
-			// them all.
-			if !plural(ref) && len(c.spans) >= 2 && c.matching(noun) >= 2 {
+		if fit, entity := c.antecedent(words); fit > 0 || entity {
+			// "the kettle … cancel it": the antecedent is the noun phrase,
+			// ambiguous only if several listed entities fit it; a plural
+			// names them all.
+			if !plural(ref) && fit >= 2 {
 				return loc
 			}
 			return nil
 		}
 		n := c.count()
+		if k := countIn(ref); k > 0 && n != k {
+			return loc // "those two" among one or three
+		}
 		switch {
 		case strings.Contains(ref, "the other"):
 			if n != 2 {
@@ -125,6 +231,20 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// propertyBefore reports a "the X one" earlier in the turn that names a
+// property ("the seattle one — cancel it"), not "the other one".
+func propertyBefore(before string) bool {
+	if !strings.Contains(before, " one") {
+		return false
+	}
+	for _, m := range theXOne.FindAllStringSubmatch(before, -1) {
+		if m[1] != "other" {
+			return true
+		}
+	}
+	return false
 }
 
 // refKind returns the entity kind a reference names ("that order"), or "".
@@ -168,22 +288,60 @@ func endsReference(rest string) bool {
 	return false
 }
 
-// antecedentNoun returns the head noun of the last noun phrase before the
-// pronoun, singular, or "".
-func antecedentNoun(before string) string {
+// antecedentWords returns the content words, singular, of the last noun
+// phrase before the pronoun, or nil.
+func antecedentWords(before string) []string {
 	ms := inTurnNoun.FindAllStringSubmatch(before, -1)
 	for i := len(ms) - 1; i >= 0; i-- {
-		words := strings.Fields(ms[i][1])
-		for len(words) > 1 && functionWord[words[len(words)-1]] {
-			words = words[:len(words)-1]
+		var out []string
+		for _, w := range strings.Fields(ms[i][1]) {
+			noun := strings.TrimSuffix(w, "s")
+			if len(noun) < 3 || antecedentStop[noun] || antecedentStop[w] || stopNoun[noun] || functionWord[w] {
+				continue
+			}
+			out = append(out, noun)
 		}
-		noun := strings.TrimSuffix(words[len(words)-1], "s")
-		if len(noun) < 3 || antecedentStop[noun] || antecedentStop[words[len(words)-1]] || stopNoun[noun] {
-			continue
+		if len(out) > 0 {
+			return out
 		}
-		return noun
 	}
-	return ""
+	return nil
+}
+
+// antecedent returns how many listed entities the in-turn noun phrase fits
+// (its best word) and whether it names an entity kind: a phrase that fits
+// none and names no kind ("my boss", "the colour") is no antecedent.
+func (c candidates) antecedent(words []string) (fit int, entity bool) {
+	for _, w := range words {
+		fit = max(fit, c.matching(w))
+		entity = entity || entityNoun[w] != ""
+	}
+	return fit, entity
+}
+
+// countIn returns the number a plural reference states ("those two"), or 0.
+func countIn(ref string) int {
+	for w, n := range map[string]int{" two": 2, " three": 3, " four": 4} {
+		if strings.HasSuffix(ref, w) {
+			return n
+		}
+	}
+	return 0
+}
+
+// describedAfter reports a reference the user resolves in the same breath
+// ("that one from Boston"); "for me" describes no entity.
+func describedAfter(rest string) bool {
+	if !descriptorAfter.MatchString(rest) {
+		return false
+	}
+	r := strings.TrimLeft(rest, " ")
+	for _, p := range []string{"for me", "for us", "for him", "for her", "for my", "to the next", "to a later", "to an earlier", "to the following"} {
+		if strings.HasPrefix(r, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // stopNoun are words that follow a determiner but name no entity.
@@ -198,12 +356,7 @@ func idInTurn(dr *domainRules, text string) bool {
 	found := false
 	forEachToken(text, func(start, end int) {
 		tok := strings.TrimPrefix(text[start:end], "#")
-		if !idShaped(tok) {
-			if tok = strings.ToUpper(tok); !strings.ContainsAny(tok, "0123456789") {
-				return
-			}
-		}
-		if found || !idShaped(tok) {
+		if found || !idShaped(tok) && !hasDigit(tok) || len(tok) < 4 {
 			return
 		}
 		tok = strings.ToUpper(tok)

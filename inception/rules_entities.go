@@ -154,11 +154,14 @@ func idSpans(dr *domainRules, text, kind string) []string {
 		if !idShaped(tok) {
 			return
 		}
-		for k, re := range dr.entities {
-			if re.MatchString(tok) && (kind == "" || strings.HasPrefix(dr.entityNames[k], kind)) {
-				starts = append(starts, start)
-				return
+		k := -1
+		for i, re := range dr.entities {
+			if re.MatchString(tok) {
+				k = i
 			}
+		}
+		if k >= 0 && (kind == "" || strings.HasPrefix(dr.entityNames[k], kind)) {
+			starts = append(starts, start)
 		}
 	})
 	spans := make([]string, 0, len(starts))
@@ -178,7 +181,25 @@ func idShaped(tok string) bool {
 	if len(tok) < 4 || len(tok) > 24 {
 		return false
 	}
-	return strings.ContainsAny(tok, "0123456789") || len(tok) >= 5 && strings.ToUpper(tok) == tok && strings.ToLower(tok) != tok
+	upper := true
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
+		case c >= '0' && c <= '9':
+			return true
+		case c < 'A' || c > 'Z':
+			upper = false
+		}
+	}
+	return upper && len(tok) >= 5
+}
+
+func hasDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 // forEachToken calls fn with the bounds of every run of letters, digits
@@ -215,18 +236,23 @@ func entityCount(dr *domainRules, text, kind string) int {
 		if !idShaped(tok) {
 			return
 		}
-		for k, re := range dr.entities {
-			if k >= len(ids) || !re.MatchString(tok) {
-				continue
+		// A token fitting several patterns belongs to the last, the more
+		// specific ("HAT123" is a flight number, not a reservation code).
+		k := -1
+		for i, re := range dr.entities {
+			if i < len(ids) && re.MatchString(tok) {
+				k = i
 			}
-			for _, seen := range ids[k] {
-				if seen == tok {
-					return
-				}
-			}
-			ids[k] = append(ids[k], tok)
+		}
+		if k < 0 {
 			return
 		}
+		for _, seen := range ids[k] {
+			if seen == tok {
+				return
+			}
+		}
+		ids[k] = append(ids[k], tok)
 	})
 	for k := range dr.entities {
 		if k >= len(ids) {
