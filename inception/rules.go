@@ -79,7 +79,8 @@ type actionGroup struct {
 // domain's unsupported operations some tool performs after all.
 type catalogRules struct {
 	params  []paramRule
-	covered []bool // per domainRules.actions
+	covered []bool   // per domainRules.actions
+	cabins  []string // the cabin enum, lowest first as the schema lists it
 }
 
 type paramRule struct {
@@ -230,7 +231,11 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		case TypeContradiction:
 			loc = contradiction(in, lower)
 		case TypeMultipleInterpretation:
-			loc = multipleInterpretation(dr, in, lower)
+			var cr *catalogRules
+			if dr != nil {
+				cr = m.catalogRules(in.Domain, dr, in.Tools)
+			}
+			loc = multipleInterpretation(dr, cr, in, lower)
 		case TypeAnaphora:
 			loc = anaphora(dr, in, lower)
 		default:
@@ -382,6 +387,7 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	}
 	cr = buildCatalogRules(dr, tools)
 	cr.covered = coveredActions(dr, tools)
+	cr.cabins, _, _ = toolEnum(tools, "cabin")
 	m.mu.Lock()
 	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
 		m.catalog = map[catalogKey]*catalogRules{}

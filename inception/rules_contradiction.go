@@ -38,6 +38,50 @@ func saidEarlier(in Input, denied string) bool {
 	return false
 }
 
+// claimRef: the user says they said it before.
+var claimRef = mustFast(`\b(?:as|like) i (?:said|asked|told you|mentioned|requested)\b`)
+
+// claimed returns what the user says they said: the clause after "as I
+// said," when it opens one, else the clause before it.
+func claimed(lower string, loc []int) string {
+	if rest := lower[loc[1]:]; strings.HasPrefix(rest, ",") {
+		return sentenceAround(lower, loc[1]+1, loc[1]+1)
+	}
+	start := loc[0]
+	for start > 0 && !strings.ContainsRune(".!?;", rune(lower[start-1])) {
+		start--
+	}
+	return lower[start:loc[0]]
+}
+
+// unsaid reports a claim whose content the user's earlier turns mostly do
+// not hold: most content words of what they now say they said are new.
+func unsaid(in Input, claim string) bool {
+	var earlier strings.Builder
+	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
+		if u.Role == RoleUser {
+			earlier.WriteString(strings.ToLower(u.Text))
+			earlier.WriteByte(' ')
+		}
+	}
+	prev := earlier.String()
+	content, missing := 0, 0
+	for _, w := range strings.Fields(claim) {
+		w = strings.Trim(w, ",.!?;:'\"")
+		if len(w) < 4 || contradictionWords[w] || functionWord[w] || determiner[w] || refPronoun[w] || actionWord[w] {
+			continue
+		}
+		content++
+		if wordIndex(prev, w) < 0 && wordIndex(prev, strings.TrimSuffix(w, "s")) < 0 {
+			missing++
+		}
+	}
+	return content > 0 && 2*missing >= content
+}
+
+// actionWord are verbs a claim repeats from the request itself.
+var actionWord = map[string]bool{"put": true, "book": true, "make": true, "please": true, "also": true, "add": true, "with": true, "have": true, "into": true, "onto": true}
+
 // confirmStart: the turn confirms details the agent read back.
 var confirmStart = mustFast(`^\s*(?:yes,? )?(?:correct|that's right|that is right|right|exactly)\b`)
 
@@ -101,13 +145,17 @@ func contradiction(in Input, lower string) []int {
 	}
 	// "not X" then X used in the same turn.
 	for _, m := range findAllIf(negation, notThing, lower) {
-		thing := lastWordOf(lower[m[2]:m[3]])
+		thing := strings.TrimSuffix(lastWordOf(lower[m[2]:m[3]]), "s")
 		if contradictionWords[thing] || len(thing) < 4 || !before(m) {
 			continue
 		}
-		if rest := lower[m[1]:]; strings.Contains(rest, " "+thing) && !negatedBefore(rest, strings.Index(rest, " "+thing)+1) {
+		if rest := lower[m[1]:]; wordIndex(rest, thing) >= 0 && !negatedBefore(rest, wordIndex(rest, thing)) {
 			return m[:2]
 		}
+	}
+	// "as I said" about something the user never said.
+	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+		return loc
 	}
 	// Denying what the user did say earlier (a denial of something they
 	// never said is a complaint about the agent).

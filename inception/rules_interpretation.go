@@ -39,7 +39,7 @@ var bareNounStop = map[string]bool{
 
 // multipleInterpretation reports the location of a request with several
 // readings.
-func multipleInterpretation(dr *domainRules, in Input, lower string) []int {
+func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower string) []int {
 	for _, m := range findAllIf(strings.Contains(lower, " or "), verbOrVerb, lower) {
 		v1, v2 := lower[m[2]:m[3]], lower[m[4]:m[5]]
 		if v1 == v2 || orConditional.MatchString(lower[m[5]:]) || sameAction(v1, v2) {
@@ -54,10 +54,23 @@ func multipleInterpretation(dr *domainRules, in Input, lower string) []int {
 	}
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	last := lastAgent(earlier)
-	if last == "" || idInTurn(dr, in.Dialogue[len(in.Dialogue)-1].Text) {
+	if last == "" {
 		return nil
 	}
 	agent := strings.ToLower(last)
+	// A relative property among listed options: "a darker one" when
+	// black and blue are both darker than green.
+	if loc := comparativeChoice.FindStringIndex(lower); loc != nil && listsOptions(agent) {
+		return loc
+	}
+	// An upgrade with no target when the tools' cabin enum has more than
+	// one value above the current one.
+	if loc := bareUpgrade(cr, lower, agent); loc != nil {
+		return loc
+	}
+	if idInTurn(dr, in.Dialogue[len(in.Dialogue)-1].Text) {
+		return nil
+	}
 	several := severalNouns(agent)
 	for _, np := range bareNouns(lower) {
 		noun, end := np.noun, np.end
@@ -140,6 +153,52 @@ var functionWord = map[string]bool{
 	"as": true, "at": true, "by": true, "that": true, "which": true, "of": true, "now": true, "then": true, "again": true,
 }
 
+// comparativeChoice: a relative property standing for a choice ("a
+// darker one", "same as now but quieter").
+var comparativeChoice = mustFast(`\b(?:darker|lighter|brighter|quieter|louder|bigger|smaller|larger|softer|harder|thinner|thicker|warmer|cooler)(?: one| ones| version| model| color| colour)?\s*(?:please|pls)?[.!]*\s*$`)
+
+// listsOptions reports an agent message that lists three or more short
+// options in one sentence ("black, blue and red").
+func listsOptions(agent string) bool {
+	for _, s := range splitSentences(agent) {
+		if strings.Count(s, ",")+strings.Count(s, " and ")+strings.Count(s, " or ") >= 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// bareUpgrade finds "an upgrade" that names no cabin while the agent's
+// message puts the reservation in the lowest cabin of the tools' enum, so
+// two or more cabins are above it.
+func bareUpgrade(cr *catalogRules, lower, agent string) []int {
+	loc := bareUpgradeRE.FindStringIndex(lower)
+	if cr == nil || len(cr.cabins) < 3 || loc == nil {
+		return nil
+	}
+	for _, c := range cr.cabins {
+		if strings.Contains(lower, strings.ReplaceAll(c, "_", " ")) {
+			return nil
+		}
+	}
+	lowest := strings.ReplaceAll(cr.cabins[0], "_", " ")
+	if strings.Contains(lower, "class") || strings.Contains(lower, "first") || !strings.Contains(agent, lowest) {
+		return nil
+	}
+	// The agent already named a target: the upgrade is that one.
+	rest := strings.ReplaceAll(agent, lowest, "")
+	for _, c := range cr.cabins[1:] {
+		if strings.Contains(rest, strings.ReplaceAll(c, "_", " ")) {
+			return nil
+		}
+	}
+	return loc
+}
+
+// bareUpgradeRE: an upgrade asked for, not one already agreed ("proceed
+// with the upgrade").
+var bareUpgradeRE = mustFast(`\b(?:an upgrade|upgrade (?:me|us|it|my (?:reservation|booking|flight|trip|ticket|seat)|[a-z0-9]{6})\b)`)
+
 // sameAction pairs verbs that name one action ("change or swap").
 func sameAction(a, b string) bool {
 	group := map[string]int{"change": 1, "modify": 1, "switch": 1, "swap": 1, "replace": 1, "exchange": 1, "move": 1, "rebook": 1,
@@ -149,7 +208,7 @@ func sameAction(a, b string) bool {
 
 // followedByDetail reports a noun phrase that goes on to pick an entity: an
 // id, a number, an amount or a describing clause.
-var detailAfter = mustFast(`^(?:\s*#?[a-z]*[0-9]|\s+(?:from|on|in|with|that|which|for|of|ending|number|id)\b|\s*\()`)
+var detailAfter = mustFast(`^(?:\s*#?[a-z]*[0-9]|\s+(?:from|on|in|with|that|which|of|ending|number|id)\b|\s*\()`)
 
 func followedByDetail(rest string) bool { return detailAfter.MatchString(rest) }
 
