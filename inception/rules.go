@@ -23,8 +23,9 @@ const (
 )
 
 // DefaultRulesWindow is how many earlier utterances the rules module scans
-// for candidate entities.
-const DefaultRulesWindow = 4
+// for the candidate entities a reference may point at (the agent's latest
+// message that lists any, within the window).
+const DefaultRulesWindow = 6
 
 // RulesConfig configures the rules module.
 type RulesConfig struct {
@@ -154,6 +155,15 @@ func groupCues(groups []CueGroup) []cue {
 	return compileCues(cues)
 }
 
+// windowed returns the input with only the last Window earlier utterances,
+// where references look for candidates.
+func (m *RulesModule) windowed(in Input) Input {
+	if n := len(in.Dialogue) - 1 - m.window; n > 0 {
+		in.Dialogue = in.Dialogue[n:]
+	}
+	return in
+}
+
 // ambiguityOrder returns the taxonomy's ambiguous types, held-out ones
 // left out, in the corpus tie-break order (a conflict is settled before a
 // reading, a reading before a reference); a provider's own types follow in
@@ -237,7 +247,7 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 			}
 			loc = multipleInterpretation(dr, cr, in, lower)
 		case TypeAnaphora:
-			loc = anaphora(dr, in, lower)
+			loc = anaphora(dr, m.windowed(in), lower)
 		default:
 			// A provider's own ambiguity type: its cues decide.
 			loc = findAny(m.cues[et.Name], lower, &bg)
@@ -247,7 +257,7 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		}
 	}
 	if m.mode == RulesRecall {
-		if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+		if name, loc := m.looseCheck(dr, in, m.windowed(in), lower, &bg); name != "" {
 			return name, span(loc), false
 		}
 	}

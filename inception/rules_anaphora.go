@@ -371,12 +371,13 @@ func idInTurn(dr *domainRules, text string) bool {
 }
 
 // inPlay returns the candidates of the latest agent message that lists
-// any, scanning back over agent messages only (the user's own words do not
-// put entities in play for a pronoun of theirs).
+// any, scanning back over the agent messages of earlier (the windowed
+// dialogue; the user's own words do not put entities in play for a
+// pronoun of theirs).
 func inPlay(dr *domainRules, earlier []Utterance, kind string) candidates {
 	var last candidates
 	seen := 0
-	for i := len(earlier) - 1; i >= 0 && seen < 3; i-- {
+	for i := len(earlier) - 1; i >= 0; i-- {
 		if earlier[i].Role != RoleAgent {
 			continue
 		}

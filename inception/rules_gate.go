@@ -40,8 +40,9 @@ var (
 // looseCheck is the gate's looser judgement once the precise checks found
 // nothing: each precise signal without the step that resolves it. It
 // returns the type the signal points at and its location.
-func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bigrams) (string, []int) {
+func (m *RulesModule) looseCheck(dr *domainRules, in, near Input, lower string, bg *bigrams) (string, []int) {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
+	nearby := near.Dialogue[:len(near.Dialogue)-1] // the window references look in
 	text := in.Dialogue[len(in.Dialogue)-1].Text
 	if dr != nil {
 		if loc := findAny(dr.gate, lower, bg); loc != nil {
@@ -116,7 +117,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc == nil {
 		loc = gateEndRef.FindStringIndex(lower)
 	}
-	if loc != nil && (len(earlier) == 0 || strings.Contains(lower[loc[0]:loc[1]], "one") || strings.Contains(lower[loc[0]:loc[1]], "other") || inPlay(dr, earlier, "").count() != 1) {
+	if loc != nil && (len(earlier) == 0 || strings.Contains(lower[loc[0]:loc[1]], "one") || strings.Contains(lower[loc[0]:loc[1]], "other") || inPlay(dr, nearby, "").count() != 1) {
 		return TypeAnaphora, loc
 	}
 	for _, mm := range theXOne.FindAllStringSubmatchIndex(lower, -1) {
@@ -124,7 +125,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 		if resolvingWords[firstWord(prop)] || prop == "other" || len(earlier) == 0 {
 			continue
 		}
-		if c := inPlay(dr, earlier, ""); c.count() >= 2 && c.matching(prop) != 1 {
+		if c := inPlay(dr, nearby, ""); c.count() >= 2 && c.matching(prop) != 1 {
 			return TypeAnaphora, mm[:2]
 		}
 	}
