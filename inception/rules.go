@@ -17,8 +17,10 @@ const (
 	// RulesPrecise activates only on strong evidence (the rules module
 	// used alone).
 	RulesPrecise = "precise"
-	// RulesRecall is the looser gate of the cascade: it lets through every
-	// turn with a cue, without the antecedent and context checks.
+	// RulesRecall is the cascade's gate: the precise checks, then a looser
+	// version of each (rules_gate.go) that keeps the signal and drops the
+	// step resolving it, so it passes nearly every erroneous turn and a
+	// share of clean ones to the model.
 	RulesRecall = "recall"
 )
 
@@ -35,9 +37,32 @@ type RulesConfig struct {
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
-// agent's tool schemas and the taxonomy file. Everything is compiled at
-// construction (and once per tool catalogue), so a turn costs a few
-// microseconds.
+// dialogue, the agent's tool catalogue and the taxonomy file. It decides in
+// the corpus tie-break order (unsupported domain, action, parameter; then
+// contradiction, multiple interpretation, anaphora) from these signals:
+//
+//   - unsupported domain: the taxonomy's per-domain cues;
+//   - unsupported action: the domain's unsupported operations, skipped when
+//     a tool of the agent's catalogue names the operation (rules_catalogue.go);
+//   - unsupported parameter: a phrase naming a value outside the enum of the
+//     parameter in the tools' JSON Schemas, or outside the id kinds their
+//     descriptions show, framed by the user turn or the agent's question;
+//   - contradiction: conflicts within the turn (consent then refusal, keep
+//     and cancel, "not X" then X) and with the user's earlier turns (what
+//     they ruled out, a passenger count, a claim they never made), an
+//     allowed correction and a complaint about the agent excepted
+//     (rules_contradiction.go);
+//   - multiple interpretation: two actions joined by "or", an open choice,
+//     a noun phrase or a vague comparative that fits several listed
+//     entities, an upgrade with several cabins above (rules_interpretation.go);
+//   - anaphora: a pronoun, demonstrative or "one"-substitute whose kind has
+//     several candidates in play, counted from what the agent listed in
+//     prose, bullets or a summarised tool result (rules_anaphora.go,
+//     rules_entities.go).
+//
+// Each decision quotes the sentence holding its evidence. Everything is
+// compiled at construction (and once per tool catalogue) and the hot
+// expressions carry a literal prefilter, so a turn costs microseconds.
 type RulesModule struct {
 	tax    *Taxonomy
 	mode   string
@@ -94,21 +119,37 @@ type paramRule struct {
 // breath ("that one from Boston", "the flight on May 20").
 var descriptorAfter = regexp.MustCompile(`^\s*(?:from|to|on|with|for|which|that|in|at|departing|arriving|booked|going|leaving|ending|starting|ordered|i (?:booked|ordered|bought|mentioned))\b`)
 
-// NewRules compiles the rules module.
-func NewRules(cfg RulesConfig) (*RulesModule, error) {
+// Validate reports an unusable config (the zero value is usable).
+func (cfg RulesConfig) Validate() error {
+	switch cfg.Mode {
+	case "", RulesPrecise, RulesRecall:
+	default:
+		return fmt.Errorf("%w: rules mode %q is not %s or %s", ErrInvalidConfig, cfg.Mode, RulesPrecise, RulesRecall)
+	}
+	if cfg.Window < 0 {
+		return fmt.Errorf("%w: rules window %d is negative", ErrInvalidConfig, cfg.Window)
+	}
+	return nil
+}
+
+func (cfg *RulesConfig) defaults() {
 	if cfg.Taxonomy == nil {
 		cfg.Taxonomy = DefaultTaxonomy()
 	}
-	switch cfg.Mode {
-	case "":
+	if cfg.Mode == "" {
 		cfg.Mode = RulesPrecise
-	case RulesPrecise, RulesRecall:
-	default:
-		return nil, fmt.Errorf("%w: rules mode %q is not %s or %s", ErrInvalidConfig, cfg.Mode, RulesPrecise, RulesRecall)
 	}
-	if cfg.Window <= 0 {
+	if cfg.Window == 0 {
 		cfg.Window = DefaultRulesWindow
 	}
+}
+
+// NewRules compiles the rules module.
+func NewRules(cfg RulesConfig) (*RulesModule, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
 	m := &RulesModule{
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
 		cues:    map[string][]cue{},
