@@ -276,6 +276,14 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 	if name, loc, free := m.unsupported(in, dr, lower, &bg); name != "" {
 		return name, span(loc), free
 	}
+	if m.mode == RulesRecall {
+		// The gate reads the user's turns only: its checks are supersets
+		// of the precise ambiguity checks without the agent's words.
+		if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+			return name, span(loc), true
+		}
+		return "", "", true
+	}
 	for _, et := range m.ambiguous {
 		var loc []int
 		switch et.Name {
@@ -295,11 +303,6 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		}
 		if loc != nil {
 			return et.Name, span(loc), false
-		}
-	}
-	if m.mode == RulesRecall {
-		if name, loc := m.looseCheck(dr, in, m.windowed(in), lower, &bg); name != "" {
-			return name, span(loc), false
 		}
 	}
 	return "", "", false
@@ -351,6 +354,10 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 		for i := range cr.params {
 			p := &cr.params[i]
 			userCtx := p.context == nil || p.context.find(lower, bg) != nil
+			// The gate takes any such phrase: it reads no agent words.
+			if m.mode == RulesRecall && pass == 0 {
+				userCtx = true
+			}
 			if pass == 0 && !userCtx || pass == 1 && (userCtx || p.context.find(agent, nil) == nil) {
 				continue
 			}
@@ -387,25 +394,69 @@ func (p *paramRule) badPhrase(lower string, bg *bigrams) []int {
 	return nil
 }
 
-// NeedsContext implements ContextFree. In both modes a decision reads only
-// the user turn when an unsupported domain, action or parameter is found in
-// it before any other check runs; every other decision may depend on what
-// the agent said (the entities in play, what it proposed, the user's
-// earlier turns), so the full dialogue is needed.
+// NeedsContext implements ContextFree. The gate (RulesRecall) reads the
+// user's turns only and never needs the agent's replies. In precise mode a
+// decision needs them when a check that reads the agent's words could
+// fire: an unsupported value framed only by the agent's question, a
+// consent to what the agent proposed, a confirmed read-back, a comparative,
+// an upgrade or a bare noun phrase among what the agent listed, or a
+// reference the turn leaves open (rules_anaphora.go's openRefs and
+// openProperties); or a check reading the user's earlier turns could fire,
+// since the window of the full dialogue may hold fewer of them. An
+// unsupported domain, action or value found in the user turn alone decides
+// before any of them; every other check reads the user turn alone.
 func (m *RulesModule) NeedsContext(in Input) bool {
+	if m.mode == RulesRecall {
+		return false
+	}
 	text, ok := in.lastUser()
 	if !ok {
 		return true
 	}
-	name, _, free := m.judge(Input{Domain: in.Domain, Tools: in.Tools, Dialogue: in.Dialogue[len(in.Dialogue)-1:]}, text)
-	return !(free && name != "" && categoryOf(m.tax, name) == CategoryUnsupported)
+	lower := strings.ToLower(text)
+	var bg bigrams
+	bg.build(lower)
+	alone := Input{Domain: in.Domain, Tools: in.Tools, Dialogue: in.Dialogue[len(in.Dialogue)-1:]}
+	name, _, free := m.unsupported(alone, m.domains[in.Domain], lower, &bg)
+	switch {
+	case name != "" && free:
+		return false // decided before anything else is read
+	case !free:
+		return true // a value only the agent's question frames
+	}
+	return m.readsAgent(in, text)
 }
 
-func categoryOf(t *Taxonomy, name string) string {
-	if et, ok := t.Type(name); ok {
-		return et.Category
+// readsAgent reports whether a precise ambiguity check that reads the
+// agent's words could fire on the turn, judged from the user turn alone.
+func (m *RulesModule) readsAgent(in Input, text string) bool {
+	lower := strings.ToLower(text)
+	dr := m.domains[in.Domain]
+	for _, et := range m.ambiguous {
+		switch et.Name {
+		case TypeContradiction:
+			if consentStart.MatchString(lower) && negatedVerb.MatchString(lower) || confirmStart.MatchString(lower) && number.MatchString(lower) {
+				return true
+			}
+			// The user's earlier turns: the stage's window of the full
+			// dialogue may hold fewer of them than the dialogue given.
+			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
+				return true
+			}
+		case TypeMultipleInterpretation:
+			if comparativeChoice.MatchString(lower) || bareUpgradeRE.MatchString(lower) {
+				return true
+			}
+			if _, ok := openNoun(lower); ok && !idInTurn(dr, text) {
+				return true
+			}
+		case TypeAnaphora:
+			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+				return true
+			}
+		}
 	}
-	return ""
+	return false
 }
 
 // negatedBefore reports a negation just before position i ("not paypal",

@@ -161,41 +161,16 @@ var antecedentStop = map[string]bool{
 func anaphora(dr *domainRules, in Input, lower string) []int {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	// A "the X one" whose property several listed entities share.
-	for _, m := range findAllIf(strings.Contains(lower, " one"), theXOne, lower) {
-		prop := lower[m[2]:m[3]]
-		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) || len(earlier) == 0 {
-			continue
-		}
-		c := inPlay(dr, earlier, "")
-		if len(c.spans) >= 2 && c.matching(prop) >= 2 {
-			return m[:2]
-		}
-	}
-	for _, loc := range findRefs(lower) {
-		ref := lower[loc[0]:loc[1]]
-		if notAReference.MatchString(lower[loc[1]:]) {
-			continue
-		}
-		if (strings.HasSuffix(ref, "one") || strings.HasSuffix(ref, "ones") || refKind(ref) != "") && describedAfter(lower[loc[1]:]) {
-			continue // "that one from Boston"
-		}
-		if (strings.HasSuffix(ref, " that") || strings.HasSuffix(ref, " this")) && strings.HasPrefix(lower[loc[1]:], " ") && !endsReference(lower[loc[1]:]) {
-			continue // "for that reason", "about that price"
-		}
-		if idInTurn(dr, in.Dialogue[len(in.Dialogue)-1].Text) || propertyBefore(lower[:loc[0]]) || inTurnDetail.MatchString(lower[:loc[0]]) {
-			return nil // the user names or describes the entity
-		}
-		if plural(ref) && wholeSet.MatchString(lower[:loc[0]]) {
-			continue // the whole set
-		}
-		if (strings.HasPrefix(ref, "these") || strings.HasPrefix(ref, "those")) && !strings.Contains(ref, " ") {
-			// A bare plural refers to entities only as the object of an
-			// action ("change the colour on those"), not "those options",
-			// "among these" or after the user's own "which of these".
-			if !endsReference(lower[loc[1]:]) || !bareNounHead[lastWordOf(lower[:loc[0]])] && lastWordOf(lower[:loc[0]]) != "for" || strings.Contains(lower[:loc[0]], "which of") {
-				continue
+	if len(earlier) > 0 {
+		for _, m := range openProperties(lower) {
+			c := inPlay(dr, earlier, "")
+			if len(c.spans) >= 2 && c.matching(lower[m[2]:m[3]]) >= 2 {
+				return m[:2]
 			}
 		}
+	}
+	for _, loc := range openRefs(dr, in.Dialogue[len(in.Dialogue)-1].Text, lower) {
+		ref := lower[loc[0]:loc[1]]
 		words := antecedentWords(lower[:loc[0]])
 		if len(earlier) == 0 {
 			if len(words) > 0 {
@@ -223,7 +198,7 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 				return loc
 			}
 		case plural(ref):
-			if n > 2 && !strings.Contains(ref, "two") || strings.Contains(ref, "two") && n > 2 {
+			if n > 2 {
 				return loc
 			}
 		case n >= 2:
@@ -231,6 +206,58 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// openProperties returns the submatches of the turn's "the X one"
+// references whose property picks no entity by itself (not "the other",
+// "the cheapest", "the one from Boston"): the user turn alone decides this.
+func openProperties(lower string) [][]int {
+	var out [][]int
+	for _, m := range findAllIf(strings.Contains(lower, " one"), theXOne, lower) {
+		prop := lower[m[2]:m[3]]
+		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// openRefs returns the pronoun and demonstrative references the user turn
+// itself leaves open, judged from the turn alone: not "that one from
+// Boston", "for that reason", "all of them" or "those options", and none at
+// all when the turn names an id or describes the entity. Whether an open
+// reference is ambiguous depends on the candidates in play.
+func openRefs(dr *domainRules, text, lower string) [][]int {
+	var out [][]int
+	for _, loc := range findRefs(lower) {
+		ref := lower[loc[0]:loc[1]]
+		if notAReference.MatchString(lower[loc[1]:]) {
+			continue
+		}
+		if (strings.HasSuffix(ref, "one") || strings.HasSuffix(ref, "ones") || refKind(ref) != "") && describedAfter(lower[loc[1]:]) {
+			continue // "that one from Boston"
+		}
+		if (strings.HasSuffix(ref, " that") || strings.HasSuffix(ref, " this")) && strings.HasPrefix(lower[loc[1]:], " ") && !endsReference(lower[loc[1]:]) {
+			continue // "for that reason", "about that price"
+		}
+		if idInTurn(dr, text) || propertyBefore(lower[:loc[0]]) || inTurnDetail.MatchString(lower[:loc[0]]) {
+			return nil // the user names or describes the entity
+		}
+		if plural(ref) && wholeSet.MatchString(lower[:loc[0]]) {
+			continue // the whole set
+		}
+		if (strings.HasPrefix(ref, "these") || strings.HasPrefix(ref, "those")) && !strings.Contains(ref, " ") {
+			// A bare plural refers to entities only as the object of an
+			// action ("change the colour on those"), not "those options",
+			// "among these" or after the user's own "which of these".
+			if !endsReference(lower[loc[1]:]) || !bareNounHead[lastWordOf(lower[:loc[0]])] && lastWordOf(lower[:loc[0]]) != "for" || strings.Contains(lower[:loc[0]], "which of") {
+				continue
+			}
+		}
+		out = append(out, loc)
+	}
+	return out
 }
 
 // propertyBefore reports a "the X one" earlier in the turn that names a

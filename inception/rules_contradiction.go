@@ -153,19 +153,10 @@ func contradiction(in Input, lower string) []int {
 			return m[:2]
 		}
 	}
-	// "as I said" about something the user never said.
-	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+	if loc := contradictionFromUser(in, lower); loc != nil {
 		return loc
 	}
-	// Denying what the user did say earlier (a denial of something they
-	// never said is a complaint about the agent).
-	if m := findSubIf(negation || strings.Contains(lower, "did"), denial, lower); m != nil && saidEarlier(in, lower[m[2]:m[3]]) {
-		return m[:2]
-	}
-	// Against the user's earlier turns.
-	if loc := againstEarlier(in, lower); loc != nil {
-		return loc
-	}
+
 	// Agreeing to a value while stating another one.
 	if confirmStart.MatchString(lower) {
 		if loc := otherNumber(lastAgent(in.Dialogue[:len(in.Dialogue)-1]), lower); loc != nil {
@@ -173,6 +164,20 @@ func contradiction(in Input, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// contradictionFromUser holds the checks that read the user's turns only
+// (never the agent's): a claim to have said what they did not, a denial of
+// what they did say (denying what they never said is a complaint about the
+// agent), and asking for what they ruled out earlier.
+func contradictionFromUser(in Input, lower string) []int {
+	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+		return loc
+	}
+	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(in, lower[m[2]:m[3]]) {
+		return m[:2]
+	}
+	return againstEarlier(in, lower)
 }
 
 // affirmed reports v (or its -ing form) used without negation in text.

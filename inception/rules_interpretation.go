@@ -73,15 +73,27 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 	}
 	several := severalNouns(agent)
 	for _, np := range bareNouns(lower) {
-		noun, end := np.noun, np.end
-		if bareNounStop[noun] || len(noun) < 4 || followedByDetail(lower[end:]) {
-			continue
-		}
-		if several[noun] || distinctlyModified(agent, noun) >= 2 {
+		if openNounPhrase(lower, np) && (several[np.noun] || distinctlyModified(agent, np.noun) >= 2) {
 			return []int{np.start, np.end}
 		}
 	}
 	return nil
+}
+
+// openNounPhrase reports a bare noun phrase that may fit several entities,
+// from the user turn alone: not a stop noun, not followed by a detail.
+func openNounPhrase(lower string, np nounPhrase) bool {
+	return !bareNounStop[np.noun] && len(np.noun) >= 4 && !followedByDetail(lower[np.end:])
+}
+
+// openNoun returns the first open bare noun phrase of the turn.
+func openNoun(lower string) (nounPhrase, bool) {
+	for _, np := range bareNouns(lower) {
+		if openNounPhrase(lower, np) {
+			return np, true
+		}
+	}
+	return nounPhrase{}, false
 }
 
 // nounPhrase is a bare "the|my" noun phrase after an action verb or
