@@ -23,8 +23,8 @@
 //     loosens each precise check) and NewCascade (recall gate, then the
 //     model; Gate returns the gate). ContextFree: a module that tells per
 //     turn whether its decision needs the agent's replies (rules and cascade
-//     implement it; the rules need them unless an unsupported request is
-//     found in the user turn alone).
+//     implement it; the precise rules need them only when a check reading
+//     the agent's words could fire, the gate never).
 //   - Evaluate (EvalConfig, Example, EvalReport): scores a module on
 //     labelled turns — per-type precision, recall and F1, core-type and mean
 //     recall, false activations on clean turns, the confusion matrix,

@@ -17,10 +17,11 @@ const (
 	// RulesPrecise activates only on strong evidence (the rules module
 	// used alone).
 	RulesPrecise = "precise"
-	// RulesRecall is the cascade's gate: the precise checks, then a looser
-	// version of each (rules_gate.go) that keeps the signal and drops the
-	// step resolving it, so it passes nearly every erroneous turn and a
-	// share of clean ones to the model.
+	// RulesRecall is the cascade's gate: the unsupported checks, then a
+	// looser version of each ambiguity check (rules_gate.go) that keeps
+	// the signal, drops the step resolving it and reads the user turn
+	// alone, so it passes nearly every erroneous turn and a share of clean
+	// ones to the model and never needs the agent's replies.
 	RulesRecall = "recall"
 )
 
