@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -124,5 +128,50 @@ func TestDetectEvalRejectsBadInput(t *testing.T) {
 	}
 	if _, _, err := runDetectCLI(t); err == nil || !strings.Contains(err.Error(), "--input") {
 		t.Errorf("no --input nor --eval: %v", err)
+	}
+}
+
+// TestDetectEvalCascadeAgainstOpenAICompatibleServer scores the cascade
+// with its model behind an OpenAI-compatible endpoint, as a user would on
+// their own model: the same report, with the cascade's own gate figures,
+// and one model call per turn the gate passed.
+func TestDetectEvalCascadeAgainstOpenAICompatibleServer(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		calls.Add(1)
+		// A model that sees every error the gate lets through and none else.
+		answer := `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`
+		// (Quotes the system prompt's own examples do not hold.)
+		for _, c := range []struct{ quote, typ string }{
+			{"window seat on my flight", "unsupported_action"}, {"ABC123 to first class", "unsupported_parameter"}, {"Please cancel it.", "anaphora"},
+		} {
+			if strings.Contains(string(body), c.quote) {
+				answer = `{"rein":true,"error_type":"` + c.typ + `","evidence":"` + c.quote + `","reasoning":"call the recovery tool"}`
+			}
+		}
+		content, _ := json.Marshal(answer)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"local-model",
+			"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":`+string(content)+`}}],
+			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	stdout, stderr, err := runDetectCLI(t, "--eval", in, "--module", "cascade", "--provider", "openai", "--model", "local-model", "--base-url", srv.URL+"/v1", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	if rep.Module != "cascade" || rep.Gate == nil || rep.Gate.PassedErroneous != 3 || rep.Gate.PassedClean != 1 {
+		t.Fatalf("report %+v gate %+v", rep, rep.Gate)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d model calls, want 4 (the turns the gate passed)", n)
+	}
+	// The model clears the PayPal turn the rules module took for an error.
+	if !near(rep.Precision, 1) || !near(rep.Detected, 0.75) || !near(rep.CleanFalseActivation, 0) {
+		t.Errorf("precision %v detected %v clean %v", rep.Precision, rep.Detected, rep.CleanFalseActivation)
 	}
 }
