@@ -15,7 +15,7 @@ const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|r
 
 // pronounRef matches a pronoun or demonstrative used as an entity
 // reference: after a verb or preposition, or a "one" substitute anywhere.
-var pronounRef = mustFast(`\b(?:(?:` + refVerb + `) (?:it|them|that|this|those|these|his|hers|her)(?: (?:one|ones|two|three|four))?|(?:that|this|the other) ones?|the other\b[.,!?]|(?:these|those)(?: two| three| ones)?|(?:` + refVerb + `) (?:that|those) (?:reservations?|bookings?|flights?|trips?|tickets?|orders?|items?|products?|packages?))\b`)
+var pronounRef = mustFast(`\b(?:(?:` + refVerb + `) (?:that|those) (?:reservations?|bookings?|flights?|trips?|tickets?|orders?|items?|products?|packages?)|(?:` + refVerb + `) (?:it|them|that|this|those|these|his|hers|her)(?: (?:one|ones|two|three|four))?|(?:that|this|the other) ones?|(?:these|those)(?: two| three| ones)?)\b|\bthe other[.,!?]`)
 
 // refPronoun are the pronouns a verb can take as an entity reference.
 var refPronoun = map[string]bool{"it": true, "them": true, "that": true, "this": true, "those": true, "these": true, "his": true, "hers": true, "her": true}
@@ -83,12 +83,12 @@ func findRefs(lower string) [][]int {
 				i++
 			}
 		case w == "these" || w == "those":
-			end := ws[i].end
+			start, end := ws[i].start, ws[i].end
 			if n := at(i + 1); n == "two" || n == "three" || n == "ones" {
 				end = ws[i+1].end
 				i++
 			}
-			out = append(out, []int{ws[i].start, end})
+			out = append(out, []int{start, end})
 		}
 	}
 	return out
@@ -153,7 +153,7 @@ var inTurnNoun = mustFast(`\b(?:the|my|our|a|an|one|this|that|recent|new|existin
 var antecedentStop = map[string]bool{
 	"way": true, "money": true, "refund": true, "difference": true, "price": true, "rest": true, "thing": true,
 	"time": true, "same": true, "moment": true, "day": true, "one": true, "ones": true, "option": true, "end": true,
-	"trip": false, "help": true, "issue": true, "problem": true, "status": true, "agent": true, "human": true,
+	"help": true, "issue": true, "problem": true, "status": true, "agent": true, "human": true,
 	"card": true, "address": true, "policy": true, "fee": true, "fees": true, "week": true, "weekend": true,
 }
 

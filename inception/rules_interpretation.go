@@ -5,11 +5,13 @@ import (
 )
 
 // Multiple interpretation: the request reads several ways that lead to
-// different actions. Three signals: two action verbs joined by "or" (not a
+// different actions. The signals: two action verbs joined by "or" (not a
 // conditional fallback the facts settle), an open choice handed to the
-// agent ("whichever", "whatever you think is best"), and a bare noun phrase
-// that fits several entities the agent put in play ("use the certificate"
-// when there are two).
+// agent ("whichever", "whatever you think is best"), a vague comparative
+// among listed options ("a darker one"), an upgrade with several cabins
+// above (the tools' cabin enum), and a bare noun phrase that fits several
+// entities the agent put in play ("use the certificate" when there are
+// two).
 
 // actionVerbs are the verbs of requests that change data.
 const actionVerbs = `cancel|return|exchange|change|modify|refund|upgrade|downgrade|rebook|book|remove|add|keep|swap|replace|move|switch|take|put|pay|fix|send|use`
@@ -301,22 +303,6 @@ func distinctlyModified(s, noun string) int {
 }
 
 var determiner = map[string]bool{"the": true, "a": true, "an": true, "your": true, "my": true, "this": true, "that": true, "its": true, "their": true, "our": true, "his": true, "her": true, "any": true, "one": true}
-
-// countWord counts whole-word occurrences of w in s.
-func countWord(s, w string) int {
-	n := 0
-	for off := 0; ; {
-		i := strings.Index(s[off:], w)
-		if i < 0 {
-			return n
-		}
-		i += off
-		off = i + len(w)
-		if (i == 0 || !isASCIIWord(s[i-1])) && (off == len(s) || !isASCIIWord(s[off]) || s[off] == 's') {
-			n++
-		}
-	}
-}
 
 // lastAgent returns the agent's last message, or "".
 func lastAgent(earlier []Utterance) string {

@@ -20,13 +20,13 @@ type evalFloor struct {
 }
 
 // The floors were set from the figures of the final rules module of issue
-// 22 (dev: core 0.86, mean 0.87, precision 1.00, clean 0 %, gate 96.2 % /
+// 22 (dev: core 0.88, mean 0.88, precision 1.00, clean 0 %, gate 96.2 % /
 // 34.6 %; test: core 0.42, mean 0.40, precision 0.93, clean 4.3 %, gate
 // 76.7 % / 32.6 %). The test split was measured once, after the rules were
 // final, and never used to tune them; its floors pin what it measured, not
 // the issue's targets, which it does not reach yet.
 var evalFloors = map[string]evalFloor{
-	"dev":  {coreRecall: 0.84, meanRecall: 0.85, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.37},
+	"dev":  {coreRecall: 0.86, meanRecall: 0.86, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.37},
 	"test": {coreRecall: 0.40, meanRecall: 0.38, precision: 0.90, cleanFalse: 0.06, gateErroneous: 0.75, gateClean: 0.35},
 }
 
