@@ -48,6 +48,12 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateValue.FindStringIndex(lower); loc != nil {
 		return TypeUnsupportedParameter, loc
 	}
+	// A provider's own ambiguity types: their cues read the turn alone.
+	for _, et := range m.ambiguous {
+		if loc := findAny(m.cues[et.Name], lower, bg); loc != nil && !defaultAmbiguity[et.Name] {
+			return et.Name, loc
+		}
+	}
 	// Contradiction: any conflict signal, claims about what was said
 	// before and denials included (a correction marker alone is not one:
 	// corrections are allowed).
@@ -106,6 +112,10 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	}
 	return "", nil
 }
+
+// defaultAmbiguity are the ambiguity types the rules judge with their own
+// checks rather than the taxonomy's cues.
+var defaultAmbiguity = map[string]bool{TypeAnaphora: true, TypeMultipleInterpretation: true, TypeContradiction: true}
 
 // actionVerb: a request that changes data.
 var actionVerb = mustFast(`\b(?:` + actionVerbs + `)\b`)

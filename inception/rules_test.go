@@ -3,6 +3,7 @@ package inception
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/reinception/rein/internal/llm"
@@ -257,6 +258,32 @@ func TestRulesDefaultCatalogueCoversNoGroup(t *testing.T) {
 			if c {
 				t.Errorf("%s: unsupported action group %d (%v) is covered by the catalogue", domain, i, dr.actions[i].objects)
 			}
+		}
+	}
+}
+
+// A provider's own ambiguity type is judged by its cues in both modes.
+func TestRulesCustomAmbiguityType(t *testing.T) {
+	doc := strings.Replace(string(DefaultTaxonomyYAML()), "error_types:\n", `error_types:
+  - name: vague_time
+    category: ambiguous
+    definition: The user gives a time that fits morning and evening.
+    recovery_plan: The time "{evidence}" is unclear; I will call ambiguity_report and ask.
+    recovery_tool: ambiguity_report
+    cues: ['\bat (?:five|six|seven) o.?clock\b']
+`, 1)
+	tax, err := ParseTaxonomy("custom.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{RulesPrecise, RulesRecall} {
+		m, err := NewRules(RulesConfig{Taxonomy: tax, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := m.Detect(context.Background(), Input{Domain: "airline", Dialogue: dialogue("Move my flight to tomorrow at five o'clock.")})
+		if d.ErrorType != "vague_time" {
+			t.Errorf("%s: %+v", mode, d)
 		}
 	}
 }
