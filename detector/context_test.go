@@ -154,7 +154,10 @@ func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
 		{"no cue", dialogue("I want to cancel a reservation.", "Which one?", "ABC123 please."), false},
 		{"bare anaphora", dialogue("I want to cancel a reservation.", "Which one?", "Cancel that one."), true},
 		{"anaphora resolved in the turn", dialogue("Hi", "Which one?", "Cancel that one from Boston."), false},
-		{"plural after earlier turns", dialogue("Hi", "Which one?", "Cancel those."), false},
+		// A bare plural is ambiguous among three or more listed entities
+		// (issue 22), so it needs the agent's listing.
+		{"plural after earlier turns", dialogue("Hi", "Which one?", "Cancel those."), true},
+		{"plural naming the whole set", dialogue("Hi", "Which one?", "Cancel all of those."), false},
 		{"plural as the first turn", dialogue("Cancel those."), true},
 		{"contradiction after a user turn", dialogue("Fly me to Denver.", "Booked.", "I never said that."), true},
 		{"contradiction with no earlier user turn", dialogue("I never said that."), false},

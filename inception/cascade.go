@@ -102,6 +102,10 @@ func (c *Cascade) NeedsContext(in Input) bool {
 	return err != nil || g.Rein
 }
 
+// Gate returns the cascade's gate module, for measuring it alone
+// (EvalConfig.Gate).
+func (c *Cascade) Gate() Module { return c.gate }
+
 // Stats returns the share of turns sent to the model so far.
 func (c *Cascade) Stats() CascadeStats {
 	p, s := c.passed.Load(), c.skipped.Load()

@@ -74,8 +74,18 @@ func (b *bigrams) mayContain(lit string) bool {
 // find returns the first match location in text (which is lower-cased), or
 // nil. bg, when not nil, is the bigram map of text.
 func (c *cue) find(text string, bg *bigrams) []int {
-	if c.lits == nil || c.maxLen < 0 {
+	if c.lits == nil {
 		return c.re.FindStringIndex(text)
+	}
+	if c.maxLen < 0 {
+		// Unbounded: no window, but a text without any literal cannot
+		// match.
+		for _, lit := range c.lits {
+			if (bg == nil || bg.mayContain(lit)) && strings.Contains(text, lit) {
+				return c.re.FindStringIndex(text)
+			}
+		}
+		return nil
 	}
 	for _, lit := range c.lits {
 		if bg != nil && !bg.mayContain(lit) {
@@ -346,4 +356,83 @@ func maxMatchLen(re *syntax.Regexp) int {
 		return best
 	}
 	return -1
+}
+
+// fastRE is a package regexp with the literal prefilter of a cue: a text
+// holding none of the literals every match needs is rejected with a few
+// substring searches, without running the regexp. The rules module's own
+// expressions run on every turn, so most must cost next to nothing when
+// their words are absent.
+type fastRE struct {
+	re   *regexp.Regexp
+	lits []string // nil: no prefilter
+}
+
+func mustFast(expr string) *fastRE {
+	f := &fastRE{re: regexp.MustCompile(expr)}
+	if tree, err := syntax.Parse(expr, syntax.Perl); err == nil {
+		if ls := requiredLits(tree); minLen(ls.lits) > 0 {
+			f.lits = ls.lits
+		}
+	}
+	return f
+}
+
+// may reports whether s can hold a match.
+func (f *fastRE) may(s string) bool {
+	if f.lits == nil {
+		return true
+	}
+	for _, l := range f.lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fastRE) String() string { return f.re.String() }
+
+func (f *fastRE) MatchString(s string) bool { return f.may(s) && f.re.MatchString(s) }
+
+func (f *fastRE) FindStringIndex(s string) []int {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindStringIndex(s)
+}
+
+func (f *fastRE) FindStringSubmatchIndex(s string) []int {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindStringSubmatchIndex(s)
+}
+
+func (f *fastRE) FindAllStringIndex(s string, n int) [][]int {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindAllStringIndex(s, n)
+}
+
+func (f *fastRE) FindAllStringSubmatchIndex(s string, n int) [][]int {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindAllStringSubmatchIndex(s, n)
+}
+
+func (f *fastRE) FindAllStringSubmatch(s string, n int) [][]string {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindAllStringSubmatch(s, n)
+}
+
+func (f *fastRE) FindAllString(s string, n int) []string {
+	if !f.may(s) {
+		return nil
+	}
+	return f.re.FindAllString(s, n)
 }

@@ -28,12 +28,12 @@ func TestCuePrefilterIsExact(t *testing.T) {
 		for _, cs := range m.cues {
 			all = append(all, cs...)
 		}
-		for _, cs := range m.recall {
-			all = append(all, cs...)
-		}
 		for _, d := range m.domains {
-			all = append(all, d.actions...)
+			for _, a := range d.actions {
+				all = append(all, a.cues...)
+			}
 			all = append(all, d.outside...)
+			all = append(all, d.gate...)
 		}
 	}
 	checked := 0

@@ -16,11 +16,21 @@
 //     line). Every Decision records Taxonomy.Version.
 //   - Module: NewLLM (one model call per turn through llm.Client: a static,
 //     cacheable system prompt and a fenced dynamic dialogue; structured
-//     answer validated against a JSON Schema), NewRules (offline, grounded in
-//     the tool schemas and the taxonomy's domain notes; RulesPrecise or the
-//     looser RulesRecall gate) and NewCascade (recall gate, then the model).
-//     ContextFree: a module that tells per turn whether its decision needs
-//     the agent's replies (rules and cascade implement it).
+//     answer validated against a JSON Schema), NewRules (offline: candidate
+//     entities in the dialogue, the tool catalogue's names, descriptions and
+//     JSON Schemas, conflict and alternative markers and the taxonomy's
+//     domain notes; RulesPrecise, or RulesRecall, the cascade's gate, which
+//     loosens each precise check) and NewCascade (recall gate, then the
+//     model; Gate returns the gate). ContextFree: a module that tells per
+//     turn whether its decision needs the agent's replies (rules and cascade
+//     implement it; the precise rules need them only when a check reading
+//     the agent's words could fire, the gate never).
+//   - Evaluate (EvalConfig, Example, EvalReport): scores a module on
+//     labelled turns — per-type precision, recall and F1, core-type and mean
+//     recall, false activations on clean turns, the confusion matrix,
+//     latency and, with EvalConfig.Gate, the cascade gate's pass rates on
+//     erroneous and clean turns. rein detect --eval runs it on the labelled
+//     corpus in testdata/corpus (its README has the figures).
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //   - Cascade.Fallback: the rules module's decision when the model cannot

@@ -2,7 +2,6 @@ package inception
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"regexp"
@@ -18,14 +17,18 @@ const (
 	// RulesPrecise activates only on strong evidence (the rules module
 	// used alone).
 	RulesPrecise = "precise"
-	// RulesRecall is the looser gate of the cascade: it lets through every
-	// turn with a cue, without the antecedent and context checks.
+	// RulesRecall is the cascade's gate: the unsupported checks, then a
+	// looser version of each ambiguity check (rules_gate.go) that keeps
+	// the signal, drops the step resolving it and reads the user turn
+	// alone, so it passes nearly every erroneous turn and a share of clean
+	// ones to the model and never needs the agent's replies.
 	RulesRecall = "recall"
 )
 
 // DefaultRulesWindow is how many earlier utterances the rules module scans
-// for candidate entities.
-const DefaultRulesWindow = 4
+// for the candidate entities a reference may point at (the agent's latest
+// message that lists any, within the window).
+const DefaultRulesWindow = 6
 
 // RulesConfig configures the rules module.
 type RulesConfig struct {
@@ -35,17 +38,41 @@ type RulesConfig struct {
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
-// agent's tool schemas and the taxonomy file. Everything is compiled at
-// construction (and once per tool catalogue), so a turn costs a few
-// microseconds.
+// dialogue, the agent's tool catalogue and the taxonomy file. It decides in
+// the corpus tie-break order (unsupported domain, action, parameter; then
+// contradiction, multiple interpretation, anaphora) from these signals:
+//
+//   - unsupported domain: the taxonomy's per-domain cues;
+//   - unsupported action: the domain's unsupported operations, skipped when
+//     a tool of the agent's catalogue names the operation (rules_catalogue.go);
+//   - unsupported parameter: a phrase naming a value outside the enum of the
+//     parameter in the tools' JSON Schemas, or outside the id kinds their
+//     descriptions show, framed by the user turn or the agent's question;
+//   - contradiction: conflicts within the turn (consent then refusal, keep
+//     and cancel, "not X" then X) and with the user's earlier turns (what
+//     they ruled out, a passenger count, a claim they never made), an
+//     allowed correction and a complaint about the agent excepted
+//     (rules_contradiction.go);
+//   - multiple interpretation: two actions joined by "or", an open choice,
+//     a noun phrase or a vague comparative that fits several listed
+//     entities, an upgrade with several cabins above (rules_interpretation.go);
+//   - anaphora: a pronoun, demonstrative or "one"-substitute whose kind has
+//     several candidates in play, counted from what the agent listed in
+//     prose, bullets or a summarised tool result (rules_anaphora.go,
+//     rules_entities.go).
+//
+// Each decision quotes the sentence holding its evidence. Everything is
+// compiled at construction (and once per tool catalogue) and the hot
+// expressions carry a literal prefilter, so a turn costs microseconds.
 type RulesModule struct {
 	tax    *Taxonomy
 	mode   string
 	window int
 
-	cues    map[string][]cue // error type → its cues (non-held-out)
-	recall  map[string][]cue // extra recall-mode cues per type
-	domains map[string]*domainRules
+	cues      map[string][]cue // error type → its cues (non-held-out)
+	ambiguous []ErrorType      // non-held-out ambiguous types in tie-break order
+	recall    map[string][]cue // extra recall-mode cues per type
+	domains   map[string]*domainRules
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -53,11 +80,13 @@ type RulesModule struct {
 }
 
 type domainRules struct {
-	entities []*regexp.Regexp
-	actions  []cue
-	outside  []cue
-	params   []ParameterNote
-	contexts []*cue // per params entry, may be nil
+	entities    []*regexp.Regexp
+	entityNames []string
+	actions     []actionGroup
+	outside     []cue
+	gate        []cue // the gate's looser cues (DomainNote.GateCues)
+	params      []ParameterNote
+	contexts    []*cue // per params entry, may be nil
 }
 
 type catalogKey struct {
@@ -65,10 +94,20 @@ type catalogKey struct {
 	hash   uint64
 }
 
+// actionGroup is one operation no default tool performs, with the words
+// that would name it in a catalogue that does.
+type actionGroup struct {
+	cues    []cue
+	objects []string
+}
+
 // catalogRules is what depends on the agent's tool schemas: the phrases
-// naming a parameter value the tools do not accept.
+// naming a parameter value the tools do not accept, and which of the
+// domain's unsupported operations some tool performs after all.
 type catalogRules struct {
-	params []paramRule
+	params  []paramRule
+	covered []bool   // per domainRules.actions
+	cabins  []string // the cabin enum, lowest first as the schema lists it
 }
 
 type paramRule struct {
@@ -77,45 +116,44 @@ type paramRule struct {
 	context *cue
 }
 
-// recallCues are the looser cues of RulesRecall, added to the taxonomy's.
-var recallCues = map[string][]string{
-	TypeAnaphora:               {`\b(?:that|this|the other) one\b`, `\b(?:those|these|them)\b`},
-	TypeMultipleInterpretation: {`\beither\b`, `\bwhichever\b`, `\bnot sure (?:if|whether|which)\b`, `\bor (?:should|would|could|can|do) (?:i|you|we)\b`},
-	TypeContradiction:          {`\b(?:actually|wait|i meant|changed my mind|on second thought|scratch that|never ?mind|that's wrong|that is wrong|that's not right|not correct|are you sure)\b`},
-}
-
 // descriptorAfter marks a reference that the user resolves in the same
 // breath ("that one from Boston", "the flight on May 20").
 var descriptorAfter = regexp.MustCompile(`^\s*(?:from|to|on|with|for|which|that|in|at|departing|arriving|booked|going|leaving|ending|starting|ordered|i (?:booked|ordered|bought|mentioned))\b`)
 
-// inTurnAntecedent finds an entity noun earlier in the same turn, which a
-// following pronoun most likely refers to.
-var inTurnAntecedent = regexp.MustCompile(`\b(?:a|an|the|my|our|one|recent|new|existing) (?:[a-z-]+ )?(?:reservation|booking|flight|trip|ticket|order|item|product|package|purchase)s?\b`)
+// Validate reports an unusable config (the zero value is usable).
+func (cfg RulesConfig) Validate() error {
+	switch cfg.Mode {
+	case "", RulesPrecise, RulesRecall:
+	default:
+		return fmt.Errorf("%w: rules mode %q is not %s or %s", ErrInvalidConfig, cfg.Mode, RulesPrecise, RulesRecall)
+	}
+	if cfg.Window < 0 {
+		return fmt.Errorf("%w: rules window %d is negative", ErrInvalidConfig, cfg.Window)
+	}
+	return nil
+}
 
-// pluralRef matches plural references, which point at a whole set.
-var pluralRef = regexp.MustCompile(`\b(?:these|those|them|ones|reservations|bookings|flights|trips|orders|items|products|tickets)\b`)
-
-// choiceQuestion marks an agent turn that asks the user to pick.
-var choiceQuestion = regexp.MustCompile(`\bwhich\b|\bor\b`)
-
-// NewRules compiles the rules module.
-func NewRules(cfg RulesConfig) (*RulesModule, error) {
+func (cfg *RulesConfig) defaults() {
 	if cfg.Taxonomy == nil {
 		cfg.Taxonomy = DefaultTaxonomy()
 	}
-	switch cfg.Mode {
-	case "":
+	if cfg.Mode == "" {
 		cfg.Mode = RulesPrecise
-	case RulesPrecise, RulesRecall:
-	default:
-		return nil, fmt.Errorf("%w: rules mode %q is not %s or %s", ErrInvalidConfig, cfg.Mode, RulesPrecise, RulesRecall)
 	}
-	if cfg.Window <= 0 {
+	if cfg.Window == 0 {
 		cfg.Window = DefaultRulesWindow
 	}
+}
+
+// NewRules compiles the rules module.
+func NewRules(cfg RulesConfig) (*RulesModule, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
 	m := &RulesModule{
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
-		cues: map[string][]cue{}, recall: map[string][]cue{},
+		cues:    map[string][]cue{},
 		domains: map[string]*domainRules{}, seed: maphash.MakeSeed(), catalog: map[catalogKey]*catalogRules{},
 	}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
@@ -123,17 +161,21 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 			continue
 		}
 		m.cues[et.Name] = compileCues(et.Cues)
-		if cfg.Mode == RulesRecall && len(recallCues[et.Name]) > 0 {
-			m.recall[et.Name] = compileCues(recallCues[et.Name])
-		}
 	}
+	m.ambiguous = ambiguityOrder(cfg.Taxonomy)
 	for name, d := range cfg.Taxonomy.Domains {
 		dr := &domainRules{params: d.Parameters}
 		for _, e := range d.Entities {
 			dr.entities = append(dr.entities, regexp.MustCompile(e.Pattern))
+			dr.entityNames = append(dr.entityNames, strings.ToLower(e.Name))
 		}
-		dr.actions = groupCues(d.UnsupportedActions)
+		for _, g := range d.UnsupportedActions {
+			dr.actions = append(dr.actions, actionGroup{cues: compileCues(g.Cues), objects: g.Objects})
+		}
 		dr.outside = groupCues(d.UnsupportedDomains)
+		if cfg.Mode == RulesRecall {
+			dr.gate = compileCues(d.GateCues)
+		}
 		for _, p := range d.Parameters {
 			var c *cue
 			if p.Context != "" {
@@ -155,6 +197,40 @@ func groupCues(groups []CueGroup) []cue {
 	return compileCues(cues)
 }
 
+// windowed returns the input with only the last Window earlier utterances,
+// where references look for candidates.
+func (m *RulesModule) windowed(in Input) Input {
+	if n := len(in.Dialogue) - 1 - m.window; n > 0 {
+		in.Dialogue = in.Dialogue[n:]
+	}
+	return in
+}
+
+// ambiguityOrder returns the taxonomy's ambiguous types, held-out ones
+// left out, in the corpus tie-break order (a conflict is settled before a
+// reading, a reading before a reference); a provider's own types follow in
+// file order.
+func ambiguityOrder(t *Taxonomy) []ErrorType {
+	rank := map[string]int{TypeContradiction: 1, TypeMultipleInterpretation: 2, TypeAnaphora: 3}
+	var out []ErrorType
+	for _, et := range t.ErrorTypes {
+		if !et.HeldOut && et.Category == CategoryAmbiguous {
+			out = append(out, et)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank[out[i].Name], rank[out[j].Name]
+		if ri == 0 {
+			ri = 99
+		}
+		if rj == 0 {
+			rj = 99
+		}
+		return ri < rj
+	})
+	return out
+}
+
 // Name implements Module.
 func (m *RulesModule) Name() string { return ModuleRules }
 
@@ -169,7 +245,7 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", ErrInvalidInput)
 	}
 	d := Decision{TaxonomyVersion: m.tax.Version}
-	name, ev := m.judge(in, text)
+	name, ev, _ := m.judge(in, text)
 	if name == "" {
 		return d, nil
 	}
@@ -180,9 +256,12 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	return d, nil
 }
 
-// judge returns the first error type found, unsupported types first, and the
-// evidence span.
-func (m *RulesModule) judge(in Input, text string) (string, string) {
+// judge returns the error type found and its evidence span, following the
+// corpus tie-break: unsupported before ambiguous (domain, action,
+// parameter), then contradiction, multiple interpretation and anaphora.
+// ctxFree reports a decision taken before anything but the user turn was
+// read, which the agent's replies cannot change.
+func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFree bool) {
 	lower := strings.ToLower(text)
 	var bg bigrams
 	bg.build(lower)
@@ -195,124 +274,138 @@ func (m *RulesModule) judge(in Input, text string) (string, string) {
 		return sentenceAround(src, loc[0], loc[1])
 	}
 	dr := m.domains[in.Domain]
+	if name, loc, free := m.unsupported(in, dr, lower, &bg); name != "" {
+		return name, span(loc), free
+	}
+	if m.mode == RulesRecall {
+		// The gate reads the user's turns only: its checks are supersets
+		// of the precise ambiguity checks without the agent's words.
+		if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+			return name, span(loc), true
+		}
+		return "", "", true
+	}
+	for _, et := range m.ambiguous {
+		var loc []int
+		switch et.Name {
+		case TypeContradiction:
+			loc = contradiction(in, lower)
+		case TypeMultipleInterpretation:
+			var cr *catalogRules
+			if dr != nil {
+				cr = m.catalogRules(in.Domain, dr, in.Tools)
+			}
+			loc = multipleInterpretation(dr, cr, in, lower)
+		case TypeAnaphora:
+			loc = anaphora(dr, m.windowed(in), lower)
+		default:
+			// A provider's own ambiguity type: its cues decide.
+			loc = findAny(m.cues[et.Name], lower, &bg)
+		}
+		if loc != nil {
+			return et.Name, span(loc), false
+		}
+	}
+	return "", "", false
+}
+
+// unsupported checks the unsupported types in the tie-break order: the
+// request lies outside the domain, no tool performs it, or a tool does but
+// not with the value asked for. Only the parameter check may read the
+// agent's last message (what it asked the user to choose), so free is
+// false then.
+func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *bigrams) (name string, loc []int, free bool) {
 	active := func(name string) bool {
 		et, ok := m.tax.Type(name)
 		return ok && !et.HeldOut
 	}
-	if dr != nil {
-		if active(TypeUnsupportedDomain) {
-			if loc := findAny(dr.outside, lower, &bg); loc != nil {
-				return TypeUnsupportedDomain, span(loc)
-			}
+	if dr == nil {
+		return "", nil, true
+	}
+	cr := m.catalogRules(in.Domain, dr, in.Tools)
+	if active(TypeUnsupportedDomain) {
+		if loc := findAny(dr.outside, lower, bg); loc != nil {
+			return TypeUnsupportedDomain, loc, true
 		}
-		if active(TypeUnsupportedAction) {
-			if loc := findAny(dr.actions, lower, &bg); loc != nil {
-				return TypeUnsupportedAction, span(loc)
+	}
+	if active(TypeUnsupportedAction) {
+		for i := range dr.actions {
+			if cr.covered[i] {
+				continue // the agent's tools do this after all
 			}
-		}
-		if len(dr.params) > 0 && active(TypeUnsupportedParameter) {
-			cr := m.catalogRules(in.Domain, dr, in.Tools)
-			for _, p := range cr.params {
-				if p.context != nil && p.context.find(lower, &bg) == nil {
-					continue
-				}
-				for off := 0; off < len(lower); {
-					loc := p.phrases.find(lower[off:], &bg)
-					if loc == nil {
-						break
-					}
-					loc = []int{off + loc[0], off + loc[1]}
-					if p.bad[lower[loc[0]:loc[1]]] && !negatedBefore(lower, loc[0]) {
-						return TypeUnsupportedParameter, span(loc)
-					}
-					off = loc[1]
-				}
+			if loc := findAny(dr.actions[i].cues, lower, bg); loc != nil {
+				return TypeUnsupportedAction, loc, true
 			}
 		}
 	}
-	// Ambiguity types, in taxonomy order.
-	for _, et := range m.tax.ErrorTypes {
-		if et.HeldOut || et.Category != CategoryAmbiguous {
-			continue
-		}
-		loc := findAny(m.cues[et.Name], lower, &bg)
-		if loc == nil && m.recall[et.Name] != nil {
-			if loc = findAny(m.recall[et.Name], lower, &bg); loc != nil {
-				return et.Name, span(loc)
+	free = true
+	if !active(TypeUnsupportedParameter) {
+		return "", nil, true
+	}
+	if loc := findAny(m.cues[TypeUnsupportedParameter], lower, bg); loc != nil && len(in.Tools) > 0 {
+		return TypeUnsupportedParameter, loc, true
+	}
+	agent := ""
+	if len(in.Dialogue) > 1 {
+		agent = strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+	}
+	// First the values the user turn itself frames as a payment (or the
+	// parameter's context), then those framed by the agent's question.
+	for pass := 0; pass < 2; pass++ {
+		for i := range cr.params {
+			p := &cr.params[i]
+			userCtx := p.context == nil || p.context.find(lower, bg) != nil
+			// The gate takes any such phrase: it reads no agent words.
+			if m.mode == RulesRecall && pass == 0 {
+				userCtx = true
+			}
+			if pass == 0 && !userCtx || pass == 1 && (userCtx || p.context.find(agent, nil) == nil) {
+				continue
+			}
+			if loc := p.badPhrase(lower, bg); loc != nil {
+				return TypeUnsupportedParameter, loc, pass == 0
 			}
 		}
+	}
+	// Nothing found: the agent's question could frame a phrase only with
+	// the dialogue, which the first pass did not need.
+	for i := range cr.params {
+		p := &cr.params[i]
+		if p.context != nil && p.context.find(lower, bg) == nil && p.badPhrase(lower, bg) != nil {
+			free = false
+		}
+	}
+	return "", nil, free
+}
+
+// badPhrase returns the first phrase naming a value the tools do not take,
+// not negated, or nil.
+func (p *paramRule) badPhrase(lower string, bg *bigrams) []int {
+	for off := 0; off < len(lower); {
+		loc := p.phrases.find(lower[off:], bg)
 		if loc == nil {
-			continue
+			return nil
 		}
-		if m.mode == RulesRecall || m.confirm(et.Name, in, dr, text, lower, loc) {
-			return et.Name, span(loc)
-		}
-	}
-	return "", ""
-}
-
-// confirm applies the precise-mode checks that turn a cue into a detection.
-func (m *RulesModule) confirm(name string, in Input, dr *domainRules, text, lower string, loc []int) bool {
-	earlier := in.Dialogue[:len(in.Dialogue)-1]
-	switch name {
-	case TypeAnaphora:
-		if anaphoraResolved(lower, loc) {
-			return false
-		}
-		if len(earlier) == 0 {
-			return true // nothing said before: nothing to refer to
-		}
-		if m.anaphoraSettled(dr, text, lower, loc) {
-			return false
-		}
-		// The agent just put several entities of one kind before the user
-		// and asked which; a bare reference does not choose among them.
-		last := earlier[len(earlier)-1]
-		if last.Role != RoleAgent || !choiceQuestion.MatchString(strings.ToLower(last.Text)) {
-			return false
-		}
-		return m.entityCount(dr, last.Text) >= 2
-	case TypeContradiction:
-		return hasUser(earlier) // an earlier statement to conflict with
-	default:
-		return true
-	}
-}
-
-// anaphoraResolved reports a reference resolved in the same breath ("that
-// one from Boston") or by an antecedent earlier in the turn ("I booked a
-// flight … cancel it").
-func anaphoraResolved(lower string, loc []int) bool {
-	return descriptorAfter.MatchString(lower[loc[1]:]) || inTurnAntecedent.MatchString(lower[:loc[0]])
-}
-
-// anaphoraSettled reports a reference that the user turn itself rules out
-// as ambiguous once anything was said before: a plural ("cancel those"
-// means the whole set), no entity shapes in the domain, or the user names
-// the entity.
-func (m *RulesModule) anaphoraSettled(dr *domainRules, text, lower string, loc []int) bool {
-	return pluralRef.MatchString(lower[loc[0]:loc[1]]) || dr == nil || len(dr.entities) == 0 || m.entityCount(dr, text) > 0
-}
-
-func hasUser(dialogue []Utterance) bool {
-	for _, u := range dialogue {
-		if u.Role == RoleUser {
-			return true
+		loc = []int{off + loc[0], off + loc[1]}
+		off = loc[1]
+		if p.bad[lower[loc[0]:loc[1]]] && !negatedBefore(lower, loc[0]) {
+			return loc
 		}
 	}
-	return false
+	return nil
 }
 
-// NeedsContext implements ContextFree. Only two precise-mode checks read the
-// earlier dialogue: an anaphora cue not settled by the turn's own words
-// (are several entities the agent just listed in play?) and a contradiction
-// cue (is there an earlier user statement?). It repeats judge's ambiguity
-// scan and answers true only when the first cue judge would confirm is one
-// of those two and the dialogue given can decide otherwise than the full
-// one: every other decision reads the user turn alone. Given fewer agent
-// replies, the dialogue has no fewer earlier user turns and is empty only
-// if the full one may be, which the checks below rely on. In recall mode
-// nothing reads the earlier dialogue.
+// NeedsContext implements ContextFree. The gate (RulesRecall) reads the
+// user's turns only and never needs the agent's replies. In precise mode a
+// decision needs them when a check that reads the agent's words could
+// fire: an unsupported value framed only by the agent's question, a
+// consent to what the agent proposed, a confirmed read-back, a comparative,
+// an upgrade or a bare noun phrase among what the agent listed, or a
+// reference the turn leaves open (rules_anaphora.go's openRefs and
+// openProperties); or a check reading the user's earlier turns could fire,
+// since the window of the full dialogue may hold fewer of them. An
+// unsupported domain, action or value found in the user turn alone decides
+// before any of them; every other check reads the user turn alone.
 func (m *RulesModule) NeedsContext(in Input) bool {
 	if m.mode == RulesRecall {
 		return false
@@ -321,79 +414,50 @@ func (m *RulesModule) NeedsContext(in Input) bool {
 	if !ok {
 		return true
 	}
-	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	lower := strings.ToLower(text)
 	var bg bigrams
 	bg.build(lower)
-	for _, et := range m.tax.ErrorTypes {
-		if et.HeldOut || et.Category != CategoryAmbiguous {
-			continue
-		}
-		loc := findAny(m.cues[et.Name], lower, &bg)
-		if loc == nil {
-			continue
-		}
+	alone := Input{Domain: in.Domain, Tools: in.Tools, Dialogue: in.Dialogue[len(in.Dialogue)-1:]}
+	name, _, free := m.unsupported(alone, m.domains[in.Domain], lower, &bg)
+	switch {
+	case name != "" && free:
+		return false // decided before anything else is read
+	case !free:
+		return true // a value only the agent's question frames
+	}
+	return m.readsAgent(in, text)
+}
+
+// readsAgent reports whether a precise ambiguity check that reads the
+// agent's words could fire on the turn, judged from the user turn alone.
+func (m *RulesModule) readsAgent(in Input, text string) bool {
+	lower := strings.ToLower(text)
+	dr := m.domains[in.Domain]
+	for _, et := range m.ambiguous {
 		switch et.Name {
-		case TypeAnaphora:
-			if anaphoraResolved(lower, loc) || len(earlier) > 0 && m.anaphoraSettled(m.domains[in.Domain], text, lower, loc) {
-				continue // confirm says no whatever the agent said
-			}
-			return true
 		case TypeContradiction:
-			if !hasUser(earlier) {
-				continue // none in the full dialogue either
+			if consentStart.MatchString(lower) && negatedVerb.MatchString(lower) || confirmStart.MatchString(lower) && number.MatchString(lower) {
+				return true
 			}
-			return true
-		default:
-			return false // confirmed whatever was said before
+			// The user's earlier turns: the stage's window of the full
+			// dialogue may hold fewer of them than the dialogue given.
+			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
+				return true
+			}
+		case TypeMultipleInterpretation:
+			if comparativeChoice.MatchString(lower) || bareUpgradeRE.MatchString(lower) {
+				return true
+			}
+			if _, ok := openNoun(lower); ok && !idInTurn(dr, text) {
+				return true
+			}
+		case TypeAnaphora:
+			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+				return true
+			}
 		}
 	}
 	return false
-}
-
-// entityCount returns the largest number of distinct ids of one entity
-// kind in text.
-func (m *RulesModule) entityCount(dr *domainRules, text string) int {
-	var ids [8][]string // per kind; small, no map allocation
-	best := 0
-	start := -1
-	flush := func(end int) {
-		if start < 0 {
-			return
-		}
-		tok := strings.TrimPrefix(text[start:end], "#")
-		start = -1
-		if len(tok) < 4 || len(tok) > 24 || !strings.ContainsAny(tok, "0123456789") {
-			return
-		}
-		for k, re := range dr.entities {
-			if k >= len(ids) || !re.MatchString(tok) {
-				continue
-			}
-			for _, seen := range ids[k] {
-				if seen == tok {
-					return
-				}
-			}
-			ids[k] = append(ids[k], tok)
-			if len(ids[k]) > best {
-				best = len(ids[k])
-			}
-			return
-		}
-	}
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '#' {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		flush(i)
-	}
-	flush(len(text))
-	return best
 }
 
 // negatedBefore reports a negation just before position i ("not paypal",
@@ -425,6 +489,8 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 		return cr
 	}
 	cr = buildCatalogRules(dr, tools)
+	cr.covered = coveredActions(dr, tools)
+	cr.cabins, _, _ = toolEnum(tools, "cabin")
 	m.mu.Lock()
 	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
 		m.catalog = map[catalogKey]*catalogRules{}
@@ -432,99 +498,6 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	m.catalog[key] = cr
 	m.mu.Unlock()
 	return cr
-}
-
-func buildCatalogRules(dr *domainRules, tools []llm.Tool) *catalogRules {
-	cr := &catalogRules{}
-	for i, p := range dr.params {
-		enum, present := toolEnum(tools, p.Parameter)
-		if !present {
-			continue // the agent's tools have no such parameter
-		}
-		allowed := map[string]bool{}
-		for _, v := range enum {
-			allowed[v] = true
-		}
-		if len(enum) == 0 {
-			for _, v := range p.Allowed {
-				allowed[v] = true
-			}
-		}
-		if len(allowed) == 0 {
-			continue // nothing to compare against
-		}
-		phrases := make([]string, 0, len(p.Values))
-		bad := map[string]bool{}
-		for phrase, value := range p.Values {
-			phrases = append(phrases, strings.ToLower(phrase))
-			if !allowed[value] {
-				bad[strings.ToLower(phrase)] = true
-			}
-		}
-		if len(bad) == 0 {
-			continue
-		}
-		// Longest phrase first so "basic economy" wins over "economy".
-		sort.Slice(phrases, func(a, b int) bool {
-			if len(phrases[a]) != len(phrases[b]) {
-				return len(phrases[a]) > len(phrases[b])
-			}
-			return phrases[a] < phrases[b]
-		})
-		quoted := make([]string, len(phrases))
-		for j, ph := range phrases {
-			quoted[j] = regexp.QuoteMeta(ph)
-		}
-		cr.params = append(cr.params, paramRule{
-			phrases: compileCue(`\b(?:` + strings.Join(quoted, "|") + `)\b`),
-			bad:     bad,
-			context: dr.contexts[i],
-		})
-	}
-	return cr
-}
-
-// toolEnum finds the parameter in the tools' JSON Schemas (at any depth) and
-// returns the union of its enums; present reports whether any tool has it.
-func toolEnum(tools []llm.Tool, param string) (enum []string, present bool) {
-	for _, t := range tools {
-		var doc any
-		if json.Unmarshal(t.Parameters, &doc) != nil {
-			continue
-		}
-		walkProps(doc, func(name string, schema map[string]any) {
-			if name != param {
-				return
-			}
-			present = true
-			if vals, ok := schema["enum"].([]any); ok {
-				for _, v := range vals {
-					if s, ok := v.(string); ok {
-						enum = append(enum, s)
-					}
-				}
-			}
-		})
-	}
-	return enum, present
-}
-
-func walkProps(node any, visit func(string, map[string]any)) {
-	obj, ok := node.(map[string]any)
-	if !ok {
-		return
-	}
-	if props, ok := obj["properties"].(map[string]any); ok {
-		for name, sub := range props {
-			if s, ok := sub.(map[string]any); ok {
-				visit(name, s)
-			}
-			walkProps(sub, visit)
-		}
-	}
-	if items, ok := obj["items"]; ok {
-		walkProps(items, visit)
-	}
 }
 
 // sentenceAround widens [start, end) to the sentence that holds it.

@@ -3,7 +3,10 @@ package inception
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/reinception/rein/internal/llm"
 )
 
 // Per-type cases written from the taxonomy definitions: each positive case
@@ -25,19 +28,37 @@ func TestRulesPerType(t *testing.T) {
 		{"no anaphora: antecedent in the same turn", "airline", []string{"I booked a flight by mistake and want to cancel it."}, ""},
 		{"no anaphora: single candidate", "airline", []string{"Hi", "Your reservation ABC123 is confirmed. Anything else?", "Yes, change it to business."}, ""},
 		{"no anaphora: plural over a list", "airline", []string{"Hi", listed, "Cancel those reservations."}, ""},
+		{"anaphora: agent listed without asking", "airline", []string{"Hi", "You have ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle).", "Please cancel it."}, TypeAnaphora},
+		{"anaphora: bulleted items", "retail", []string{"Hi", "Order #W1234567 contains:\n- Kettle (1L, black)\n- Kettle (1.5L, silver)\n- Lamp (USB)", "I don't need the kettle, cancel it."}, TypeAnaphora},
+		{"anaphora: property shared by several", "airline", []string{"Hi", "You have ABC123 (BOS to DEN, business), XYZ789 (DEN to SEA, business) and QRS456 (SEA to LAX, economy).", "The business one. Move it to May 30."}, TypeAnaphora},
+		{"no anaphora: property picks one", "airline", []string{"Hi", "You have ABC123 (BOS to DEN, business), XYZ789 (DEN to SEA, business) and QRS456 (SEA to LAX, economy).", "The economy one, cancel it."}, ""},
+		{"no anaphora: the user names the id after a list", "airline", []string{"Hi", listed, "Cancel reservation XYZ789."}, ""},
 		{"no anaphora: possessive", "airline", []string{"I want to cancel my reservation."}, ""},
 
 		// multiple_interpretation: several readings, different actions.
 		{"multiple: cancel or return", "retail", []string{"I want to cancel or return my order #W1234567."}, TypeMultipleInterpretation},
 		{"multiple: change or cancel", "airline", []string{"Hi", "How can I help?", "I'd like to change or cancel my trip, whichever."}, TypeMultipleInterpretation},
 		{"multiple: whichever works", "airline", []string{"Hi", "Shall I refund to the card or a certificate?", "Whichever works."}, TypeMultipleInterpretation},
+		{"multiple: noun phrase fits two entities", "airline", []string{"Hi", "You have two certificates, $100 and $250.", "Use the certificate for the new booking."}, TypeMultipleInterpretation},
+		{"multiple: open choice over criteria", "airline", []string{"Hi", "HAT001 at 07:00 ($200) or HAT002 at 18:00 ($150).", "Put me on the later one or whichever is cheaper."}, TypeMultipleInterpretation},
+		{"multiple: upgrade with two cabins above", "airline", []string{"Hi", "Reservation ABC123 is in basic economy.", "I'd like an upgrade on ABC123 please."}, TypeMultipleInterpretation},
+		{"no multiple: upgrade to a named cabin", "airline", []string{"Hi", "Reservation ABC123 is in basic economy.", "Upgrade ABC123 to business please."}, ""},
+		{"no multiple: alternative settled by the facts", "retail", []string{"Cancel order #W1234567, or return it if it was delivered."}, ""},
+		{"no multiple: single criterion", "airline", []string{"Hi", "HAT001 ($200) or HAT002 ($150).", "Whichever is cheapest."}, ""},
 		{"no multiple: or between nouns", "airline", []string{"Can you check flights to Boston or New York?"}, ""},
 		{"no multiple: single action", "retail", []string{"I want to return my order #W1234567."}, ""},
 
 		// contradiction: conflicts with earlier statements.
 		{"contradiction: never said", "airline", []string{"Cancel reservation ABC123.", "Done, ABC123 is cancelled.", "I never said to cancel it!"}, TypeContradiction},
 		{"contradiction: go ahead, no wait", "retail", []string{"Exchange my shoes.", "Shall I proceed?", "Yes, go ahead. No wait, don't."}, TypeContradiction},
-		{"contradiction: not what I said", "airline", []string{"Two bags please.", "I added three bags.", "That's not what I said."}, TypeContradiction},
+		{"contradiction: asks for what they ruled out", "airline", []string{"Economy, no insurance.", "Booked: economy, $300. Anything else?", "Yes, add the insurance like I asked."}, TypeContradiction},
+		{"contradiction: keep it but cancel it", "retail", []string{"Please cancel #W1234567 but keep the kettle from it."}, TypeContradiction},
+		{"contradiction: only me, then both of us", "airline", []string{"Just me, one passenger.", "Economy?", "Economy for both of us."}, TypeContradiction},
+		{"no contradiction: complaint about the agent", "airline", []string{"Two bags please.", "I added three bags.", "That's not what I said."}, ""},
+		{"no contradiction: denying what was never said", "airline", []string{"How much is a bag?", "$50. I added one bag.", "I never said to add a bag."}, ""},
+		{"contradiction: claims to have said what they did not", "retail", []string{"Original card please.", "Refund to credit card 7039111. Confirm?", "Yes but put it on the gift card as I said."}, TypeContradiction},
+		{"contradiction: agrees to a read-back but states another value", "retail", []string{"Hi", "The new address is 55 Pine St, San Diego, CA 92103?", "Yes correct, 55 Pine St, San Diego CA 92130."}, TypeContradiction},
+		{"no contradiction: self-correction", "airline", []string{"Add insurance… actually no, forget that. Just the flights."}, ""},
 		{"no contradiction: nothing earlier", "airline", []string{"I never said that to anyone, but please book a flight."}, ""},
 		{"no contradiction: plain correction of agent", "airline", []string{"Book economy.", "Booked basic economy.", "Please make it economy as I asked."}, ""},
 
@@ -48,6 +69,8 @@ func TestRulesPerType(t *testing.T) {
 		{"action: wishlist", "retail", []string{"Add the blue kettle to my wishlist."}, TypeUnsupportedAction},
 		{"action: gift wrap", "retail", []string{"Can you gift-wrap my order #W1234567?"}, TypeUnsupportedAction},
 		{"action: vegetarian meal", "airline", []string{"I need a vegetarian meal on HAT123."}, TypeUnsupportedAction},
+		{"action: polite indirection", "airline", []string{"Hi", "How can I help?", "I'd love it if you could get me into the lounge before my flight."}, TypeUnsupportedAction},
+		{"action: phone number at the retailer", "retail", []string{"Please update my phone number to 214-555-0199."}, TypeUnsupportedAction},
 		{"no action: baggage is supported", "airline", []string{"I want to add a checked bag to ABC123."}, ""},
 		{"no action: seats available question", "airline", []string{"Are there seats available on May 20?"}, ""},
 
@@ -56,6 +79,8 @@ func TestRulesPerType(t *testing.T) {
 		{"parameter: premium economy", "airline", []string{"Hi", "How can I help?", "Book me in premium economy please."}, TypeUnsupportedParameter},
 		{"parameter: paypal at the airline", "airline", []string{"Can I pay with PayPal for the change?"}, TypeUnsupportedParameter},
 		{"parameter: venmo at the retailer", "retail", []string{"I'd like to pay with Venmo instead."}, TypeUnsupportedParameter},
+		{"parameter: answer to the agent's payment question", "airline", []string{"Hi", "The total is $820. How would you like to pay?", "Venmo works for me."}, TypeUnsupportedParameter},
+		{"parameter: a card not on the profile", "airline", []string{"Use my new card for the baggage fee, it's not on my profile yet."}, TypeUnsupportedParameter},
 		{"no parameter: paypal at the retailer", "retail", []string{"Please refund to my PayPal."}, ""},
 		{"no parameter: business class exists", "airline", []string{"Upgrade ABC123 to business class."}, ""},
 		{"no parameter: negated", "airline", []string{"I don't want first class, just economy."}, ""},
@@ -190,5 +215,75 @@ func BenchmarkRulesClean(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		_, _ = m.Detect(ctx, in)
+	}
+}
+
+// TestRulesCatalogueDecides: an operation the domain notes call
+// unsupported is no tool gap for a catalogue whose tools name it, and a
+// parameter value is judged against the enum the catalogue declares.
+func TestRulesCatalogueDecides(t *testing.T) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := dialogue("Can I pick a window seat on my flight?")
+	d, _ := m.Detect(context.Background(), Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: ask})
+	if d.ErrorType != TypeUnsupportedAction {
+		t.Fatalf("default catalogue: %+v", d)
+	}
+	withSeats := append(miniTools(t, "airline"), llm.Tool{Name: "select_seat", Description: "Assign a seat to a passenger.", Parameters: []byte(`{"type":"object"}`)})
+	if d, _ = m.Detect(context.Background(), Input{Domain: "airline", Tools: withSeats, Dialogue: ask}); d.Rein {
+		t.Fatalf("a catalogue that assigns seats: %+v", d)
+	}
+	// flight_type's enum (one_way, round_trip) is in the full catalogue
+	// only: a multi-city trip is judged against it.
+	multi := dialogue("Book me a multi-city trip: Boston to LA, then LA to Seattle.")
+	if d, _ = m.Detect(context.Background(), Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: multi}); d.Rein {
+		t.Fatalf("no flight_type in the mini catalogue, yet: %+v", d)
+	}
+	if d, _ = m.Detect(context.Background(), Input{Domain: "airline", Tools: domainTools(t, "airline"), Dialogue: multi}); d.ErrorType != TypeUnsupportedParameter {
+		t.Fatalf("multi-city against the full catalogue: %+v", d)
+	}
+}
+
+// TestRulesDefaultCatalogueCoversNoGroup keeps the domain notes' objects
+// apart from the words of the τ-bench tool descriptions: an object word
+// found there would switch its whole group off.
+func TestRulesDefaultCatalogueCoversNoGroup(t *testing.T) {
+	m, _ := NewRules(RulesConfig{})
+	for _, domain := range []string{"airline", "retail"} {
+		dr := m.domains[domain]
+		cov := coveredActions(dr, domainTools(t, domain))
+		for i, c := range cov {
+			if c {
+				t.Errorf("%s: unsupported action group %d (%v) is covered by the catalogue", domain, i, dr.actions[i].objects)
+			}
+		}
+	}
+}
+
+// A provider's own ambiguity type is judged by its cues in both modes.
+func TestRulesCustomAmbiguityType(t *testing.T) {
+	doc := strings.Replace(string(DefaultTaxonomyYAML()), "error_types:\n", `error_types:
+  - name: vague_time
+    category: ambiguous
+    definition: The user gives a time that fits morning and evening.
+    recovery_plan: The time "{evidence}" is unclear; I will call ambiguity_report and ask.
+    recovery_tool: ambiguity_report
+    cues: ['\bat (?:five|six|seven) o.?clock\b']
+`, 1)
+	tax, err := ParseTaxonomy("custom.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{RulesPrecise, RulesRecall} {
+		m, err := NewRules(RulesConfig{Taxonomy: tax, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := m.Detect(context.Background(), Input{Domain: "airline", Dialogue: dialogue("Move my flight to tomorrow at five o'clock.")})
+		if d.ErrorType != "vague_time" {
+			t.Errorf("%s: %+v", mode, d)
+		}
 	}
 }

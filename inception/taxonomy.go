@@ -82,6 +82,10 @@ type DomainNote struct {
 	UnsupportedActions []CueGroup      `yaml:"unsupported_actions" json:"unsupported_actions,omitempty"`
 	UnsupportedDomains []CueGroup      `yaml:"unsupported_domains" json:"unsupported_domains,omitempty"`
 	Parameters         []ParameterNote `yaml:"parameters" json:"parameters,omitempty"`
+	// GateCues are looser RE2 cues of requests the tools may not support
+	// (lower-cased turn): the cascade's gate sends a turn matching one to
+	// the model, the precise rules never decide on them.
+	GateCues []string `yaml:"gate_cues" json:"gate_cues,omitempty"`
 }
 
 // EntityNote describes the shape of an entity id (a whole-token RE2 pattern).
@@ -91,9 +95,14 @@ type EntityNote struct {
 }
 
 // CueGroup is a named list of RE2 cues (matched on the lower-cased turn).
+// Objects, for an unsupported action, are the words a tool's name or
+// description would use for the operation ("seat", "wishlist"): when a
+// tool of the agent's catalogue names one, the tools can do it after all
+// and the group is skipped.
 type CueGroup struct {
-	Name string   `yaml:"name" json:"name"`
-	Cues []string `yaml:"cues" json:"cues"`
+	Name    string   `yaml:"name" json:"name"`
+	Cues    []string `yaml:"cues" json:"cues"`
+	Objects []string `yaml:"objects" json:"objects,omitempty"`
 }
 
 // ParameterNote maps user phrases to values of a tool parameter. A phrase
@@ -315,6 +324,9 @@ func (t *Taxonomy) validate(v *validator) {
 					checkRE(v, fmt.Sprintf("%s.cues[%d]", gp, j), c)
 				}
 			}
+		}
+		for i, c := range d.GateCues {
+			checkRE(v, fmt.Sprintf("%s.gate_cues[%d]", p, i), c)
 		}
 		for i, pn := range d.Parameters {
 			pp := fmt.Sprintf("%s.parameters[%d]", p, i)

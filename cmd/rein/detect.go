@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker/taubench"
@@ -56,6 +55,7 @@ type detectOptions struct {
 	input   string
 	summary bool
 	timeout time.Duration
+	eval    evalOptions
 }
 
 func newDetectCmd() *cobra.Command {
@@ -72,13 +72,27 @@ what user and agent said to each other, are skipped). Each output line on stdout
 {"id", "rein", "error_type", "evidence", "reasoning", "module", "latency_ms", "failed"}.
 A bad line is reported on stderr with its line number, the other lines are still judged, and
 the exit code is then 1. --domain gives the built-in tool catalogue of the τ-bench-compatible
-domains (airline, retail); --tools takes an OpenAI-style tool list instead.`,
+domains (airline, retail); --tools takes an OpenAI-style tool list instead.
+
+With --eval, detect scores a module on a labelled corpus instead (lines that also carry
+"label": {"rein", "error_type"}, see inception/testdata/corpus/README.md): per-type precision,
+recall and F1, false activations on clean turns, the confusion matrix, latency and, for the cascade
+and its gate alone (--module cascade-gate, offline), the gate's pass rate on erroneous and clean
+turns. --eval takes a JSONL file or a corpus directory whose --split (dev, test) is read.`,
 		Example: `  rein detect --module rules --domain airline --input dialogues.jsonl --summary
+  rein detect --eval inception/testdata/corpus --split dev --module cascade-gate
+  rein detect --eval labelled.jsonl --module rules --json
   rein detect --module llm --provider openai --base-url http://127.0.0.1:8000/v1 --model qwen --domain retail --input d.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySources(cmd, nil); err != nil {
 				return err
+			}
+			if o.eval.path != "" {
+				return runDetectEval(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			if o.input == "" {
+				return errors.New("rein detect needs --input (dialogues to judge) or --eval (a labelled corpus to score)")
 			}
 			return runDetect(cmd.Context(), o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -90,7 +104,8 @@ domains (airline, retail); --tools takes an OpenAI-style tool list instead.`,
 	fs.StringVar(&o.input, "input", "", "JSONL file of dialogues (- for stdin)")
 	fs.BoolVar(&o.summary, "summary", false, "print a per-error-type table on stderr")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of one inception call")
-	_ = cmd.MarkFlagRequired("input")
+	o.eval.bind(fs)
+	cmd.MarkFlagsMutuallyExclusive("input", "eval")
 	return cmd
 }
 
@@ -116,7 +131,7 @@ func (s *toolSource) get(domain string) ([]llm.Tool, error) {
 }
 
 func runDetect(ctx context.Context, o detectOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	module, tax, err := o.modules.build(prometheus.NewRegistry())
+	module, tax, err := o.build()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/llm"
+)
+
+// moduleCascadeGate is rein detect's name for the cascade's recall gate
+// judged alone (offline): an activation is a turn the gate sends to the
+// model.
+const moduleCascadeGate = "cascade-gate"
+
+// Corpus splits --split accepts.
+var evalSplits = []string{"dev", "test"}
+
+// evalOptions are rein detect's --eval flags.
+type evalOptions struct {
+	path       string
+	split      string
+	json       bool
+	showErrors bool
+}
+
+func (e *evalOptions) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&e.path, "eval", "", "score the module on a labelled JSONL file, or on a corpus directory's --split file, instead of judging --input")
+	fs.StringVar(&e.split, "split", "dev", "with --eval on a directory: the split to read (dev or test; never tune on test)")
+	fs.BoolVar(&e.json, "json", false, "with --eval: print the report as JSON instead of a table")
+	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
+}
+
+// file resolves --eval and --split to the JSONL file to read.
+func (e *evalOptions) file() (string, error) {
+	st, err := os.Stat(e.path)
+	if err != nil {
+		return "", fmt.Errorf("--eval: %w", err)
+	}
+	if !st.IsDir() {
+		return e.path, nil
+	}
+	if !containsString(evalSplits, e.split) {
+		return "", fmt.Errorf("--split %q: want one of %s", e.split, strings.Join(evalSplits, ", "))
+	}
+	return filepath.Join(e.path, e.split+".jsonl"), nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// build returns detect's module and taxonomy: the shared module flags, plus
+// cascade-gate, the cascade's gate alone.
+func (o detectOptions) build() (inception.Module, *inception.Taxonomy, error) {
+	if o.modules.module != moduleCascadeGate {
+		return o.modules.build(prometheus.NewRegistry())
+	}
+	rules := o.modules
+	rules.module = inception.ModuleRules
+	_, tax, err := rules.build(prometheus.NewRegistry())
+	if err != nil {
+		return nil, nil, err
+	}
+	gate, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall})
+	return gate, tax, err
+}
+
+// runDetectEval scores the module on a labelled file and prints the report.
+func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Writer) error {
+	path, err := o.eval.file()
+	if err != nil {
+		return err
+	}
+	module, tax, err := o.build()
+	if err != nil {
+		return err
+	}
+	src := &toolSource{cache: map[string][]llm.Tool{}}
+	if o.tools != "" {
+		if src.fixed, err = llm.LoadToolList(o.tools); err != nil {
+			return err
+		}
+	}
+	examples, err := loadLabelled(path, o.domain, src)
+	if err != nil {
+		return err
+	}
+	cfg := inception.EvalConfig{Module: module, Timeout: o.timeout}
+	for _, et := range tax.ErrorTypes {
+		cfg.Types = append(cfg.Types, et.Name)
+	}
+	switch m := module.(type) {
+	case *inception.Cascade:
+		cfg.Gate = m.Gate()
+	default:
+		if o.modules.module == moduleCascadeGate {
+			cfg.Gate = module
+		}
+	}
+	rep, err := inception.Evaluate(ctx, cfg, examples)
+	if err != nil {
+		return err
+	}
+	name := o.modules.module
+	if o.eval.showErrors {
+		for _, m := range rep.Mistakes {
+			fmt.Fprintf(stderr, "%s\tgold %s\tgot %s\t%q\n", m.ID, m.Gold, m.Got, m.Evidence)
+		}
+	}
+	if o.eval.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		out := evalJSON{File: path, Module: name, TaxonomyVersion: tax.Version, EvalReport: rep}
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		return nil
+	}
+	printEval(stdout, path, name, tax.Version, rep)
+	return nil
+}
+
+// evalJSON is rein detect --eval --json's output.
+type evalJSON struct {
+	File            string `json:"file"`
+	Module          string `json:"module"`
+	TaxonomyVersion string `json:"taxonomy_version"`
+	inception.EvalReport
+}
+
+// labelledLine is a corpus line's gold answer.
+type labelledLine struct {
+	Rein      *bool   `json:"rein"`
+	ErrorType *string `json:"error_type"`
+}
+
+var errBadLabel = errors.New("bad label")
+
+// loadLabelled reads a labelled JSONL file; unlike rein detect --input,
+// any bad line stops it, since a score over part of a corpus misleads.
+func loadLabelled(path, defaultDomain string, src *toolSource) ([]inception.Example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--eval: %w", err)
+	}
+	defer f.Close()
+	var out []inception.Example
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		raw := strings.TrimSpace(sc.Text())
+		if raw == "" {
+			continue
+		}
+		p, err := parseDetectLine(raw, defaultDomain, src)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, lineNo, err)
+		}
+		var line detectInput
+		if err := json.Unmarshal([]byte(raw), &line); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, lineNo, err)
+		}
+		var lab labelledLine
+		if len(line.Label) == 0 || json.Unmarshal(line.Label, &lab) != nil || lab.Rein == nil || lab.ErrorType == nil {
+			return nil, fmt.Errorf("%s line %d: %w: want \"label\": {\"rein\": bool, \"error_type\": string}", path, lineNo, errBadLabel)
+		}
+		if *lab.Rein == (*lab.ErrorType == "") {
+			return nil, fmt.Errorf("%s line %d: %w: rein %v with error_type %q", path, lineNo, errBadLabel, *lab.Rein, *lab.ErrorType)
+		}
+		out = append(out, inception.Example{ID: p.id, Input: p.in, Rein: *lab.Rein, ErrorType: *lab.ErrorType})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s after line %d: %w", path, lineNo, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--eval %s: no labelled dialogues", path)
+	}
+	return out, nil
+}
+
+func printEval(w io.Writer, path, module, version string, r inception.EvalReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	f := func(x float64) string { return fmt.Sprintf("%.2f", x) }
+	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+	fmt.Fprintf(w, "%s: module %s, taxonomy %s, %d turns (%d erroneous, %d clean, %d failed)\n\n",
+		path, module, version, r.Turns, r.Erroneous, r.Clean, r.Failed)
+	fmt.Fprintln(tw, "error type\tsupport\tpredicted\tcorrect\tprecision\trecall\tF1\t")
+	for _, s := range r.Types {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n", s.Type, s.Support, s.Predicted, s.Correct, f(s.Precision), f(s.Recall), f(s.F1))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "core-type recall\t%s\t(%s)\n", f(r.CoreRecall), strings.Join(inception.CoreTypes, ", "))
+	fmt.Fprintf(tw, "mean recall\t%s\tmacro F1 %s\n", f(r.MeanRecall), f(r.MacroF1))
+	fmt.Fprintf(tw, "erroneous turns detected\t%s\tof which exact type %s\n", pct(r.Detected), pct(r.ExactType))
+	fmt.Fprintf(tw, "activation precision\t%s\t\n", pct(r.Precision))
+	fmt.Fprintf(tw, "clean false activations\t%s\t\n", pct(r.CleanFalseActivation))
+	if g := r.Gate; g != nil {
+		fmt.Fprintf(tw, "gate pass, erroneous\t%s\t(%d of %d)\n", pct(g.ErroneousRate), g.PassedErroneous, r.Erroneous)
+		fmt.Fprintf(tw, "gate pass, clean\t%s\t(%d of %d)\n", pct(g.CleanRate), g.PassedClean, r.Clean)
+		fmt.Fprintf(tw, "model calls saved\t%s\t\n", pct(g.ModelCallsSaved))
+	}
+	fmt.Fprintf(tw, "latency ms\tmean %.3f\tp50 %.3f  p95 %.3f  max %.3f\n", r.Latency.MeanMS, r.Latency.P50MS, r.Latency.P95MS, r.Latency.MaxMS)
+	_ = tw.Flush()
+	printConfusion(w, r)
+}
+
+// printConfusion prints gold classes as rows, predicted classes as columns.
+func printConfusion(w io.Writer, r inception.EvalReport) {
+	classes := []string{inception.CleanClass}
+	for _, s := range r.Types {
+		classes = append(classes, s.Type)
+	}
+	var extra []string
+	for _, row := range r.Confusion {
+		for got := range row {
+			if !containsString(classes, got) && !containsString(extra, got) {
+				extra = append(extra, got)
+			}
+		}
+	}
+	sort.Strings(extra)
+	classes = append(classes, extra...)
+	fmt.Fprintln(w, "\nconfusion (rows gold, columns predicted by number):")
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for i := range classes {
+		fmt.Fprintf(tw, "%d\t", i)
+	}
+	fmt.Fprintln(tw)
+	for i, gold := range classes {
+		fmt.Fprintf(tw, "%s %d\t", gold, i)
+		for _, got := range classes {
+			fmt.Fprintf(tw, "%d\t", r.Confusion[gold][got])
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+}

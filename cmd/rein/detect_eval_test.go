@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// A tiny labelled set whose scores are worked out by hand below: the rules
+// module catches the seat request, the first-class upgrade and the bare
+// "cancel it" after two listed reservations, misses the contradiction, and
+// wrongly takes PayPal at the airline for an unsupported parameter on a
+// turn labelled clean (for the test's sake).
+const evalFixture = `{"id":"e1","domain":"airline","messages":[{"role":"user","content":"Can I pick a window seat on my flight?"}],"label":{"rein":true,"error_type":"unsupported_action"}}
+{"id":"e2","domain":"airline","messages":[{"role":"user","content":"Upgrade ABC123 to first class."}],"label":{"rein":true,"error_type":"unsupported_parameter"}}
+{"id":"e3","domain":"airline","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"You have ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle)."},{"role":"user","content":"Please cancel it."}],"label":{"rein":true,"error_type":"anaphora"}}
+{"id":"e4","domain":"airline","messages":[{"role":"user","content":"I'd like to change my flight to the 21st."}],"label":{"rein":true,"error_type":"contradiction"},"notes":"the rules cannot know"}
+{"id":"c1","domain":"airline","messages":[{"role":"user","content":"Cancel reservation XYZ789 please."}],"label":{"rein":false,"error_type":""}}
+{"id":"c2","domain":"airline","messages":[{"role":"user","content":"Can I pay with PayPal for the change?"}],"label":{"rein":false,"error_type":""}}
+`
+
+func decodeEvalJSON(t *testing.T, stdout string) evalJSON {
+	t.Helper()
+	var rep evalJSON
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout)
+	}
+	return rep
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestDetectEvalRulesScoresByHand(t *testing.T) {
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	stdout, stderr, err := runDetectCLI(t, "--eval", in, "--module", "rules", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	if rep.Module != "rules" || rep.Turns != 6 || rep.Erroneous != 4 || rep.Clean != 2 || rep.Failed != 0 || rep.Gate != nil {
+		t.Fatalf("report %+v", rep)
+	}
+	want := map[string][3]float64{ // support, predicted, correct
+		"anaphora": {1, 1, 1}, "multiple_interpretation": {0, 0, 0}, "contradiction": {1, 0, 0},
+		"unsupported_action": {1, 1, 1}, "unsupported_parameter": {1, 2, 1}, "unsupported_domain": {0, 0, 0},
+	}
+	for _, s := range rep.Types {
+		w := want[s.Type]
+		if float64(s.Support) != w[0] || float64(s.Predicted) != w[1] || float64(s.Correct) != w[2] {
+			t.Errorf("%s: %+v, want support/predicted/correct %v", s.Type, s, w)
+		}
+		if s.Type == "unsupported_parameter" && (!near(s.Precision, 0.5) || !near(s.Recall, 1) || !near(s.F1, 2.0/3)) {
+			t.Errorf("unsupported_parameter P/R/F1 %+v, want 0.5/1/0.667", s)
+		}
+	}
+	for name, got := range map[string][2]float64{
+		"detected":               {rep.Detected, 0.75},  // 3 of 4 erroneous turns
+		"exact type":             {rep.ExactType, 1},    // all 3 with the gold type
+		"precision":              {rep.Precision, 0.75}, // 3 of 4 activations
+		"clean false activation": {rep.CleanFalseActivation, 0.5},
+		"core recall":            {rep.CoreRecall, 1},    // anaphora, action, parameter: 3 of 3
+		"mean recall":            {rep.MeanRecall, 0.75}, // over the 4 types present
+	} {
+		if !near(got[0], got[1]) {
+			t.Errorf("%s = %v, want %v", name, got[0], got[1])
+		}
+	}
+	if rep.Confusion["contradiction"]["clean"] != 1 || rep.Confusion["clean"]["unsupported_parameter"] != 1 || rep.Confusion["clean"]["clean"] != 1 {
+		t.Errorf("confusion %v", rep.Confusion)
+	}
+}
+
+func TestDetectEvalCascadeGateAndTable(t *testing.T) {
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	stdout, stderr, err := runDetectCLI(t, "--eval", in, "--module", "cascade-gate", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	g := rep.Gate
+	if g == nil {
+		t.Fatal("no gate figures for the cascade gate")
+	}
+	// The gate passes everything the precise rules catch (e1–e3, c2) and
+	// holds back the plain request c1; e4 carries no signal it reads.
+	if g.PassedErroneous != 3 || g.PassedClean != 1 || !near(g.ErroneousRate, 0.75) || !near(g.CleanRate, 0.5) || !near(g.ModelCallsSaved, 2.0/6) {
+		t.Errorf("gate %+v", *g)
+	}
+	if g.MissedByType["contradiction"] != 1 {
+		t.Errorf("missed by type %v", g.MissedByType)
+	}
+
+	stdout, stderr, err = runDetectCLI(t, "--eval", in, "--module", "rules", "--show-errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"unsupported_parameter", "0.50", "core-type recall", "clean false activations", "50.0%", "confusion"} {
+		if !strings.Contains(stdout, frag) {
+			t.Errorf("table lacks %q:\n%s", frag, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "e4\tgold contradiction\tgot clean") || !strings.Contains(stderr, "c2\tgold clean\tgot unsupported_parameter") {
+		t.Errorf("--show-errors:\n%s", stderr)
+	}
+}
+
+func TestDetectEvalRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no label", []string{"--eval", writeFile(t, "a.jsonl", `{"id":"x","domain":"airline","messages":[{"role":"user","content":"hi"}]}`+"\n")}, "label"},
+		{"rein without type", []string{"--eval", writeFile(t, "b.jsonl", `{"id":"x","domain":"airline","messages":[{"role":"user","content":"hi"}],"label":{"rein":true,"error_type":""}}`+"\n")}, "bad label"},
+		{"bad split", []string{"--eval", dir, "--split", "train"}, "--split"},
+		{"missing split file", []string{"--eval", dir, "--split", "test"}, "test.jsonl"},
+		{"input and eval", []string{"--eval", dir, "--input", "x"}, "none of the others"},
+	} {
+		if _, _, err := runDetectCLI(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	if _, _, err := runDetectCLI(t); err == nil || !strings.Contains(err.Error(), "--input") {
+		t.Errorf("no --input nor --eval: %v", err)
+	}
+}
+
+// TestDetectEvalCascadeAgainstOpenAICompatibleServer scores the cascade
+// with its model behind an OpenAI-compatible endpoint, as a user would on
+// their own model: the same report, with the cascade's own gate figures,
+// and one model call per turn the gate passed.
+func TestDetectEvalCascadeAgainstOpenAICompatibleServer(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		calls.Add(1)
+		// A model that sees every error the gate lets through and none else.
+		answer := `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`
+		// (Quotes the system prompt's own examples do not hold.)
+		for _, c := range []struct{ quote, typ string }{
+			{"window seat on my flight", "unsupported_action"}, {"ABC123 to first class", "unsupported_parameter"}, {"Please cancel it.", "anaphora"},
+		} {
+			if strings.Contains(string(body), c.quote) {
+				answer = `{"rein":true,"error_type":"` + c.typ + `","evidence":"` + c.quote + `","reasoning":"call the recovery tool"}`
+			}
+		}
+		content, _ := json.Marshal(answer)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"local-model",
+			"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":`+string(content)+`}}],
+			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	stdout, stderr, err := runDetectCLI(t, "--eval", in, "--module", "cascade", "--provider", "openai", "--model", "local-model", "--base-url", srv.URL+"/v1", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	if rep.Module != "cascade" || rep.Gate == nil || rep.Gate.PassedErroneous != 3 || rep.Gate.PassedClean != 1 {
+		t.Fatalf("report %+v gate %+v", rep, rep.Gate)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d model calls, want 4 (the turns the gate passed)", n)
+	}
+	// The model clears the PayPal turn the rules module took for an error.
+	if !near(rep.Precision, 1) || !near(rep.Detected, 0.75) || !near(rep.CleanFalseActivation, 0) {
+		t.Errorf("precision %v detected %v clean %v", rep.Precision, rep.Detected, rep.CleanFalseActivation)
+	}
+}

@@ -1,0 +1,313 @@
+package inception
+
+import (
+	"strings"
+)
+
+// Contradiction: the user's own statements conflict, within the turn or
+// with what they said before. An allowed correction (the user withdraws a
+// statement and says which version holds) and a complaint about the agent
+// (the user restates what they consistently said) are not contradictions.
+
+// correction marks a withdrawn statement with a clear replacement.
+var correction = mustFast(`\b(?:actually|on second thought|never ?mind|forget (?:it|that|about)|scratch that|instead|sorry,? i mean|i meant|i mean|make it|rather|changed my mind)\b`)
+
+// consentThenRefusal: "yes, go ahead. no wait, don't." with nothing after.
+var consentThenRefusal = mustFast(`\b(?:yes|ok|okay|sure|go ahead|do it|proceed)\b[^?]{0,30}\b(?:no|wait)\b[,.]?\s*(?:wait[,.]?\s*)?(?:don'?t|do not|stop|hold on)\b[.!]*\s*$`)
+
+// consentStart: the turn opens by agreeing to what the agent proposed.
+var consentStart = mustFast(`^\s*(?:yes|yeah|yep|correct|right|ok|okay|sure|great|perfect|that's right|go ahead)\b`)
+
+// denial: "I never said I wanted to add bags".
+var denial = mustFast(`\bi (?:never|didn'?t|did not|never ever) (?:say|said|ask|asked|want|wanted|mention|mentioned|tell|told)\b([^.!?;]{0,60})`)
+
+// saidEarlier reports a content word of what is denied in an earlier user
+// turn.
+func saidEarlier(in Input, denied string) bool {
+	for _, w := range strings.Fields(denied) {
+		w = strings.Trim(w, ",.!?'\"")
+		if len(w) < 4 || contradictionWords[w] || functionWord[w] || strings.HasSuffix(w, "ed") {
+			continue
+		}
+		for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
+			if u.Role == RoleUser && wordIndex(strings.ToLower(u.Text), w) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// claimRef: the user says they said it before.
+var claimRef = mustFast(`\b(?:as|like) i (?:said|asked|told you|mentioned|requested)\b`)
+
+// claimed returns what the user says they said: the clause after "as I
+// said," when it opens one, else the clause before it.
+func claimed(lower string, loc []int) string {
+	if rest := lower[loc[1]:]; strings.HasPrefix(rest, ",") {
+		return sentenceAround(lower, loc[1]+1, loc[1]+1)
+	}
+	start := loc[0]
+	for start > 0 && !strings.ContainsRune(".!?;", rune(lower[start-1])) {
+		start--
+	}
+	return lower[start:loc[0]]
+}
+
+// unsaid reports a claim whose content the user's earlier turns mostly do
+// not hold: most content words of what they now say they said are new.
+func unsaid(in Input, claim string) bool {
+	var earlier strings.Builder
+	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
+		if u.Role == RoleUser {
+			earlier.WriteString(strings.ToLower(u.Text))
+			earlier.WriteByte(' ')
+		}
+	}
+	prev := earlier.String()
+	content, missing := 0, 0
+	for _, w := range strings.Fields(claim) {
+		w = strings.Trim(w, ",.!?;:'\"")
+		if len(w) < 4 || contradictionWords[w] || functionWord[w] || determiner[w] || refPronoun[w] || actionWord[w] {
+			continue
+		}
+		content++
+		if wordIndex(prev, w) < 0 && wordIndex(prev, strings.TrimSuffix(w, "s")) < 0 {
+			missing++
+		}
+	}
+	return content > 0 && 2*missing >= content
+}
+
+// actionWord are verbs a claim repeats from the request itself.
+var actionWord = map[string]bool{"put": true, "book": true, "make": true, "please": true, "also": true, "add": true, "with": true, "have": true, "into": true, "onto": true}
+
+// confirmStart: the turn confirms details the agent read back.
+var confirmStart = mustFast(`^\s*(?:yes,? )?(?:correct|that's right|that is right|right|exactly)\b`)
+
+// negatedVerb: "don't return", "do not change", "not cancel".
+var negatedVerb = mustFast(`\b(?:don'?t|do not|never|not) (` + actionVerbs + `)\b`)
+
+// keepVs pairs keeping with an action that undoes it in one turn: cancelling
+// a whole order or reservation, downgrading, moving a leg.
+var keepVs = mustFast(`\b(cancel|downgraded?|upgraded?|changed?|switch(?:ed)?|moved?)\b[^?]*\b(?:keep|stay in|stay on)\b|\b(?:keep|keeping)\b[^?]*\b(cancel)\b`)
+
+// bothAndOne: "both … only one".
+var bothAndOne = mustFast(`\b(?:both|all)\b[^?]*\bonly (?:one|the one|exchange one|return one|change one|cancel one)\b`)
+
+// notXThenX: "only the visa, not gift cards … put $100 on the gift card".
+var notThing = mustFast(`\b(?:not|no|never|without|don'?t (?:want|use|need|touch)(?: my| the| any)?) ((?:[a-z]+ )?[a-z]+)\b`)
+
+// earlierNegated: what an earlier user turn ruled out ("no insurance", "I
+// have no gift card", "don't touch my Las Vegas reservation").
+var earlierNegated = mustFast(`\b(?:no|without|don'?t (?:want|need|touch|add)(?: my| the| any)?|i have no) ([a-z]+(?: [a-z]+)?)\b`)
+
+// justMe and withOthers: a passenger count stated one way, then another.
+var (
+	justMe     = mustFast(`\b(?:just me|only me|only one passenger|one passenger|by myself|alone|travelling solo|traveling solo)\b`)
+	withOthers = mustFast(`\b(?:both of us|for us|the two of us|all of us|my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)(?:'s)? (?:bag|ticket|seat)|and my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad))\b`)
+)
+
+// contradictionWords are too common to carry a conflict alone.
+var contradictionWords = map[string]bool{
+	"the": true, "a": true, "an": true, "my": true, "it": true, "that": true, "this": true, "i": true, "you": true, "problem": true,
+	"thanks": true, "thank": true, "worries": true, "need": true, "want": true, "longer": true, "sure": true, "wait": true,
+	"more": true, "other": true, "yet": true, "anything": true, "one": true, "just": true, "really": true, "so": true,
+	"way": true, "mind": true, "change": true, "changes": true, "idea": true, "before": true, "after": true, "later": true, "earlier": true,
+}
+
+// contradiction reports the location of a conflict, within the turn or
+// with the user's earlier statements.
+func contradiction(in Input, lower string) []int {
+	negation := hasAny(lower, "n't", "not", "never", "no ", "without", "don")
+	if loc := findIf(negation || hasAny(lower, "stop", "hold"), consentThenRefusal, lower); loc != nil {
+		return loc
+	}
+	corrected := correction.FindStringIndex(lower)
+	before := func(loc []int) bool { return corrected == nil || loc[0] < corrected[0] }
+	if loc := findIf(hasAny(lower, "keep", "stay"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") {
+		return loc
+	}
+	if loc := findIf(strings.Contains(lower, "only"), bothAndOne, lower); loc != nil && before(loc) {
+		return loc
+	}
+	// "don't V" next to V asked for in the same turn or agreed to just now.
+	for _, m := range findAllIf(negation, negatedVerb, lower) {
+		if !before(m) {
+			continue
+		}
+		v := lower[m[2]:m[3]]
+		rest := lower[:m[0]] + " " + lower[m[1]:]
+		agreed := consentStart.MatchString(lower) && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), v)
+		if affirmed(rest, v) || agreed {
+			return m[:2]
+		}
+	}
+	// "not X" then X used in the same turn.
+	for _, m := range findAllIf(negation, notThing, lower) {
+		thing := strings.TrimSuffix(lastWordOf(lower[m[2]:m[3]]), "s")
+		if contradictionWords[thing] || len(thing) < 4 || !before(m) {
+			continue
+		}
+		if rest := lower[m[1]:]; wordIndex(rest, thing) >= 0 && !negatedBefore(rest, wordIndex(rest, thing)) {
+			return m[:2]
+		}
+	}
+	if loc := contradictionFromUser(in, lower); loc != nil {
+		return loc
+	}
+
+	// Agreeing to a value while stating another one.
+	if confirmStart.MatchString(lower) {
+		if loc := otherNumber(lastAgent(in.Dialogue[:len(in.Dialogue)-1]), lower); loc != nil {
+			return loc
+		}
+	}
+	return nil
+}
+
+// contradictionFromUser holds the checks that read the user's turns only
+// (never the agent's): a claim to have said what they did not, a denial of
+// what they did say (denying what they never said is a complaint about the
+// agent), and asking for what they ruled out earlier.
+func contradictionFromUser(in Input, lower string) []int {
+	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+		return loc
+	}
+	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(in, lower[m[2]:m[3]]) {
+		return m[:2]
+	}
+	return againstEarlier(in, lower)
+}
+
+// affirmed reports v (or its -ing form) used without negation in text.
+func affirmed(text, v string) bool {
+	for _, form := range []string{v, strings.TrimSuffix(v, "e") + "ing", v + "ing", v + "ed", v + "d"} {
+		for off := 0; ; {
+			i := strings.Index(text[off:], form)
+			if i < 0 {
+				break
+			}
+			i += off
+			off = i + len(form)
+			if (i > 0 && isASCIIWord(text[i-1])) || (off < len(text) && isASCIIWord(text[off])) {
+				continue
+			}
+			if !negatedBefore(text, i) && !strings.HasSuffix(strings.TrimSpace(text[:i]), "if i") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func lastWordOf(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
+}
+
+// againstEarlier finds something the user ruled out earlier and now asks
+// for, or a passenger count stated both ways.
+func againstEarlier(in Input, lower string) []int {
+	earlier := in.Dialogue[:len(in.Dialogue)-1]
+	for _, u := range earlier {
+		if u.Role != RoleUser {
+			continue
+		}
+		prev := strings.ToLower(u.Text)
+		if justMe.MatchString(prev) {
+			if loc := withOthers.FindStringIndex(lower); loc != nil {
+				return loc
+			}
+		}
+		if correction.MatchString(prev) {
+			continue
+		}
+		if !hasAny(prev, "no", "without", "don") {
+			continue
+		}
+		for _, m := range earlierNegated.FindAllStringSubmatch(prev, -1) {
+			term := earlierTerm(m[1])
+			if term == "" {
+				continue
+			}
+			i := wordIndex(lower, term)
+			if i >= 0 && !negatedBefore(lower, i) {
+				return []int{i, i + len(term)}
+			}
+		}
+	}
+	return nil
+}
+
+// earlierTerm is what an earlier negation ruled out, as the phrase to look
+// for now: both words of a compound ("gift card", "travel insurance"), a
+// single noun otherwise; "" for verbs and function words.
+func earlierTerm(phrase string) string {
+	words := strings.Fields(phrase)
+	for len(words) > 0 && (contradictionWords[words[0]] || stopNoun[words[0]] || determiner[words[0]]) {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	if len(words) == 2 && (functionWord[words[1]] || contradictionWords[words[1]] || len(words[1]) < 3) {
+		words = words[:1]
+	}
+	for _, w := range words {
+		if strings.HasSuffix(w, "ing") || strings.HasSuffix(w, "ed") || len(w) < 4 && len(words) == 1 {
+			return ""
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+func findSubIf(ok bool, re *fastRE, s string) []int {
+	if !ok {
+		return nil
+	}
+	return re.FindStringSubmatchIndex(s)
+}
+
+// wordIndex returns the first whole-word occurrence of w in s, or -1.
+func wordIndex(s, w string) int {
+	for off := 0; ; {
+		i := strings.Index(s[off:], w)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		off = i + len(w)
+		if (i == 0 || !isASCIIWord(s[i-1])) && (off == len(s) || !isASCIIWord(s[off])) {
+			return i
+		}
+	}
+}
+
+// number matches digit runs of three or more (zip codes, amounts, ids).
+var number = mustFast(`\b\d{3,}\b`)
+
+// otherNumber finds, in a turn that agrees with the agent, a number of the
+// same length as one the agent stated but different from all of them
+// ("yes correct, … 92130" to "… 92103?").
+func otherNumber(agent, lower string) []int {
+	theirs := number.FindAllString(agent, -1)
+	if len(theirs) == 0 {
+		return nil
+	}
+	for _, loc := range number.FindAllStringIndex(lower, -1) {
+		n := lower[loc[0]:loc[1]]
+		sameLen, same := false, false
+		for _, t := range theirs {
+			same = same || t == n
+			sameLen = sameLen || len(t) == len(n)
+		}
+		if sameLen && !same {
+			return loc
+		}
+	}
+	return nil
+}
