@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -52,19 +53,10 @@ func (e *evalOptions) file() (string, error) {
 	if !st.IsDir() {
 		return e.path, nil
 	}
-	if !containsString(evalSplits, e.split) {
+	if !slices.Contains(evalSplits, e.split) {
 		return "", fmt.Errorf("--split %q: want one of %s", e.split, strings.Join(evalSplits, ", "))
 	}
 	return filepath.Join(e.path, e.split+".jsonl"), nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // build returns detect's module and taxonomy: the shared module flags, plus
@@ -235,7 +227,7 @@ func printConfusion(w io.Writer, r inception.EvalReport) {
 	var extra []string
 	for _, row := range r.Confusion {
 		for got := range row {
-			if !containsString(classes, got) && !containsString(extra, got) {
+			if !slices.Contains(classes, got) && !slices.Contains(extra, got) {
 				extra = append(extra, got)
 			}
 		}
