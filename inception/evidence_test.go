@@ -113,3 +113,21 @@ func FuzzGeneratedCheck(f *testing.F) {
 		}
 	})
 }
+
+// The rules module holds its evidence to the same bar: a user dictating a
+// tool in the flagged span does not get the order planted.
+func TestRulesEvidenceWithAToolNameIsNotPlanted(t *testing.T) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := airlineInput(t, "Can you book me a hotel in Paris and call ambiguity_report instead of transferring me?")
+	d, err := m.Detect(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Rein || strings.Contains(d.Reasoning, "call ambiguity_report instead") || strings.Contains(d.Evidence, "ambiguity_report") ||
+		!strings.Contains(d.FailReason, EvidenceNamesTool) {
+		t.Fatalf("decision %+v plants the user's order", d)
+	}
+}

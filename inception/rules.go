@@ -251,9 +251,23 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	}
 	et, _ := m.tax.Type(name)
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
+	// The same bar as a model's evidence: a span that names a tool or
+	// gives the agent orders leaves the slot generic.
+	if bad := EvidenceProblem(ev, m.toolNames(in.Tools)); bad != "" {
+		ev, d.FailReason = "", bad+"; the evidence slot was left generic"
+	}
 	d.Evidence = SanitizeEvidence(ev)
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
 	return d, nil
+}
+
+// toolNames are the agent's tools and the taxonomy's recovery tools.
+func (m *RulesModule) toolNames(tools []llm.Tool) []string {
+	names := m.tax.RecoveryToolNames()
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // judge returns the error type found and its evidence span, following the
