@@ -78,6 +78,11 @@ type serverFlags struct {
 	// non-loopback HTTP address without it.
 	httpTokens string
 	insecure   bool
+	// streamReplicas, kvReplicas and placementTags override the streams
+	// section of rein.yaml (0 / empty: keep it).
+	streamReplicas int
+	kvReplicas     int
+	placementTags  []string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -94,6 +99,9 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of POST /v1/turns's bearer tokens bound to tenants ({tokens: [{token: …, tenants: [acme]}]}, or sha256: instead of token); default: a local token for every tenant in DATA-DIR/http-token")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
+	fs.IntVar(&f.streamReplicas, "stream-replicas", 0, "replicas of every rein stream (1 on the embedded server, 3 on a JetStream cluster); 0: rein.yaml's streams section, else 1. Existing streams are never lowered")
+	fs.IntVar(&f.kvReplicas, "kv-replicas", 0, "replicas of the conversations KV bucket; 0: as the streams")
+	fs.StringSliceVar(&f.placementTags, "placement-tags", nil, "server tags the streams' and the bucket's replicas must be placed on (nats-server server_tags)")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
 
@@ -160,6 +168,9 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			return nil, fmt.Errorf("config section streams: %w", err)
 		}
 	}
+	if err := replicationConfig(f, &rt.prov); err != nil {
+		return nil, err
+	}
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err
 	}
@@ -201,9 +212,9 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	rt.http.SetReady(false, "provisioning streams")
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
 	defer cancel()
-	if err := streams.Provision(pctx, rt.js, rt.prov); err != nil {
+	if err := streams.Provision(pctx, rt.js, rt.prov, streams.WithLogger(log)); err != nil {
 		rt.close()
 		return nil, err
 	}
