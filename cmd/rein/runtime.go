@@ -219,6 +219,8 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
+	// POST /v1/turns writes REIN_TURNS.
+	rt.requireStreams(streams.StreamTurns)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
 	ingress := streams.NewIngress(rt.pub, f.maxBytes, rt.reg)
 	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
