@@ -47,6 +47,22 @@ type ClusterNode struct {
 // Everything is shut down when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	// The ports are picked before the servers bind them, so another
+	// process may take one in between; the cluster is then started again
+	// on other ports.
+	var err error
+	for range 3 {
+		var c *Cluster
+		if c, err = tryCluster(t, n); err == nil {
+			t.Cleanup(c.Shutdown)
+			return c
+		}
+	}
+	t.Fatalf("start a %d-node cluster: %v", n, err)
+	return nil
+}
+
+func tryCluster(t testing.TB, n int) (*Cluster, error) {
 	c := &Cluster{t: t, Name: "rein-test"}
 	root := t.TempDir()
 	var routes []string
@@ -59,11 +75,13 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	for _, node := range c.Nodes {
 		node.routes = strings.Join(routes, ",")
 	}
-	t.Cleanup(c.Shutdown)
 	for i := range c.Nodes {
-		c.Start(i)
+		if err := c.start(i); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
 	}
-	return c
+	return c, nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process may
@@ -102,20 +120,28 @@ func (n *ClusterNode) options() *server.Options {
 // Start starts (or restarts) node i on its ports and storage.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()
+	if err := c.start(i); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) start(i int) error {
 	node := c.Nodes[i]
 	if node.Server != nil {
-		c.t.Fatalf("node %s is already running", node.Name)
+		return fmt.Errorf("node %s is already running", node.Name)
 	}
 	s, err := server.NewServer(node.options())
 	if err != nil {
-		c.t.Fatalf("node %s: %v", node.Name, err)
+		return fmt.Errorf("node %s: %w", node.Name, err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(15 * time.Second) {
+	// Generous: the machine may be busy with other builds and tests.
+	if !s.ReadyForConnections(30 * time.Second) {
 		s.Shutdown()
-		c.t.Fatalf("node %s not ready for connections within 15s", node.Name)
+		return fmt.Errorf("node %s not ready for connections on port %d within 30s (port taken?)", node.Name, node.ClientPort)
 	}
 	node.Server = s
+	return nil
 }
 
 // Stop shuts node i down (its storage stays for Start).
