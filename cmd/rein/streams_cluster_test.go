@@ -33,8 +33,8 @@ func TestStreamsOnCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rows) != len(streams.StreamNames) {
-		t.Fatalf("%d rows, want %d", len(rows), len(streams.StreamNames))
+	if len(rows) != len(streams.StreamNames)+1 || rows[len(rows)-1].Name != streams.StreamConversations {
+		t.Fatalf("%d rows, want every stream and %s", len(rows), streams.StreamConversations)
 	}
 	for _, r := range rows {
 		if r.Replicas != 3 || r.Leader == "" || len(r.Peers) != 2 || r.Error != "" {

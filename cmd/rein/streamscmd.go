@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,7 +51,7 @@ func newStreamsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "streams",
 		Short: "Show every rein stream: replicas, leader, replica lag, messages; and each consumer's pending (lag), ack-pending, redelivered",
-		Long: `streams shows every rein stream with its replicas, its leader and each other replica's state
+		Long: `streams shows every rein stream, and KV_REIN_CONVERSATIONS (the conversations bucket), with its replicas, its leader and each other replica's state
 (current, offline, operations behind the leader), its messages and bytes, and each consumer's pending
 messages (its lag), ack-pending and redelivered counts.
 
@@ -89,7 +90,8 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 // streamReports reads every rein stream, each within timeout; failed
 // counts the streams that have no leader or did not answer.
 func streamReports(ctx context.Context, js jetstream.JetStream, timeout time.Duration) (rows []streamReport, failed int) {
-	for _, name := range streams.StreamNames {
+	// The conversations bucket's stream too: its replicas matter as much.
+	for _, name := range append(slices.Clone(streams.StreamNames), streams.StreamConversations) {
 		row, err := streamReportOf(ctx, js, name, timeout)
 		if streams.IsNotFound(err) {
 			continue
