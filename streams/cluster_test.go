@@ -125,7 +125,8 @@ func TestSingleServerRefusesReplicas(t *testing.T) {
 }
 
 // Several processes provisioning at once on a cluster that has just
-// started (no meta leader yet) all succeed.
+// started (no meta leader yet), then creating their stages' consumers
+// (two processes per consumer), all succeed.
 func TestClusterConcurrentProvision(t *testing.T) {
 	c := rtest.StartCluster(t, 3)
 	const procs = 4
@@ -134,7 +135,16 @@ func TestClusterConcurrentProvision(t *testing.T) {
 	for i := range procs {
 		// Each process has its own connection, to a different node.
 		_, js := c.Connect(t, fmt.Sprintf("%s-%d", t.Name(), i))
-		wg.Go(func() { errs[i] = provision(t, js, r3()) })
+		wg.Go(func() {
+			if errs[i] = provision(t, js, r3()); errs[i] != nil {
+				return
+			}
+			// Then its stage's durable consumer, as a starting stage does.
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			_, errs[i] = streams.EnsureConsumer(ctx, js, streams.StreamTurns, jetstream.ConsumerConfig{
+				Durable: "stage" + strconv.Itoa(i%2), AckPolicy: jetstream.AckExplicitPolicy}, quiet)
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {

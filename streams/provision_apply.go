@@ -195,3 +195,23 @@ func provisionTransient(err error) bool {
 	}
 	return false
 }
+
+// consumerCreateTimeout bounds creating a stage's durable consumer at
+// start, retried as provisioning is.
+const consumerCreateTimeout = 90 * time.Second
+
+// EnsureConsumer creates or updates a durable consumer, retrying what a
+// cluster that is starting, electing leaders or placing replicas answers,
+// for up to 90 s, as Provision does for streams.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, consumerCreateTimeout)
+	defer cancel()
+	var cons jetstream.Consumer
+	pv := &provisioner{log: log}
+	err := pv.retry(ctx, stream, func(ctx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, stream, cfg)
+		return err
+	})
+	return cons, err
+}
