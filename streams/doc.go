@@ -96,6 +96,8 @@
 // no meta leader, insufficient resources, a concurrent create), so many
 // processes may start together on a fresh cluster; more than one replica
 // on a server outside a cluster is ErrReplicasUnavailable, naming the fix.
+// A stage's durable consumer is created under the same retries
+// (EnsureConsumer).
 // Status reports a stream's replicas, leader and the other replicas'
 // state; CheckWritable (health.go) is the readiness probe: ErrNoLeader
 // when a stream has no leader or JetStream does not answer in time.

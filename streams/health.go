@@ -11,11 +11,10 @@ import (
 
 // Peer is one replica of a stream other than its leader.
 type Peer struct {
-	Name    string        `json:"name"`
-	Current bool          `json:"current"`
-	Offline bool          `json:"offline"`
-	Lag     uint64        `json:"lag"`    // operations behind the leader
-	Active  time.Duration `json:"active"` // since last heard from
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Offline bool   `json:"offline"`
+	Lag     uint64 `json:"lag"` // operations behind the leader
 }
 
 // StreamStatus is a stream's replication state as its leader reports it.
@@ -42,7 +41,7 @@ func Status(ctx context.Context, js jetstream.JetStream, name string) (StreamSta
 	if info.Cluster != nil {
 		st.Leader = info.Cluster.Leader
 		for _, r := range info.Cluster.Replicas {
-			st.Peers = append(st.Peers, Peer{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag, Active: r.Active})
+			st.Peers = append(st.Peers, Peer{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag})
 		}
 	}
 	if st.Leader == "" {
