@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,5 +59,30 @@ func TestReplicationConfig(t *testing.T) {
 				t.Errorf("REIN_TURNS replicas %d, want %d", got, tc.wantTurnsRepl)
 			}
 		})
+	}
+}
+
+// End to end: REIN_STREAM_REPLICAS=3 on the embedded server stops serve at
+// once with the fix, before any server starts; the flag wins over it.
+func TestServeRefusesReplicasOnEmbedded(t *testing.T) {
+	t.Setenv("REIN_STREAM_REPLICAS", "3")
+	dir := t.TempDir()
+	_, err := runCLI(t, t.Context(), "serve", "--data-dir", dir, "--nats-listen", "127.0.0.1:0", "--http", "", "--stages", "none")
+	if !errors.Is(err, streams.ErrReplicasUnavailable) || !strings.Contains(err.Error(), "embedded NATS server is a single server") {
+		t.Fatalf("serve with REIN_STREAM_REPLICAS=3: %v", err)
+	}
+	if _, statErr := os.Stat(filepath.Join(dir, "jetstream")); !os.IsNotExist(statErr) {
+		t.Fatalf("the embedded server started before the refusal (%v)", statErr)
+	}
+}
+
+// rein version prints what the build stamped.
+func TestVersionStamped(t *testing.T) {
+	oldV, oldR, oldB := version, revision, buildTime
+	t.Cleanup(func() { version, revision, buildTime = oldV, oldR, oldB })
+	version, revision, buildTime = "v1.2.3", "abc123", "2026-12-04T05:00:00Z"
+	out, err := runCLI(t, t.Context(), "version")
+	if err != nil || !strings.HasPrefix(out, "rein v1.2.3 (revision abc123, built 2026-12-04T05:00:00Z, go") {
+		t.Fatalf("version: %q %v", out, err)
 	}
 }
