@@ -9,13 +9,41 @@
 //     webhook delivery failures and retries, handoff timeouts, an activation
 //     ratio far off its 7-day level), unit-tested by rules_test.yml and
 //     rules_anomaly_test.yml with `promtool test rules`.
+//
 //   - grafana/rein.json: the Grafana dashboard (activation by error type,
 //     decisions by outcome, inception latency p50/p99, escalations and
 //     reports, sinks, model tokens, consumer lag, dead letters).
+//
+//   - Dockerfile (+ Dockerfile.dockerignore): multi-stage build of a
+//     static, stripped rein stamped with version, revision and build time,
+//     run as UID 65532 on distroless static with a HEALTHCHECK through
+//     `rein health`. Build from the repository root.
+//
+//   - Makefile: build, test, test-cluster-long, lint, image, demo,
+//     compose-secrets, compose-up/down, k8s-render (make -f deploy/Makefile;
+//     the repository's top level is fixed, so it lives here).
+//
+//   - compose/: a 3-node NATS JetStream cluster (nats.conf), each stage and
+//     the ingress as its own service on R3 streams, Prometheus with rein's
+//     rules and Grafana with its dashboard.
+//
+//   - k8s/: a kustomize base: a Deployment per stage and for the ingress
+//     (probes on /healthz and /readyz, resources, non-root read-only
+//     containers, NATS credentials from Secret rein-nats, HTTP tokens from
+//     Secret rein-http-tokens), PodDisruptionBudgets, the ingress Service,
+//     NetworkPolicies, the rein.yaml ConfigMap; nats-values.yaml for the
+//     official NATS Helm chart.
 //
 // The tests check that every rein_* metric the dashboard and the rules
 // query is one rein exports (internal/telemetry/names.go), that the
 // dashboard is well formed and its queries parse, and run promtool when it
 // is installed; with REIN_REQUIRE_PROMTOOL=1 (set by .ci/run) or CI set, a
 // missing promtool fails those tests instead of skipping them.
+// They parse every manifest and
+// check probes, resources, security contexts, secret references and
+// selectors; check the compose file, nats.conf, prometheus.yml, the
+// Dockerfile and the Makefile; and build rein once to check that every
+// flag and REIN_* variable the artefacts use is one `rein serve --help`
+// (or `rein health --help`) lists. kubectl kustomize renders the base when
+// kubectl is installed. No Kubernetes cluster or Docker daemon is needed.
 package deploy

@@ -238,7 +238,7 @@ type job struct {
 // handlers finish (up to ShutdownGrace) and releases queued messages for
 // redelivery. It returns nil after a clean drain.
 func (c *Consumer) Run(ctx context.Context) error {
-	cons, err := c.deps.JS.CreateOrUpdateConsumer(ctx, c.cfg.Stream, c.cfg.ConsumerConfigJS())
+	cons, err := EnsureConsumer(ctx, c.deps.JS, c.cfg.Stream, c.cfg.ConsumerConfigJS(), c.deps.Logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // cancelled before it started: nothing to drain

@@ -100,6 +100,25 @@
 //   - An input about to be dead-lettered first has its outcome recorded
 //     (ConsumerConfig.OnDeadLetter): every user turn ends with one.
 //
+// # Replication
+//
+// ProvisionConfig sets each stream's replicas and placement (cluster,
+// server tags) and the bucket's replicas (kv_replicas); rein serve's
+// --stream-replicas, --kv-replicas and --placement-tags override them.
+// Provision (provision_apply.go) creates each stream or brings it to its
+// configuration, but never lowers an existing stream's replicas nor drops
+// its placement: a process started with fewer keeps what the stream has
+// and logs it. It retries, with jittered backoff until its context ends,
+// what a cluster that is starting or placing replicas answers (timeouts,
+// no meta leader, insufficient resources, a concurrent create), so many
+// processes may start together on a fresh cluster; more than one replica
+// on a server outside a cluster is ErrReplicasUnavailable, naming the fix.
+// A stage's durable consumer is created under the same retries
+// (EnsureConsumer).
+// Status reports a stream's replicas, leader and the other replicas'
+// state; CheckWritable (health.go) is the readiness probe: ErrNoLeader
+// when a stream has no leader or JetStream does not answer in time.
+//
 // Why not a KV lookup per message: on this hardware a blocking KV get+CAS
 // costs more than a whole stream hop (see ../shared/perf: 1 hop 31.5k/s vs
 // 1 hop + KV 4.7k/s), so state lives in memory with its single writer and is

@@ -19,6 +19,13 @@ var (
 	// ErrConflictingDuplicate: a turn offered under a number its
 	// conversation already has, with other content (see PublishTurn).
 	ErrConflictingDuplicate = errors.New("conflicting duplicate")
+	// ErrReplicasUnavailable: the streams ask for more replicas than the
+	// servers can hold (a single server, or a cluster too small or without
+	// servers of the placement tags).
+	ErrReplicasUnavailable = errors.New("stream replicas unavailable")
+	// ErrNoLeader: a stream has no leader (its servers are down or
+	// electing one), so nothing can be written to it.
+	ErrNoLeader = errors.New("stream has no leader")
 	// ErrNotReady is returned when the embedded server does not come up in time.
 	ErrNotReady = errors.New("embedded NATS server not ready")
 )

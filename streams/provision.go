@@ -1,9 +1,9 @@
 package streams
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,6 +20,25 @@ type StreamSettings struct {
 	// (set sync_interval: always on the server; see doc.go) and, on a
 	// cluster, three replicas.
 	Durable bool `yaml:"durable"`
+	// Placement puts the stream's replicas on servers of one cluster
+	// and/or with all of the given server tags (nats-server server_tags).
+	Placement Placement `yaml:"placement"`
+}
+
+// Placement selects the servers that hold a stream's replicas.
+type Placement struct {
+	Cluster string   `yaml:"cluster"`
+	Tags    []string `yaml:"tags"`
+}
+
+func (p Placement) empty() bool { return p.Cluster == "" && len(p.Tags) == 0 }
+
+// js is the JetStream form of the placement (nil when empty).
+func (p Placement) js() *jetstream.Placement {
+	if p.empty() {
+		return nil
+	}
+	return &jetstream.Placement{Cluster: p.Cluster, Tags: append([]string(nil), p.Tags...)}
 }
 
 // ProvisionConfig holds defaults and per-stream overrides.
@@ -28,6 +47,46 @@ type ProvisionConfig struct {
 	Streams  map[string]StreamSettings `yaml:"streams"`
 	// KVTTL expires idle conversation state (default 24h).
 	KVTTL time.Duration `yaml:"kv_ttl"`
+	// KVReplicas is the conversations bucket's replicas; 0 takes
+	// streams.REIN_CONVERSATIONS.replicas, else the defaults'.
+	KVReplicas int `yaml:"kv_replicas"`
+}
+
+// MaxReplicas is the largest replica count any stream or the bucket asks
+// for: more than 1 needs a JetStream cluster of at least that many servers.
+func (p ProvisionConfig) MaxReplicas() int {
+	n := p.settings(BucketConversations).Replicas
+	if p.KVReplicas > n {
+		n = p.KVReplicas
+	}
+	for _, name := range StreamNames {
+		n = max(n, p.settings(name).Replicas)
+	}
+	return n
+}
+
+// Override applies what flags and the environment say over the file:
+// replicas > 0 sets every stream's replicas (per-stream values included),
+// kvReplicas > 0 the bucket's, and tags, when given, every stream's and
+// the bucket's placement tags.
+func (p *ProvisionConfig) Override(replicas, kvReplicas int, tags []string) {
+	if replicas > 0 {
+		p.Defaults.Replicas = replicas
+		for name, s := range p.Streams {
+			s.Replicas = 0
+			p.Streams[name] = s
+		}
+	}
+	if kvReplicas > 0 {
+		p.KVReplicas = kvReplicas
+	}
+	if len(tags) > 0 {
+		p.Defaults.Placement.Tags = append([]string(nil), tags...)
+		for name, s := range p.Streams {
+			s.Placement.Tags = nil
+			p.Streams[name] = s
+		}
+	}
 }
 
 // DefaultProvision is the zero-setup configuration of rein serve.
@@ -47,7 +106,15 @@ func (p ProvisionConfig) Validate() error {
 		if s.MaxAge < 0 || s.MaxBytes < 0 || s.Duplicate < 0 {
 			return fmt.Errorf("%w: streams.%s: negative limits", ErrConfig, name)
 		}
+		for _, tag := range s.Placement.Tags {
+			if strings.TrimSpace(tag) == "" {
+				return fmt.Errorf("%w: streams.%s.placement.tags: an empty tag", ErrConfig, name)
+			}
+		}
 		return nil
+	}
+	if p.KVReplicas < 0 || p.KVReplicas > 5 {
+		return fmt.Errorf("%w: streams.kv_replicas %d must be 1..5", ErrConfig, p.KVReplicas)
 	}
 	if err := check("defaults", p.Defaults); err != nil {
 		return err
@@ -94,6 +161,12 @@ func (p ProvisionConfig) settings(name string) StreamSettings {
 			s.Duplicate = o.Duplicate
 		}
 		s.Durable = s.Durable || o.Durable
+		if o.Placement.Cluster != "" {
+			s.Placement.Cluster = o.Placement.Cluster
+		}
+		if len(o.Placement.Tags) > 0 {
+			s.Placement.Tags = o.Placement.Tags
+		}
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
@@ -129,6 +202,7 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 		Duplicates:  s.Duplicate,
 		Discard:     jetstream.DiscardOld,
 		AllowDirect: true,
+		Placement:   s.Placement.js(),
 	}
 	if s.MaxBytes == 0 {
 		cfg.MaxBytes = -1
@@ -144,50 +218,32 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	return cfg
 }
 
-// Provision creates or updates every rein stream and the conversations KV
-// bucket. It is idempotent.
-func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig) error {
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	for _, name := range StreamNames {
-		if _, err := js.CreateOrUpdateStream(ctx, p.StreamConfig(name)); err != nil {
-			return fmt.Errorf("provision stream %s: %w", name, err)
-		}
-	}
-	if _, err := ConversationsKV(ctx, js, p); err != nil {
-		return err
-	}
-	return nil
-}
-
-// ConversationsKV creates or updates and returns the conversations bucket.
-func ConversationsKV(ctx context.Context, js jetstream.JetStream, p ProvisionConfig) (jetstream.KeyValue, error) {
-	s := p.settings(BucketConversations)
-	ttl := p.KVTTL
-	if ttl == 0 {
-		ttl = 24 * time.Hour
-	}
-	cfg := jetstream.KeyValueConfig{
-		Bucket:   BucketConversations,
-		History:  ConversationHistory,
-		TTL:      ttl,
-		Replicas: s.Replicas,
-		Storage:  jetstream.FileStorage,
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("provision KV %s: %w", BucketConversations, err)
-	}
-	return kv, nil
-}
-
 // ConversationHistory is how many values the conversations bucket keeps
 // per key (the KV maximum): the agent worker appends a conversation's state
 // records under one key, one subject per conversation in the server's
 // index, and writes a snapshot often enough that the newest one and every
 // record after it are always kept.
 const ConversationHistory = 64
+
+// kvConfig is the conversations bucket's configuration.
+func (p ProvisionConfig) kvConfig() jetstream.KeyValueConfig {
+	s := p.settings(BucketConversations)
+	if p.KVReplicas > 0 {
+		s.Replicas = p.KVReplicas
+	}
+	ttl := p.KVTTL
+	if ttl == 0 {
+		ttl = 24 * time.Hour
+	}
+	return jetstream.KeyValueConfig{
+		Bucket:    BucketConversations,
+		History:   ConversationHistory,
+		TTL:       ttl,
+		Replicas:  s.Replicas,
+		Storage:   jetstream.FileStorage,
+		Placement: s.Placement.js(),
+	}
+}
 
 // IsNotFound reports whether err says a stream, consumer or key is missing.
 func IsNotFound(err error) bool {

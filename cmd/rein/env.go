@@ -25,6 +25,8 @@ var modelEnv = []struct{ name, help string }{
 // otherEnv are the remaining variables rein reads.
 var otherEnv = []struct{ name, help string }{
 	{"REIN_CONFIG", "rein.yaml to read (= --config)"},
+	{"REIN_NATS_PASSWORD", "password of --nats-user on an external NATS (never on the command line, where every local user sees it)"},
+	{"REIN_NATS_TOKEN", "token of an external NATS (never on the command line)"},
 	{"REIN_BENCH_WORKERS", "rein bench: parallel workers of the raw-chain baseline"},
 }
 

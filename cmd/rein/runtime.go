@@ -135,6 +135,11 @@ type serverFlags struct {
 	// announce, when set, is logged as the effective configuration as
 	// soon as the logger exists (before NATS starts).
 	announce []setting
+	// streamReplicas, kvReplicas and placementTags override the streams
+	// section of rein.yaml (0 / empty: keep it).
+	streamReplicas int
+	kvReplicas     int
+	placementTags  []string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -157,6 +162,9 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
+	fs.IntVar(&f.streamReplicas, "stream-replicas", 0, "replicas of every rein stream (1 on the embedded server, 3 on a JetStream cluster); 0: rein.yaml's streams section, else 1. Existing streams are never lowered")
+	fs.IntVar(&f.kvReplicas, "kv-replicas", 0, "replicas of the conversations KV bucket; 0: as the streams")
+	fs.StringSliceVar(&f.placementTags, "placement-tags", nil, "server tags the streams' and the bucket's replicas must be placed on (nats-server server_tags)")
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
 
@@ -253,6 +261,9 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if rt.prov, err = provisionConfig(file); err != nil {
 		return nil, err
 	}
+	if err := replicationConfig(f, &rt.prov); err != nil {
+		return nil, err
+	}
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err
 	}
@@ -335,13 +346,15 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	rt.http.SetReady(false, "provisioning streams")
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
 	defer cancel()
-	if err := streams.Provision(pctx, rt.js, rt.prov); err != nil {
+	if err := streams.Provision(pctx, rt.js, rt.prov, streams.WithLogger(log)); err != nil {
 		rt.close()
 		return nil, err
 	}
 	rt.pub = streams.NewPublisher(rt.js, rt.reg)
+	// POST /v1/turns writes REIN_TURNS.
+	rt.requireStreams(streams.StreamTurns)
 	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
 	// The HTTP ingress publishes under its own identity: turns only.
 	il, err := rt.stageLink(streams.StageIngress)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/streams"
 )
 
 // stageRunner is what every stage package's New returns.
@@ -147,6 +149,13 @@ func resolveStages(req []string) ([]string, error) {
 func runStages(ctx context.Context, rt *proc, names []string) error {
 	runners := make([]stageRunner, 0, len(names))
 	rt.running = names
+	var inputs []string
+	for _, n := range names {
+		if in, ok := stageInput[n]; ok && in != streams.StreamTurns {
+			inputs = append(inputs, in)
+		}
+	}
+	rt.requireStreams(inputs...)
 	for _, n := range names {
 		r, err := stageFactories[n](rt)
 		if err != nil {

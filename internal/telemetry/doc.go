@@ -5,6 +5,10 @@
 // every metric rein exports (names.go). It consumes stream and consumer
 // state from JetStream at scrape time and produces nothing on NATS.
 //
+// /readyz is 503 until SetReady(true) and while a requirement registered
+// with AddRequirement fails (rein registers NATS reachable and its streams
+// having a leader); a failing AddCheck probe only marks it "degraded", 200.
+//
 // Metrics exported here: rein_stream_messages{stream},
 // rein_stream_bytes{stream}, rein_consumer_pending_messages{stream,consumer},
 // rein_consumer_ack_pending_messages{stream,consumer},

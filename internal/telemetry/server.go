@@ -75,8 +75,9 @@ type Server struct {
 
 // check is a named degradation probe: nil when all is well.
 type check struct {
-	name string
-	fn   func() error
+	name     string
+	fn       func() error
+	required bool // failing makes the process not ready
 }
 
 // NewServer builds the HTTP server around the process's registry.
@@ -89,6 +90,12 @@ func NewServer(reg *prometheus.Registry, log *slog.Logger) *Server {
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if s.ready.Load() {
+			if failing := s.failing(true); len(failing) > 0 {
+				// What the process needs to do its work at all (NATS, the
+				// streams' leaders) is down: take it out of service.
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "reason": "requirement failing", "failing": failing})
+				return
+			}
 			if degraded := s.degraded(); len(degraded) > 0 {
 				// Still ready: a replica whose model is down records every
 				// turn and hands it to a human; taking it out of service
@@ -110,15 +117,31 @@ func NewServer(reg *prometheus.Registry, log *slog.Logger) *Server {
 func (s *Server) AddCheck(name string, fn func() error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.checks = append(s.checks, check{name, fn})
+	s.checks = append(s.checks, check{name: name, fn: fn})
 }
 
-func (s *Server) degraded() map[string]string {
+// AddRequirement registers a probe of something the process cannot work
+// without (NATS reachable, the streams it writes having a leader): while
+// it fails /readyz answers 503 "not ready", naming it, so that a load
+// balancer or Kubernetes sends the work elsewhere.
+func (s *Server) AddRequirement(name string, fn func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks = append(s.checks, check{name: name, fn: fn, required: true})
+}
+
+func (s *Server) degraded() map[string]string { return s.failing(false) }
+
+// failing runs the requirement probes (required) or the degradation ones.
+func (s *Server) failing(required bool) map[string]string {
 	s.mu.Lock()
 	checks := append([]check(nil), s.checks...)
 	s.mu.Unlock()
 	out := map[string]string{}
 	for _, c := range checks {
+		if c.required != required {
+			continue
+		}
 		if err := c.fn(); err != nil {
 			out[c.name] = err.Error()
 		}

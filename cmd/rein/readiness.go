@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/reinception/rein/streams"
+)
+
+// readinessTimeout bounds one readiness probe's question to JetStream;
+// readinessTTL is how long its answer is reused, so that probes arriving
+// together ask once.
+const (
+	readinessTimeout = time.Second
+	readinessTTL     = time.Second
+)
+
+// stageInput is the stream each stage consumes: the stage cannot work
+// while it has no leader.
+var stageInput = map[string]string{
+	"detector":    streams.StreamTurns,
+	"injector":    streams.StreamDetections,
+	"agentworker": streams.StreamTasks,
+	"escalation":  streams.StreamOutcomes,
+}
+
+var errNATSDisconnected = errors.New("not connected to NATS")
+
+// requireStreams makes /readyz answer 503 while NATS is unreachable or one
+// of the named streams has no leader (a node or the cluster's majority
+// lost): the process could take turns but not store them.
+func (rt *proc) requireStreams(names ...string) {
+	if rt.http == nil || len(names) == 0 {
+		return
+	}
+	probe := func() error {
+		if !rt.nc.IsConnected() {
+			return errNATSDisconnected
+		}
+		return streams.CheckWritable(context.Background(), rt.js, readinessTimeout, names...)
+	}
+	rt.http.AddRequirement("streams", cached(probe, readinessTTL))
+}
+
+// cached answers fn's last result for ttl.
+func cached(fn func() error, ttl time.Duration) func() error {
+	var (
+		mu   sync.Mutex
+		at   time.Time
+		last error
+	)
+	return func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) < ttl {
+			return last
+		}
+		last, at = fn(), time.Now()
+		return last
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// rein streams on a 3-node cluster shows each stream's replicas and
+// leader; with the meta leader's majority gone it answers within its
+// timeout, saying what is unavailable, instead of hanging.
+func TestStreamsOnCluster(t *testing.T) {
+	c := rtest.StartCluster(t, 3)
+	c.WaitMetaLeader(30 * time.Second)
+	_, js := c.Connect(t, t.Name())
+	p := streams.DefaultProvision()
+	p.Override(3, 3, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := streams.Provision(ctx, js, p); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, t.Context(), "streams", "--json", "--nats-url", c.URLs())
+	if err != nil {
+		t.Fatalf("streams: %v\n%s", err, out)
+	}
+	var rows []streamReport
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != len(streams.StreamNames)+1 || rows[len(rows)-1].Name != streams.StreamConversations {
+		t.Fatalf("%d rows, want every stream and %s", len(rows), streams.StreamConversations)
+	}
+	for _, r := range rows {
+		if r.Replicas != 3 || r.Leader == "" || len(r.Peers) != 2 || r.Error != "" {
+			t.Errorf("%s: replicas %d, leader %q, peers %v, error %q", r.Name, r.Replicas, r.Leader, r.Peers, r.Error)
+		}
+	}
+	text, err := runCLI(t, t.Context(), "streams", "--nats-url", c.URLs())
+	if err != nil || !strings.Contains(text, "REPLICAS") || !strings.Contains(text, "LEADER") {
+		t.Fatalf("table: %v\n%s", err, text)
+	}
+
+	// Two of three servers down: no meta leader, no stream leader.
+	survivor := (c.MetaLeader() + 1) % 3
+	for i := range c.Nodes {
+		if i != survivor {
+			c.Stop(i)
+		}
+	}
+	start := time.Now()
+	text, err = runCLI(t, t.Context(), "streams", "--timeout", "500ms", "--nats-url", c.URLs())
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("streams took %s without a meta leader", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "unavailable") || !strings.Contains(text, "UNAVAILABLE") {
+		t.Fatalf("streams without a meta leader: err %v\n%s", err, text)
+	}
+}

@@ -1,0 +1,220 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+)
+
+const composeDir = "compose"
+
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Command     []string          `yaml:"command"`
+	User        string            `yaml:"user"`
+	ReadOnly    bool              `yaml:"read_only"`
+	Environment map[string]string `yaml:"environment"`
+	Volumes     []string          `yaml:"volumes"`
+	Ports       []string          `yaml:"ports"`
+	Secrets     []string          `yaml:"secrets"`
+	Deploy      struct {
+		Replicas int `yaml:"replicas"`
+	} `yaml:"deploy"`
+}
+
+// The compose file (decoded with its anchors and merge keys resolved, as
+// compose does) runs a 3-node NATS cluster with JetStream and each rein
+// stage as its own service, non-root, against R3 streams, with flags rein
+// has; only loopback ports are published.
+func TestComposeFile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(composeDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]composeService `yaml:"services"`
+		Secrets  map[string]struct {
+			File string `yaml:"file"`
+		} `yaml:"secrets"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	nats := 0
+	stages := map[string]bool{}
+	for name, s := range doc.Services {
+		where := "compose service " + name
+		for _, p := range s.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("%s publishes %s beyond loopback", where, p)
+			}
+		}
+		switch {
+		case strings.HasPrefix(s.Image, "nats:"):
+			nats++
+			if s.Environment["NATS_SERVER_NAME"] != name {
+				t.Errorf("%s: NATS_SERVER_NAME %q, want its service name", where, s.Environment["NATS_SERVER_NAME"])
+			}
+			if !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
+				t.Errorf("%s: JetStream storage /data is not a volume", where)
+			}
+		case strings.Contains(s.Image, "rein"):
+			checkArgs(t, where, s.Command)
+			var env []string
+			for k := range s.Environment {
+				env = append(env, k)
+			}
+			checkEnv(t, where, env)
+			if s.Environment["REIN_STREAM_REPLICAS"] != "3" {
+				t.Errorf("%s: streams must be R3 on the cluster", where)
+			}
+			if n := strings.Count(s.Environment["REIN_NATS_URL"], "nats://"); n != 3 {
+				t.Errorf("%s: REIN_NATS_URL names %d servers, want the 3 nodes", where, n)
+			}
+			if s.User == "" || strings.HasPrefix(s.User, "0") || s.User == "root" || !s.ReadOnly {
+				t.Errorf("%s: must run non-root (user %q) on a read-only root", where, s.User)
+			}
+			for _, sec := range s.Secrets {
+				if _, ok := doc.Secrets[sec]; !ok {
+					t.Errorf("%s: secret %s is not declared", where, sec)
+				}
+			}
+			if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
+				stages[s.Command[i+1]] = true
+			}
+		}
+	}
+	if nats != 3 {
+		t.Errorf("%d NATS services, want 3", nats)
+	}
+	for _, st := range []string{"detector", "injector", "agentworker", "escalation"} {
+		if !stages[st] {
+			t.Errorf("no compose service runs the %s stage", st)
+		}
+	}
+	for _, p := range []string{"prometheus", "grafana"} {
+		if _, ok := doc.Services[p]; !ok {
+			t.Errorf("no %s service", p)
+		}
+	}
+}
+
+// nats.conf clusters the three nodes with JetStream and authentication;
+// Prometheus scrapes every rein service with rein's rules.
+func TestComposeNATSAndPrometheus(t *testing.T) {
+	conf, err := os.ReadFile(filepath.Join(composeDir, "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"jetstream", "cluster", "nats-route://nats1:6222", "nats-route://nats2:6222",
+		"nats-route://nats3:6222", "server_name: $NATS_SERVER_NAME", "password: $NATS_PASSWORD"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("nats.conf lacks %q", want)
+		}
+	}
+	var prom struct {
+		RuleFiles     []string `yaml:"rule_files"`
+		ScrapeConfigs []struct {
+			DNSSD []struct {
+				Names []string `yaml:"names"`
+				Port  int      `yaml:"port"`
+			} `yaml:"dns_sd_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	b, err := os.ReadFile(filepath.Join(composeDir, "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &prom); err != nil {
+		t.Fatal(err)
+	}
+	if len(prom.RuleFiles) == 0 || len(prom.ScrapeConfigs) == 0 || len(prom.ScrapeConfigs[0].DNSSD) == 0 {
+		t.Fatalf("prometheus.yml: no rules or no scrape targets")
+	}
+	names := prom.ScrapeConfigs[0].DNSSD[0].Names
+	for _, s := range []string{"ingress", "detector", "injector", "agentworker", "escalation"} {
+		if !slices.Contains(names, s) {
+			t.Errorf("prometheus.yml does not scrape %s", s)
+		}
+	}
+}
+
+var fromLine = regexp.MustCompile(`(?m)^FROM\s+(\S+)(?:\s+AS\s+(\S+))?`)
+
+// The Dockerfile is multi-stage, builds a static stripped binary stamped
+// with its version, and runs it non-root on a minimal base with a health
+// check rein answers; the Go version is go.mod's.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	froms := fromLine.FindAllStringSubmatch(df, -1)
+	if len(froms) < 2 {
+		t.Fatalf("Dockerfile has %d stages, want a build stage and a runtime stage", len(froms))
+	}
+	final := froms[len(froms)-1][1]
+	if !strings.HasPrefix(final, "gcr.io/distroless/static") && final != "scratch" {
+		t.Errorf("runtime base %s: want distroless static or scratch", final)
+	}
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVer := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(gomod))
+	if goVer == nil || !strings.HasPrefix(froms[0][1], "golang:"+goVer[1]) {
+		t.Errorf("build stage %s does not use go.mod's Go %v", froms[0][1], goVer)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-s -w", "-X main.version=", "-X main.revision=", "-X main.buildTime="} {
+		if !strings.Contains(df, want) {
+			t.Errorf("Dockerfile build lacks %s", want)
+		}
+	}
+	user := regexp.MustCompile(`(?m)^USER\s+(\d+)`).FindStringSubmatch(df)
+	if user == nil || user[1] == "0" {
+		t.Errorf("Dockerfile must switch to a numeric non-root USER")
+	}
+	hc := regexp.MustCompile(`(?m)CMD \["/rein", "health"(.*)\]`).FindStringSubmatch(df)
+	if !strings.Contains(df, "HEALTHCHECK") || hc == nil {
+		t.Fatalf("Dockerfile needs a HEALTHCHECK running /rein health")
+	}
+	checkArgs(t, "Dockerfile HEALTHCHECK", append([]string{"health"}, jsonArgs(hc[1])...))
+	cmd := regexp.MustCompile(`(?m)^CMD \[(.*)\]`).FindStringSubmatch(df)
+	if cmd == nil {
+		t.Fatal("Dockerfile has no CMD")
+	}
+	checkArgs(t, "Dockerfile CMD", jsonArgs(cmd[1]))
+	if _, err := os.Stat("Dockerfile.dockerignore"); err != nil {
+		t.Errorf("no Dockerfile.dockerignore: the whole repository, .git included, would be sent to the builder")
+	}
+}
+
+// jsonArgs splits the inside of an exec-form ["a", "b"] list.
+func jsonArgs(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.Trim(strings.TrimSpace(p), `"`); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// The Makefile has the targets the README documents.
+func TestMakefileTargets(t *testing.T) {
+	b, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"build", "test", "lint", "image", "demo", "compose-up", "k8s-render"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(b) {
+			t.Errorf("Makefile lacks target %s", target)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"reflect"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStream API error codes provisioning reacts to (nats-server's
+// jetstream_errors_generated.go).
+const (
+	codeNoSuitablePeers       = 10005 // no suitable peers for placement
+	codeClusterNotAvailable   = 10008 // JetStream system temporarily unavailable
+	codeClusterNotLeader      = 10009 // cluster can not handle request
+	codeInsufficientResources = 10023 // insufficient resources
+	codeNameInUse             = 10058 // stream name already in use with a different configuration
+	codeReplicasNotSupported  = 10074 // replicas > 1 not supported in non-clustered mode
+	codeNotEnabled            = 10076 // JetStream not enabled
+)
+
+// attemptTimeout bounds one provisioning request: a cluster without a
+// meta leader does not answer at all.
+const attemptTimeout = 5 * time.Second
+
+// ProvisionOption tunes Provision.
+type ProvisionOption func(*provisioner)
+
+// WithLogger makes Provision say what it kept and what it retried.
+func WithLogger(l *slog.Logger) ProvisionOption {
+	return func(p *provisioner) { p.log = l }
+}
+
+type provisioner struct {
+	log *slog.Logger
+}
+
+// Provision creates or updates every rein stream and the conversations KV
+// bucket. It is idempotent and safe to run from many processes at once on
+// a fresh cluster: a request that times out or meets a cluster still
+// electing leaders or placing replicas is retried with backoff until ctx
+// ends. It never lowers the replicas of an existing stream, nor drops its
+// placement: a process started with fewer replicas than the stream has
+// keeps the stream's and logs it (lower them by hand: nats stream edit).
+// Asking a single server for more than one replica fails with
+// ErrReplicasUnavailable.
+func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, opts ...ProvisionOption) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	pv := &provisioner{log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(pv)
+	}
+	for _, name := range StreamNames {
+		if err := pv.stream(ctx, js, p.StreamConfig(name)); err != nil {
+			return fmt.Errorf("provision stream %s: %w", name, err)
+		}
+	}
+	if _, err := pv.kv(ctx, js, p.kvConfig()); err != nil {
+		return fmt.Errorf("provision KV %s: %w", BucketConversations, err)
+	}
+	return nil
+}
+
+// ConversationsKV creates or updates and returns the conversations bucket,
+// under the same rules as Provision.
+func ConversationsKV(ctx context.Context, js jetstream.JetStream, p ProvisionConfig) (jetstream.KeyValue, error) {
+	kv, err := (&provisioner{log: slog.New(slog.DiscardHandler)}).kv(ctx, js, p.kvConfig())
+	if err != nil {
+		return nil, fmt.Errorf("provision KV %s: %w", BucketConversations, err)
+	}
+	return kv, nil
+}
+
+// stream creates want, or brings the existing stream to it without
+// lowering its replicas or dropping its placement.
+func (pv *provisioner) stream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {
+	return pv.retry(ctx, want.Name, func(ctx context.Context) error {
+		s, err := js.Stream(ctx, want.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = js.CreateStream(ctx, want)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		cur := s.CachedInfo().Config
+		upd := cur
+		upd.Subjects, upd.Retention, upd.Storage = want.Subjects, want.Retention, want.Storage
+		upd.MaxAge, upd.MaxBytes, upd.Duplicates = want.MaxAge, want.MaxBytes, want.Duplicates
+		upd.Discard, upd.AllowDirect = want.Discard, want.AllowDirect
+		upd.Replicas, upd.Placement = pv.keep(want.Name, want.Replicas, cur.Replicas, want.Placement, cur.Placement)
+		if reflect.DeepEqual(upd, cur) {
+			return nil
+		}
+		_, err = js.UpdateStream(ctx, upd)
+		return err
+	})
+}
+
+// kv creates or updates the bucket under the stream rules.
+func (pv *provisioner) kv(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := pv.retry(ctx, "KV_"+want.Bucket, func(ctx context.Context) error {
+		cfg := want
+		s, err := js.Stream(ctx, "KV_"+want.Bucket)
+		switch {
+		case err == nil:
+			cur := s.CachedInfo().Config
+			cfg.Replicas, cfg.Placement = pv.keep(cur.Name, want.Replicas, cur.Replicas, want.Placement, cur.Placement)
+		case !errors.Is(err, jetstream.ErrStreamNotFound):
+			return err
+		}
+		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
+	return kv, err
+}
+
+// keep decides a stream's replicas and placement: never fewer replicas
+// than it has, never its placement dropped for none.
+func (pv *provisioner) keep(name string, want, cur int, wantP, curP *jetstream.Placement) (int, *jetstream.Placement) {
+	r := want
+	if cur > want {
+		r = cur
+		pv.log.Warn("stream keeps its replicas: rein never lowers them (lower them by hand: nats stream edit --replicas)",
+			"stream", name, "replicas", cur, "configured", want)
+	}
+	if wantP == nil {
+		wantP = curP
+	}
+	return r, wantP
+}
+
+// retry runs op with a per-attempt deadline until it succeeds, fails for
+// good, or ctx ends, backing off between attempts.
+func (pv *provisioner) retry(ctx context.Context, what string, op func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if code := apiCode(err); code == codeReplicasNotSupported {
+			return fmt.Errorf("%w: %w (the server is not part of a JetStream cluster: set --stream-replicas 1 and --kv-replicas 1, or connect to a cluster of at least as many servers with --nats-url)", ErrReplicasUnavailable, err)
+		}
+		if !provisionTransient(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			if apiCode(err) == codeNoSuitablePeers || apiCode(err) == codeInsufficientResources {
+				return fmt.Errorf("%w: %w (does the cluster have as many JetStream servers as replicas, with the placement tags, and room for the stream?)", ErrReplicasUnavailable, err)
+			}
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		pv.log.Info("provisioning retried", "stream", what, "attempt", attempt, "err", err)
+		// Jitter keeps processes that started together apart.
+		if sleepCtx(ctx, wait/2+rand.N(wait/2+1)) != nil {
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+func apiCode(err error) jetstream.ErrorCode {
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode
+	}
+	return 0
+}
+
+// provisionTransient tells whether a provisioning error can pass: a cluster still
+// starting, electing a leader or placing replicas, or another process
+// creating the same stream at the same moment.
+func provisionTransient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) {
+		return true
+	}
+	switch apiCode(err) {
+	case codeNoSuitablePeers, codeClusterNotAvailable, codeClusterNotLeader, codeInsufficientResources,
+		codeNameInUse, codeNotEnabled:
+		return true
+	}
+	return false
+}
+
+// consumerCreateTimeout bounds creating a stage's durable consumer at
+// start, retried as provisioning is.
+const consumerCreateTimeout = 90 * time.Second
+
+// EnsureConsumer creates or updates a durable consumer, retrying what a
+// cluster that is starting, electing leaders or placing replicas answers,
+// for up to 90 s, as Provision does for streams.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, consumerCreateTimeout)
+	defer cancel()
+	var cons jetstream.Consumer
+	pv := &provisioner{log: log}
+	err := pv.retry(ctx, stream, func(ctx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, stream, cfg)
+		return err
+	})
+	return cons, err
+}
