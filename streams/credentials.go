@@ -88,6 +88,20 @@ func EnsureKeyring(dataDir string) (*Keyring, error) {
 	return k, nil
 }
 
+// ServerAuth is what an embedded server needs to authenticate: dataDir's
+// keyring (EnsureKeyring) and its users (Keyring.Users).
+func ServerAuth(dataDir string) (*Keyring, []*server.NkeyUser, error) {
+	k, err := EnsureKeyring(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	users, err := k.Users()
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, users, nil
+}
+
 // AddTenantIngress generates (or keeps) the seed of a tenant's ingress
 // identity in dataDir's keyring and returns its file. The server loads it
 // on its next start (EnsureKeyring).

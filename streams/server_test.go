@@ -18,11 +18,7 @@ import (
 
 func TestServerConfigRefusesNoAuthAndOpenListenWithoutTLS(t *testing.T) {
 	dir := t.TempDir()
-	keys, err := streams.EnsureKeyring(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users, err := keys.Users()
+	keys, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +99,7 @@ func TestPortInUseFailsFastAndSaysSo(t *testing.T) {
 func TestEmbeddedServerTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := rtest.SelfSignedCert(t, t.TempDir())
-	keys, err := streams.EnsureKeyring(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users, err := keys.Users()
+	keys, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +133,7 @@ func TestEmbeddedServerTLS(t *testing.T) {
 // users for them.
 func testUsers(t *testing.T, dir string) []*server.NkeyUser {
 	t.Helper()
-	keys, err := streams.EnsureKeyring(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users, err := keys.Users()
+	_, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,11 +51,7 @@ func TestBenchSmallRun(t *testing.T) {
 // on the same server is refused, its turns would mix with the first's.
 func TestBenchAgainstAnExternalServer(t *testing.T) {
 	dir := t.TempDir()
-	keys, err := streams.EnsureKeyring(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users, err := keys.Users()
+	keys, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

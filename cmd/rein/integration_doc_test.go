@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,42 +255,6 @@ var (
 	handoffDelete = "$JS.API.STREAM.MSG.DELETE." + streams.StreamHandoff
 )
 
-// startServeWith runs `rein serve` in-process with extra flags until the
-// returned stop is called.
-func startServeWith(t *testing.T, httpAddr string, args ...string) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := runCLI(t, ctx, append([]string{"serve", "--http", httpAddr, "--log-level", "error"}, args...)...)
-		done <- err
-	}()
-	rtest.CheckFor(t, 30*time.Second, "serve ready", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
-		resp, err := http.Get("http://" + httpAddr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s")
-		}
-	}
-}
-
 // A new user's path through the guide, against a real rein serve (managed
 // agent: the demo's scripted simulator; a handoff sink): the curl examples
 // are run as written, the NATS message is published as shown, the sidecar
@@ -337,7 +300,7 @@ func TestIntegrationDocLive(t *testing.T) {
 	if out, err := runCLI(t, context.Background(), "keys", "add-tenant", "acme", "--data-dir", data); err != nil {
 		t.Fatalf("keys add-tenant: %v\n%s", err, out)
 	}
-	stop := startServeWith(t, httpAddr, append([]string{"--data-dir", data, "--nats-listen", natsAddr}, args...)...)
+	stop := startServe(t, data, natsAddr, httpAddr, args...)
 	defer stop()
 	token, err := os.ReadFile(filepath.Join(data, "http-token"))
 	if err != nil {

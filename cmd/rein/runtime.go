@@ -313,12 +313,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 			rt.close()
 			return nil, err
 		}
-		keys, err := streams.EnsureKeyring(dir)
-		if err != nil {
-			rt.close()
-			return nil, err
-		}
-		users, err := keys.Users()
+		keys, users, err := streams.ServerAuth(dir)
 		if err != nil {
 			rt.close()
 			return nil, err

@@ -33,13 +33,9 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	keys, err := streams.EnsureKeyring(dir)
+	keys, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		t.Fatalf("keyring: %v", err)
-	}
-	users, err := keys.Users()
-	if err != nil {
-		t.Fatalf("keyring users: %v", err)
 	}
 	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {

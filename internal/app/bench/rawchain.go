@@ -97,11 +97,7 @@ func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nat
 
 func runChain(ctx context.Context, dir string, n, payload int, side []int, h Headers) (RawChainResult, error) {
 	payload = max(payload-h.size(), 16)
-	keys, err := streams.EnsureKeyring(dir)
-	if err != nil {
-		return RawChainResult{}, err
-	}
-	users, err := keys.Users()
+	keys, users, err := streams.ServerAuth(dir)
 	if err != nil {
 		return RawChainResult{}, err
 	}
