@@ -67,6 +67,14 @@ func EvidenceProblem(quote string, tools []string) string {
 	if spansSentences(quote) {
 		return EvidenceSpansSentences
 	}
+	return evidenceMisuse(quote, tools)
+}
+
+// evidenceMisuse says whether a quote names one of tools or addresses the
+// agent with an instruction ("" when neither). The rules module holds its
+// spans to this only: a contradiction it quotes spans the user's two
+// sentences by nature.
+func evidenceMisuse(quote string, tools []string) string {
 	for _, t := range tools {
 		if containsWord(quote, t) || containsWord(quote, strings.ReplaceAll(t, "_", " ")) {
 			return EvidenceNamesTool

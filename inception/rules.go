@@ -251,9 +251,9 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	}
 	et, _ := m.tax.Type(name)
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
-	// The same bar as a model's evidence: a span that names a tool or
-	// gives the agent orders leaves the slot generic.
-	if bad := EvidenceProblem(ev, m.toolNames(in.Tools)); bad != "" {
+	// A model's evidence's bar, but for sentences: a span that names a tool
+	// or gives the agent orders leaves the slot generic.
+	if bad := evidenceMisuse(ev, m.toolNames(in.Tools)); bad != "" {
 		ev, d.FailReason = "", bad+"; the evidence slot was left generic"
 	}
 	d.Evidence = SanitizeEvidence(ev)
