@@ -7,8 +7,9 @@
 // At every user turn an inception module sees the surface dialogue (oldest
 // first, the last element being the user turn to judge), the agent's tool
 // catalogue and the taxonomy, and returns a Decision: whether a known
-// user-induced error is present (DESIGN.md §1) and, when so, the recovery
-// reasoning to plant as the agent's first think step.
+// user-induced error is present (the taxonomy's types; the default ones
+// are in default_taxonomy.yaml) and, when so, the recovery reasoning to
+// plant as the agent's first think step.
 //
 // Exports:
 //   - Taxonomy: versioned YAML (DefaultTaxonomy embeds the six default types;

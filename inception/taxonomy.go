@@ -23,7 +23,7 @@ const (
 	CategoryUnsupported = "unsupported"
 )
 
-// Names of the default error types and recovery tools (DESIGN.md §1).
+// Names of the default error types and recovery tools (default_taxonomy.yaml).
 const (
 	TypeAnaphora               = "anaphora"
 	TypeMultipleInterpretation = "multiple_interpretation"
@@ -116,8 +116,8 @@ type ParameterNote struct {
 	Values    map[string]string `yaml:"values" json:"values"`
 }
 
-// DefaultTaxonomy returns the six default error types of DESIGN.md §1
-// (embedded default_taxonomy.yaml).
+// DefaultTaxonomy returns the six default error types (the embedded
+// default_taxonomy.yaml).
 func DefaultTaxonomy() *Taxonomy {
 	t, err := ParseTaxonomy("default_taxonomy.yaml", defaultTaxonomyYAML)
 	if err != nil {

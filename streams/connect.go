@@ -53,7 +53,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	if c.NkeyFile != "" {
 		o, err := nats.NkeyOptionFromSeed(c.NkeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: nkey %s: %w", ErrConfig, c.NkeyFile, err)
+			return nil, fmt.Errorf("%w: nkey %s: %w", ErrInvalidConfig, c.NkeyFile, err)
 		}
 		opts = append(opts, o)
 	}
@@ -68,7 +68,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	}
 	if c.TLSCert != "" || c.TLSKey != "" {
 		if c.TLSCert == "" || c.TLSKey == "" {
-			return nil, fmt.Errorf("%w: TLS cert and key go together", ErrConfig)
+			return nil, fmt.Errorf("%w: TLS cert and key go together", ErrInvalidConfig)
 		}
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}

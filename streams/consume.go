@@ -123,17 +123,17 @@ func (c ConsumerConfig) Validate() error {
 	c.defaults()
 	switch {
 	case c.Stage == "" || c.Stream == "" || c.Durable == "":
-		return fmt.Errorf("%w: consumer needs a stage, a stream and a durable name", ErrConfig)
+		return fmt.Errorf("%w: consumer needs a stage, a stream and a durable name", ErrInvalidConfig)
 	case len(c.Filter) == 0:
-		return fmt.Errorf("%w: consumer %s needs a subject filter", ErrConfig, c.Durable)
+		return fmt.Errorf("%w: consumer %s needs a subject filter", ErrInvalidConfig, c.Durable)
 	case c.MaxInFlight < 1 || c.MaxInFlight > c.MaxAckPending:
-		return fmt.Errorf("%w: consumer %s: max in flight %d must be 1..%d (the max ack pending)", ErrConfig, c.Durable, c.MaxInFlight, c.MaxAckPending)
+		return fmt.Errorf("%w: consumer %s: max in flight %d must be 1..%d (the max ack pending)", ErrInvalidConfig, c.Durable, c.MaxInFlight, c.MaxAckPending)
 	case c.MaxAckPending < 1 || c.MaxAckPending > 1<<20:
-		return fmt.Errorf("%w: consumer %s: max ack pending %d must be 1..%d", ErrConfig, c.Durable, c.MaxAckPending, 1<<20)
+		return fmt.Errorf("%w: consumer %s: max ack pending %d must be 1..%d", ErrInvalidConfig, c.Durable, c.MaxAckPending, 1<<20)
 	case c.Attempts < 1:
-		return fmt.Errorf("%w: consumer %s: attempts must be at least 1", ErrConfig, c.Durable)
+		return fmt.Errorf("%w: consumer %s: attempts must be at least 1", ErrInvalidConfig, c.Durable)
 	case c.AckWait < time.Second:
-		return fmt.Errorf("%w: consumer %s: ack wait must be at least 1s", ErrConfig, c.Durable)
+		return fmt.Errorf("%w: consumer %s: ack wait must be at least 1s", ErrInvalidConfig, c.Durable)
 	}
 	return nil
 }
@@ -188,7 +188,7 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 		return nil, err
 	}
 	if deps.JS == nil || deps.Publisher == nil || h == nil {
-		return nil, fmt.Errorf("%w: consumer %s needs JetStream, a publisher and a handler", ErrConfig, cfg.Durable)
+		return nil, fmt.Errorf("%w: consumer %s needs JetStream, a publisher and a handler", ErrInvalidConfig, cfg.Durable)
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()

@@ -210,7 +210,7 @@ func loadSeed(path string) (string, error) {
 		return "", fmt.Errorf("nkey seed: %w", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s is readable by others (mode %v); chmod 600 it", ErrConfig, path, st.Mode().Perm())
+		return "", fmt.Errorf("%w: %s is readable by others (mode %v); chmod 600 it", ErrInvalidConfig, path, st.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -225,7 +225,7 @@ func loadSeed(path string) (string, error) {
 		return "", fmt.Errorf("nkey seed %s: %w", path, err)
 	}
 	if !nkeys.IsValidPublicUserKey(pub) {
-		return "", fmt.Errorf("%w: %s is not a user nkey seed", ErrConfig, path)
+		return "", fmt.Errorf("%w: %s is not a user nkey seed", ErrInvalidConfig, path)
 	}
 	return pub, nil
 }

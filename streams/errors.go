@@ -14,8 +14,8 @@ var (
 	ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without TLS")
 	// ErrNoAuth refuses an embedded server without users.
 	ErrNoAuth = errors.New("refusing to run the embedded NATS server without authentication")
-	// ErrConfig marks an invalid configuration value.
-	ErrConfig = errors.New("invalid configuration")
+	// ErrInvalidConfig marks an invalid configuration value.
+	ErrInvalidConfig = errors.New("invalid configuration")
 	// ErrConflictingDuplicate: a turn offered under a number its
 	// conversation already has, with other content (see PublishTurn).
 	ErrConflictingDuplicate = errors.New("conflicting duplicate")

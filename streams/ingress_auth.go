@@ -24,7 +24,7 @@ func (in *Ingress) SetTokens(tokens *telemetry.Tokens) {
 func (in *Ingress) SetTokenList(list []telemetry.Token) error {
 	t, err := telemetry.NewTokens(list)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	in.SetTokens(t)
 	return nil

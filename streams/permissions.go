@@ -233,7 +233,7 @@ func init() {
 func Permissions(identity string) (*server.Permissions, error) {
 	fill, ok := grants[identity]
 	if !ok {
-		return nil, fmt.Errorf("%w: no NATS identity %q", ErrConfig, identity)
+		return nil, fmt.Errorf("%w: no NATS identity %q", ErrInvalidConfig, identity)
 	}
 	var g grant
 	fill(&g)
@@ -267,7 +267,7 @@ func dedupe(s []string) []string {
 // blocks (rein.inception.get.<tenant>.>), nothing else.
 func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	if err := schemas.CheckIDs(tenant, "x"); err != nil {
-		return nil, fmt.Errorf("%w: tenant ingress identity: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: tenant ingress identity: %w", ErrInvalidConfig, err)
 	}
 	var g grant
 	g.client()

@@ -78,8 +78,8 @@ func TestKeyringFiles(t *testing.T) {
 	if err := os.Chmod(k1.SeedFile(streams.IdentityDetector), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.EnsureKeyring(dir); !errors.Is(err, streams.ErrConfig) {
-		t.Errorf("a world-readable seed: %v, want ErrConfig", err)
+	if _, err := streams.EnsureKeyring(dir); !errors.Is(err, streams.ErrInvalidConfig) {
+		t.Errorf("a world-readable seed: %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -201,8 +201,8 @@ func TestTenantIngressBoundToItsTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.AddTenantIngress(dir, "not.a.tenant"); !errors.Is(err, streams.ErrConfig) {
-		t.Errorf("bad tenant id: %v, want ErrConfig", err)
+	if _, err := streams.AddTenantIngress(dir, "not.a.tenant"); !errors.Is(err, streams.ErrInvalidConfig) {
+		t.Errorf("bad tenant id: %v, want ErrInvalidConfig", err)
 	}
 	h := rtest.StartJetStream(t, dir)
 	nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed})

@@ -101,27 +101,27 @@ func DefaultProvision() ProvisionConfig {
 func (p ProvisionConfig) Validate() error {
 	check := func(name string, s StreamSettings) error {
 		if s.Replicas < 0 || s.Replicas > 5 {
-			return fmt.Errorf("%w: streams.%s.replicas %d must be 1..5", ErrConfig, name, s.Replicas)
+			return fmt.Errorf("%w: streams.%s.replicas %d must be 1..5", ErrInvalidConfig, name, s.Replicas)
 		}
 		if s.MaxAge < 0 || s.MaxBytes < 0 || s.Duplicate < 0 {
-			return fmt.Errorf("%w: streams.%s: negative limits", ErrConfig, name)
+			return fmt.Errorf("%w: streams.%s: negative limits", ErrInvalidConfig, name)
 		}
 		for _, tag := range s.Placement.Tags {
 			if strings.TrimSpace(tag) == "" {
-				return fmt.Errorf("%w: streams.%s.placement.tags: an empty tag", ErrConfig, name)
+				return fmt.Errorf("%w: streams.%s.placement.tags: an empty tag", ErrInvalidConfig, name)
 			}
 		}
 		return nil
 	}
 	if p.KVReplicas < 0 || p.KVReplicas > 5 {
-		return fmt.Errorf("%w: streams.kv_replicas %d must be 1..5", ErrConfig, p.KVReplicas)
+		return fmt.Errorf("%w: streams.kv_replicas %d must be 1..5", ErrInvalidConfig, p.KVReplicas)
 	}
 	if err := check("defaults", p.Defaults); err != nil {
 		return err
 	}
 	for name, s := range p.Streams {
 		if _, ok := streamSubjects[name]; !ok && name != BucketConversations {
-			return fmt.Errorf("%w: streams.%s: no such rein stream", ErrConfig, name)
+			return fmt.Errorf("%w: streams.%s: no such rein stream", ErrInvalidConfig, name)
 		}
 		if err := check(name, s); err != nil {
 			return err

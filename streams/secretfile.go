@@ -58,7 +58,7 @@ func ReadSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("secret file: %w", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s is readable by others (mode %v); chmod 600 it", ErrConfig, path, st.Mode().Perm())
+		return "", fmt.Errorf("%w: %s is readable by others (mode %v); chmod 600 it", ErrInvalidConfig, path, st.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -66,7 +66,7 @@ func ReadSecretFile(path string) (string, error) {
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return "", fmt.Errorf("%w: %s is empty", ErrConfig, path)
+		return "", fmt.Errorf("%w: %s is empty", ErrInvalidConfig, path)
 	}
 	return s, nil
 }
@@ -88,7 +88,7 @@ func LoadTaskKey(path string, generate bool) (*schemas.TaskKey, error) {
 	}
 	k, err := schemas.NewTaskKey([]byte(s))
 	if err != nil {
-		return nil, fmt.Errorf("%w: task key %s: %w", ErrConfig, path, err)
+		return nil, fmt.Errorf("%w: task key %s: %w", ErrInvalidConfig, path, err)
 	}
 	return k, nil
 }

@@ -44,7 +44,7 @@ const DefaultListen = "127.0.0.1:4222"
 // non-loopback listen address needs TLS (or Insecure).
 func (c ServerConfig) Validate() error {
 	if c.DataDir == "" {
-		return fmt.Errorf("%w: data dir is empty", ErrConfig)
+		return fmt.Errorf("%w: data dir is empty", ErrInvalidConfig)
 	}
 	if len(c.Users) == 0 {
 		return fmt.Errorf("%w: the embedded server needs its users (streams.EnsureKeyring)", ErrNoAuth)
@@ -55,17 +55,17 @@ func (c ServerConfig) Validate() error {
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return fmt.Errorf("%w: TLS certificate and key go together", ErrConfig)
+		return fmt.Errorf("%w: TLS certificate and key go together", ErrInvalidConfig)
 	}
 	if c.Listen == "" {
 		return nil
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {
-		return fmt.Errorf("%w: listen address %q: %v", ErrConfig, c.Listen, err)
+		return fmt.Errorf("%w: listen address %q: %v", ErrInvalidConfig, c.Listen, err)
 	}
 	if _, err := strconv.Atoi(port); err != nil {
-		return fmt.Errorf("%w: listen port %q is not a number", ErrConfig, port)
+		return fmt.Errorf("%w: listen port %q is not a number", ErrInvalidConfig, port)
 	}
 	if !IsLoopbackHost(host) && c.TLSCert == "" && !c.Insecure {
 		return fmt.Errorf("%w: %s (give the server a TLS certificate and key, or allow it explicitly with insecure)", ErrInsecureListen, c.Listen)
@@ -143,7 +143,7 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 	if c.TLSCert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: c.TLSCert, KeyFile: c.TLSKey})
 		if err != nil {
-			return nil, fmt.Errorf("%w: embedded server TLS: %w", ErrConfig, err)
+			return nil, fmt.Errorf("%w: embedded server TLS: %w", ErrInvalidConfig, err)
 		}
 		opts.TLSConfig, opts.TLS = tc, true
 	}

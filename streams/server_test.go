@@ -38,9 +38,9 @@ func TestServerConfigRefusesNoAuthAndOpenListenWithoutTLS(t *testing.T) {
 		{"lan address, no TLS", streams.ServerConfig{DataDir: dir, Listen: "10.1.2.3:4222", Users: users}, streams.ErrInsecureListen},
 		{"all interfaces, insecure", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, Insecure: true}, nil},
 		{"all interfaces, TLS", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem", TLSKey: "k.pem"}, nil},
-		{"TLS cert without key", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem"}, streams.ErrConfig},
-		{"bad port", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:x", Users: users}, streams.ErrConfig},
-		{"no data dir", streams.ServerConfig{Listen: "127.0.0.1:4222", Users: users}, streams.ErrConfig},
+		{"TLS cert without key", streams.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem"}, streams.ErrInvalidConfig},
+		{"bad port", streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:x", Users: users}, streams.ErrInvalidConfig},
+		{"no data dir", streams.ServerConfig{Listen: "127.0.0.1:4222", Users: users}, streams.ErrInvalidConfig},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()

@@ -18,7 +18,7 @@ const provisionTimeout = 90 * time.Second
 // worse, be quietly dropped.
 func replicationConfig(f *serverFlags, p *streams.ProvisionConfig) error {
 	if f.streamReplicas < 0 || f.kvReplicas < 0 {
-		return fmt.Errorf("%w: --stream-replicas and --kv-replicas must be 1..5", streams.ErrConfig)
+		return fmt.Errorf("%w: --stream-replicas and --kv-replicas must be 1..5", streams.ErrInvalidConfig)
 	}
 	p.Override(f.streamReplicas, f.kvReplicas, f.placementTags)
 	if err := p.Validate(); err != nil {
@@ -29,7 +29,7 @@ func replicationConfig(f *serverFlags, p *streams.ProvisionConfig) error {
 			return fmt.Errorf("%w: %d replicas asked, but the embedded NATS server is a single server: set --stream-replicas 1 (and --kv-replicas 1, or remove replicas from rein.yaml's streams section), or run against a JetStream cluster of at least %d servers with --nats-url", streams.ErrReplicasUnavailable, n, n)
 		}
 		if len(f.placementTags) > 0 {
-			return fmt.Errorf("%w: --placement-tags needs a JetStream cluster (--nats-url); the embedded server has no tags", streams.ErrConfig)
+			return fmt.Errorf("%w: --placement-tags needs a JetStream cluster (--nats-url); the embedded server has no tags", streams.ErrInvalidConfig)
 		}
 	}
 	return nil

@@ -27,11 +27,11 @@ func TestReplicationConfig(t *testing.T) {
 		{name: "embedded R3 refused", replicas: 3, wantErr: streams.ErrReplicasUnavailable},
 		{name: "embedded file R3 refused", file: map[string]streams.StreamSettings{"REIN_OUTCOMES": {Replicas: 3}}, wantErr: streams.ErrReplicasUnavailable},
 		{name: "embedded KV R3 refused", kv: 3, wantErr: streams.ErrReplicasUnavailable},
-		{name: "embedded tags refused", tags: []string{"ssd"}, wantErr: streams.ErrConfig},
+		{name: "embedded tags refused", tags: []string{"ssd"}, wantErr: streams.ErrInvalidConfig},
 		{name: "cluster R3", url: "nats://a:4222", replicas: 3, wantMax: 3, wantTurnsRepl: 3},
 		{name: "flag beats file", url: "nats://a:4222", replicas: 1, file: map[string]streams.StreamSettings{"REIN_TURNS": {Replicas: 3}}, wantMax: 1, wantTurnsRepl: 1},
-		{name: "negative", url: "nats://a:4222", replicas: -1, wantErr: streams.ErrConfig},
-		{name: "too many", url: "nats://a:4222", replicas: 7, wantErr: streams.ErrConfig},
+		{name: "negative", url: "nats://a:4222", replicas: -1, wantErr: streams.ErrInvalidConfig},
+		{name: "too many", url: "nats://a:4222", replicas: 7, wantErr: streams.ErrInvalidConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -248,10 +248,10 @@ func (c Config) Validate() error {
 	c = c.withInferredProvider()
 	var errs []error
 	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, a...)...))
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, a...)...))
 	}
 	if c.envErr != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, c.envErr))
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidConfig, c.envErr))
 	}
 	switch c.Provider {
 	case ProviderOpenAI, ProviderAnthropic:

@@ -112,8 +112,8 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Validate = %v, want ErrConfig mentioning %q", err, tt.want)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want ErrInvalidConfig mentioning %q", err, tt.want)
 			}
 		})
 	}
@@ -145,10 +145,10 @@ func TestNewErrors(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{"invalid config", Config{Provider: "nope"}, ErrConfig},
+		{"invalid config", Config{Provider: "nope"}, ErrInvalidConfig},
 		{"missing script", Config{Script: "testdata/does-not-exist.yaml"}, ErrScript},
 		{"missing cassette", Config{Cassette: "testdata/does-not-exist.jsonl"}, ErrCassette},
-		{"unwritable record file", Config{Script: "testdata/airline_demo.yaml", Record: "testdata/no/such/dir/x.jsonl"}, ErrConfig},
+		{"unwritable record file", Config{Script: "testdata/airline_demo.yaml", Record: "testdata/no/such/dir/x.jsonl"}, ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

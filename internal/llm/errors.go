@@ -11,8 +11,8 @@ import (
 // returns wraps at most one of the HTTP-class sentinels (ErrRateLimited,
 // ErrServer, ErrRejected) or ErrTimeout.
 var (
-	// ErrConfig marks an invalid Config or an unusable script/cassette path.
-	ErrConfig = errors.New("llm: invalid config")
+	// ErrInvalidConfig marks an invalid Config or an unusable script/cassette path.
+	ErrInvalidConfig = errors.New("llm: invalid config")
 	// ErrRateLimited is a 429 answer that survived every retry.
 	ErrRateLimited = errors.New("llm: rate limited")
 	// ErrServer is a 5xx answer (or 408/409) that survived every retry.

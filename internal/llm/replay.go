@@ -203,10 +203,10 @@ type Recorder struct {
 func NewRecorder(inner Client, path string) (*Recorder, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%w: record file: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: record file: %w", ErrInvalidConfig, err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("%w: record file: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: record file: %w", ErrInvalidConfig, err)
 	}
 	return &Recorder{inner: inner, path: path}, nil
 }

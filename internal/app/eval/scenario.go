@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// Error types of the default taxonomy (DESIGN.md §1) and the clean type.
+// Error types of the default taxonomy (inception/default_taxonomy.yaml) and the clean type.
 // The names match the detector's taxonomy entries.
 const (
 	TypeAnaphora               = "anaphora"
