@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -92,7 +93,26 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w%s", url, err, connectHint(c, err))
 	}
 	return nc, nil
+}
+
+// connectHint says how to fix a failed connection: nothing listening, or
+// credentials the server refused.
+func connectHint(c ConnectConfig, err error) string {
+	switch {
+	case errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout):
+		return " (nothing answers there: start rein serve, or give --nats-url the address of your NATS)"
+	case errors.Is(err, nats.ErrAuthorization):
+		switch {
+		case c.NkeyFile != "":
+			return " (the server does not know the key in " + c.NkeyFile + ": is it this rein's data dir? see rein keys list)"
+		case c.Creds != "" || c.User != "" || c.Token != "":
+			return " (the server refused these credentials)"
+		default:
+			return " (no credentials given: rein's NATS needs a key; pass --data-dir of the running rein (its nats-keys/admin.nk) or --nats-nkey, --nats-creds)"
+		}
+	}
+	return ""
 }

@@ -110,6 +110,7 @@ type serverFlags struct {
 	listen     string
 	httpAddr   string
 	logLevel   string
+	logFormat  string
 	configPath string
 	maxBytes   int
 	memLimit   string
@@ -155,6 +156,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format on stderr: json (one object a line, for log collectors) or text (key=value, for a terminal)")
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
@@ -247,7 +249,7 @@ func (rt *proc) stageLink(stage string) (link, error) {
 // startRuntime brings up NATS, provisions the streams and opens the HTTP
 // port; /readyz turns ready at the end.
 func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name string) (*proc, error) {
-	log, err := telemetry.NewLogger(os.Stderr, f.logLevel)
+	log, err := telemetry.NewLoggerFormat(os.Stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,13 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -73,5 +75,29 @@ func TestLoggerLevels(t *testing.T) {
 	l.Warn("shown")
 	if strings.Contains(b.String(), "hidden") || !strings.Contains(b.String(), `"msg":"shown"`) {
 		t.Errorf("log output %q", b.String())
+	}
+}
+
+// --log-format text writes key=value lines with human durations; json one
+// object a line; anything else is refused.
+func TestLogFormats(t *testing.T) {
+	var b bytes.Buffer
+	l, err := telemetry.NewLoggerFormat(&b, "info", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Debug("hidden")
+	l.Info("consumer started", "ack_wait", 1500*time.Millisecond)
+	if got := b.String(); strings.Contains(got, "hidden") || !strings.Contains(got, `msg="consumer started"`) || !strings.Contains(got, "ack_wait=1.5s") {
+		t.Errorf("text log %q", got)
+	}
+	b.Reset()
+	l, _ = telemetry.NewLoggerFormat(&b, "info", "json")
+	l.Info("x")
+	if !strings.HasPrefix(b.String(), "{") {
+		t.Errorf("json log %q", b.String())
+	}
+	if _, err := telemetry.NewLoggerFormat(&b, "info", "xml"); err == nil {
+		t.Error("log format xml accepted")
 	}
 }

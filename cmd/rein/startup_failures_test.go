@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// A client command that cannot reach NATS, or is refused by it, fails at
+// once in one line that names the address and the fix.
+func TestClientStartupFailuresSayWhatToDo(t *testing.T) {
+	h := testutil.StartJetStream(t, "")
+	other, err := streams.EnsureKeyring(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"nothing listening", []string{"--nats-url", "nats://127.0.0.1:1"}, []string{"nats://127.0.0.1:1", "start rein serve"}},
+		{"no credentials", []string{"--nats-url", h.URL(), "--data-dir", t.TempDir()}, []string{h.URL(), "no credentials given", "--data-dir"}},
+		{"a key of another rein", []string{"--nats-url", h.URL(), "--nats-nkey", other.SeedFile(streams.IdentityAdmin)}, []string{"does not know the key", "rein keys list"}},
+	}
+	for _, c := range cases {
+		start := time.Now()
+		out, err := runCLI(t, context.Background(), append([]string{"publish", "--tenant", "acme", "--conversation", "c1", "--turn", "1", "--text", "hi"}, c.args...)...)
+		if err == nil {
+			t.Errorf("%s: publish succeeded: %s", c.name, out)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", c.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: more than one line: %q", c.name, err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("%s: took %s, want under 2s", c.name, took)
+		}
+	}
+}
