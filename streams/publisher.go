@@ -30,15 +30,33 @@ type Publisher struct {
 	published *prometheus.CounterVec
 	attempts  int
 	backoff   time.Duration
+	// ackTimeout bounds the wait for one attempt's acknowledgements: an
+	// ack lost in a leader change or a reconnect would otherwise be waited
+	// for forever (a handler without a deadline never returns, and its
+	// conversation stalls). A retry is safe: the Msg-Id deduplicates.
+	ackTimeout time.Duration
+}
+
+// DefaultAckTimeout is how long one publish attempt waits for its
+// acknowledgements before it is retried.
+const DefaultAckTimeout = 10 * time.Second
+
+// SetAckTimeout changes how long one publish attempt waits for its
+// acknowledgements (default DefaultAckTimeout).
+func (p *Publisher) SetAckTimeout(d time.Duration) {
+	if d > 0 {
+		p.ackTimeout = d
+	}
 }
 
 // NewPublisher returns a publisher counting rein_published_total{stream} in reg.
 func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher {
 	return &Publisher{
-		js:        js,
-		published: telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
-		attempts:  8,
-		backoff:   50 * time.Millisecond,
+		js:         js,
+		published:  telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
+		attempts:   8,
+		backoff:    50 * time.Millisecond,
+		ackTimeout: DefaultAckTimeout,
 	}
 }
 
@@ -114,6 +132,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		}
 		futures := make([]jetstream.PubAckFuture, len(pending))
 		var failed []int
+		acksBy := time.NewTimer(p.ackTimeout)
 		for k, i := range pending {
 			f, err := p.js.PublishMsgAsync(msgs[i], jetstream.WithExpectStream(outs[i].Stream))
 			if err != nil {
@@ -126,9 +145,14 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			}
 			futures[k] = f
 		}
+		timedOut := false
 		for k, i := range pending {
 			f := futures[k]
 			if f == nil {
+				continue
+			}
+			if timedOut {
+				failed = append(failed, i)
 				continue
 			}
 			select {
@@ -142,14 +166,23 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				}
 			case err := <-f.Err():
 				if !transient(err) {
+					acksBy.Stop()
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
 				}
 				lastErr = err
 				failed = append(failed, i)
+			case <-acksBy.C:
+				// No answer within the bound: this one and the rest go
+				// again (a copy stored meanwhile comes back a duplicate).
+				timedOut = true
+				lastErr = fmt.Errorf("%w: no acknowledgement within %s", jetstream.ErrAsyncPublishTimeout, p.ackTimeout)
+				failed = append(failed, i)
 			case <-ctx.Done():
+				acksBy.Stop()
 				return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, ctx.Err())
 			}
 		}
+		acksBy.Stop()
 		pending = failed
 	}
 	if len(pending) > 0 {
