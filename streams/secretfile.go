@@ -72,8 +72,8 @@ func ReadSecretFile(path string) (string, error) {
 }
 
 // LoadTaskKey reads the task signing key from path; with generate, a
-// missing file is created with a new key (rein serve's default,
-// DATA-DIR/task-key). Every process running the injector, a fused detector
+// missing file is created with a new key (rein serve's default on the
+// embedded server, DATA-DIR/task-key) and one others may read is refused. Every process running the injector, a fused detector
 // or the agent worker of one rein must hold the same key.
 func LoadTaskKey(path string, generate bool) (*schemas.TaskKey, error) {
 	var s string
@@ -81,7 +81,12 @@ func LoadTaskKey(path string, generate bool) (*schemas.TaskKey, error) {
 	if generate {
 		s, err = EnsureSecretFile(path, schemas.MinTaskKeyBytes)
 	} else {
-		s, err = ReadSecretFile(path)
+		// An operator's file (a Kubernetes or Docker secret, mounted with
+		// the platform's own modes): its protection is the platform's.
+		var b []byte
+		if b, err = os.ReadFile(path); err == nil {
+			s = strings.TrimSpace(string(b))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("task key: %w", err)

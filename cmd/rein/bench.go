@@ -287,6 +287,14 @@ func runBench(ctx context.Context, plan benchPlan, progress interface{ Write([]b
 	}
 	sf := serverFlags{dataDir: filepath.Join(dir, "rein"), logLevel: "error", maxBytes: streams.DefaultMaxEventBytes, memLimit: plan.memLimit,
 		nats: natsFlags{url: plan.natsURL, nkey: plan.natsNkey}}
+	if plan.natsURL != "" {
+		// One process signs and checks every task of the run: a key of
+		// its own, in the run's directory.
+		sf.taskKey = filepath.Join(dir, "task-key")
+		if _, err := streams.EnsureSecretFile(sf.taskKey, 32); err != nil {
+			return benchResult{}, err
+		}
+	}
 	so := stageOptions{domain: "airline", detectorTimeout: 5 * time.Second, workers: benchWorkers(), maxSteps: 30, agentBackend: "domain", agentPersist: plan.persist,
 		fuseInjector: !plan.separate, detectorCache: plan.detectorCache, agentCache: plan.agentCache,
 		inceptionLatency: plan.inceptionLatency, speculate: plan.speculate,

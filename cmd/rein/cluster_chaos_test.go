@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,11 @@ func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
 	if err := os.WriteFile(script, []byte(krAgentScript(cfg.latency)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Every replica signs and checks tasks with one shared key.
+	taskKey := filepath.Join(dir, "task-key")
+	if err := os.WriteFile(taskKey, []byte(strings.Repeat("k", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	var done []chan error
 	for i := range 2 {
@@ -56,7 +62,7 @@ func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
 		done = append(done, ch)
 		go func() {
 			_, err := runCLI(t, ctx, "serve", "--nats-url", c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3",
-				"--agent-script", script, "--ack-wait", "3s", "--data-dir", filepath.Join(dir, "serve", string(rune('a'+i))),
+				"--agent-script", script, "--ack-wait", "3s", "--task-key", taskKey, "--data-dir", filepath.Join(dir, "serve", string(rune('a'+i))),
 				"--http", httpAddr, "--log-level", "error")
 			ch <- err
 		}()

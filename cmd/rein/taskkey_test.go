@@ -10,16 +10,20 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// Split across processes on an external NATS, the agent worker cannot use
-// a key of its own data dir (the injector's process would sign with
-// another): it refuses to start without --task-key, naming the flag.
-func TestSplitStagesNeedASharedTaskKey(t *testing.T) {
+// On an external NATS a key of the process's own data dir would not do:
+// the injector of one replica signs what the agent worker of another
+// checks after a fail-over (which once dead-lettered every task after a
+// node loss in the cluster chaos test). Whether it runs one stage or all,
+// serve refuses to start without --task-key, naming the flag.
+func TestExternalNATSNeedsASharedTaskKey(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := runCLI(t, ctx, "serve", "--nats-url", h.URL(), "--nats-nkey", h.Keys.SeedFile(streams.IdentityAdmin),
-		"--data-dir", t.TempDir(), "--http", "", "--stages", "agentworker", "--agent-backend", "none", "--log-level", "error")
-	if err == nil || !strings.Contains(err.Error(), "--task-key") {
-		t.Fatalf("agent worker alone on an external NATS without --task-key: %v, want a refusal naming --task-key", err)
+	for _, stages := range []string{"agentworker", "all"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := runCLI(t, ctx, "serve", "--nats-url", h.URL(), "--nats-nkey", h.Keys.SeedFile(streams.IdentityAdmin),
+			"--data-dir", t.TempDir(), "--http", "", "--stages", stages, "--agent-backend", "none", "--log-level", "error")
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "--task-key") {
+			t.Fatalf("--stages %s on an external NATS without --task-key: %v, want a refusal naming --task-key", stages, err)
+		}
 	}
 }
