@@ -151,12 +151,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			if f == nil {
 				continue
 			}
-			if timedOut {
-				failed = append(failed, i)
-				continue
-			}
-			select {
-			case ack := <-f.Ok():
+			took := func(ack *jetstream.PubAck) {
 				seqs[i] = ack.Sequence
 				if dups != nil {
 					dups[i] = ack.Duplicate
@@ -164,6 +159,21 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				if !ack.Duplicate {
 					p.published.WithLabelValues(outs[i].Stream).Inc()
 				}
+			}
+			if timedOut {
+				// Past the bound, take what has been answered; only the
+				// rest goes again.
+				select {
+				case ack := <-f.Ok():
+					took(ack)
+				default:
+					failed = append(failed, i)
+				}
+				continue
+			}
+			select {
+			case ack := <-f.Ok():
+				took(ack)
 			case err := <-f.Err():
 				if !transient(err) {
 					acksBy.Stop()
