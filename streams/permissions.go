@@ -178,7 +178,9 @@ var grants = map[string]func(*grant){
 		g.get(StreamTurns)
 		g.publish(TurnsAll)
 	},
-	IdentityDetector: detectorGrant,
+	IdentityDetector:       detectorGrant,
+	IdentityReader:         readerGrant,
+	IdentityHandoffDesktop: handoffDesktopGrant,
 	// Fused, the detector publishes the injector's task with each detection
 	// and checks the tasks already stored; the injector part (sidecar,
 	// durable) keeps its own identity.
@@ -222,11 +224,6 @@ func handoffDesktopGrant(g *grant) {
 	g.client()
 	g.consume(StreamHandoff, DurableHandoffDesktops)
 	g.deleteMsg(StreamHandoff)
-}
-
-func init() {
-	grants[IdentityReader] = readerGrant
-	grants[IdentityHandoffDesktop] = handoffDesktopGrant
 }
 
 // Permissions returns the NATS permissions of a rein identity.

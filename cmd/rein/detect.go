@@ -130,16 +130,26 @@ func (s *toolSource) get(domain string) ([]llm.Tool, error) {
 	return t, nil
 }
 
-func runDetect(ctx context.Context, o detectOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+// setup builds detect's module and taxonomy and the tool catalogue source
+// (--tools, else each domain's own).
+func (o detectOptions) setup() (inception.Module, *inception.Taxonomy, *toolSource, error) {
 	module, tax, err := o.build()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	src := &toolSource{cache: map[string][]llm.Tool{}}
 	if o.tools != "" {
 		if src.fixed, err = llm.LoadToolList(o.tools); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
+	}
+	return module, tax, src, nil
+}
+
+func runDetect(ctx context.Context, o detectOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	module, tax, src, err := o.setup()
+	if err != nil {
+		return err
 	}
 	in := stdin
 	if o.input != "-" {

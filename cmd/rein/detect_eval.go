@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/inception"
-	"github.com/reinception/rein/internal/llm"
 )
 
 // moduleCascadeGate is rein detect's name for the cascade's recall gate
@@ -81,15 +80,9 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	module, tax, err := o.build()
+	module, tax, src, err := o.setup()
 	if err != nil {
 		return err
-	}
-	src := &toolSource{cache: map[string][]llm.Tool{}}
-	if o.tools != "" {
-		if src.fixed, err = llm.LoadToolList(o.tools); err != nil {
-			return err
-		}
 	}
 	examples, err := loadLabelled(path, o.domain, src)
 	if err != nil {

@@ -76,26 +76,23 @@ func (h *JS) Stop() {
 // errors (permission violations) are sent to errs when it is not nil.
 func (h *JS) ConnectAs(t testing.TB, identity string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, Name: t.Name() + "-" + identity,
-		NkeyFile: h.Keys.SeedFile(identity), AsyncErrors: errs})
-	if err != nil {
-		t.Fatalf("connect as %s: %v", identity, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	return nc, js
+	return h.connect(t, identity, streams.ConnectConfig{InProcess: h.Server, AsyncErrors: errs})
 }
 
 // ConnectTCP opens a connection over the server's TCP port (not
 // in-process) under one of rein's identities, closed when the test ends.
 func (h *JS) ConnectTCP(t testing.TB, identity string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := streams.Connect(streams.ConnectConfig{URL: h.URL(), Name: t.Name() + "-" + identity, NkeyFile: h.Keys.SeedFile(identity)})
+	return h.connect(t, identity, streams.ConnectConfig{URL: h.URL()})
+}
+
+// connect opens cc under identity's key, closed when the test ends.
+func (h *JS) connect(t testing.TB, identity string, cc streams.ConnectConfig) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	cc.Name, cc.NkeyFile = t.Name()+"-"+identity, h.Keys.SeedFile(identity)
+	nc, err := streams.Connect(cc)
 	if err != nil {
-		t.Fatalf("connect as %s over TCP: %v", identity, err)
+		t.Fatalf("connect as %s: %v", identity, err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -111,19 +108,16 @@ func (h *JS) URL() string { return h.Server.ClientURL() }
 // StreamLastSeq is the sequence of the stream's last stored message.
 func (h *JS) StreamLastSeq(t testing.TB, name string) uint64 {
 	t.Helper()
-	s, err := h.JS.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
-	return info.State.LastSeq
+	return h.streamState(t, name).LastSeq
 }
 
 // StreamMsgs returns the number of messages in a stream.
 func (h *JS) StreamMsgs(t testing.TB, name string) uint64 {
+	t.Helper()
+	return h.streamState(t, name).Msgs
+}
+
+func (h *JS) streamState(t testing.TB, name string) jetstream.StreamState {
 	t.Helper()
 	s, err := h.JS.Stream(context.Background(), name)
 	if err != nil {
@@ -133,7 +127,7 @@ func (h *JS) StreamMsgs(t testing.TB, name string) uint64 {
 	if err != nil {
 		t.Fatalf("stream %s info: %v", name, err)
 	}
-	return info.State.Msgs
+	return info.State
 }
 
 // WaitAcked polls, up to within, until the durable consumer has acked every
