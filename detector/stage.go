@@ -174,7 +174,24 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
+		Settled: s.settled,
 	}
+}
+
+// settled tells the order gate whether a user turn was judged already,
+// perhaps by another replica: the conversation's detections are stored in
+// turn order, so its last one being of this turn or a later one says so.
+func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
+	var turn schemas.Turn
+	if err := d.Payload(&turn); err != nil || turn.Role != schemas.RoleUser {
+		return false, nil
+	}
+	n := cmp.Or(turn.Turn, d.Meta.Turn)
+	last, found, err := streams.LastTurn(ctx, s.detections, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation))
+	if err != nil {
+		return false, fmt.Errorf("detector: %w", err)
+	}
+	return found && n >= 1 && last >= n, nil
 }
 
 // Run consumes until ctx is cancelled and drains.

@@ -47,7 +47,18 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageInjector, Stream: streams.StreamDetections, Durable: streams.DurableInjector,
 		Filter: []string{streams.DetectionsAll}, MaxInFlight: s.cfg.Workers, AckWait: s.cfg.AckWait, PinTTL: s.cfg.PinTTL,
+		Settled: s.settled,
 	}
+}
+
+// settled tells the order gate whether a detection's task is stored
+// already, perhaps by another replica.
+func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
+	var det schemas.Detection
+	if err := d.Payload(&det); err != nil {
+		return false, nil
+	}
+	return s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn))
 }
 
 // Run consumes detections (and answers sidecar requests when configured)

@@ -41,6 +41,14 @@ type ConsumerConfig struct {
 	// conversation to a human. It runs before the dead letter is stored;
 	// when it fails the message is released and retried.
 	OnDeadLetter func(ctx context.Context, d Decoded, cause error) error
+	// Settled, when set, tells whether an earlier input's outputs are
+	// stored: decided by some holder, perhaps another replica whose ack the
+	// consumer's ack floor does not show yet (the floor waits on every
+	// earlier unacked message, of any conversation). The order gate asks it
+	// about a held message's predecessor, so that a fail-over holds only
+	// conversations whose earlier turn is really undecided. Without it the
+	// gate waits for the floor, or MaxHold.
+	Settled func(ctx context.Context, d Decoded) (bool, error)
 	// MaxHold bounds how long the order gate holds a message whose
 	// conversation has an earlier message unacked by a dead holder
 	// (default 3×AckWait: that message is redelivered after AckWait).
@@ -258,7 +266,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	inFlight := c.m.inFlight.WithLabelValues(c.cfg.Stage)
 	gate := &orderGate{stage: c.cfg.Stage, stream: c.cfg.Stream, js: c.deps.JS, cons: cons, log: c.deps.Logger,
-		maxHold: c.cfg.MaxHold, recheck: min(time.Second, c.cfg.AckWait/3), holds: c.m.holds}
+		settled: c.cfg.Settled, maxHold: c.cfg.MaxHold, recheck: min(time.Second, c.cfg.AckWait/3), holds: c.m.holds}
 	gate.start(ctx, cons.CachedInfo())
 	sched := newScheduler(c.cfg.MaxInFlight,
 		func(key string, j *job) time.Duration {

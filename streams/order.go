@@ -28,8 +28,11 @@ import (
 //   - While such a zone is open — until the ack floor reaches everything
 //     delivered when it opened — each message is checked before it runs:
 //     the previous message on its subject (one batch direct get, "last
-//     message up to sequence n-1") must be acked (at or under the floor) or
-//     decided by this process. Otherwise the message is held, costing no
+//     message up to sequence n-1") must be acked (at or under the floor),
+//     decided by this process, or settled: its outputs stored, as the
+//     stage's ConsumerConfig.Settled tells (another replica decided it, but
+//     the floor still waits on an unrelated earlier message). Otherwise the
+//     message is held, costing no
 //     in-flight slot, until the earlier one is redelivered and decided, the
 //     floor passes it, or MaxHold passes (counted, logged: the consumer never
 //     stalls).
@@ -41,6 +44,7 @@ type orderGate struct {
 	js            jetstream.JetStream
 	cons          jetstream.Consumer
 	log           *slog.Logger
+	settled       func(ctx context.Context, d Decoded) (bool, error) // nil: floor or MaxHold only
 	maxHold       time.Duration
 	recheck       time.Duration // floor refresh while a zone is open
 	holds         *prometheus.CounterVec
@@ -127,8 +131,11 @@ func (g *orderGate) hold(ctx context.Context, key string, j *job) time.Duration 
 		return g.wait(j)
 	}
 	g.mu.Lock()
-	done := prev == 0 || prev <= g.floor || prev <= g.handled[key]
+	done := prev == nil || prev.Sequence <= g.floor || prev.Sequence <= g.handled[key]
 	g.mu.Unlock()
+	if !done {
+		done = g.settledElsewhere(ctx, key, prev)
+	}
 	if done {
 		if !j.heldSince.IsZero() {
 			g.holds.WithLabelValues(g.stage, "released").Inc()
@@ -136,6 +143,29 @@ func (g *orderGate) hold(ctx context.Context, key string, j *job) time.Duration 
 		return 0
 	}
 	return g.wait(j)
+}
+
+// settledElsewhere asks the stage whether prev's outputs are stored, and
+// remembers a yes as a decision so that the conversation's later messages
+// do not ask again.
+func (g *orderGate) settledElsewhere(ctx context.Context, key string, prev *jetstream.RawStreamMsg) bool {
+	if g.settled == nil {
+		return false
+	}
+	d, err := Decode(prev.Subject, prev.Header, prev.Data, 0)
+	if err != nil {
+		return false // whoever holds it dead-letters it: wait for the floor
+	}
+	d.Sequence = prev.Sequence
+	ok, err := g.settled(ctx, d)
+	if err != nil {
+		g.log.Warn("order check: are the earlier message's outputs stored?", "subject", prev.Subject, "seq", prev.Sequence, "err", err)
+		return false
+	}
+	if ok {
+		g.decided(key, prev.Sequence)
+	}
+	return ok
 }
 
 // wait holds j for a recheck period, or lets it run once it has waited
@@ -188,29 +218,29 @@ func (g *orderGate) state(ctx context.Context) (floor uint64, open bool) {
 	return g.floor, g.open.Load()
 }
 
-// previous returns the sequence of the last message on subject before seq
-// (0 when there is none).
-func (g *orderGate) previous(ctx context.Context, subject string, seq uint64) (uint64, error) {
+// previous returns the last message on subject before seq (nil when
+// there is none).
+func (g *orderGate) previous(ctx context.Context, subject string, seq uint64) (*jetstream.RawStreamMsg, error) {
 	if seq <= 1 {
-		return 0, nil
+		return nil, nil
 	}
 	msgs, err := jetstreamext.GetLastMsgsFor(ctx, g.js, g.stream, []string{subject}, jetstreamext.GetLastMsgsUpToSeq(seq-1))
 	if err != nil {
 		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			return 0, nil
+			return nil, nil
 		}
-		return 0, err
+		return nil, err
 	}
-	var last uint64
+	var last *jetstream.RawStreamMsg
 	for m, err := range msgs {
 		if err != nil {
 			if errors.Is(err, jetstreamext.ErrNoMessages) {
 				break
 			}
-			return 0, err
+			return nil, err
 		}
-		if m.Sequence < seq && m.Sequence > last {
-			last = m.Sequence
+		if m.Sequence < seq && (last == nil || m.Sequence > last.Sequence) {
+			last = m
 		}
 	}
 	return last, nil

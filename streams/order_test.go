@@ -3,11 +3,13 @@ package streams_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -126,5 +128,91 @@ func TestOrderHoldsWithAThousandConversationsWaitingOnASlowModel(t *testing.T) {
 	}
 	if p := peak.Load(); p < 500 {
 		t.Fatalf("at most %d conversations waited on the model at once, want hundreds", p)
+	}
+}
+
+// After a fail-over the ack floor can wait on an unrelated message (here
+// conversation x's turn, redelivered and slow) while a conversation's
+// earlier turn was already decided by the other replica. The gate must
+// not hold the later turn until MaxHold: the stage's Settled hook says
+// the earlier turn's outputs are stored. Without the hook this test's
+// turn a2 is held until MaxHold, counted as a timeout.
+func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	var settledAsked atomic.Int32
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "order-settled", Filter: []string{streams.UserTurnsAll},
+		AckWait: 2 * time.Second, MaxHold: 15 * time.Second}
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "x", 1, "slow"), *turnEvent(t, "acme", "a", 1, "first")})
+
+	// The other replica: holds x1 and never acks it (it dies), decides and
+	// acks a1 (its outputs are stored: the hook below says so).
+	group := cfg.ConsumerConfigJS().PriorityGroups[0]
+	cons, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, cfg.ConsumerConfigJS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(2, jetstream.FetchPriorityGroup(group), jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if strings.HasSuffix(m.Subject(), ".a.user") {
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnpinConsumer(ctx, cfg.Durable, group); err != nil {
+		t.Fatal(err)
+	}
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "a", 2, "second")})
+
+	cfg.Settled = func(_ context.Context, d streams.Decoded) (bool, error) {
+		settledAsked.Add(1)
+		return d.Meta.Conversation == "a" && d.Meta.Turn == 1, nil
+	}
+	a2done := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	reg := prometheus.NewRegistry()
+	runConsumer(t, h, cfg, reg, func(hctx context.Context, d streams.Decoded) error {
+		name := d.Meta.Conversation + string(rune('0'+d.Meta.Turn))
+		if name == "x1" {
+			// Slow: the floor stays below a1 until a2 has run.
+			select {
+			case <-a2done:
+			case <-time.After(20 * time.Second):
+			case <-hctx.Done():
+			}
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		if name == "a2" {
+			close(a2done)
+		}
+		return nil
+	})
+	rtest.CheckFor(t, 30*time.Second, "x1 and a2 handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 2
+	})
+	mu.Lock()
+	got := append([]string(nil), order...)
+	mu.Unlock()
+	if v := testutil.ToFloat64(mustCounter(t, reg, "rein_stage_order_holds_total", "timeout")); v != 0 {
+		t.Fatalf("%v holds timed out: a2 waited for MaxHold although a1 was settled", v)
+	}
+	if got[0] != "a2" {
+		t.Fatalf("handled %v: a2 waited for the unrelated x1", got)
+	}
+	if settledAsked.Load() == 0 {
+		t.Fatal("the gate never asked whether a1 was settled")
 	}
 }

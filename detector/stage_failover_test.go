@@ -1,0 +1,72 @@
+package detector_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/detector"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// A replica dies holding conversation x's turn unacked, after it judged
+// and acked conversation a's turn 1. The standby gets a's turn 2 at once,
+// but the consumer's ack floor stays below a1 until x1 comes back after
+// AckWait (30 s here). The order gate must see that a1's detection is
+// stored and judge a2 now, not after AckWait (or its MaxHold).
+func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	publishTurn(t, h, "x", "user", 1, "hello")
+	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
+
+	st, m := newJudging(t, h, detector.Deps{}, 0)
+	cc := st.ConsumerConfig().ConsumerConfigJS()
+	cons, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(2, jetstream.FetchPriorityGroup(cc.PriorityGroups[0]), jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for msg := range batch.Messages() {
+		if !strings.Contains(msg.Subject(), ".a.") {
+			continue // x1: never acked, the replica dies
+		}
+		ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", "a", 1), "",
+			schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 1},
+			schemas.Detection{Turn: 1, UserText: "cancel my reservation", Module: "fake", TaxonomyVersion: "test-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamDetections, streams.DetectionSubject("acme", "a"), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := msg.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnpinConsumer(ctx, cc.Durable, cc.PriorityGroups[0]); err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, h, "a", "user", 2, "the one to Boston")
+
+	rtest.Run(t, "stage", st.Run)
+	rtest.CheckFor(t, 10*time.Second, "a's turn 2 judged well before x1's redelivery", func() bool {
+		_, ok := detections(t, h)[schemas.EventID("detection", "acme", "a", 2)]
+		return ok
+	})
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged %d turns, want a2 alone (x1 comes back after AckWait)", n)
+	}
+}
