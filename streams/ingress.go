@@ -183,7 +183,10 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.requests.WithLabelValues("http", "conflict").Inc()
 		telemetry.WriteJSON(w, http.StatusConflict, IngressError{Error: err.Error(), Field: "data"})
 	case err != nil:
+		// The publisher retried for its window (a leader election fits in
+		// it); past it, the client may try again: the id deduplicates.
 		in.requests.WithLabelValues("http", "error").Inc()
+		w.Header().Set("Retry-After", "5")
 		telemetry.WriteJSON(w, http.StatusServiceUnavailable, IngressError{Error: err.Error()})
 	case res.Duplicate:
 		in.requests.WithLabelValues("http", "duplicate").Inc()

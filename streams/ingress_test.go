@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
@@ -82,5 +83,30 @@ func TestHTTPIngress(t *testing.T) {
 	}
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
 		t.Errorf("REIN_TURNS holds %d, want only the 3 accepted turns", n)
+	}
+}
+
+// A turn JetStream cannot store within the publisher's retry window is
+// answered 503 with Retry-After, so a client knows to send it again (its
+// id deduplicates the copy stored meanwhile, if any).
+func TestIngressUnavailableSaysWhenToRetry(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	if err := h.JS.DeleteStream(t.Context(), streams.StreamTurns); err != nil {
+		t.Fatal(err)
+	}
+	pub := streams.NewPublisher(h.JS, nil)
+	pub.SetRetryFor(time.Millisecond)
+	srv := httptest.NewServer(streams.NewIngress(pub, 1024, nil))
+	defer srv.Close()
+	body := `{"specversion":"1.0","id":"u1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`
+	resp, err := http.Post(srv.URL, "application/cloudevents+json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e streams.IngressError
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || e.Error == "" {
+		t.Fatalf("no stream: %d, Retry-After %q, error %q; want 503 with Retry-After and the cause", resp.StatusCode, resp.Header.Get("Retry-After"), e.Error)
 	}
 }

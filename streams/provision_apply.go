@@ -215,3 +215,23 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	})
 	return cons, err
 }
+
+// LookupStream returns the named stream, retrying for up to within what a
+// cluster electing a leader answers (a timeout, no responders, no leader),
+// as a client of a cluster must; a stream that does not exist is an error
+// at once.
+func LookupStream(ctx context.Context, js jetstream.JetStream, name string, within time.Duration) (jetstream.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var s jetstream.Stream
+	pv := &provisioner{log: slog.New(slog.DiscardHandler)}
+	err := pv.retry(ctx, name, func(ctx context.Context) error {
+		var err error
+		s, err = js.Stream(ctx, name)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	return s, nil
+}

@@ -35,6 +35,23 @@ type Publisher struct {
 	// for forever (a handler without a deadline never returns, and its
 	// conversation stalls). A retry is safe: the Msg-Id deduplicates.
 	ackTimeout time.Duration
+	// retryFor is how long transient failures are retried (at least
+	// attempts times): long enough to outlast a stream leader election on a
+	// cluster, when every attempt answers "no responders" at once.
+	retryFor time.Duration
+}
+
+// DefaultRetryFor is how long a publish retries transient failures before
+// it gives up: a JetStream cluster elects a new stream leader within a few
+// seconds of losing one; this outlasts that with room to spare.
+const DefaultRetryFor = 20 * time.Second
+
+// SetRetryFor changes how long transient failures are retried (default
+// DefaultRetryFor); the attempts are never fewer than eight.
+func (p *Publisher) SetRetryFor(d time.Duration) {
+	if d > 0 {
+		p.retryFor = d
+	}
 }
 
 // DefaultAckTimeout is how long one publish attempt waits for its
@@ -57,6 +74,7 @@ func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher 
 		attempts:   8,
 		backoff:    50 * time.Millisecond,
 		ackTimeout: DefaultAckTimeout,
+		retryFor:   DefaultRetryFor,
 	}
 }
 
@@ -124,7 +142,9 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		pending[i] = i
 	}
 	var lastErr error
-	for attempt := 0; attempt < p.attempts && len(pending) > 0; attempt++ {
+	start := time.Now()
+	attempt := 0
+	for ; len(pending) > 0 && (attempt < p.attempts || time.Since(start) < p.retryFor); attempt++ {
 		if attempt > 0 {
 			if err := sleepCtx(ctx, p.backoff<<min(attempt-1, 5)); err != nil {
 				return nil, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
@@ -196,9 +216,22 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		pending = failed
 	}
 	if len(pending) > 0 {
-		return nil, fmt.Errorf("publish to %s: gave up after %d attempts: %w", msgs[pending[0]].Subject, p.attempts, lastErr)
+		return nil, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w%s", msgs[pending[0]].Subject, attempt,
+			time.Since(start).Round(time.Millisecond), lastErr, leaderHint(lastErr))
 	}
 	return seqs, nil
+}
+
+// leaderHint says what an error left after every retry most likely means.
+func leaderHint(err error) string {
+	var apiErr *jetstream.APIError
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || (errors.As(err, &apiErr) && apiErr.Code == 503) {
+		return " (the stream answered nothing: it does not exist, or it has no leader — a cluster that lost a node's quorum, or an election that has not finished)"
+	}
+	if errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrTimeout) {
+		return " (the stream took no message in time: its leader is overloaded or unreachable)"
+	}
+	return ""
 }
 
 // transient reports whether a publish error may succeed when retried.

@@ -3,6 +3,7 @@ package streams_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 	defer sub.Unsubscribe()
 	p := streams.NewPublisher(h.JS, nil)
 	p.SetAckTimeout(100 * time.Millisecond)
+	p.SetRetryFor(time.Millisecond) // the eight attempts alone
 	ev := turnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	go func() {
@@ -43,5 +45,52 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 	}
 	if n, _, _ := sub.Pending(); n < 2 {
 		t.Errorf("the publish was sent %d times, want it retried", n)
+	}
+}
+
+// A stream without a leader (a cluster electing one after losing a node)
+// answers every publish with "no responders" at once. The publisher keeps
+// trying for its retry window, not only its eight quick attempts (about
+// 5 s of backoff, shorter than some elections: `rein publish` and the
+// HTTP ingress gave up during one). Here the stream appears 7 s late.
+func TestPublishRetriesThroughAStreamWithoutALeader(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	p := streams.NewPublisher(h.JS, nil)
+	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := p.Publish(context.Background(), "LATE", "rein.late.acme.c1", ev.Event)
+		done <- err
+	}()
+	timer := time.NewTimer(7 * time.Second)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		t.Fatalf("the publish ended after %s, before the stream had a leader: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-timer.C:
+	}
+	if _, err := h.JS.CreateStream(context.Background(), jetstream.StreamConfig{Name: "LATE", Subjects: []string{"rein.late.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("publish once the stream had a leader: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the publish did not finish after the stream came")
+	}
+}
+
+// Past its window the error says what most likely failed.
+func TestPublishWithoutAStreamSaysWhy(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	p := streams.NewPublisher(h.JS, nil)
+	p.SetRetryFor(time.Millisecond)
+	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	_, err := p.Publish(context.Background(), "NONE", "rein.none.acme.c1", ev.Event)
+	if err == nil || !strings.Contains(err.Error(), "no leader") || !strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("publish to no stream: %v; want the attempts and the likely cause", err)
 	}
 }

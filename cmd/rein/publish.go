@@ -264,9 +264,9 @@ func plainJSONError(line int, err error) lineError {
 // the others still published; the error then counts them.
 func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLine, w io.Writer) error {
 	pub := streams.NewPublisher(js, nil)
-	stream, err := js.Stream(ctx, streams.StreamTurns)
+	stream, err := streams.LookupStream(ctx, js, streams.StreamTurns, streams.DefaultRetryFor)
 	if err != nil {
-		return fmt.Errorf("is rein running? %w", err)
+		return fmt.Errorf("is rein running (its streams provisioned) and, on a cluster, does REIN_TURNS have a leader? %w", err)
 	}
 	lastUser := map[string]int{}
 	var conflicts []string
