@@ -300,6 +300,7 @@ type krServer struct {
 	t                                 *testing.T
 	bin, dataDir, logPath, nats, http string
 	script                            string
+	args                              []string // rein serve's flags, when not the embedded server's above
 	mu                                sync.Mutex
 	cmd                               *exec.Cmd
 	exited                            chan struct{}
@@ -315,8 +316,12 @@ func (s *krServer) start() {
 	defer logf.Close()
 	s.starts++
 	fmt.Fprintf(logf, "==== chaos: start %d ====\n", s.starts)
-	cmd := exec.Command(s.bin, "serve", "--data-dir", s.dataDir, "--nats-listen", s.nats, "--http", s.http,
-		"--agent-script", s.script, "--ack-wait", "3s", "--log-level", "info")
+	args := s.args
+	if args == nil {
+		args = []string{"--data-dir", s.dataDir, "--nats-listen", s.nats, "--http", s.http,
+			"--agent-script", s.script, "--ack-wait", "3s", "--log-level", "info"}
+	}
+	cmd := exec.Command(s.bin, append([]string{"serve"}, args...)...)
 	cmd.Env = chaosServeEnv()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -11,114 +12,230 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
 )
 
-// Two rein serve processes (every stage in each, so two replicas of every
-// stage) on a 3-node cluster with R3 streams; the node leading REIN_TURNS
-// is stopped a third of the way through publishing and started again at
-// two thirds. Every user turn must still end with exactly one detection,
-// one task and one reply, none duplicated, in order per conversation.
+// The cluster chaos tests: two replicas of every stage (two rein serve
+// processes, every stage in each) on a 3-node JetStream cluster with R3
+// streams, under load, while one thing breaks a third of the way through
+// publishing and comes back at two thirds. After each: every user turn has
+// exactly one detection, one task and one reply, none duplicated, in order
+// per conversation, nothing dead-lettered (chaosCheck).
+//
+// CI runs the short form (200 turns over 20 conversations each);
 // REIN_CLUSTER_LONG=1 runs 2,000 turns over 200 conversations.
 //
-// It runs only with REIN_CLUSTER_CHAOS=1: it does not pass reliably yet.
-// It first failed in 1 of 5 runs without the race detector and 3 of 4 with
-// it: 2 to 6 turns of one conversation with a task but no reply, the
-// pipeline never quiet. Three causes were found and fixed: a publish whose
+// History: the node-loss test first failed in 1 of 5 runs without the race
+// detector and 3 of 4 with it. Causes found and fixed: a publish whose
 // acknowledgement was lost in the leader change waited forever (the
-// handler without a deadline, the conversation queued behind it: the
-// Publisher now bounds each attempt); every process generated its own task
-// key, so a replica's agent worker refused the other's tasks after a
-// fail-over (a shared --task-key is now required on an external NATS); and
-// this test's own read failed on a restarted node. Since: 6 of 6 runs
-// without -race and 8 of 9 with it passed. The one failure lost nothing:
-// a turn ended with an explicit unanswered (superseded) record, because
-// the order gate's hold (3 × the 3 s ack wait) expired under -race and a
-// later turn ran first. The gate waits there although the other replica
-// had decided the earlier message: it sees only the ack floor and its own
-// process's decisions.
-func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
-	if os.Getenv("REIN_CLUSTER_CHAOS") == "" {
-		t.Skip("set REIN_CLUSTER_CHAOS=1: not yet reliable (see the comment)")
-	}
+// Publisher bounds each attempt); each process generated its own task key
+// (a shared --task-key is required on an external NATS); the order gate
+// held a turn whose predecessor the other replica had decided until its
+// hold expired, and the turn ran first (ConsumerConfig.Settled); a publish
+// gave up after ~5 s of "no responders" while a stream elected its leader
+// (the Publisher retries for DefaultRetryFor).
+
+// clusterChaosConfig sizes a run.
+func clusterChaosConfig(t *testing.T) chaosConfig {
 	cfg := chaosConfig{turns: 200, convs: 20, latency: 50 * time.Millisecond, rate: 100, settle: 3 * time.Minute,
 		seed: uint64(time.Now().UnixNano())}
 	if os.Getenv("REIN_CLUSTER_LONG") != "" {
 		cfg.turns, cfg.convs, cfg.rate = 2000, 200, 200
 	}
 	t.Logf("cluster chaos: seed %d, %d turns over %d conversations", cfg.seed, cfg.turns, cfg.convs)
-	c := rtest.StartCluster(t, 3)
-	c.WaitMetaLeader(30 * time.Second)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "agent.yaml")
-	if err := os.WriteFile(script, []byte(krAgentScript(cfg.latency)), 0o644); err != nil {
-		t.Fatal(err)
+	return cfg
+}
+
+// A node stops: the one leading REIN_TURNS, or the JetStream meta leader.
+// The replicas run in this test's process, so the race detector sees them.
+func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster chaos: starts a 3-node cluster")
 	}
-	// Every replica signs and checks tasks with one shared key.
-	taskKey := filepath.Join(dir, "task-key")
-	if err := os.WriteFile(taskKey, []byte(strings.Repeat("k", 64)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	var done []chan error
-	for i := range 2 {
-		httpAddr := freePort(t)
-		ch := make(chan error, 1)
-		done = append(done, ch)
-		go func() {
-			_, err := runCLI(t, ctx, "serve", "--nats-url", c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3",
-				"--agent-script", script, "--ack-wait", "3s", "--task-key", taskKey, "--data-dir", filepath.Join(dir, "serve", string(rune('a'+i))),
-				"--http", httpAddr, "--log-level", "error")
-			ch <- err
-		}()
-		rtest.CheckFor(t, 2*time.Minute, "serve ready", func() bool {
-			select {
-			case err := <-ch:
-				t.Fatalf("serve %d exited: %v", i, err)
-			default:
+	for _, tc := range []struct {
+		name   string
+		leader func(c *rtest.Cluster) int
+	}{
+		{"turns stream leader", func(c *rtest.Cluster) int { return c.StreamLeader(streams.StreamTurns) }},
+		{"meta leader", func(c *rtest.Cluster) int { return c.MetaLeader() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := startChaosCluster(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			var done []chan error
+			for i := range 2 {
+				httpAddr := freePort(t)
+				ch := make(chan error, 1)
+				done = append(done, ch)
+				go func() {
+					_, err := runCLI(t, ctx, append([]string{"serve"}, cc.serveArgs(i, httpAddr)...)...)
+					ch <- err
+				}()
+				rtest.CheckFor(t, 2*time.Minute, "serve ready", func() bool {
+					select {
+					case err := <-ch:
+						t.Fatalf("serve %d exited: %v", i, err)
+					default:
+					}
+					return httpReady(httpAddr)
+				})
 			}
-			resp, err := http.Get("http://" + httpAddr + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
+			defer func() {
+				cancel()
+				for _, ch := range done {
+					select {
+					case <-ch:
+					case <-time.After(60 * time.Second):
+						t.Error("serve did not stop within 60s")
+					}
+				}
+			}()
+			var node int
+			cc.run(t, func() {
+				node = tc.leader(cc.c)
+				if node < 0 {
+					t.Fatalf("no %s to stop", tc.name)
+				}
+				cc.c.Stop(node)
+				t.Logf("cluster chaos: stopped %s (%s)", cc.c.Nodes[node].Name, tc.name)
+			}, func() {
+				cc.c.Start(node)
+				t.Logf("cluster chaos: started %s again", cc.c.Nodes[node].Name)
+			})
 		})
 	}
+}
+
+// A stage replica dies by SIGKILL (each replica is a rein serve process of
+// its own here) and is started again later. The other replica takes over
+// each stage within 15 s (the pin TTL is 10 s), and nothing is lost.
+func TestClusterReplicaKillKeepsOneOutcomePerTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster chaos: starts a 3-node cluster and rein serve processes")
+	}
+	cc := startChaosCluster(t)
+	bin := chaosBinary(t)
+	var procs []*krServer
+	for i := range 2 {
+		s := &krServer{t: t, bin: bin, logPath: filepath.Join(cc.dir, fmt.Sprintf("serve-%d.log", i)), http: chaosFreeAddr(t)}
+		s.args = cc.serveArgs(i, s.http)
+		s.start()
+		t.Cleanup(s.kill)
+		procs = append(procs, s)
+	}
 	defer func() {
-		cancel()
-		for _, ch := range done {
-			select {
-			case <-ch:
-			case <-time.After(60 * time.Second):
-				t.Error("serve did not stop within 60s")
+		if t.Failed() {
+			for _, s := range procs {
+				s.dumpLog(30)
 			}
 		}
 	}()
+	_, js := cc.c.Connect(t, t.Name()+"-floors")
+	cc.run(t, func() {
+		floors := ackFloors(t.Context(), js)
+		procs[0].kill()
+		killedAt := time.Now()
+		t.Logf("cluster chaos: killed replica 0 (SIGKILL)")
+		// Every stage with work left resumes on the other replica.
+		for durable, floor := range floors {
+			if !chaosWait(15*time.Second, func() bool { return ackFloors(t.Context(), js)[durable] > floor }) {
+				t.Errorf("stage %s made no progress within 15 s of losing a replica (ack floor still %d)", durable, floor)
+				continue
+			}
+			t.Logf("cluster chaos: %s resumed %s after the kill", durable, time.Since(killedAt).Round(100*time.Millisecond))
+		}
+	}, func() {
+		procs[0].start()
+		t.Logf("cluster chaos: replica 0 started again")
+	})
+}
 
-	_, js := c.Connect(t, t.Name())
-	plan := chaosPlan(cfg, rand.New(rand.NewPCG(cfg.seed, 0x636c7573)))
+// chaosCluster is a 3-node cluster with what every replica shares.
+type chaosCluster struct {
+	c                    *rtest.Cluster
+	cfg                  chaosConfig
+	dir, script, taskKey string
+}
+
+func startChaosCluster(t *testing.T) *chaosCluster {
+	t.Helper()
+	cc := &chaosCluster{cfg: clusterChaosConfig(t), dir: t.TempDir()}
+	cc.c = rtest.StartCluster(t, 3)
+	cc.c.WaitMetaLeader(30 * time.Second)
+	cc.script = filepath.Join(cc.dir, "agent.yaml")
+	if err := os.WriteFile(cc.script, []byte(krAgentScript(cc.cfg.latency)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every replica signs and checks tasks with one shared key.
+	cc.taskKey = filepath.Join(cc.dir, "task-key")
+	if err := os.WriteFile(cc.taskKey, []byte(strings.Repeat("k", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// serveArgs are replica i's rein serve flags (after "serve").
+func (cc *chaosCluster) serveArgs(i int, httpAddr string) []string {
+	return []string{"--nats-url", cc.c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3",
+		"--agent-script", cc.script, "--ack-wait", "3s", "--task-key", cc.taskKey,
+		"--data-dir", filepath.Join(cc.dir, "serve", string(rune('a'+i))), "--http", httpAddr, "--log-level", "error"}
+}
+
+// run publishes the plan, calls breakIt a third of the way through and
+// repair at two thirds, waits for the pipeline to settle and checks the
+// promise.
+func (cc *chaosCluster) run(t *testing.T, breakIt, repair func()) {
+	t.Helper()
+	_, js := cc.c.Connect(t, t.Name())
+	plan := chaosPlan(cc.cfg, rand.New(rand.NewPCG(cc.cfg.seed, 0x636c7573)))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	var published atomic.Int64
 	pubDone := make(chan error, 1)
-	go func() { pubDone <- chaosPublish(ctx, js, plan, cfg.rate, &published) }()
+	go func() { pubDone <- chaosPublish(ctx, js, plan, cc.cfg.rate, &published) }()
 	rtest.CheckFor(t, 5*time.Minute, "a third published", func() bool { return published.Load() >= int64(len(plan)/3) })
-	leader := c.StreamLeader(streams.StreamTurns)
-	if leader < 0 {
-		t.Fatal("REIN_TURNS has no leader")
-	}
-	c.Stop(leader)
-	t.Logf("cluster chaos: stopped %s (REIN_TURNS leader) after %d turns", c.Nodes[leader].Name, published.Load())
+	breakIt()
 	rtest.CheckFor(t, 5*time.Minute, "two thirds published", func() bool { return published.Load() >= int64(2*len(plan)/3) })
-	c.Start(leader)
-	t.Logf("cluster chaos: started %s again after %d turns", c.Nodes[leader].Name, published.Load())
+	repair()
 	if err := <-pubDone; err != nil {
 		t.Fatalf("publishing: %v", err)
 	}
-	if !chaosSettle(js, cfg.settle) {
-		t.Errorf("the pipeline did not settle within %s; checking what is there", cfg.settle)
+	if !chaosSettle(js, cc.cfg.settle) {
+		t.Errorf("the pipeline did not settle within %s; checking what is there", cc.cfg.settle)
 	}
 	res := chaosCheck(t, js, plan)
 	t.Logf("cluster chaos: replies %d, detections %d, tasks %d, escalations %d, reports %d, dead letters %d",
 		res.replies, res.detections, res.tasks, res.escalations, res.reports, res.dlq)
+}
+
+// ackFloors are the consumer ack floors of the stages that have work
+// pending (delivered or not), by durable.
+func ackFloors(ctx context.Context, js jetstream.JetStream) map[string]uint64 {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out := map[string]uint64{}
+	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}} {
+		c, err := js.Consumer(ctx, sd[0], sd[1])
+		if err != nil {
+			continue
+		}
+		info, err := c.Info(ctx)
+		if err != nil || (info.NumPending == 0 && info.NumAckPending == 0) {
+			continue
+		}
+		out[sd[1]] = info.AckFloor.Consumer
+	}
+	return out
+}
+
+func httpReady(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
