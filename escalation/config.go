@@ -273,10 +273,7 @@ func BuildSinks(cfg SinksConfig, deps SinkDeps) ([]Sink, error) {
 	}
 	m := deps.Metrics
 	if m == nil {
-		var err error
-		if m, err = NewMetrics(deps.Registerer); err != nil {
-			return nil, err
-		}
+		m = NewMetrics(deps.Registerer)
 	}
 	names := cfg.SinkNames()
 	var out []Sink

@@ -143,10 +143,7 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 		cfg.Publisher = streams.NewPublisher(js, nil)
 	}
 	if m == nil {
-		var err error
-		if m, err = NewMetrics(nil); err != nil {
-			return nil, err
-		}
+		m = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

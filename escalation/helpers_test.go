@@ -36,10 +36,7 @@ func testCtx(t *testing.T) context.Context {
 func newTestMetrics(t *testing.T) (*Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := NewMetrics(reg)
 	return m, reg
 }
 

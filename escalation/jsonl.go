@@ -87,10 +87,7 @@ func NewJSONL(cfg JSONLConfig, m *Metrics, log *slog.Logger) (*JSONL, error) {
 		return nil, err
 	}
 	if m == nil {
-		var err error
-		if m, err = NewMetrics(nil); err != nil {
-			return nil, err
-		}
+		m = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

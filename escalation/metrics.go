@@ -1,8 +1,6 @@
 package escalation
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,68 +24,23 @@ const NoErrorType = "none"
 
 // NewMetrics creates the collectors and registers them on reg. Registering
 // twice on the same registry returns collectors bound to the first
-// registration, so the stage and BuildSinks may both call it. A nil reg
-// registers nowhere (the metrics still count, for tests).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m := &Metrics{
-		Escalations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: telemetry.MEscalations,
-			Help: "Escalations to a human agent handled by the escalation stage, by reason and detected error type.",
-		}, []string{"reason", "error_type"}),
-		Reports: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: telemetry.MReports,
-			Help: "Ambiguity reports handled by the escalation stage, by detected error type.",
-		}, []string{"error_type"}),
-		SinkDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: telemetry.MSinkDeliveries,
-			Help: "Sink delivery attempts and results by sink instance and kind: delivered, retry (an attempt failed, another follows), failed (dead-lettered), skipped.",
-		}, []string{"sink", "kind", "outcome"}),
-		SinkSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    telemetry.MSinkDeliverySeconds,
-			Help:    "Time for a sink to take one event, retries included, by sink instance and kind.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-		}, []string{"sink", "kind"}),
-		HandoffTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+// registration (telemetry.Register), so the stage and BuildSinks may both
+// call it. A nil reg registers nowhere (the metrics still count, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{
+		Escalations: telemetry.NewCounterVec(reg, telemetry.MEscalations,
+			"Escalations to a human agent handled by the escalation stage, by reason and detected error type.", "reason", "error_type"),
+		Reports: telemetry.NewCounterVec(reg, telemetry.MReports,
+			"Ambiguity reports handled by the escalation stage, by detected error type.", "error_type"),
+		SinkDeliveries: telemetry.NewCounterVec(reg, telemetry.MSinkDeliveries,
+			"Sink delivery attempts and results by sink instance and kind: delivered, retry (an attempt failed, another follows), failed (dead-lettered), skipped.", "sink", "kind", "outcome"),
+		SinkSeconds: telemetry.NewHistogramVec(reg, telemetry.MSinkDeliverySeconds,
+			"Time for a sink to take one event, retries included, by sink instance and kind.", prometheus.ExponentialBuckets(0.001, 4, 10), "sink", "kind"),
+		HandoffTimeouts: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: telemetry.MHandoffTimeouts,
 			Help: "Handoff items nobody claimed before their deadline (each emitted dev.rein.handoff.timeout.v1).",
-		}),
+		})),
 	}
-	var err error
-	if m.Escalations, err = register(reg, m.Escalations); err != nil {
-		return nil, err
-	}
-	if m.Reports, err = register(reg, m.Reports); err != nil {
-		return nil, err
-	}
-	if m.SinkDeliveries, err = register(reg, m.SinkDeliveries); err != nil {
-		return nil, err
-	}
-	if m.SinkSeconds, err = register(reg, m.SinkSeconds); err != nil {
-		return nil, err
-	}
-	if m.HandoffTimeouts, err = register(reg, m.HandoffTimeouts); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same descriptor.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		var zero C
-		return zero, fmt.Errorf("register metric: %w", err)
-	}
-	return c, nil
 }
 
 // ObserveEscalation counts one escalation.

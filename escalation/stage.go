@@ -73,11 +73,9 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	m, err := NewMetrics(deps.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := NewMetrics(deps.Registerer)
 	s := &Stage{cfg: cfg, deps: deps, metrics: m, delivered: map[string]map[string]bool{}}
+	var err error
 	s.sinks, err = BuildSinks(cfg.Sinks, SinkDeps{JetStream: deps.JS, Publisher: deps.Publisher, Logger: deps.Logger, Metrics: m,
 		Transcript: s.transcript})
 	if err != nil {

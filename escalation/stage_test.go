@@ -166,10 +166,7 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 		return len(got["a"]) == 3 && len(got["b"]) == 3
 	})
 	// Each instance is counted under its own name, both under kind webhook.
-	m, err := escalation.NewMetrics(reg) // the collectors the stage registered
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := escalation.NewMetrics(reg) // the collectors the stage registered
 	rtest.CheckFor(t, 20*time.Second, "rein_sink_deliveries_total by instance and kind", func() bool {
 		return promtestutil.ToFloat64(m.SinkDeliveries.WithLabelValues("webhook", escalation.KindWebhook, escalation.OutcomeDelivered)) == 3 &&
 			promtestutil.ToFloat64(m.SinkDeliveries.WithLabelValues("crm", escalation.KindWebhook, escalation.OutcomeDelivered)) == 3

@@ -221,10 +221,7 @@ func NewWebhook(cfg WebhookConfig, m *Metrics, log *slog.Logger) (*Webhook, erro
 		return nil, fmt.Errorf("%w: webhook secret is empty", ErrInvalidConfig)
 	}
 	if m == nil {
-		var err error
-		if m, err = NewMetrics(nil); err != nil {
-			return nil, err
-		}
+		m = NewMetrics(nil)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

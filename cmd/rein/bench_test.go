@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/internal/app/bench"
 	"github.com/reinception/rein/streams"
 )
 
@@ -20,7 +21,7 @@ func TestBenchSmallRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}
@@ -67,7 +68,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
-	var r benchResult
+	var r bench.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("bench --json: %v\n%s", err, out)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/reinception/rein/internal/app/demo"
 )
 
 // The offline demo (rules module, scripted agent) labels every scripted
@@ -26,7 +28,7 @@ func demoOffline(t *testing.T, flags ...string) {
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	var s demoSummary
+	var s demo.Summary
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("demo --json: %v\n%s", err, out)
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/internal/app/demo"
 	"github.com/reinception/rein/internal/app/eval/run"
+	"github.com/reinception/rein/internal/app/runtime"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -58,13 +60,13 @@ func (e evalRuntime) starter() run.Starter {
 			detectorTimeout: e.detectorTimeout, agentModel: spec.Agent, agentSystem: spec.SystemPrompt,
 			module: spec.Module, taxonomyVersion: spec.TaxonomyVersion,
 		}
-		col, err := newDemoCollector(rt.nc, evalTenant)
+		col, err := demo.NewCollector(rt.NC, evalTenant)
 		if err != nil {
-			rt.close()
+			rt.Close()
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		names, _ := resolveStages([]string{"all"})
+		names, _ := runtime.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
 		p := &evalPipeline{rt: rt, col: col, dir: dir, cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()
@@ -75,7 +77,7 @@ func (e evalRuntime) starter() run.Starter {
 // evalPipeline is one running pipeline of `rein eval run`.
 type evalPipeline struct {
 	rt     *proc
-	col    *demoCollector
+	col    *demo.Collector
 	dir    string
 	cancel context.CancelFunc
 	done   chan error
@@ -86,32 +88,27 @@ type evalPipeline struct {
 // without one), then reads everything the stages produced for it.
 func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text string) (run.Outcome, error) {
 	col := p.col
-	col.mu.Lock()
-	col.turn(conv, turn).User, col.turn(conv, turn).Sent = text, time.Now()
-	col.mu.Unlock()
+	col.Sent(conv, turn, text)
 	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", evalTenant, conv, turn)+"-user", "/rein/eval",
 		schemas.Meta{Tenant: evalTenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
 	if err == nil {
-		_, err = p.rt.pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(evalTenant, conv, schemas.RoleUser), &ev)
+		_, err = p.rt.Pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(evalTenant, conv, schemas.RoleUser), &ev)
 	}
 	if err != nil {
 		return run.Outcome{}, fmt.Errorf("publish user turn: %w", err)
 	}
-	err = col.wait(ctx, func() bool {
-		t := col.turn(conv, turn)
-		return col.failed[conv] != "" || t.Unanswered != nil ||
+	t, why, err := col.Wait(ctx, conv, turn, func(t *demo.Turn) bool {
+		return t.Unanswered != nil ||
 			(t.Escalated != nil && t.Escalated.Reason == schemas.ReasonAgentUnavailable) ||
 			(t.Reply != nil && hasReplyStep(t.Steps))
 	})
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	if why := col.failed[conv]; why != "" {
+	if why != "" {
 		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
 	}
 	if err != nil {
 		return run.Outcome{}, fmt.Errorf("no outcome: %w", err)
 	}
-	return outcomeOf(col.turn(conv, turn)), nil
+	return outcomeOf(&t), nil
 }
 
 func hasReplyStep(steps []schemas.Step) bool {
@@ -125,7 +122,7 @@ func hasReplyStep(steps []schemas.Step) bool {
 
 // outcomeOf turns what the collector gathered for a turn into the
 // runner's Outcome.
-func outcomeOf(t *demoTurn) run.Outcome {
+func outcomeOf(t *demo.Turn) run.Outcome {
 	var out run.Outcome
 	if t.Reply != nil {
 		out.Reply, out.Replied = t.Reply.Text, true
@@ -166,8 +163,8 @@ func outcomeOf(t *demoTurn) run.Outcome {
 func (p *evalPipeline) Close() error {
 	p.cancel()
 	err := <-p.done
-	p.col.close()
-	p.rt.close()
+	p.col.Close()
+	p.rt.Close()
 	if rerr := os.RemoveAll(p.dir); err == nil {
 		err = rerr
 	}

@@ -289,7 +289,7 @@ func TestIntegrationDocLive(t *testing.T) {
 		switch {
 		case a == "rein.yaml":
 			args[i] = filepath.Join(dir, a)
-		case strings.HasPrefix(a, "cmd/"):
+		case strings.HasPrefix(a, "cmd/"), strings.HasPrefix(a, "internal/"):
 			args[i] = filepath.Join("..", "..", a)
 		}
 	}

@@ -2,14 +2,9 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/reinception/rein/streams"
 )
-
-// provisionTimeout bounds provisioning at start: long enough for a fresh
-// cluster to elect its leaders while several processes start together.
-const provisionTimeout = 90 * time.Second
 
 // replicationConfig applies --stream-replicas, --kv-replicas and
 // --placement-tags (flag > REIN_* > rein.yaml, as applySources set them)

@@ -1,37 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
+	"github.com/reinception/rein/internal/app/runtime"
 	"github.com/spf13/cobra"
-
-	"github.com/reinception/rein/streams"
 )
-
-// stageRunner is what every stage package's New returns.
-type stageRunner interface {
-	Run(ctx context.Context) error
-}
-
-// stageFactory builds a stage from the process's shared parts.
-type stageFactory func(rt *proc) (stageRunner, error)
-
-// stageOrder lists the pipeline's stages in data-flow order; stageFactories
-// holds the ones this binary has (each registered from its own file).
-var (
-	stageOrder     = []string{"detector", "injector", "agentworker", "escalation"}
-	stageFactories = map[string]stageFactory{}
-)
-
-func registerStage(name string, f stageFactory) { stageFactories[name] = f }
 
 func init() { register(newServeCmd) }
 
@@ -71,7 +48,7 @@ the same without starting anything.`,
 			if err != nil {
 				return err
 			}
-			defer rt.close()
+			defer rt.Close()
 			rt.stages = &so
 			return runStages(ctx, rt, names)
 		},
@@ -84,7 +61,7 @@ the same without starting anything.`,
 func bindServe(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stagesFlag *[]string) {
 	sf.bind(cmd, "./data")
 	so.bind(cmd.Flags(), "rules")
-	cmd.Flags().StringSliceVar(stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(stageOrder, ", "))
+	cmd.Flags().StringSliceVar(stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(runtime.StageOrder(), ", "))
 }
 
 // resolveServe applies rein.yaml and the environment to serve's flags and
@@ -98,7 +75,7 @@ func resolveServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*f
 		return nil, nil, err
 	}
 	inferModule(cmd, &so.modules)
-	names, err := resolveStages(stagesFlag)
+	names, err := runtime.ResolveStages(stagesFlag)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,74 +93,4 @@ func configFlag(cmd *cobra.Command) string {
 		return v
 	}
 	return f.Value.String()
-}
-
-func resolveStages(req []string) ([]string, error) {
-	var out []string
-	for _, s := range req {
-		switch s = strings.TrimSpace(s); s {
-		case "all":
-			for _, n := range stageOrder {
-				if _, ok := stageFactories[n]; ok && !slices.Contains(out, n) {
-					out = append(out, n)
-				}
-			}
-		case "none", "":
-		default:
-			if !slices.Contains(stageOrder, s) {
-				return nil, fmt.Errorf("--stages: unknown stage %q (known: %s)", s, strings.Join(stageOrder, ", "))
-			}
-			if _, ok := stageFactories[s]; !ok {
-				return nil, fmt.Errorf("--stages: stage %q is not built into this binary", s)
-			}
-			if !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
-}
-
-// runStages builds and runs the named stages until ctx is cancelled; the
-// first stage to fail stops the others.
-func runStages(ctx context.Context, rt *proc, names []string) error {
-	runners := make([]stageRunner, 0, len(names))
-	rt.running = names
-	var inputs []string
-	for _, n := range names {
-		if in, ok := stageInput[n]; ok && in != streams.StreamTurns {
-			inputs = append(inputs, in)
-		}
-	}
-	rt.requireStreams(inputs...)
-	for _, n := range names {
-		r, err := stageFactories[n](rt)
-		if err != nil {
-			return fmt.Errorf("stage %s: %w", n, err)
-		}
-		runners = append(runners, r)
-	}
-	rt.log.Info("rein serving", "stages", names, "http", rt.http.Addr())
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		once     sync.Once
-		firstErr error
-	)
-	for i, r := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A stage cut short by shutdown while starting is not a failure.
-			if err := r.Run(ctx); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
-				once.Do(func() { firstErr = fmt.Errorf("stage %s: %w", names[i], err) })
-				cancel()
-			}
-		}()
-	}
-	<-ctx.Done()
-	wg.Wait()
-	rt.log.Info("rein stopped")
-	return firstErr
 }

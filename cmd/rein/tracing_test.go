@@ -29,7 +29,7 @@ func TestOneTurnTracesThroughEveryStage(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "data")
 	natsAddr, httpAddr := freePort(t), freePort(t)
-	stop := startServe(t, dir, natsAddr, httpAddr, "--agent-script", "demodata/agent.yaml", "--fuse-injector=false")
+	stop := startServe(t, dir, natsAddr, httpAddr, "--agent-script", "../../internal/app/demo/demodata/agent.yaml", "--fuse-injector=false")
 	defer stop()
 	tok, err := os.ReadFile(filepath.Join(dir, "http-token"))
 	if err != nil {

@@ -11,15 +11,17 @@ import (
 
 // layers ranks rein's packages, bottom first. An import must point to a
 // strictly lower layer: the stages never import each other, the ops
-// tools (audit, dashboard, eval) and cmd sit above the stages, and
-// nothing below a stage imports one. internal/testutil serves tests only.
+// tools (audit, dashboard, eval) sit above the stages, the runtime that
+// wires them above those, the bench and demo drivers above the runtime,
+// cmd on top, and nothing below a stage imports one. internal/testutil serves tests only.
 var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "deploy"},
 	{"internal/llm"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval"},
-	{"internal/app/bench", "internal/app/eval/run"},
+	{"internal/app/runtime", "internal/app/eval/run"},
+	{"internal/app/bench", "internal/app/demo"},
 	{"cmd/rein"},
 }
 

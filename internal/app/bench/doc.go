@@ -1,7 +1,19 @@
-// Package bench holds the physical reference of `rein bench`: the raw
-// JetStream chain (RunRawChain, RunRawShape) that moves the same messages
-// through three consume → publish → ack hops with no rein code, and the
-// resource sampling (CPUTime, PeakRSSMB) the bench reports. It consumes and
-// produces only its own benchmark streams (BENCH_*) on the server it is
-// given and exports no metrics.
+// Package bench is the driver of `rein bench` and its physical reference.
+//
+// Run starts a pipeline of its own (runtime.Start on an embedded server, or
+// Plan.NATSURL), the rules inception module and the scripted agent
+// (agent.yaml, optionally with model latency and faults), offers
+// Plan.Conversations × Plan.Turns user turns and measures turns/s,
+// end-to-end latency (user turn published → its outcome stored), CPU and
+// peak RSS into a Result. In the same run it measures the raw JetStream
+// chain (RunRawChain, RunRawShape) that moves the same messages through
+// consume → publish → ack hops with no rein code, and the resource sampling
+// (CPUTime, PeakRSSMB) the results report.
+//
+// Consumes: the agent's turns, escalations and unanswered records of its
+// tenant (rein.turns.bench.*.agent, rein.escalations.bench.*,
+// rein.unanswered.bench.*) on a plain subscription, and its own benchmark
+// streams (BENCH_*). Produces: the user turns (rein.turns.bench.<conv>.user)
+// and the BENCH_* messages. Exports no metrics of its own; the pipeline's
+// are on its runtime's registry.
 package bench

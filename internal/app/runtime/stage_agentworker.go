@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	_ "embed"
@@ -9,59 +9,59 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-//go:embed demodata/airline-policy.md
+//go:embed sample-airline-policy.md
 var sampleAirlinePolicy string
 
 func init() { registerStage("agentworker", newAgentWorkerStage) }
 
-func newAgentWorkerStage(rt *proc) (stageRunner, error) {
+func newAgentWorkerStage(rt *Process) (stageRunner, error) {
 	l, err := rt.stageLink("agentworker")
 	if err != nil {
 		return nil, err
 	}
 	o := rt.stages
 	cfg := agentworker.Config{
-		Domain: o.domain, DataDir: o.agentData, SystemPromptFile: o.agentPrompt,
-		Backend: o.agentBackend, MaxSteps: o.maxSteps, Workers: o.workers, Persist: o.agentPersist, MaxConversations: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate,
-		HTTP: agentworker.HTTPConfig{URL: o.agentToolURL, ToolsFile: o.agentTools},
+		Domain: o.Domain, DataDir: o.AgentData, SystemPromptFile: o.AgentPrompt,
+		Backend: o.AgentBackend, MaxSteps: o.MaxSteps, Workers: o.Workers, Persist: o.AgentPersist, MaxConversations: o.AgentCache, AckWait: o.AckWait, PinTTL: o.PinTTL, Speculate: o.Speculate,
+		HTTP: agentworker.HTTPConfig{URL: o.AgentToolURL, ToolsFile: o.AgentTools},
 	}
-	if o.agentSystem != "" {
-		cfg.SystemPrompt = o.agentSystem
+	if o.AgentSystem != "" {
+		cfg.SystemPrompt = o.AgentSystem
 	}
 	key, err := rt.taskKey()
 	if err != nil {
 		return nil, err
 	}
-	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "agentworker"), Registerer: rt.reg}, TaskKey: key}
+	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "agentworker"), Registerer: rt.Reg}, TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}
 	// Without a data dir the agent worker runs its domain's sample data
 	// (agentworker falls back to it); the sample airline's policy is the
 	// prompt unless one is given.
-	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.domain == "airline" {
+	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.Domain == "airline" {
 		cfg.SystemPrompt = sampleAirlinePolicy
 	}
 	switch {
-	case o.agentModel != nil:
-		deps.Model = o.agentModel
-	case o.agentScript != "":
-		c, err := llm.New(llm.Config{Provider: llm.ProviderScripted, Script: o.agentScript}, rt.reg)
+	case o.AgentModel != nil:
+		deps.Model = o.AgentModel
+	case o.AgentScript != "":
+		c, err := llm.New(llm.Config{Provider: llm.ProviderScripted, Script: o.AgentScript}, rt.Reg)
 		if err != nil {
 			return nil, err
 		}
 		deps.Model = c
 	default:
-		lc := o.modules.llmConfig()
+		lc := o.Modules.LLMConfig()
 		if lc.Provider == "" {
 			// No model configured: rein still serves (detections, tasks and
 			// the sidecar answers), and the platform runs its own agent.
-			rt.log.Warn("agentworker: no model configured (REIN_LLM_PROVIDER or --agent-script); running in sidecar mode, the platform's own agent consumes rein.tasks.>")
+			rt.Log.Warn("agentworker: no model configured (REIN_LLM_PROVIDER or --agent-script); running in sidecar mode, the platform's own agent consumes rein.tasks.>")
 			cfg.Backend = agentworker.BackendNone
 			return agentworker.New(cfg, deps)
 		}
 		lc.Endpoint = llm.PurposeAgent
-		c, err := llm.New(lc, rt.reg)
+		c, err := llm.New(lc, rt.Reg)
 		if err != nil {
 			return nil, fmt.Errorf("agent model: %w", err)
 		}

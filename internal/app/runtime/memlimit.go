@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"fmt"
@@ -31,11 +31,11 @@ func memoryLimit(given string) (int64, error) {
 	return n * mult, nil
 }
 
-// applyMemoryLimit sets the Go runtime's soft memory limit: past it the
+// ApplyMemoryLimit sets the Go runtime's soft memory limit: past it the
 // collector runs more often instead of letting the heap double, trading
 // CPU for a bounded footprint. The embedded server's memory counts too.
 // 0 leaves the runtime's own setting (GOMEMLIMIT, else none).
-func applyMemoryLimit(v string) error {
+func ApplyMemoryLimit(v string) error {
 	n, err := memoryLimit(v)
 	if err != nil || n == 0 {
 		return err

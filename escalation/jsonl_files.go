@@ -17,6 +17,11 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
+// This file holds the JSONL sink's files as they lie on disk: the
+// rotated files in order, reading their events back, and repairing a file
+// whose last line a crash cut short.
+
+// rotated is one rotated file, <path>.<n>.
 type rotated struct {
 	path string
 	n    int

@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"context"
@@ -12,26 +12,26 @@ import (
 
 func init() { registerStage("detector", newDetectorStage) }
 
-func newDetectorStage(rt *proc) (stageRunner, error) {
+func newDetectorStage(rt *Process) (stageRunner, error) {
 	l, err := rt.stageLink("detector")
 	if err != nil {
 		return nil, err
 	}
 	o := rt.stages
-	o.modules.onClient = rt.watchModel
-	m, taxVersion := o.module, o.taxonomyVersion
+	o.Modules.OnClient = rt.watchModel
+	m, taxVersion := o.Module, o.TaxonomyVersion
 	if m == nil {
-		built, tax, err := o.modules.build(rt.reg)
+		built, tax, err := o.Modules.Build(rt.Reg)
 		if err != nil {
 			return nil, err
 		}
 		m, taxVersion = built, tax.Version
 	}
-	if o.inceptionLatency > 0 {
-		m = delayedModule{Module: m, d: o.inceptionLatency}
+	if o.InceptionLatency > 0 {
+		m = delayedModule{Module: m, d: o.InceptionLatency}
 	}
 	deps := detector.Deps{
-		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "detector"), Registerer: rt.reg},
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "detector"), Registerer: rt.Reg},
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
 	}
@@ -43,8 +43,8 @@ func newDetectorStage(rt *proc) (stageRunner, error) {
 		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
 	}
 	return detector.New(detector.Config{
-		Domain: o.domain, Timeout: o.detectorTimeout, Workers: o.workers, TaxonomyVersion: taxVersion,
-		MaxConversations: o.detectorCache, AckWait: o.ackWait, PinTTL: o.pinTTL,
+		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,
+		MaxConversations: o.DetectorCache, AckWait: o.AckWait, PinTTL: o.PinTTL,
 	}, deps)
 }
 

@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"fmt"
@@ -16,17 +16,16 @@ import (
 // process may run a replica of either stage — a task signed by one replica
 // is checked by another after a fail-over — so every process needs the
 // same key file, and --task-key is required there.
-func (rt *proc) taskKey() (*schemas.TaskKey, error) {
+func (rt *Process) taskKey() (*schemas.TaskKey, error) {
 	if rt.taskKeyLoaded != nil {
 		return rt.taskKeyLoaded, nil
 	}
-	f := rt.flags
 	var err error
 	switch {
-	case f.taskKey != "":
-		rt.taskKeyLoaded, err = streams.LoadTaskKey(f.taskKey, false)
-	case f.nats.url == "":
-		rt.taskKeyLoaded, err = streams.LoadTaskKey(filepath.Join(f.dataDir, streams.TaskKeyFile), true)
+	case rt.cfg.TaskKeyFile != "":
+		rt.taskKeyLoaded, err = streams.LoadTaskKey(rt.cfg.TaskKeyFile, false)
+	case rt.cfg.Connect.URL == "":
+		rt.taskKeyLoaded, err = streams.LoadTaskKey(filepath.Join(rt.cfg.DataDir, streams.TaskKeyFile), true)
 	default:
 		return nil, fmt.Errorf("--task-key is required on an external NATS, where other processes may run replicas of the injector or the agent worker: give every rein process the same key file (%d+ random characters, e.g. a Kubernetes or Docker secret)", schemas.MinTaskKeyBytes)
 	}

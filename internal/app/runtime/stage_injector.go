@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"slices"
@@ -9,11 +9,11 @@ import (
 
 func init() { registerStage("injector", newInjectorStage) }
 
-func newInjectorStage(rt *proc) (stageRunner, error) { return rt.injectorStage() }
+func newInjectorStage(rt *Process) (stageRunner, error) { return rt.injectorStage() }
 
 // injectorStage builds the process's injector once: the detector's factory
 // asks for it first when the two are fused.
-func (rt *proc) injectorStage() (*injector.Stage, error) {
+func (rt *Process) injectorStage() (*injector.Stage, error) {
 	if rt.injector != nil {
 		return rt.injector, nil
 	}
@@ -25,8 +25,8 @@ func (rt *proc) injectorStage() (*injector.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.workers, AckWait: rt.stages.ackWait, PinTTL: rt.stages.pinTTL, Sidecar: true, Fused: rt.fused()}, injector.Deps{
-		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.log.With("stage", "injector"), Registerer: rt.reg},
+	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.Workers, AckWait: rt.stages.AckWait, PinTTL: rt.stages.PinTTL, Sidecar: true, Fused: rt.fused()}, injector.Deps{
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "injector"), Registerer: rt.Reg},
 		TaskKey:   key,
 	})
 	return rt.injector, err
@@ -34,6 +34,6 @@ func (rt *proc) injectorStage() (*injector.Stage, error) {
 
 // fused reports whether the detector publishes the injector's tasks itself:
 // both run in this process and --fuse-injector is on.
-func (rt *proc) fused() bool {
-	return rt.stages.fuseInjector && slices.Contains(rt.running, "detector") && slices.Contains(rt.running, "injector")
+func (rt *Process) fused() bool {
+	return rt.stages.FuseInjector && slices.Contains(rt.running, "detector") && slices.Contains(rt.running, "injector")
 }

@@ -1,28 +1,23 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
+	"slices"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/reinception/rein/injector"
-	"github.com/reinception/rein/internal/app/dashboard"
+	"github.com/reinception/rein/escalation"
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/app/runtime"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
-	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -170,258 +165,179 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
 }
 
-// proc is what the server-side commands share: NATS (embedded or
-// external), the registry, the logger, the HTTP port and a publisher.
+// moduleFlags choose and configure the inception module; serve, demo,
+// detect and shadow share them.
+type moduleFlags struct {
+	// onClient, when set, is told of each model client built (serve
+	// registers its availability with /readyz).
+	onClient func(endpoint string, c llm.Client)
+	module   string
+	taxonomy string
+	plan     string
+	provider string
+	model    string
+	baseURL  string
+	// record and cassette (eval) record the inception model's calls to,
+	// or answer them from, a cassette file.
+	record, cassette string
+}
+
+func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
+	fs.StringVar(&f.module, "module", defaultModule, "inception module: rules (offline), llm (one model call per user turn) or cascade (rules gate, then llm)")
+	fs.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML file replacing the six embedded default error types")
+	fs.StringVar(&f.plan, "plan", inception.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
+	fs.StringVar(&f.provider, "provider", "", "model provider for llm/cascade: openai, anthropic, replay or scripted (default $REIN_LLM_PROVIDER)")
+	fs.StringVar(&f.model, "model", "", "model name (default $REIN_LLM_MODEL)")
+	fs.StringVar(&f.baseURL, "base-url", "", "provider base URL, e.g. http://127.0.0.1:8000/v1 for an OpenAI-compatible server (default $REIN_LLM_BASE_URL)")
+}
+
+// options are the flags as the runtime's module options.
+func (f *moduleFlags) options() runtime.Modules {
+	return runtime.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+		Record: f.record, Cassette: f.cassette}
+}
+
+// llmConfig is the model configuration: REIN_LLM_* from the environment,
+// overridden by the flags given.
+func (f *moduleFlags) llmConfig() llm.Config { return f.options().LLMConfig() }
+
+// build returns the configured module and its taxonomy.
+func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *inception.Taxonomy, error) {
+	return f.options().Build(reg)
+}
+
+// stageOptions are the flags of the pipeline stages that serve and demo run
+// (runtime.Stages once resolved).
+type stageOptions struct {
+	modules         moduleFlags
+	domain          string
+	detectorTimeout time.Duration
+	workers         int
+
+	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
+	maxSteps                                                                                  int
+	// fuseInjector: the detector publishes each task with its detection
+	// when both stages run in this process.
+	fuseInjector bool
+	// Conversations kept in memory per stage (0: the stage's default).
+	detectorCache, agentCache int
+	// ackWait overrides every stage's ack wait (0: the stages' defaults).
+	ackWait time.Duration
+	// pinTTL is how soon a standby replica takes over a crashed one's stage.
+	pinTTL time.Duration
+	// speculate: the agent worker starts each user turn's first model call
+	// while the detector judges it.
+	speculate bool
+	// agentModel, when set (demo, bench, eval), is the task agent's model.
+	agentModel llm.Client
+	// agentSystem, when set (eval), is the task agent's system prompt.
+	agentSystem string
+	// module, when set (eval), is the detector's inception module, with
+	// taxonomyVersion recorded in its detections.
+	module          inception.Module
+	taxonomyVersion string
+}
+
+func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
+	o.modules.bind(fs, defaultModule)
+	fs.StringVar(&o.domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the inception module and run by the agent")
+	fs.DurationVar(&o.detectorTimeout, "detector-timeout", 5*time.Second, "deadline of one inception call; past it the turn proceeds without injection")
+	fs.IntVar(&o.workers, "workers", 0, "in-flight limit per stage: turns handled at once (0: the default, 4096; turns are scheduled by conversation, so a slow model call never blocks other conversations)")
+	fs.StringVar(&o.agentPrompt, "agent-prompt", "", "the task agent's fixed system prompt file (default: policy.md in --agent-data, or the sample policy)")
+	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
+	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
+	fs.StringVar(&o.agentToolURL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
+	fs.StringVar(&o.agentPersist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
+	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
+	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
+	fs.BoolVar(&o.fuseInjector, "fuse-injector", true, "when the detector and the injector run in this process, the detector publishes each turn's task together with its detection (one delivery fewer per turn); false runs the injector as its own consumer of REIN_DETECTIONS")
+	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
+	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
+	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
+	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
+	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
+}
+
+// runtime are the flags as the runtime's stage options.
+func (o *stageOptions) runtime() runtime.Stages {
+	return runtime.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
+		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
+		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps, FuseInjector: o.fuseInjector,
+		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate,
+		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
+}
+
+// proc is a started runtime with the rein.yaml it was configured from and
+// the stage options its stages run with (runStages).
 type proc struct {
-	flags  *serverFlags
+	*runtime.Process
 	file   *fileConfig
-	log    *slog.Logger
-	reg    *prometheus.Registry
-	srv    *server.Server // nil with an external NATS
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	pub    *streams.Publisher
-	http   *telemetry.Server
-	prov   streams.ProvisionConfig
 	stages *stageOptions
-	closer []func()
-	cc     streams.ConnectConfig // how stages open their own connections
-	conns  []*nats.Conn          // the stages' connections
-	// keys are the embedded server's identities (nil with an external
-	// NATS, where every connection uses the given credentials).
-	keys *streams.Keyring
-	// taskKeyLoaded is the task signing key, once loaded (taskKey).
-	taskKeyLoaded *schemas.TaskKey
-	// running names the stages this process runs (runStages); injector is
-	// the one injector stage, built once (see injectorStage).
-	running  []string
-	injector *injector.Stage
 }
 
-// link is one stage's own NATS connection: each stage consumes, acks and
-// publishes on its own connection, so that one stage's traffic never
-// queues behind another's in a shared socket and server read loop.
-type link struct {
-	js  jetstream.JetStream
-	pub *streams.Publisher
-}
-
-// stageLink opens the connection of one stage. On the embedded server it
-// connects under the stage's own identity, whose permissions cover only
-// what the stage consumes and produces (streams/permissions.go);
-// permission violations are logged with the stage's name.
-func (rt *proc) stageLink(stage string) (link, error) {
-	cc := rt.cc
-	cc.Name += "-" + stage
-	if rt.keys != nil {
-		id := stage
-		if stage == streams.StageDetector && rt.fused() {
-			id = streams.IdentityDetectorFused
-		}
-		cc.NkeyFile = rt.keys.SeedFile(id)
-	}
-	errs := make(chan error, 8)
-	cc.AsyncErrors = errs
-	done := make(chan struct{})
-	rt.closer = append(rt.closer, func() { close(done) })
-	go func() {
-		for {
-			select {
-			case err := <-errs:
-				rt.log.Error("NATS asynchronous error", "stage", stage, "err", err)
-			case <-done:
-				return
-			}
-		}
-	}()
-	nc, err := streams.Connect(cc)
-	if err != nil {
-		return link{}, fmt.Errorf("%s: %w", stage, err)
-	}
-	rt.conns = append(rt.conns, nc)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
-	}
-	return link{js: js, pub: streams.NewPublisher(js, rt.reg)}, nil
-}
-
-// startRuntime brings up NATS, provisions the streams and opens the HTTP
-// port; /readyz turns ready at the end.
+// startRuntime turns the server flags and rein.yaml into the runtime's
+// configuration and starts it: NATS, the streams, the HTTP port.
 func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name string) (*proc, error) {
 	log, err := telemetry.NewLoggerFormat(os.Stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return nil, err
 	}
-	if err := applyMemoryLimit(f.memLimit); err != nil {
-		return nil, err
-	}
 	if len(f.announce) > 0 {
 		log.Info("effective configuration", logAttrs(f.announce)...)
 	}
-	rt := &proc{flags: f, file: file, log: log, reg: telemetry.NewRegistry()}
-	if rt.prov, err = provisionConfig(file); err != nil {
+	prov, err := provisionConfig(file)
+	if err != nil {
 		return nil, err
 	}
-	if err := replicationConfig(f, &rt.prov); err != nil {
+	if err := replicationConfig(f, &prov); err != nil {
 		return nil, err
 	}
 	if err := checkHTTPExposure(f); err != nil {
 		return nil, err
 	}
-	// Traces go out over OTLP when the standard OTEL_* variables ask for it.
-	stopTracing, err := telemetry.SetupTracing(ctx, "rein")
-	if err != nil {
-		return nil, err
-	}
-	if telemetry.TracingEnabled() {
-		log.Info("tracing on: spans exported over OTLP/HTTP", "endpoint", cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
-	}
-	rt.closer = append(rt.closer, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = stopTracing(sctx)
-	})
-	rt.http = telemetry.NewServer(rt.reg, log)
-	rt.http.Limits.AllowedHosts = f.allowedHosts
-	rt.http.TLSCert, rt.http.TLSKey = f.httpTLSCert, f.httpTLSKey
 	var tokens *telemetry.Tokens
 	if f.httpAddr != "" {
 		if tokens, err = ingressTokens(f, log); err != nil {
 			return nil, err
 		}
-		// On a loopback port the dashboard and /metrics stay open to this
-		// machine (the Host check keeps rebinding pages out); elsewhere
-		// they need a token with their role.
-		host, _, _ := net.SplitHostPort(f.httpAddr)
-		rt.http.Access = telemetry.Access{Tokens: tokens, OpenReads: streams.IsLoopbackHost(host)}
-		if err := rt.http.Listen(f.httpAddr); err != nil {
-			return nil, err
-		}
-		rt.closer = append(rt.closer, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = rt.http.Shutdown(sctx)
-		})
 	}
 	cc, err := f.nats.connectConfig(name)
 	if err != nil {
-		rt.close()
 		return nil, err
 	}
-	if f.nats.url == "" {
-		dir, err := filepath.Abs(f.dataDir)
-		if err != nil {
-			rt.close()
-			return nil, err
-		}
-		keys, users, err := streams.ServerAuth(dir)
-		if err != nil {
-			rt.close()
-			return nil, err
-		}
-		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: f.listen,
-			Users: users, SyncAlways: rt.prov.AnyDurable(),
-			TLSCert: f.natsTLSCert, TLSKey: f.natsTLSKey, Insecure: f.insecure})
-		if err != nil {
-			rt.close()
-			return nil, err
-		}
-		log.Info("embedded NATS server started", "listen", f.listen, "data_dir", dir, "keys", streams.KeysDir(dir))
-		cc.InProcess = rt.srv
-		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
-		rt.keys = keys
-	}
-	rt.http.SetReady(false, "connecting to NATS")
-	rt.cc = cc
-	if rt.nc, err = streams.Connect(cc); err != nil {
-		rt.close()
-		return nil, err
-	}
-	if rt.js, err = jetstream.New(rt.nc); err != nil {
-		rt.close()
-		return nil, err
-	}
-	rt.http.SetReady(false, "provisioning streams")
-	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
-	defer cancel()
-	if err := streams.Provision(pctx, rt.js, rt.prov, streams.WithLogger(log)); err != nil {
-		rt.close()
-		return nil, err
-	}
-	rt.pub = streams.NewPublisher(rt.js, rt.reg)
-	// POST /v1/turns writes REIN_TURNS.
-	rt.requireStreams(streams.StreamTurns)
-	rt.reg.MustRegister(telemetry.NewJetStreamCollector(rt.js, streams.StreamNames))
-	// The HTTP ingress publishes under its own identity: turns only.
-	il, err := rt.stageLink(streams.StageIngress)
+	p, err := runtime.Start(ctx, runtime.Config{Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
+		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
+		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
+		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst,
+		MaxEventBytes: f.maxBytes, MemoryLimit: f.memLimit, Provision: prov, TaskKeyFile: f.taskKey})
 	if err != nil {
-		rt.close()
 		return nil, err
 	}
-	ingress := streams.NewIngress(il.pub, f.maxBytes, rt.reg)
-	ingress.SetTenantRate(f.ingressRate, f.ingressBurst)
-	ingress.SetTokens(tokens)
-	rt.http.Handle("POST /v1/turns", ingress)
-	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.js, Gatherer: rt.reg, Logger: log.With("component", "dashboard"),
-		Reveal: dashboardReveal(f, tokens)})
-	if err != nil {
-		rt.close()
-		return nil, err
-	}
-	dash.Register(rt.http)
-	// The dashboard samples the counters for its time windows while no
-	// page is open; it stops with the process.
-	dctx, stopDash := context.WithCancel(context.WithoutCancel(ctx))
-	dashDone := make(chan struct{})
-	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
-	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
-	rt.http.SetReady(true, "")
-	return rt, nil
+	return &proc{Process: p, file: file}, nil
 }
 
-// close releases everything in reverse order: HTTP, NATS connection,
-// embedded server (which flushes JetStream to disk).
-func (rt *proc) close() {
-	for _, nc := range rt.conns {
-		_ = nc.FlushTimeout(2 * time.Second)
-		nc.Close()
-	}
-	if rt.nc != nil {
-		_ = rt.nc.FlushTimeout(2 * time.Second)
-		rt.nc.Close()
-	}
-	for i := len(rt.closer) - 1; i >= 0; i-- {
-		rt.closer[i]()
-	}
-	if rt.srv != nil {
-		rt.srv.Shutdown()
-		rt.srv.WaitForShutdown()
-	}
-}
-
-// watchModel makes /readyz report the model endpoint while its circuit
-// breaker is open (status degraded: see telemetry.Server.AddCheck).
-func (rt *proc) watchModel(endpoint string, c llm.Client) {
-	if rt.http == nil {
-		return
-	}
-	rt.http.AddCheck("model "+endpoint, func() error {
-		if !llm.IsAvailable(c) {
-			return llm.ErrUnavailable
+// runStages builds and runs the named stages with rt.stages until ctx is
+// cancelled; the first stage to fail stops the others. The escalation
+// stage's sinks come from rein.yaml.
+func runStages(ctx context.Context, rt *proc, names []string) error {
+	opts := rt.stages.runtime()
+	if slices.Contains(names, "escalation") {
+		sinks, err := sinksConfig(rt.file)
+		if err != nil {
+			return fmt.Errorf("stage escalation: %w", err)
 		}
-		return nil
-	})
+		opts.Sinks = sinks
+	}
+	return rt.Run(ctx, opts, names)
 }
 
-// dashboardReveal is who sees the dashboard's free text: everyone with
-// --dashboard-reveal, else requests carrying a token of the operator role.
-func dashboardReveal(f *serverFlags, tokens *telemetry.Tokens) func(*http.Request) bool {
-	if f.dashboardReveal {
-		return func(*http.Request) bool { return true }
+// sinksConfig decodes rein.yaml's `sinks:` section: one flat entry per sink,
+// each checked against the keys of its type.
+func sinksConfig(file *fileConfig) (escalation.SinksConfig, error) {
+	var sinks escalation.SinksConfig
+	if err := file.decodeSection("sinks", &sinks.Sinks); err != nil {
+		return escalation.SinksConfig{}, err
 	}
-	return func(r *http.Request) bool {
-		code, _ := tokens.Authorize(r, telemetry.RoleOperator, "")
-		return code == 0
-	}
+	return sinks, nil
 }

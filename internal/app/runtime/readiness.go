@@ -1,4 +1,4 @@
-package main
+package runtime
 
 import (
 	"context"
@@ -31,17 +31,17 @@ var errNATSDisconnected = errors.New("not connected to NATS")
 // requireStreams makes /readyz answer 503 while NATS is unreachable or one
 // of the named streams has no leader (a node or the cluster's majority
 // lost): the process could take turns but not store them.
-func (rt *proc) requireStreams(names ...string) {
-	if rt.http == nil || len(names) == 0 {
+func (rt *Process) requireStreams(names ...string) {
+	if rt.HTTP == nil || len(names) == 0 {
 		return
 	}
 	probe := func() error {
-		if !rt.nc.IsConnected() {
+		if !rt.NC.IsConnected() {
 			return errNATSDisconnected
 		}
-		return streams.CheckWritable(context.Background(), rt.js, readinessTimeout, names...)
+		return streams.CheckWritable(context.Background(), rt.JS, readinessTimeout, names...)
 	}
-	rt.http.AddRequirement("streams", cached(probe, readinessTTL))
+	rt.HTTP.AddRequirement("streams", cached(probe, readinessTTL))
 }
 
 // cached answers fn's last result for ttl.

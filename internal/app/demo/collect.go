@@ -1,8 +1,9 @@
-package main
+package demo
 
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// demoTurn is everything the pipeline did for one user turn.
-type demoTurn struct {
+// Turn is everything the pipeline did for one user turn.
+type Turn struct {
 	User      string
 	Sent      time.Time
 	Detection *schemas.Detection
@@ -28,12 +29,12 @@ type demoTurn struct {
 	Unanswered *schemas.Unanswered
 }
 
-// demoCollector gathers a tenant's events from a core NATS subscription
+// Collector gathers a tenant's events from a core NATS subscription
 // (JetStream stores are also delivered to plain subscribers), keyed by
-// conversation and turn.
-type demoCollector struct {
+// conversation and turn, and the dead letters of its conversations.
+type Collector struct {
 	mu    sync.Mutex
-	turns map[string]map[int]*demoTurn
+	turns map[string]map[int]*Turn
 	dlq   int
 	// failed holds, per conversation, why its work was dead-lettered.
 	failed map[string]string
@@ -41,8 +42,10 @@ type demoCollector struct {
 	sub    []*nats.Subscription
 }
 
-func newDemoCollector(nc *nats.Conn, tenant string) (*demoCollector, error) {
-	c := &demoCollector{turns: map[string]map[int]*demoTurn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
+// NewCollector subscribes to the tenant's subjects and the dead letters;
+// Close ends it.
+func NewCollector(nc *nats.Conn, tenant string) (*Collector, error) {
+	c := &Collector{turns: map[string]map[int]*Turn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
 	for _, subj := range []string{streams.TenantAll(tenant), streams.DLQAll} {
 		s, err := nc.Subscribe(subj, c.onMsg)
 		if err != nil {
@@ -54,27 +57,28 @@ func newDemoCollector(nc *nats.Conn, tenant string) (*demoCollector, error) {
 	return c, nc.Flush()
 }
 
-func (c *demoCollector) close() {
+// Close unsubscribes.
+func (c *Collector) Close() {
 	for _, s := range c.sub {
 		_ = s.Unsubscribe()
 	}
 }
 
-func (c *demoCollector) turn(conv string, n int) *demoTurn {
+func (c *Collector) turn(conv string, n int) *Turn {
 	m := c.turns[conv]
 	if m == nil {
-		m = map[int]*demoTurn{}
+		m = map[int]*Turn{}
 		c.turns[conv] = m
 	}
 	t := m[n]
 	if t == nil {
-		t = &demoTurn{}
+		t = &Turn{}
 		m[n] = t
 	}
 	return t
 }
 
-func (c *demoCollector) onMsg(msg *nats.Msg) {
+func (c *Collector) onMsg(msg *nats.Msg) {
 	now := time.Now()
 	d, err := streams.Decode(msg.Subject, msg.Header, msg.Data, 0)
 	c.mu.Lock()
@@ -141,8 +145,28 @@ func (c *demoCollector) onMsg(msg *nats.Msg) {
 	}
 }
 
+// Sent records that the user turn n of conv, saying text, is published now.
+func (c *Collector) Sent(conv string, n int, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.turn(conv, n)
+	t.User, t.Sent = text, time.Now()
+}
+
+// Wait blocks until done (called under the lock) holds for turn n of conv,
+// the conversation's work is dead-lettered, or ctx ends. It returns a copy
+// of the turn and why the conversation was dead-lettered ("" if not).
+func (c *Collector) Wait(ctx context.Context, conv string, n int, done func(*Turn) bool) (Turn, string, error) {
+	err := c.wait(ctx, func() bool { return c.failed[conv] != "" || done(c.turn(conv, n)) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := *c.turn(conv, n)
+	t.Steps, t.Reports = slices.Clone(t.Steps), slices.Clone(t.Reports)
+	return t, c.failed[conv], err
+}
+
 // wait blocks until cond (called under the lock) holds or ctx ends.
-func (c *demoCollector) wait(ctx context.Context, cond func() bool) error {
+func (c *Collector) wait(ctx context.Context, cond func() bool) error {
 	for {
 		c.mu.Lock()
 		ok := cond()

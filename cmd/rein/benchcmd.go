@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/internal/app/bench"
+)
+
+func init() { register(newBenchCmd) }
+
+func newBenchCmd() *cobra.Command {
+	var plan bench.Plan
+	var quick, asJSON bool
+	var cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
+		Long: `bench is a benchmark, not a test. It starts an embedded server with file storage and every stage
+(the rules inception module, the scripted agent with zero latency and one tool call per turn), plays
+--conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
+agent reply stored) p50/p99, CPU seconds per 1,000 turns and the pipeline's peak RSS (read before the
+reference chains run in the same process). In the same run it measures a
+raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
+server of its own, and reports the ratio of the two throughputs; then a raw chain shaped like rein:
+its hops (two with the injector fused into the detector, as serve runs it; three with
+--separate-injector), rein's message count per turn (the first hop also stores the detection, the
+last the turn's steps and state records) and rein's headers (a stored event's CloudEvents
+attributes and Nats-Msg-Id, which the server deduplicates), in messages of the same size, with no
+application work: the ceiling of rein's design on this machine.
+
+Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
+they are offered open-loop at N turns/s. --quick finishes within a minute.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if quick {
+				if !cmd.Flags().Changed("conversations") {
+					plan.Conversations = 2000
+				}
+				if !cmd.Flags().Changed("turns") {
+					plan.Turns = 5
+				}
+				if !cmd.Flags().Changed("raw-msgs") {
+					plan.RawMsgs = 15000
+				}
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			if plan.Conversations < 1 || plan.Turns < 1 || plan.Active < 0 || plan.Rate < 0 || plan.Duplicates < 0 {
+				return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate and --duplicates not negative")
+			}
+			res, err := bench.Run(cmd.Context(), plan, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
+			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
+				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
+			if res.CleanP50MsNoInception > 0 {
+				fmt.Fprintf(out, "  inception %.0f ms, speculation on: clean-turn p50 %.1f ms; the same load without inception: %.1f ms (%+.1f %%)\n",
+					res.InceptionLatencyMs, res.CleanP50Ms, res.CleanP50MsNoInception, 100*(res.CleanP50Ms/res.CleanP50MsNoInception-1))
+			}
+			if res.ModelLatencyMs > 0 {
+				fmt.Fprintf(out, "  model latency %.0f ms × %d calls per turn: %d turns in flight at most · rein adds p50 %.1f ms, p99 %.1f ms · Little's-law ceiling %.0f turns/s\n",
+					res.ModelLatencyMs, bench.ModelCalls, res.InFlightMax, res.AddedP50Ms, res.AddedP99Ms, res.LittleCeiling)
+			}
+			if res.NotAnswered > 0 {
+				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
+			}
+			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
+			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
+			fmt.Fprintf(out, "ceiling (a raw chain of rein's %d hops storing its %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
+				res.ShapeHops, res.ShapeExtra, res.ShapeHeaderBytes, res.RawShapePerS, res.CeilingRatio, 100*res.ShareOfCeiling)
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&plan.Conversations, "conversations", 2000, "conversations")
+	fs.IntVar(&plan.Turns, "turns", 10, "user turns per conversation")
+	fs.IntVar(&plan.Active, "active", 0, "conversations in progress at once, played in waves (0: all at once)")
+	fs.Float64Var(&plan.Rate, "rate", 0, "offered turns/s (0: maximum rate)")
+	fs.IntVar(&plan.RawMsgs, "raw-msgs", 50000, "messages through the raw reference chain")
+	fs.BoolVar(&quick, "quick", false, "a run that finishes within a minute (2,000 × 5 turns, 15,000 raw messages)")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fs.IntVar(&plan.DetectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 10,000)")
+	fs.IntVar(&plan.AgentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
+	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
+	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
+	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.BoolVar(&plan.Separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
+	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&plan.NATSNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")
+	fs.StringVar(&plan.NATSURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
+	fs.DurationVar(&plan.InceptionLatency, "inception-latency", 0, "each turn's inception takes this long (a simulator of the inception model's time around the rules module)")
+	fs.BoolVar(&plan.Speculate, "speculate", false, "speculative inception in the agent worker; with --inception-latency the same load also runs without inception latency and without speculation, reporting both clean-turn p50s")
+	fs.DurationVar(&plan.Faults.Jitter, "model-jitter", 0, "each model call takes up to this much longer (uniform)")
+	fs.Float64Var(&plan.Faults.ErrorRate, "model-error-rate", 0, "share of model calls that fail with HTTP 503 (retried, then the breaker)")
+	fs.Float64Var(&plan.Faults.RateLimitRate, "model-429-rate", 0, "share of model calls answered 429 with Retry-After 1s (the adaptive limit backs off)")
+	fs.DurationVar(&plan.ModelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
+	fs.StringVar(&plan.MemProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
+	return cmd
+}

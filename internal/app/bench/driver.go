@@ -1,0 +1,575 @@
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/reinception/rein/internal/app/eval"
+	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+//go:embed agent.yaml
+var agentScript []byte
+
+// tenant is the tenant of every bench conversation.
+const tenant = "bench"
+
+// Result is what one bench run measured (`rein bench --json` prints it).
+type Result struct {
+	Mode            string  `json:"mode"` // max or rate
+	Conversations   int     `json:"conversations"`
+	Active          int     `json:"active_conversations,omitempty"`
+	Turns           int     `json:"turns"`
+	OfferedPerSec   float64 `json:"offered_per_s,omitempty"`
+	TurnsPerSec     float64 `json:"turns_per_s"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
+	CPUSecPer1000   float64 `json:"cpu_s_per_1000_turns"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	AvgEventBytes   int     `json:"avg_event_bytes"`
+	Raw3HopMsgsPerS float64 `json:"raw_3hop_msgs_per_s"`
+	Raw3HopP99Ms    float64 `json:"raw_3hop_p99_ms"`
+	Ratio           float64 `json:"ratio"`
+	// The same chain with rein's message count per turn (the last hop also
+	// stores ShapeExtra messages: the steps and state records of a turn)
+	// and rein's headers (a stored event's CloudEvents attributes and
+	// Nats-Msg-Id, so the server deduplicates; the state records without),
+	// in messages of the same total size, still without any application
+	// work: the most rein's turns/s could be with its design on this
+	// machine. CeilingRatio = RawShape ÷ Raw3Hop.
+	ShapeExtra int `json:"shape_extra_msgs"`
+	ShapeHops  int `json:"shape_hops"`
+	// Injector is "fused" (the detector publishes each task with its
+	// detection: two hops per turn) or "separate" (three hops).
+	Injector         string  `json:"injector"`
+	DuplicatesS      float64 `json:"duplicates_window_s"`
+	ShapeHeaderBytes int     `json:"shape_header_bytes"`
+	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
+	CeilingRatio     float64 `json:"ceiling_ratio"`
+	ShareOfCeiling   float64 `json:"share_of_ceiling"`
+	// With --model-latency: each of the scripted agent's two model calls
+	// per turn takes ModelLatencyMs. InFlightMax is the most turns
+	// published and not yet answered at once; AddedP50/P99Ms are what rein
+	// adds to a turn (end to end minus the model's time);
+	// LittleCeiling is what Little's law allows with that many in flight
+	// (in flight ÷ model time per turn).
+	ModelLatencyMs float64 `json:"model_latency_ms,omitempty"`
+	InFlightMax    int     `json:"in_flight_max,omitempty"`
+	AddedP50Ms     float64 `json:"added_p50_ms,omitempty"`
+	AddedP99Ms     float64 `json:"added_p99_ms,omitempty"`
+	LittleCeiling  float64 `json:"little_ceiling_turns_per_s,omitempty"`
+	// With --inception-latency: each turn's inception takes that long.
+	// With --speculate too, the same load runs a second time without
+	// inception latency and without speculation, in the same bench run:
+	// CleanP50Ms (every bench turn is clean) against
+	// CleanP50MsNoInception shows what speculation hides.
+	// With --model-error-rate/--model-429-rate: turns that ended without
+	// a reply (handed to a human as agent_unavailable, or failed).
+	NotAnswered           int     `json:"not_answered,omitempty"`
+	InceptionLatencyMs    float64 `json:"inception_latency_ms,omitempty"`
+	Speculate             bool    `json:"speculate,omitempty"`
+	CleanP50Ms            float64 `json:"clean_p50_ms,omitempty"`
+	CleanP50MsNoInception float64 `json:"clean_p50_ms_no_inception,omitempty"`
+}
+
+// ModelCalls is the scripted bench agent's model calls per turn.
+const ModelCalls = 2
+
+// Plan is what one bench run plays.
+type Plan struct {
+	// Conversations × Turns user turns are played.
+	Conversations, Turns int
+	// Active bounds the conversations in progress at once: they are played
+	// in waves of Active conversations, each wave's turns interleaved,
+	// the next wave starting when the last turn of this one is offered
+	// (0: one wave of every conversation, the worst case for caches).
+	Active  int
+	Rate    float64 // offered turns/s; 0: maximum rate
+	RawMsgs int
+	Persist string
+	// Separate runs the injector as its own consumer (--fuse-injector=false).
+	Separate bool
+	Verbose  bool
+	// Conversations kept in memory by the detector and the agent worker
+	// (0: their defaults).
+	DetectorCache, AgentCache int
+	MemoryLimit               string // --memory-limit
+	// Duplicates is the streams' Nats-Msg-Id window (0: the default, as
+	// rein.yaml's streams.defaults.duplicates).
+	Duplicates time.Duration
+	MemProfile string // --memprofile
+	NATSURL    string // --nats-url: an external server instead of the embedded one
+	NATSNkey   string // --nats-nkey: the seed of that server's user
+	// ModelLatency is how long each scripted model call takes (0: none,
+	// the CPU scenario).
+	ModelLatency time.Duration
+	// InceptionLatency simulates the inception model's time per turn;
+	// Speculate runs the agent worker with speculative inception.
+	InceptionLatency time.Duration
+	Speculate        bool
+	// Faults make the scripted agent model behave like a strained
+	// endpoint (jitter, 503s, 429s); with any, the model goes through
+	// rein's retry policy, breaker and adaptive limit.
+	Faults llm.Faults
+	// pipelineOnly skips the raw reference chains (the second run of a
+	// speculation comparison).
+	pipelineOnly bool
+}
+
+// scriptWith is the bench agent's script, each call taking latency.
+func scriptWith(latency time.Duration) (*llm.Script, error) {
+	if latency <= 0 {
+		return llm.ParseScript(agentScript)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(agentScript, &doc); err != nil {
+		return nil, err
+	}
+	rules, _ := doc["rules"].([]any)
+	for _, r := range rules {
+		if m, ok := r.(map[string]any); ok {
+			m["latency"] = latency.String()
+		}
+	}
+	if d, ok := doc["default"].(map[string]any); ok {
+		d["latency"] = latency.String()
+	}
+	raw, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return llm.ParseScript(raw)
+}
+
+// Run plays plan on a pipeline of its own (an embedded server, or
+// plan.NATSURL) and measures the raw reference chains; progress notes go
+// to progress.
+func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
+	dir, err := os.MkdirTemp("", "rein-bench-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	script, err := scriptWith(plan.ModelLatency)
+	if err != nil {
+		return Result{}, err
+	}
+	var agent llm.Client = llm.NewScripted(script)
+	if plan.Faults != (llm.Faults{}) {
+		plan.Faults.Seed, plan.Faults.RetryAfter = 1, time.Second
+		if agent, err = llm.Manage(llm.WithFaults(agent, plan.Faults), llm.Config{Endpoint: llm.PurposeAgent, RetryBaseDelay: 100 * time.Millisecond}, nil); err != nil {
+			return Result{}, err
+		}
+	}
+	log, err := telemetry.NewLoggerFormat(os.Stderr, "error", "")
+	if err != nil {
+		return Result{}, err
+	}
+	cfg := runtime.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
+		MemoryLimit: plan.MemoryLimit, Connect: streams.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: streams.DefaultProvision()}
+	if plan.NATSURL != "" {
+		// One process signs and checks every task of the run: a key of
+		// its own, in the run's directory.
+		cfg.TaskKeyFile = filepath.Join(dir, "task-key")
+		if _, err := streams.EnsureSecretFile(cfg.TaskKeyFile, 32); err != nil {
+			return Result{}, err
+		}
+	}
+	if plan.Duplicates > 0 {
+		// As rein.yaml's streams.defaults.duplicates.
+		cfg.Provision.Defaults.Duplicate = plan.Duplicates
+	}
+	so := runtime.Stages{Domain: "airline", DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30, AgentBackend: "domain", AgentPersist: plan.Persist,
+		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
+		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
+		Modules: runtime.Modules{Module: "rules", Plan: "template"}, AgentModel: agent}
+	rt, err := runtime.Start(ctx, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := freshServer(ctx, rt); err != nil {
+		rt.Close()
+		return Result{}, err
+	}
+	names, _ := runtime.ResolveStages([]string{"all"})
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(sctx, so, names) }()
+	err = waitPulling(ctx, rt, done, !plan.Separate)
+	var res Result
+	if err == nil {
+		res, err = driveBench(ctx, rt, plan, progress)
+		// The pipeline's peak, read before the reference chains run in
+		// this process and raise the high-water mark with their own.
+		res.PeakRSSMB = PeakRSSMB()
+		res.DuplicatesS = rt.Prov.StreamConfig(streams.StreamSteps).Duplicates.Seconds()
+		if err == nil && plan.MemProfile != "" {
+			err = writeHeapProfile(plan.MemProfile)
+		}
+	}
+	cancel()
+	<-done
+	var hdr Headers
+	if err == nil {
+		res.AvgEventBytes = avgEventBytes(ctx, rt)
+		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.Persist)
+		hdr, err = eventHeaders(ctx, rt, plan.Persist)
+	}
+	if plan.Verbose {
+		mfs, _ := rt.Reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
+				for _, m := range mf.GetMetric() {
+					h := m.GetHistogram()
+					fmt.Fprintf(progress, "%s %v n=%d mean=%.2fms\n", mf.GetName(), m.GetLabel(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000)
+				}
+			}
+		}
+	}
+	rt.Close()
+	if err != nil {
+		return res, err
+	}
+	if plan.InceptionLatency > 0 {
+		res.InceptionLatencyMs, res.Speculate, res.CleanP50Ms = eval.Ms(plan.InceptionLatency), plan.Speculate, res.P50Ms
+	}
+	if plan.pipelineOnly {
+		return res, nil
+	}
+	if plan.InceptionLatency > 0 && plan.Speculate {
+		fmt.Fprintf(progress, "rein: clean p50 %.1f ms with speculation; now the same load without inception latency or speculation…\n", res.P50Ms)
+		base := plan
+		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile = 0, false, true, ""
+		noInc, err := Run(ctx, base, progress)
+		if err != nil {
+			return res, err
+		}
+		res.CleanP50MsNoInception = noInc.P50Ms
+	}
+	fmt.Fprintf(progress, "rein: %.0f turns/s; now the raw JetStream reference (%d msgs of %d B)…\n", res.TurnsPerSec, plan.RawMsgs, res.AvgEventBytes)
+	raw, err := RunRawChain(ctx, filepath.Join(dir, "raw"), plan.RawMsgs, res.AvgEventBytes)
+	if err != nil {
+		return res, err
+	}
+	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
+	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
+	// rein's shape: the detector stores the detection and hands on the
+	// task, in its own hop or fused; the agent worker stores the extras.
+	side := []int{0, 0, res.ShapeExtra}
+	res.Injector = "separate"
+	if !plan.Separate {
+		side, res.Injector = []int{1, res.ShapeExtra}, "fused"
+	}
+	res.ShapeHops = len(side)
+	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now rein's shape: %d hops, %d extra stores per turn, its headers…\n", raw.MsgsPerSec, res.ShapeHops, res.ShapeExtra)
+	shape, err := RunRawShape(ctx, filepath.Join(dir, "shape"), plan.RawMsgs, res.AvgEventBytes, side, hdr)
+	if err != nil {
+		return res, err
+	}
+	res.RawShapePerS, res.ShapeHeaderBytes = shape.MsgsPerSec, res.AvgEventBytes-shape.PayloadB
+	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
+	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
+	return res, nil
+}
+
+// freshServer refuses a server that already holds rein turns: the run's
+// counts and latencies would mix with them.
+func freshServer(ctx context.Context, rt *runtime.Process) error {
+	st, err := rt.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if n := st.CachedInfo().State.Msgs; n > 0 {
+		return fmt.Errorf("bench: the server already holds %d rein turns; run against a fresh server", n)
+	}
+	return nil
+}
+
+// writeHeapProfile writes the heap profile: what is live now (after a
+// collection, so that inuse_space is exact) and, as alloc_space,
+// everything allocated so far.
+func writeHeapProfile(path string) error {
+	goruntime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
+}
+
+// waitPulling waits until the stages' consumers are pulling, so that the
+// offered load does not queue behind their start-up (consumers created,
+// first pull requests out), which would count as latency of the first turns.
+func waitPulling(ctx context.Context, rt *runtime.Process, done chan error, fused bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	type durable struct{ stream, durable string }
+	pulling := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
+	if !fused {
+		pulling = append(pulling, durable{streams.StreamDetections, streams.DurableInjector})
+	}
+	for _, c := range pulling {
+		for {
+			if cons, err := rt.JS.Consumer(ctx, c.stream, c.durable); err == nil {
+				if info, err := cons.Info(ctx); err == nil && info.NumWaiting > 0 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("bench: consumer %s is not pulling after 30s", c.durable)
+			}
+			select {
+			case err := <-done:
+				done <- err // runBench still waits for it
+				return fmt.Errorf("bench: the stages stopped before the load started: %v", err)
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// driveBench offers the turns and times each from publish to the agent's
+// reply, seen on a plain subscription to the agent-turn subjects.
+func driveBench(ctx context.Context, rt *runtime.Process, plan Plan, progress io.Writer) (Result, error) {
+	convs, turns, rate := plan.Conversations, plan.Turns, plan.Rate
+	total := convs * turns
+	res := Result{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate, Active: plan.Active}
+	if rate > 0 {
+		res.Mode = fmt.Sprintf("offered %.0f turns/s", rate)
+	}
+	wave := plan.Active
+	if wave == 0 || wave > convs {
+		wave = convs
+	}
+	var mu sync.Mutex
+	sent := map[string]time.Time{} // turns in flight only: the bench's own memory stays small
+	inFlightMax := 0
+	lat := make([]time.Duration, 0, total)
+	var replies atomic.Int64
+	var last atomic.Int64
+	allIn := make(chan struct{})
+	base := time.Now()
+	var notAnswered atomic.Int64
+	done := func(m *nats.Msg) {
+		// Every outcome of a turn ends it: a reply, or (with injected
+		// faults) an escalation or an unanswered record.
+		turn, _ := strconv.Atoi(m.Header.Get("ce-turn"))
+		id := schemas.EventID("turn", tenant, m.Header.Get("ce-conversation"), turn) + "-agent"
+		now := time.Now()
+		mu.Lock()
+		if t, ok := sent[id]; ok {
+			if !strings.HasSuffix(m.Subject, ".agent") {
+				notAnswered.Add(1)
+			}
+			lat = append(lat, now.Sub(t))
+			delete(sent, id)
+			mu.Unlock()
+			last.Store(int64(now.Sub(base)))
+			if replies.Add(1) == int64(total) {
+				close(allIn)
+			}
+			return
+		}
+		mu.Unlock()
+	}
+	for _, subj := range []string{streams.TurnSubject(tenant, "*", schemas.RoleAgent), streams.EscalationSubject(tenant, "*"), streams.UnansweredSubject(tenant, "*")} {
+		sub, err := rt.NC.Subscribe(subj, done)
+		if err != nil {
+			return res, err
+		}
+		defer sub.Unsubscribe()
+		_ = sub.SetPendingLimits(-1, -1)
+	}
+
+	cpu0 := CPUTime()
+	start := time.Since(base)
+	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
+	batch := make([]streams.Out, 0, 256)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := rt.Pub.PublishAll(ctx, batch...)
+		batch = batch[:0]
+		return err
+	}
+	// Open loop: with --rate, turn i is due at start + i/rate; each pass
+	// publishes, as one pipelined batch, every turn that has come due.
+	pubStart := time.Now()
+	due := func(i int) time.Duration { return time.Duration(float64(i) / rate * float64(time.Second)) }
+	i := 0
+	lastNote := time.Now()
+	for first := 0; first < convs; first += wave {
+		for turn := 1; turn <= turns; turn++ {
+			for c := first; c < min(first+wave, convs); c++ {
+				if time.Since(lastNote) >= 10*time.Second {
+					fmt.Fprintf(progress, "  %d of %d turns offered, %d answered…\n", i, total, replies.Load())
+					lastNote = time.Now()
+				}
+				conv := convName(c)
+				meta := schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}
+				// The driver stands for the platform: the detector's consumer
+				// enforces the schema; checking here too would bill the
+				// platform's work to rein.
+				ev, err := schemas.BuildEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn)+"-user", "/rein/bench", meta,
+					schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
+				if err != nil {
+					return res, err
+				}
+				if rate > 0 {
+					if wait := due(i) - time.Since(pubStart); wait > 0 {
+						if err := flush(); err != nil {
+							return res, err
+						}
+						if wait = due(i) - time.Since(pubStart); wait > 0 {
+							time.Sleep(wait)
+						}
+					}
+				}
+				i++
+				mu.Lock()
+				sent[schemas.EventID("turn", tenant, conv, turn)+"-agent"] = time.Now()
+				inFlightMax = max(inFlightMax, len(sent))
+				mu.Unlock()
+				batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev})
+				if len(batch) == cap(batch) {
+					if err := flush(); err != nil {
+						return res, err
+					}
+				}
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	timeout := time.Duration(total/20+60) * time.Second
+	for done := false; !done; {
+		select {
+		case <-allIn:
+			done = true
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(10 * time.Second):
+			fmt.Fprintf(progress, "  %d of %d replies…\n", replies.Load(), total)
+			if time.Since(base) > timeout {
+				return res, fmt.Errorf("bench: only %d of %d turns answered within %s", replies.Load(), total, timeout)
+			}
+		}
+	}
+	elapsed := time.Duration(last.Load()) - start
+	res.TurnsPerSec = float64(total) / elapsed.Seconds()
+	res.CPUSecPer1000 = (CPUTime() - cpu0).Seconds() / float64(total) * 1000
+	mu.Lock()
+	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	res.NotAnswered = int(notAnswered.Load())
+	if plan.ModelLatency > 0 {
+		model := time.Duration(ModelCalls) * plan.ModelLatency
+		res.ModelLatencyMs = eval.Ms(plan.ModelLatency)
+		res.InFlightMax = inFlightMax
+		res.AddedP50Ms, res.AddedP99Ms = res.P50Ms-eval.Ms(model), res.P99Ms-eval.Ms(model)
+		res.LittleCeiling = float64(inFlightMax) / model.Seconds()
+	}
+	mu.Unlock()
+	return res, nil
+}
+
+// avgEventBytes is the mean stored size of rein's events in this run.
+func avgEventBytes(ctx context.Context, rt *runtime.Process) int {
+	var msgs, bytes uint64
+	for _, name := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps} {
+		s, err := rt.JS.Stream(ctx, name)
+		if err != nil {
+			continue
+		}
+		if info, err := s.Info(ctx); err == nil {
+			msgs += info.State.Msgs
+			bytes += info.State.Bytes
+		}
+	}
+	if msgs == 0 {
+		return 512
+	}
+	return int(bytes / msgs)
+}
+
+// eventHeaders is the header set of a stored user turn, the template of
+// the ceiling chain's messages; the turn's state records carry none.
+func eventHeaders(ctx context.Context, rt *runtime.Process, persist string) (Headers, error) {
+	h := Headers{Plain: 2}
+	if persist == "turn" {
+		h.Plain = 1
+	}
+	s, err := rt.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		return h, fmt.Errorf("bench: %w", err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, streams.TurnSubject(tenant, convName(0), schemas.RoleUser))
+	if err != nil {
+		return h, fmt.Errorf("bench: a stored user turn: %w", err)
+	}
+	// A direct get adds where and when the message was stored; those
+	// headers are not part of the message.
+	h.Template = m.Header
+	for _, k := range []string{jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer, jetstream.SubjectHeader} {
+		h.Template.Del(k)
+	}
+	return h, nil
+}
+
+// extraStores is what a turn stores beyond the three hops' outputs and the
+// agent turn: its steps (counted in REIN_STEPS) and its state records (one
+// per tool result with --agent-persist step, the bench agent making one
+// tool call per turn, plus one at the end of the turn).
+func extraStores(ctx context.Context, rt *runtime.Process, turns int, persist string) int {
+	writes := 2
+	if persist == "turn" {
+		writes = 1
+	}
+	s, err := rt.JS.Stream(ctx, streams.StreamSteps)
+	if err != nil || turns == 0 {
+		return writes
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return writes
+	}
+	return int((info.State.Msgs+uint64(turns)/2)/uint64(turns)) + writes
+}
+
+// convName names the bench's conversation c.
+func convName(c int) string { return fmt.Sprintf("b%05d", c) }
+
+// workers is the per-stage in-flight limit of the benchmark
+// (REIN_BENCH_WORKERS; default 0, serve's default).
+func workers() int {
+	if n, err := strconv.Atoi(os.Getenv("REIN_BENCH_WORKERS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/llm"
+)
+
+// Modules choose and configure the inception module: its name (rules,
+// llm or cascade), taxonomy file, plan mode and model.
+type Modules struct {
+	// OnClient, when set, is told of each model client built (a stage
+	// registers its availability with /readyz).
+	OnClient func(endpoint string, c llm.Client)
+	Module   string
+	Taxonomy string
+	Plan     string
+	// Provider, Model and BaseURL override REIN_LLM_*.
+	Provider string
+	Model    string
+	BaseURL  string
+	// Record and Cassette record the inception model's calls to, or
+	// answer them from, a cassette file.
+	Record, Cassette string
+}
+
+// LLMConfig is the model configuration: REIN_LLM_* from the environment,
+// overridden by the fields given.
+func (f Modules) LLMConfig() llm.Config {
+	cfg := llm.ConfigFromEnv()
+	if f.Provider != "" {
+		cfg.Provider = f.Provider
+	}
+	if f.Model != "" {
+		cfg.Model = f.Model
+	}
+	if f.BaseURL != "" {
+		cfg.BaseURL = f.BaseURL
+	}
+	return cfg
+}
+
+// Build returns the configured module and its taxonomy.
+func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.Taxonomy, error) {
+	tax := inception.DefaultTaxonomy()
+	if f.Taxonomy != "" {
+		var err error
+		if tax, err = inception.LoadTaxonomy(f.Taxonomy); err != nil {
+			return nil, nil, err
+		}
+	}
+	newLLM := func() (inception.Module, error) {
+		lc := f.LLMConfig()
+		lc.Endpoint = llm.PurposeInception
+		if f.Record != "" {
+			lc.Record = f.Record
+		}
+		if f.Cassette != "" {
+			lc.Cassette = f.Cassette
+		}
+		client, err := llm.New(lc, reg)
+		if err != nil {
+			return nil, fmt.Errorf("--module %s needs a model: %w", f.Module, err)
+		}
+		if f.OnClient != nil {
+			f.OnClient(llm.PurposeInception, client)
+		}
+		return inception.NewLLM(inception.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
+	}
+	switch f.Module {
+	case inception.ModuleRules:
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax})
+		return m, tax, err
+	case inception.ModuleLLM:
+		m, err := newLLM()
+		return m, tax, err
+	case inception.ModuleCascade:
+		gate, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall})
+		if err != nil {
+			return nil, nil, err
+		}
+		model, err := newLLM()
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := inception.NewCascade(gate, model)
+		if err != nil {
+			return nil, nil, err
+		}
+		// The inception model down: the rules module in its precise mode
+		// decides, recorded as such, rather than failing open.
+		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax}); err != nil {
+			return nil, nil, err
+		}
+		return c, tax, nil
+	}
+	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.Module)
+}

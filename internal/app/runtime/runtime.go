@@ -1,0 +1,309 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/injector"
+	"github.com/reinception/rein/internal/app/dashboard"
+	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// ProvisionTimeout bounds provisioning at start: long enough for a fresh
+// cluster to elect its leaders while several processes start together.
+const ProvisionTimeout = 90 * time.Second
+
+// Config is what a server-side process needs, every value resolved from
+// flags, the environment and rein.yaml by the caller.
+type Config struct {
+	// Name is the NATS client name; each stage's connection appends its own.
+	Name string
+	// Logger is the process's logger (nil: slog.Default()).
+	Logger *slog.Logger
+	// Connect reaches an external NATS when Connect.URL is set; otherwise
+	// an embedded server is started with DataDir and Listen, each
+	// connection under one of its own nkey identities.
+	Connect streams.ConnectConfig
+	DataDir string
+	Listen  string
+	// NATSTLSCert and NATSTLSKey make the embedded server's client port
+	// require TLS; Insecure allows a non-loopback Listen without it.
+	NATSTLSCert, NATSTLSKey string
+	Insecure                bool
+	// HTTPAddr serves /metrics, /healthz, /readyz, POST /v1/turns and the
+	// dashboard ("": no listener), over TLS with HTTPTLSCert/HTTPTLSKey;
+	// AllowedHosts are Host names it answers besides loopback and its
+	// listen host.
+	HTTPAddr                string
+	HTTPTLSCert, HTTPTLSKey string
+	AllowedHosts            []string
+	// Tokens are the HTTP port's bearer tokens (nil: none required).
+	Tokens *telemetry.Tokens
+	// DashboardReveal shows the dashboard's free text to every viewer;
+	// otherwise only to requests with a token of the operator role.
+	DashboardReveal bool
+	// IngressRate and IngressBurst bound each tenant's POST /v1/turns;
+	// MaxEventBytes is the largest accepted body.
+	IngressRate   float64
+	IngressBurst  int
+	MaxEventBytes int
+	// MemoryLimit is the Go runtime's soft memory limit ("": GOMEMLIMIT
+	// or none; see ApplyMemoryLimit).
+	MemoryLimit string
+	// Provision is the streams' configuration, replication included.
+	Provision streams.ProvisionConfig
+	// TaskKeyFile is the task signing key's file; "" on the embedded
+	// server: DataDir/task-key, generated on first start.
+	TaskKeyFile string
+}
+
+// Process is what the server-side commands share: NATS (embedded or
+// external), the registry, the logger, the HTTP port and a publisher.
+// Start returns it; Run runs stages in it; Close releases it.
+type Process struct {
+	Log  *slog.Logger
+	Reg  *prometheus.Registry
+	NC   *nats.Conn
+	JS   jetstream.JetStream
+	Pub  *streams.Publisher
+	HTTP *telemetry.Server
+	Prov streams.ProvisionConfig
+
+	cfg    Config
+	srv    *server.Server // nil with an external NATS
+	stages *Stages
+	closer []func()
+	cc     streams.ConnectConfig // how stages open their own connections
+	conns  []*nats.Conn          // the stages' connections
+	// keys are the embedded server's identities (nil with an external
+	// NATS, where every connection uses the given credentials).
+	keys *streams.Keyring
+	// taskKeyLoaded is the task signing key, once loaded (taskKey).
+	taskKeyLoaded *schemas.TaskKey
+	// running names the stages this process runs (Run); injector is the
+	// one injector stage, built once (see injectorStage).
+	running  []string
+	injector *injector.Stage
+}
+
+// link is one stage's own NATS connection: each stage consumes, acks and
+// publishes on its own connection, so that one stage's traffic never
+// queues behind another's in a shared socket and server read loop.
+type link struct {
+	js  jetstream.JetStream
+	pub *streams.Publisher
+}
+
+// stageLink opens the connection of one stage. On the embedded server it
+// connects under the stage's own identity, whose permissions cover only
+// what the stage consumes and produces (streams/permissions.go);
+// permission violations are logged with the stage's name.
+func (rt *Process) stageLink(stage string) (link, error) {
+	cc := rt.cc
+	cc.Name += "-" + stage
+	if rt.keys != nil {
+		id := stage
+		if stage == streams.StageDetector && rt.fused() {
+			id = streams.IdentityDetectorFused
+		}
+		cc.NkeyFile = rt.keys.SeedFile(id)
+	}
+	errs := make(chan error, 8)
+	cc.AsyncErrors = errs
+	done := make(chan struct{})
+	rt.closer = append(rt.closer, func() { close(done) })
+	go func() {
+		for {
+			select {
+			case err := <-errs:
+				rt.Log.Error("NATS asynchronous error", "stage", stage, "err", err)
+			case <-done:
+				return
+			}
+		}
+	}()
+	nc, err := streams.Connect(cc)
+	if err != nil {
+		return link{}, fmt.Errorf("%s: %w", stage, err)
+	}
+	rt.conns = append(rt.conns, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
+	}
+	return link{js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
+}
+
+// Start brings up NATS, provisions the streams and opens the HTTP port;
+// /readyz turns ready at the end.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	log := cmp.Or(cfg.Logger, slog.Default())
+	if err := ApplyMemoryLimit(cfg.MemoryLimit); err != nil {
+		return nil, err
+	}
+	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}
+	// Traces go out over OTLP when the standard OTEL_* variables ask for it.
+	stopTracing, err := telemetry.SetupTracing(ctx, "rein")
+	if err != nil {
+		return nil, err
+	}
+	if telemetry.TracingEnabled() {
+		log.Info("tracing on: spans exported over OTLP/HTTP", "endpoint", cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
+	}
+	rt.closer = append(rt.closer, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx)
+	})
+	rt.HTTP = telemetry.NewServer(rt.Reg, log)
+	rt.HTTP.Limits.AllowedHosts = cfg.AllowedHosts
+	rt.HTTP.TLSCert, rt.HTTP.TLSKey = cfg.HTTPTLSCert, cfg.HTTPTLSKey
+	if cfg.HTTPAddr != "" {
+		// On a loopback port the dashboard and /metrics stay open to this
+		// machine (the Host check keeps rebinding pages out); elsewhere
+		// they need a token with their role.
+		host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
+		rt.HTTP.Access = telemetry.Access{Tokens: cfg.Tokens, OpenReads: streams.IsLoopbackHost(host)}
+		if err := rt.HTTP.Listen(cfg.HTTPAddr); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		rt.closer = append(rt.closer, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = rt.HTTP.Shutdown(sctx)
+		})
+	}
+	cc := cfg.Connect
+	cc.Name = cfg.Name
+	if cc.URL == "" {
+		dir, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		keys, users, err := streams.ServerAuth(dir)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: cfg.Listen,
+			Users: users, SyncAlways: rt.Prov.AnyDurable(),
+			TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey, Insecure: cfg.Insecure})
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", streams.KeysDir(dir))
+		cc.InProcess = rt.srv
+		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
+		rt.keys = keys
+	}
+	rt.HTTP.SetReady(false, "connecting to NATS")
+	rt.cc = cc
+	if rt.NC, err = streams.Connect(cc); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	if rt.JS, err = jetstream.New(rt.NC); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	rt.HTTP.SetReady(false, "provisioning streams")
+	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+	defer cancel()
+	if err := streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log)); err != nil {
+		rt.Close()
+		return nil, err
+	}
+	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg)
+	// POST /v1/turns writes REIN_TURNS.
+	rt.requireStreams(streams.StreamTurns)
+	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, streams.StreamNames))
+	// The HTTP ingress publishes under its own identity: turns only.
+	il, err := rt.stageLink(streams.StageIngress)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	ingress := streams.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
+	ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
+	ingress.SetTokens(cfg.Tokens)
+	rt.HTTP.Handle("POST /v1/turns", ingress)
+	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
+		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens)})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	dash.Register(rt.HTTP)
+	// The dashboard samples the counters for its time windows while no
+	// page is open; it stops with the process.
+	dctx, stopDash := context.WithCancel(context.WithoutCancel(ctx))
+	dashDone := make(chan struct{})
+	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
+	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
+	rt.HTTP.SetReady(true, "")
+	return rt, nil
+}
+
+// Close releases everything in reverse order: HTTP, NATS connection,
+// embedded server (which flushes JetStream to disk).
+func (rt *Process) Close() {
+	for _, nc := range rt.conns {
+		_ = nc.FlushTimeout(2 * time.Second)
+		nc.Close()
+	}
+	if rt.NC != nil {
+		_ = rt.NC.FlushTimeout(2 * time.Second)
+		rt.NC.Close()
+	}
+	for i := len(rt.closer) - 1; i >= 0; i-- {
+		rt.closer[i]()
+	}
+	if rt.srv != nil {
+		rt.srv.Shutdown()
+		rt.srv.WaitForShutdown()
+	}
+}
+
+// watchModel makes /readyz report the model endpoint while its circuit
+// breaker is open (status degraded: see telemetry.Server.AddCheck).
+func (rt *Process) watchModel(endpoint string, c llm.Client) {
+	if rt.HTTP == nil {
+		return
+	}
+	rt.HTTP.AddCheck("model "+endpoint, func() error {
+		if !llm.IsAvailable(c) {
+			return llm.ErrUnavailable
+		}
+		return nil
+	})
+}
+
+// dashboardReveal is who sees the dashboard's free text: everyone with
+// reveal, else requests carrying a token of the operator role.
+func dashboardReveal(reveal bool, tokens *telemetry.Tokens) func(*http.Request) bool {
+	if reveal {
+		return func(*http.Request) bool { return true }
+	}
+	return func(r *http.Request) bool {
+		code, _ := tokens.Authorize(r, telemetry.RoleOperator, "")
+		return code == 0
+	}
+}
