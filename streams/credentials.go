@@ -235,3 +235,31 @@ func loadSeed(path string) (string, error) {
 func SeedFile(dataDir, identity string) string {
 	return filepath.Join(KeysDir(dataDir), identity+seedExt)
 }
+
+// SeedDir is a directory of seed files of rein's identities
+// (<identity>.nk), as a deployment mounts them for processes on an
+// external NATS: each process gets the seeds of the identities it runs as.
+type SeedDir string
+
+// Seed returns the seed file of identity, or an error naming the file a
+// deployment must provide.
+func (d SeedDir) Seed(identity string) (string, error) {
+	f := filepath.Join(string(d), identity+seedExt)
+	if _, err := os.Stat(f); err != nil {
+		return "", fmt.Errorf("%w: no seed file for the NATS identity %s (%s): mount it there, from `rein keys` (rein keys list shows every identity)", ErrInvalidConfig, identity, f)
+	}
+	return f, nil
+}
+
+// Own is the identity a process's own connection uses (provisioning,
+// readiness, the dashboard, the stream metrics): admin when its seed is
+// there, else reader, which reads every stream but creates none.
+func (d SeedDir) Own() (identity, file string, err error) {
+	for _, id := range []string{IdentityAdmin, IdentityReader} {
+		if f, err := d.Seed(id); err == nil {
+			return id, f, nil
+		}
+	}
+	return "", "", fmt.Errorf("%w: %s has neither %s nor %s: a process needs one for its own connection (admin also provisions the streams)",
+		ErrInvalidConfig, string(d), IdentityAdmin+seedExt, IdentityReader+seedExt)
+}

@@ -102,12 +102,15 @@ func (g *grant) consume(stream, durable string) {
 
 // read allows consumers of the reader's own (ordered ones with generated
 // names, or durables it names and acks) on a stream, denying the stages'
-// durables and their acks.
+// durables and their acks. Listing the stream's consumers and reading
+// their state (a stage's lag, for the operations view and metrics) is
+// allowed: it changes nothing.
 func (g *grant) read(stream string) {
 	g.streamInfo(stream)
 	for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
 		g.publish(jsAPI + ".CONSUMER." + op + "." + stream + ".*")
 	}
+	g.publish(jsAPI+".CONSUMER.LIST."+stream, jsAPI+".CONSUMER.NAMES."+stream)
 	g.publish(jsAPI+".CONSUMER.CREATE."+stream+".*.>", jsAck+"."+stream+".>")
 	if g.denied == nil {
 		g.denied = map[[2]string]bool{}
@@ -128,7 +131,7 @@ func (g *grant) deny() []string {
 			continue
 		}
 		c := d[0] + "." + d[1]
-		for _, op := range []string{"CREATE", "INFO", "MSG.NEXT", "DELETE"} {
+		for _, op := range []string{"CREATE", "MSG.NEXT", "DELETE"} {
 			out = append(out, jsAPI+".CONSUMER."+op+"."+c)
 		}
 		out = append(out, jsAPI+".CONSUMER.CREATE."+c+".>", jsAck+"."+c+".>")

@@ -172,6 +172,10 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamOutcomes + ".ordered_1", true},
 		{streams.IdentityReader, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
 		{streams.IdentityReader, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops, false},
+		// It may read the stages' lag (the operations view), not take them over.
+		{streams.IdentityReader, pub, "$JS.API.CONSUMER.INFO." + streams.StreamTurns + "." + streams.DurableDetector, true},
+		{streams.IdentityReader, pub, "$JS.API.CONSUMER.LIST." + streams.StreamTurns, true},
+		{streams.IdentityReader, pub, "$JS.API.CONSUMER.DELETE." + streams.StreamTurns + "." + streams.DurableDetector, false},
 		{streams.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + ".cc-platform.1.2.3.4.5.6.7", true},
 		{streams.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + "." + streams.DurableEscalation + ".1.2.3.4.5.6.7", false},
 		// A desktop claims handoff items and does nothing else.

@@ -235,3 +235,19 @@ func LookupStream(ctx context.Context, js jetstream.JetStream, name string, with
 	}
 	return s, nil
 }
+
+// CheckProvisioned tells whether every rein stream exists, for a process
+// that may not create them (its identity is not admin): an error names the
+// first one missing and what to run. (The conversations bucket is the
+// agent worker's to open: its identity may look it up, the reader's not.)
+func CheckProvisioned(ctx context.Context, js jetstream.JetStream) error {
+	for _, name := range StreamNames {
+		if _, err := LookupStream(ctx, js, name, 30*time.Second); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("%w (run rein provision with the admin identity first: this process's identity may not create streams)", err)
+			}
+			return err
+		}
+	}
+	return nil
+}

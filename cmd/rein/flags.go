@@ -136,6 +136,9 @@ type serverFlags struct {
 	streamReplicas int
 	kvReplicas     int
 	placementTags  []string
+	// natsKeysDir holds the seeds of rein's identities, for an external
+	// NATS whose authorization is `rein keys server-config`'s.
+	natsKeysDir string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -152,17 +155,24 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format on stderr: json (one object a line, for log collectors) or text (key=value, for a terminal)")
-	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
 	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
+	f.bindStreams(fs)
+	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
+}
+
+// bindStreams binds the flags that say where the streams are and how they
+// are replicated: serve's, and rein provision's.
+func (f *serverFlags) bindStreams(fs *pflag.FlagSet) {
+	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
 	fs.IntVar(&f.streamReplicas, "stream-replicas", 0, "replicas of every rein stream (1 on the embedded server, 3 on a JetStream cluster); 0: rein.yaml's streams section, else 1. Existing streams are never lowered")
 	fs.IntVar(&f.kvReplicas, "kv-replicas", 0, "replicas of the conversations KV bucket; 0: as the streams")
 	fs.StringSliceVar(&f.placementTags, "placement-tags", nil, "server tags the streams' and the bucket's replicas must be placed on (nats-server server_tags)")
-	fs.StringVar(&f.memLimit, "memory-limit", "", "soft limit of the process's memory, embedded server included (e.g. 600MiB): the Go collector works harder near it instead of letting the heap double; empty: GOMEMLIMIT or none")
+	fs.StringVar(&f.natsKeysDir, "nats-keys-dir", "", "with --nats-url: a directory of rein's identity seeds (<identity>.nk from rein keys; the external server configured with rein keys server-config): each stage connects as its own identity, the process itself as admin (and provisions) when admin.nk is there, else as reader (then run rein provision first). Replaces --nats-nkey/--nats-creds/--nats-user")
 }
 
 // moduleFlags choose and configure the inception module; serve, demo,
@@ -306,7 +316,10 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err != nil {
 		return nil, err
 	}
-	p, err := runtime.Start(ctx, runtime.Config{Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
+	if err := checkKeysDir(f); err != nil {
+		return nil, err
+	}
+	p, err := runtime.Start(ctx, runtime.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
 		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
 		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
 		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst,
@@ -315,6 +328,21 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 		return nil, err
 	}
 	return &proc{Process: p, file: file}, nil
+}
+
+// checkKeysDir refuses --nats-keys-dir where it means nothing (the
+// embedded server has its own keys) or next to other credentials.
+func checkKeysDir(f *serverFlags) error {
+	if f.natsKeysDir == "" {
+		return nil
+	}
+	if f.nats.url == "" {
+		return fmt.Errorf("%w: --nats-keys-dir is for an external NATS (--nats-url); the embedded server keeps its identities in DATA-DIR/nats-keys", streams.ErrInvalidConfig)
+	}
+	if f.nats.creds != "" || f.nats.nkey != "" || f.nats.user != "" || f.nats.token != "" {
+		return fmt.Errorf("%w: --nats-keys-dir gives every connection its identity; drop --nats-creds, --nats-nkey, --nats-user and REIN_NATS_TOKEN", streams.ErrInvalidConfig)
+	}
+	return nil
 }
 
 // runStages builds and runs the named stages with rt.stages until ctx is

@@ -70,6 +70,14 @@ type Config struct {
 	// TaskKeyFile is the task signing key's file; "" on the embedded
 	// server: DataDir/task-key, generated on first start.
 	TaskKeyFile string
+	// KeysDir, with an external NATS, holds seed files of rein's
+	// identities (<identity>.nk, as `rein keys` writes them), so that each
+	// stage connects under its own identity as on the embedded server. The
+	// process's own connection uses admin.nk when it is there, and then
+	// provisions the streams; otherwise reader.nk, and the streams must
+	// exist already (`rein provision`). Connect then carries no
+	// credentials of its own.
+	KeysDir string
 }
 
 // Process is what the server-side commands share: NATS (embedded or
@@ -91,8 +99,11 @@ type Process struct {
 	cc     streams.ConnectConfig // how stages open their own connections
 	conns  []*nats.Conn          // the stages' connections
 	// keys are the embedded server's identities (nil with an external
-	// NATS, where every connection uses the given credentials).
+	// NATS, where every connection uses the given credentials, or the
+	// seeds of KeysDir).
 	keys *streams.Keyring
+	// seeds are Config.KeysDir's seed files, by identity.
+	seeds streams.SeedDir
 	// taskKeyLoaded is the task signing key, once loaded (taskKey).
 	taskKeyLoaded *schemas.TaskKey
 	// running names the stages this process runs (Run); injector is the
@@ -116,12 +127,19 @@ type link struct {
 func (rt *Process) stageLink(stage string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
-	if rt.keys != nil {
-		id := stage
-		if stage == streams.StageDetector && rt.fused() {
-			id = streams.IdentityDetectorFused
-		}
+	id := stage
+	if stage == streams.StageDetector && rt.fused() {
+		id = streams.IdentityDetectorFused
+	}
+	switch {
+	case rt.keys != nil:
 		cc.NkeyFile = rt.keys.SeedFile(id)
+	case rt.seeds != "":
+		f, err := rt.seeds.Seed(id)
+		if err != nil {
+			return link{}, fmt.Errorf("%s: %w", stage, err)
+		}
+		cc.NkeyFile = f
 	}
 	errs := make(chan error, 8)
 	cc.AsyncErrors = errs
@@ -214,6 +232,17 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
 		rt.keys = keys
 	}
+	provision := true
+	if cc.URL != "" && cfg.KeysDir != "" {
+		rt.seeds = streams.SeedDir(cfg.KeysDir)
+		id, f, err := rt.seeds.Own()
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		cc.NkeyFile, provision = f, id == streams.IdentityAdmin
+		log.Info("NATS identities from a keys directory: each stage connects as its own", "dir", cfg.KeysDir, "process_identity", id)
+	}
 	rt.HTTP.SetReady(false, "connecting to NATS")
 	rt.cc = cc
 	if rt.NC, err = streams.Connect(cc); err != nil {
@@ -227,7 +256,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	rt.HTTP.SetReady(false, "provisioning streams")
 	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 	defer cancel()
-	if err := streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log)); err != nil {
+	if provision {
+		err = streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log))
+	} else {
+		err = streams.CheckProvisioned(pctx, rt.JS)
+	}
+	if err != nil {
 		rt.Close()
 		return nil, err
 	}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// An external nats-server configured with `rein keys server-config`: rein
+// provision runs as admin, then rein serve runs every stage under its own
+// identity from --nats-keys-dir, the process itself as reader (no admin
+// seed in its directory), and a turn goes all the way through. Before
+// --nats-keys-dir, every connection of a process on an external NATS used
+// one set of credentials, so a deployment gave every stage one user.
+func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
+	keys, err := streams.EnsureKeyring(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block bytes.Buffer
+	if err := keys.WriteAuthorization(&block); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	body := "listen: 127.0.0.1:-1\njetstream { store_dir: " + filepath.ToSlash(filepath.Join(t.TempDir(), "js")) + " }\n" + block.String()
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	url := ns.ClientURL()
+
+	// Two mounts, as a deployment would make them: admin's alone for the
+	// provisioning job; every other identity for the stage process.
+	adminDir, stageDir := t.TempDir(), t.TempDir()
+	for _, id := range streams.Identities {
+		to := stageDir
+		if id == streams.IdentityAdmin {
+			to = adminDir
+		}
+		seed, err := os.ReadFile(keys.SeedFile(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, id+".nk"), seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taskKey := filepath.Join(t.TempDir(), "task-key")
+	if err := os.WriteFile(taskKey, []byte(strings.Repeat("t", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveArgs := []string{"serve", "--nats-url", url, "--nats-keys-dir", stageDir, "--task-key", taskKey,
+		"--agent-script", "../../internal/app/demo/demodata/agent.yaml", "--log-level", "error"}
+
+	// Without the streams, the reader may not create them: a clear error.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := runCLI(t, ctx, append(serveArgs, "--http", freePort(t))...); err == nil || !strings.Contains(err.Error(), "rein provision") {
+		t.Fatalf("serve as reader before provisioning: %v; want an error that says to run rein provision", err)
+	}
+	out, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", adminDir)
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	if !strings.Contains(out, streams.StreamTurns) {
+		t.Fatalf("provision printed no streams:\n%s", out)
+	}
+
+	httpAddr := freePort(t)
+	sctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := runCLI(t, sctx, append(serveArgs, "--http", httpAddr)...)
+		done <- err
+	}()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	}()
+	rtest.CheckFor(t, time.Minute, "serve ready under its stage identities", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v", err)
+		default:
+		}
+		return httpReady(httpAddr)
+	})
+
+	// The platform's turn, published under the ingress identity.
+	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityIngress+".nk"),
+		"--tenant", "acme", "--conversation", "c1", "--text", "I want to cancel my reservation"); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtest.CheckFor(t, time.Minute, "the agent's reply stored", func() bool {
+		s, err := js.Stream(ctx, streams.StreamTurns)
+		if err != nil {
+			return false
+		}
+		_, found, err := streams.LastEvent(ctx, s, streams.TurnSubject("acme", "c1", "agent"))
+		return err == nil && found
+	})
+}
