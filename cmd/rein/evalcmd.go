@@ -91,7 +91,7 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 type evalRunFlags struct {
 	scenarios, out, tauBench, trigger, logLevel, replayFrom string
 	bundled, record                                         bool
-	conditions                                              []string
+	conditions, heldOut                                     []string
 	trials, maxTurns, concurrency, maxSteps                 int
 	turnTimeout, detectorTimeout                            time.Duration
 	agent, user                                             evalModel
@@ -159,6 +159,7 @@ report (see rein eval report).`,
 	fs.DurationVar(&f.detectorTimeout, "detector-timeout", 30*time.Second, "deadline of one inception call")
 	fs.StringVar(&f.modules.module, "module", inception.ModuleRules, "rein's inception module: rules (offline), llm or cascade")
 	fs.StringVar(&f.modules.taxonomy, "taxonomy", "", "taxonomy YAML (default: the embedded one); its held_out flags decide seen/unseen, and npi and self-refine are told about it")
+	fs.StringSliceVar(&f.heldOut, "held-out", nil, "error types held out of the taxonomy (e.g. contradiction,multiple_interpretation): the module, npi and self-refine are not shown them, and their scenarios are reported as unseen")
 	fs.StringVar(&f.modules.plan, "plan", inception.PlanTemplate, "planted reasoning: template or generated")
 	fs.StringVar(&f.modules.provider, "inception-provider", "", "inception model provider for --module llm/cascade (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.modules.model, "inception-model", "", "inception model name (default $REIN_LLM_MODEL)")
@@ -181,6 +182,16 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		if tax, err = inception.LoadTaxonomy(f.modules.taxonomy); err != nil {
 			return err
 		}
+	}
+	for i := range f.heldOut {
+		f.heldOut[i] = strings.TrimSpace(f.heldOut[i])
+	}
+	if len(f.heldOut) > 0 {
+		var err error
+		if tax, err = tax.WithHeldOut(f.heldOut...); err != nil {
+			return fmt.Errorf("--held-out: %w", err)
+		}
+		f.modules.heldOut = f.heldOut
 	}
 	opts := eval.LoadOptions{HeldOut: func(t string) bool {
 		et, ok := tax.Type(t)

@@ -25,6 +25,8 @@ type moduleFlags struct {
 	// record and cassette (eval) record the inception model's calls to,
 	// or answer them from, a cassette file.
 	record, cassette string
+	// heldOut (eval --held-out) names types held out of the taxonomy.
+	heldOut []string
 }
 
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -58,6 +60,12 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 	if f.taxonomy != "" {
 		var err error
 		if tax, err = inception.LoadTaxonomy(f.taxonomy); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(f.heldOut) > 0 {
+		var err error
+		if tax, err = tax.WithHeldOut(f.heldOut...); err != nil {
 			return nil, nil, err
 		}
 	}
