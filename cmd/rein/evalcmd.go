@@ -38,7 +38,7 @@ tests, κ between trials, tokens and latency.
   rein eval report runs/first                   write report.json, report.md and the charts
   rein eval report --compare runs/a runs/b      put two runs side by side`,
 	}
-	cmd.AddCommand(newEvalRunCmd(), newEvalReportCmd())
+	cmd.AddCommand(newEvalRunCmd(), newEvalReportCmd(), newEvalScenariosCmd())
 	return cmd
 }
 
@@ -55,6 +55,15 @@ func (m *evalModel) bind(cmd *cobra.Command, who, what string) {
 	fs.StringVar(&m.model, who+"-model", "", what+": model name")
 	fs.StringVar(&m.baseURL, who+"-base-url", "", what+": provider base URL, e.g. http://127.0.0.1:8000/v1")
 	fs.StringVar(&m.script, who+"-script", "", what+": with --"+who+"-provider scripted, a simulator script (see internal/llm) instead of rein's built-in simulator")
+}
+
+// flag is the name of one of the model's flags: --agent-provider, or
+// --provider for a model without a prefix (the scenario generator's).
+func (m *evalModel) flag(name string) string {
+	if m.who == "" {
+		return "--" + name
+	}
+	return "--" + m.who + "-" + name
 }
 
 // client builds the model, recording to record or answering from
@@ -77,7 +86,7 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 		c, err = llm.New(cfg, nil)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("--%s-provider %s: %w", m.who, m.provider, err)
+		return nil, "", fmt.Errorf("%s %s: %w", m.flag("provider"), m.provider, err)
 	}
 	label := c.Provider() + " " + c.Model()
 	if record != "" {

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			}
 		}
 	}
-	deps.Progress.begin(total, sum.Resumed)
+	deps.Progress.Begin(total, sum.Resumed)
 	var errs []error
 	for _, cond := range cfg.Conditions {
 		for _, domain := range domainsOf(cfg.Scenarios) {
@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			if len(todo) == 0 {
 				continue
 			}
-			deps.Progress.stage(cond + " · " + domain)
+			deps.Progress.Stage(cond + " · " + domain)
 			played, failed, err := runPipeline(ctx, cfg, deps, user, tasks, rd, cond, domain, todo)
 			sum.Played += played
 			sum.Failed += failed
@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		}
 	}
 	_ = os.Remove(filepath.Join(cfg.Dir, PipelinesDir)) // when empty: every pipeline closed
-	deps.Progress.finish()
+	deps.Progress.Finish()
 	log.Info("eval run finished", "played", sum.Played, "resumed", sum.Resumed, "failed", sum.Failed)
 	return sum, errors.Join(errs...)
 }
@@ -182,7 +182,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 						played++
 					}
 					mu.Unlock()
-					deps.Progress.played(perr != nil)
+					deps.Progress.Done(perr != nil)
 				}
 			}
 		}()
