@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -23,7 +24,7 @@ func Write(out string, o *Output, cfg Config) error {
 	cfg.defaults()
 	var acc bytes.Buffer
 	fmt.Fprintf(&acc, "# rein eval scenarios generate: %s %s tasks, model %s, seed %d; %d accepted, %d rejected (%s)\n",
-		cfg.Domain, cfg.Split, o.Model, cfg.Seed, len(o.Accepted), len(o.Rejected), RejectedPath(out))
+		cfg.Domain, cfg.Split, o.Model, cfg.Seed, len(o.Accepted), len(o.Rejected), filepath.Base(RejectedPath(out)))
 	acc.WriteString("# Format: internal/app/eval/README.md. Task instructions are read from the τ-bench data at run time.\n")
 	for _, s := range o.Accepted {
 		if err := jsonLine(&acc, s); err != nil {
