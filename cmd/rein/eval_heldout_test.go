@@ -27,6 +27,10 @@ func TestEvalRunHeldOutTypesAreUnseen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range results {
+		// The scripted simulators' tokens are estimates; the rules module calls no model.
+		if r.AgentTokens == 0 && r.ErrorType == "none" || r.UserTokens == 0 && r.ErrorType == "none" || r.InceptionTokens != 0 {
+			t.Errorf("%s/%s: tokens agent %d, user %d, inception %d", r.Condition, r.ScenarioID, r.AgentTokens, r.UserTokens, r.InceptionTokens)
+		}
 		wantSeen := r.ScenarioID != "ret-ana-1" && r.ScenarioID != "air-ud-1"
 		if r.Seen != wantSeen {
 			t.Errorf("%s/%s: seen %v, want %v", r.Condition, r.ScenarioID, r.Seen, wantSeen)

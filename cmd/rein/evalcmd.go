@@ -266,6 +266,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		if f.modules.cassette != "" {
 			f.modules.provider = llm.ProviderReplay
 		}
+		f.modules.wrapClient = run.Estimating
 		m, mtax, err := f.modules.build(telemetry.NewRegistry())
 		if err != nil {
 			return err
@@ -274,7 +275,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 	}
 	note := ""
 	if strings.HasPrefix(agentLabel, llm.ProviderScripted) || strings.HasPrefix(userLabel, llm.ProviderScripted) {
-		note = fmt.Sprintf("Scripted simulators played this run (agent: %s; user: %s): these figures measure the harness, not a model.", agentLabel, userLabel)
+		note = fmt.Sprintf("Scripted simulators played this run (agent: %s; user: %s): these figures measure the harness, not a model; their token counts are estimates (one token per four characters).", agentLabel, userLabel)
 	}
 	stderr := cmd.ErrOrStderr()
 	tty := false

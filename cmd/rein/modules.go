@@ -27,6 +27,9 @@ type moduleFlags struct {
 	record, cassette string
 	// heldOut (eval --held-out) names types held out of the taxonomy.
 	heldOut []string
+	// wrapClient (eval), when set, wraps the inception model's client
+	// (token estimates for a model that reports no usage).
+	wrapClient func(llm.Client) llm.Client
 }
 
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -81,6 +84,9 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 		client, err := llm.New(lc, reg)
 		if err != nil {
 			return nil, fmt.Errorf("--module %s needs a model: %w", f.module, err)
+		}
+		if f.wrapClient != nil {
+			client = f.wrapClient(client)
 		}
 		if f.onClient != nil {
 			f.onClient(llm.PurposeInception, client)

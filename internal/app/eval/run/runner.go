@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			return sum, err
 		}
 	}
+	user = Estimating(user)
 	tasks := eval.NewTaskSource(cfg.TauBench)
 	if err := tasks.Check(cfg.Scenarios); err != nil {
 		return sum, fmt.Errorf("%w: scenarios: %w", ErrInvalidConfig, err)
@@ -140,6 +141,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 	if deps.Agent != nil {
 		agent = deps.Agent
 	}
+	agent = Estimating(agent)
 	if cond == eval.ConditionSelfRefine {
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
