@@ -274,7 +274,7 @@ func one(ctx context.Context, cfg Config, client llm.Client, chk *checker, dom *
 	resp, err := client.Chat(ctx, llm.Request{
 		Purpose: Purpose, System: systemPrompt, MaxTokens: cfg.MaxTokens,
 		Messages:       []llm.Message{{Role: llm.RoleUser, Content: UserMessage(cfg.Domain, task, recs.text, dom.Tools(), et, j.style, cfg.Seed)}},
-		ResponseSchema: &llm.ResponseSchema{Name: SchemaName, Schema: answerSchema, Strict: true},
+		ResponseSchema: &llm.ResponseSchema{Name: SchemaName, Schema: answerSchema},
 	})
 	switch {
 	case errors.Is(err, llm.ErrCassetteMiss) || ctx.Err() != nil:
@@ -368,16 +368,18 @@ func UserMessage(domain string, task taubench.Task, records string, tools []llm.
 	return b.String()
 }
 
-// answerSchema is the JSON Schema of a Draft (strict: every key required).
+// answerSchema is the JSON Schema of a Draft: every key required, no
+// other, and only keywords every structured-output provider accepts (the
+// lengths are checked by Validate instead).
 var answerSchema = json.RawMessage(`{"type":"object","additionalProperties":false,
 "required":["error_turn","evidence","readings","mishandling","follow_up","note"],
 "properties":{
-"error_turn":{"type":"string","maxLength":1000},
-"evidence":{"type":"array","items":{"type":"string","maxLength":400},"maxItems":4},
-"readings":{"type":"array","items":{"type":"string","maxLength":400},"maxItems":6},
-"mishandling":{"type":"string","maxLength":1000},
-"follow_up":{"type":"string","maxLength":600},
-"note":{"type":"string","maxLength":600}}}`)
+"error_turn":{"type":"string"},
+"evidence":{"type":"array","items":{"type":"string"}},
+"readings":{"type":"array","items":{"type":"string"}},
+"mishandling":{"type":"string"},
+"follow_up":{"type":"string"},
+"note":{"type":"string"}}}`)
 
 // parseDraft reads the model's answer: JSON text, or the arguments of the
 // forced tool call some providers use for structured output; a Markdown

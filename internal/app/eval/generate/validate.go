@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
@@ -24,6 +25,10 @@ const (
 	ReasonLazyAsksCheck    = "lazy_feedback follow-up asks for a check (that is the double_check style)"
 	ReasonMishandlingEmpty = "mishandling is empty"
 )
+
+// MaxUtterance bounds the error turn and the mishandling reply in
+// characters (the follow-up: half of it).
+const MaxUtterance = 800
 
 // referring matches the words an anaphoric reference is made of.
 var referring = regexp.MustCompile(`(?i)\b(it|its|that|this|those|these|them|they|one|ones|other|same|there|former|latter)\b`)
@@ -95,9 +100,15 @@ func (c *checker) entityID(text string) string {
 //
 // candidates is how many reservations or items the user's records hold.
 func (c *checker) Validate(errorType, style string, d Draft, candidates int) string {
-	for _, f := range []struct{ name, text string }{{"error_turn", d.ErrorTurn}, {"mishandling", d.Mishandling}, {"follow_up", d.FollowUp}} {
+	for _, f := range []struct {
+		name, text string
+		max        int
+	}{{"error_turn", d.ErrorTurn, MaxUtterance}, {"mishandling", d.Mishandling, MaxUtterance}, {"follow_up", d.FollowUp, MaxUtterance / 2}} {
 		if strings.TrimSpace(f.text) == "" {
 			return f.name + " is empty"
+		}
+		if n := utf8.RuneCountInString(f.text); n > f.max {
+			return fmt.Sprintf("%s is %d characters long (at most %d: an opening is a few sentences)", f.name, n, f.max)
 		}
 	}
 	if r := c.errorTurn(errorType, d, candidates); r != "" {

@@ -71,6 +71,8 @@ func TestValidateRejects(t *testing.T) {
 			func(d *Draft) { d.FollowUp = "Can you double-check that?" }, 2, ReasonLazyAsksCheck},
 		{"follow-up giving the answer away", eval.TypeAnaphora, eval.StyleLazyFeedback,
 			func(d *Draft) { d.FollowUp = "No, I meant M05KNL." }, 2, "follow_up names M05KNL"},
+		{"overlong follow-up", eval.TypeAnaphora, eval.StyleLazyFeedback,
+			func(d *Draft) { d.FollowUp = strings.Repeat("Not what I meant. ", 30) }, 2, "follow_up is 540 characters long"},
 		{"empty mishandling", eval.TypeAnaphora, eval.StyleLazyFeedback, func(d *Draft) { d.Mishandling = " " }, 2, "mishandling is empty"},
 	}
 	for _, c := range cases {

@@ -87,7 +87,11 @@ func (p *Progress) Finish() {
 	if p.tty {
 		fmt.Fprintln(p.w)
 	}
-	fmt.Fprintf(p.w, "%d %s finished (%d resumed, %d %s) in %s\n", p.done-p.fail, p.unit, p.skip, p.fail, p.fails, time.Since(p.start).Round(time.Millisecond))
+	resumed := ""
+	if p.skip > 0 {
+		resumed = fmt.Sprintf("%d resumed, ", p.skip)
+	}
+	fmt.Fprintf(p.w, "%d %s finished (%s%d %s) in %s\n", p.done-p.fail, p.unit, resumed, p.fail, p.fails, time.Since(p.start).Round(time.Millisecond))
 }
 
 func (p *Progress) draw() {
