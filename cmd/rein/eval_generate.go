@@ -35,7 +35,7 @@ type evalGenerateFlags struct {
 	record, replayFrom                     string
 	types, styles                          []string
 	seed                                   int64
-	tasks, concurrency                     int
+	tasks, concurrency, attempts           int
 }
 
 func newEvalGenerateCmd() *cobra.Command {
@@ -54,7 +54,8 @@ least two candidates in the user's records; a multiple interpretation needs two 
 contradiction two quoted statements; the mishandling reply must not already recover (no recovery
 tool, no hand-over, no refusal, no clarifying question); the follow-up must have its style. The
 accepted openings are written to --out in the scenario format (rein eval run --scenarios reads it);
-the rejected ones, each with its reason, to the sibling FILE.rejected.jsonl.
+the rejected ones, each with its reason, to the sibling FILE.rejected.jsonl. A rejected opening is
+asked for again, the model shown the reason, up to --attempts answers.
 
 --tasks N keeps N tasks drawn with --seed (a cheap first run); --record DIR writes every model call
 to DIR/cassettes/scenario_generator.jsonl and --replay-from DIR answers from it offline, writing the
@@ -82,6 +83,7 @@ so the whole path can be seen offline.`,
 	fl.IntVar(&f.tasks, "tasks", 0, "keep this many tasks of the split, drawn with --seed (0: every task)")
 	fl.StringSliceVar(&f.types, "types", nil, "error types to write (default all six)")
 	fl.StringSliceVar(&f.styles, "styles", nil, "follow-up styles: lazy_feedback, double_check (default both)")
+	fl.IntVar(&f.attempts, "attempts", 2, "answers asked for per opening: after a rejection the model sees the reason and tries again")
 	fl.IntVar(&f.concurrency, "concurrency", 4, "model calls at once (the output order does not depend on it)")
 	fl.StringVar(&f.tauBench, "taubench", eval.DefaultTauBenchDir, "τ-bench data directory")
 	fl.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML whose definitions and examples the prompt quotes (default: the embedded one)")
@@ -138,7 +140,7 @@ func runEvalGenerate(cmd *cobra.Command, f *evalGenerateFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cfg := generate.Config{Domain: f.domain, Split: f.split, TauBench: f.tauBench, Tasks: f.tasks, Seed: f.seed,
-		Types: trimAll(f.types), Styles: trimAll(f.styles), Concurrency: f.concurrency, Taxonomy: tax}
+		Types: trimAll(f.types), Styles: trimAll(f.styles), Concurrency: f.concurrency, Taxonomy: tax, Attempts: f.attempts}
 	o, err := generate.Generate(ctx, cfg, client, run.NewProgress(stderr, tty).WithUnit("openings", "rejected"))
 	if err != nil {
 		return err

@@ -22,8 +22,9 @@ import (
 
 // fakeGeneratorServer speaks the OpenAI chat completions wire format as a
 // scenario generator: a good unsupported_action opening, a contradiction
-// whose error turn lacks the error (its evidence is not in it), and an
-// anaphora whose mishandling already asks which one is meant.
+// whose error turn lacks the error (its evidence is not in it) every time,
+// and an anaphora whose mishandling already asks which one is meant —
+// mended when it is asked again with the reason.
 func fakeGeneratorServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 	t.Helper()
 	mistake := regexp.MustCompile(`<mistake name=\\?"([a-z_]+)`)
@@ -60,6 +61,9 @@ func fakeGeneratorServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 			d["error_turn"] = "Hi, I am " + u[1] + ". Could you cancel that one?"
 			d["evidence"] = []string{"cancel that one"}
 			d["mishandling"] = "Which reservation do you mean?"
+			if strings.Contains(body, "cannot be used: mishandling already recovers") {
+				d["mishandling"] = "Done, I have cancelled your most recent reservation."
+			}
 		}
 		content, _ := json.Marshal(d)
 		msg, _ := json.Marshal(map[string]any{"role": "assistant", "content": string(content)})
@@ -93,9 +97,9 @@ func readLines(t *testing.T, path string) []map[string]any {
 
 // Generation against an OpenAI-compatible server writes the accepted
 // scenarios (a loadable scenario file) and the rejected openings with
-// their reasons; --tasks keeps it to 2 tasks × 3 types × 2 styles model
-// calls; the recorded calls replay, offline, to the same files byte for
-// byte.
+// their reasons; --tasks keeps it to 2 tasks × 3 types × 2 styles first
+// calls, and each rejection is asked once more (--attempts 2); the
+// recorded calls replay, offline, to the same files byte for byte.
 func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 	var calls atomic.Int32
 	srv := fakeGeneratorServer(t, &calls)
@@ -114,10 +118,10 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("generate: %v\n%s", err, out)
 	}
-	if n := calls.Load(); n != 12 {
-		t.Errorf("%d model calls, want 12 (2 tasks × 3 types × 2 styles)", n)
+	if n := calls.Load(); n != 20 {
+		t.Errorf("%d model calls, want 20 (2 tasks × 3 types × 2 styles, and the 8 first rejections again)", n)
 	}
-	if !strings.Contains(out, "4 accepted") || !strings.Contains(out, "8 rejected") {
+	if !strings.Contains(out, "8 accepted") || !strings.Contains(out, "4 rejected") {
 		t.Errorf("output:\n%s", out)
 	}
 	raw, err := os.ReadFile(first)
@@ -129,24 +133,22 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 		t.Fatalf("the accepted file does not load: %v", err)
 	}
 	for _, s := range set {
-		if s.ErrorType != eval.TypeUnsupportedAction || s.Opening == nil || !strings.Contains(s.Note, "local-model") {
+		mended := s.ErrorType == eval.TypeAnaphora && strings.Contains(s.Note, "attempt 2")
+		if (s.ErrorType != eval.TypeUnsupportedAction && !mended) || s.Opening == nil || !strings.Contains(s.Note, "local-model") {
 			t.Errorf("accepted %+v", s)
 		}
 	}
 	if err := eval.NewTaskSource(rtest.TauBench(t)).Check(set); err != nil {
 		t.Error(err)
 	}
-	reasons := map[string]string{
-		"contradiction": `evidence "coming back on the 25th" is not in the error turn`,
-		"anaphora":      "mishandling already recovers: it asks which one is meant",
-	}
 	rejected := readLines(t, generate.RejectedPath(first))
-	if len(rejected) != 8 {
-		t.Fatalf("%d rejected lines, want 8", len(rejected))
+	if len(rejected) != 4 {
+		t.Fatalf("%d rejected lines, want 4", len(rejected))
 	}
 	for _, r := range rejected {
-		if want := reasons[r["error_type"].(string)]; r["reason"] != want || r["draft"] == nil {
-			t.Errorf("%s: reason %q, want %q", r["id"], r["reason"], want)
+		want := `evidence "coming back on the 25th" is not in the error turn`
+		if r["error_type"] != "contradiction" || r["reason"] != want || r["draft"] == nil || r["attempts"] != 2.0 {
+			t.Errorf("%s: %s reason %q after %v attempts, want a contradiction rejected for %q", r["id"], r["error_type"], r["reason"], r["attempts"], want)
 		}
 	}
 

@@ -34,6 +34,8 @@ user commits an error, played through rein's real pipeline under four conditions
 self-refine), scored by task success, with intervals, activation and false-activation rates, McNemar
 tests, κ between trials, tokens and latency.
 
+  rein eval scenarios generate --provider openai --model M --domain retail --tasks 10 --out s.jsonl
+                                                write and validate error openings with a model
   rein eval run --bundled --out runs/first      play the bundled scenarios offline (scripted simulators)
   rein eval report runs/first                   write report.json, report.md and the charts
   rein eval report --compare runs/a runs/b      put two runs side by side`,

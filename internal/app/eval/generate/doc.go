@@ -7,7 +7,9 @@
 // for an opening of three utterances plus the evidence and readings the
 // validation reads; it validates each (checker.Validate: the error turn
 // carries the error, the mishandling reply does not already recover, the
-// follow-up has its style) and keeps the accepted ones as scenarios.
+// follow-up has its style), asks again with the reason up to
+// Config.Attempts answers (RetryMessage), and keeps the accepted ones as
+// scenarios.
 //
 // Consumes: τ-bench data (tasks, users, reservations, orders, tools), the
 // taxonomy, a model client (any llm provider; Purpose labels its calls,
@@ -22,6 +24,6 @@
 // recording the model's calls (llm.Recorder) and replaying them.
 //
 // Exports: Config, Generate, Output, Draft, Rejected, Write, RejectedPath,
-// SystemPrompt, UserMessage, Recovers, Purpose, SchemaName, the Reason
+// SystemPrompt, UserMessage, RetryMessage, Recovers, MaxUtterance, Purpose, SchemaName, the Reason
 // constants, ErrInvalidConfig, Script.
 package generate
