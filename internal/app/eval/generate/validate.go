@@ -21,6 +21,7 @@ const (
 	ReasonOneCandidate     = "anaphora: the user's records hold fewer than two reservations or items, so the reference is not ambiguous"
 	ReasonTwoReadings      = "multiple_interpretation: the answer gives fewer than two distinct readings"
 	ReasonTwoStatements    = "contradiction: the evidence needs two distinct statements of the error turn that conflict"
+	ReasonOutOfReach       = "unsupported request: the answer does not say what is out of reach (readings is empty)"
 	ReasonNoDoubleCheck    = "double_check follow-up does not ask the agent to check again"
 	ReasonLazyAsksCheck    = "lazy_feedback follow-up asks for a check (that is the double_check style)"
 	ReasonMishandlingEmpty = "mishandling is empty"
@@ -92,7 +93,8 @@ func (c *checker) entityID(text string) string {
 //     meet); and by type: anaphora has a referring word in the evidence,
 //     names no entity id in the error turn and the user's records hold
 //     at least two candidates; multiple_interpretation gives two distinct
-//     readings; contradiction quotes two distinct statements;
+//     readings; contradiction quotes two distinct statements; an
+//     unsupported type says what is out of reach;
 //   - the mishandling reply does not already recover (no recovery tool, no
 //     hand-over to a person, no refusal, no clarifying question);
 //   - the follow-up has its style (double_check asks for a check,
@@ -155,6 +157,10 @@ func (c *checker) errorTurn(errorType string, d Draft, candidates int) string {
 	case eval.TypeContradiction:
 		if distinct(quotes) < 2 || nested(quotes) {
 			return ReasonTwoStatements
+		}
+	default: // the unsupported types
+		if distinct(d.Readings) < 1 {
+			return ReasonOutOfReach
 		}
 	}
 	return ""

@@ -58,6 +58,8 @@ func TestValidateRejects(t *testing.T) {
 		{"contradiction with one statement", eval.TypeContradiction, eval.StyleLazyFeedback, func(*Draft) {}, 2, ReasonTwoStatements},
 		{"contradiction whose statements are one", eval.TypeContradiction, eval.StyleLazyFeedback,
 			func(d *Draft) { d.Evidence = []string{"push that one back", "that one"} }, 2, ReasonTwoStatements},
+		{"unsupported request without what is out of reach", eval.TypeUnsupportedDomain, eval.StyleLazyFeedback,
+			func(d *Draft) { d.Readings = nil }, 2, ReasonOutOfReach},
 		{"mishandling asks which one", eval.TypeAnaphora, eval.StyleLazyFeedback,
 			func(d *Draft) { d.Mishandling = "Sure, which reservation do you mean?" }, 2, "already recovers: it asks which one is meant"},
 		{"mishandling transfers", eval.TypeUnsupportedAction, eval.StyleLazyFeedback,
