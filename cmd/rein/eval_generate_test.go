@@ -173,6 +173,17 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 		}
 	}
 
+	// Another seed asks other questions: the replay misses and writes nothing.
+	third := filepath.Join(tmp, "c", "gen.jsonl")
+	if _, err := runCLI(t, context.Background(), "eval", "scenarios", "generate", "--domain", "airline", "--tasks", "2", "--seed", "6",
+		"--types", "anaphora", "--taubench", rtest.TauBench(t), "--out", third, "--replay-from", rec); err == nil ||
+		!strings.Contains(err.Error(), "not in") {
+		t.Errorf("replay with another seed: %v", err)
+	}
+	if _, err := os.Stat(third); err == nil {
+		t.Error("a failed replay wrote the scenario file")
+	}
+
 	// Recording over an existing cassette is refused (a replay would mix the two).
 	if _, err := runCLI(t, context.Background(), append(common, "--out", second, "--record", rec,
 		"--provider", "openai", "--model", "local-model", "--base-url", srv.URL+"/v1")...); err == nil ||

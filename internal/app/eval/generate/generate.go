@@ -160,7 +160,7 @@ type job struct {
 	style     string
 }
 
-// ID is the scenario id of a job: gen-<domain>-<split>-<task>-<type>-<style>.
+// id is the scenario id of a job: gen-<domain>-<split>-<task>-<type>-<style>.
 func (j job) id(domain, split string) string {
 	return fmt.Sprintf("gen-%s-%s-%d-%s-%s", domain, split, j.task, j.errorType, j.style)
 }
