@@ -49,6 +49,13 @@ func TestEvalRunHeldOutTypesAreUnseen(t *testing.T) {
 		}
 	}
 
+	// Another held-out set in the same run directory is refused, not mixed.
+	out, err = runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein",
+		"--held-out", "anaphora", "--out", dir, "--taubench", rtest.TauBench(t))
+	if err == nil || !strings.Contains(err.Error(), "another scenario set") {
+		t.Errorf("rerun with another held-out set: %v\n%s", err, out)
+	}
+
 	// An unknown type is refused before anything is played.
 	out, err = runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--held-out", "contradicton",
 		"--out", filepath.Join(t.TempDir(), "run2"), "--taubench", rtest.TauBench(t))
