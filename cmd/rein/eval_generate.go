@@ -36,6 +36,7 @@ type evalGenerateFlags struct {
 	types, styles                          []string
 	seed                                   int64
 	tasks, concurrency, attempts           int
+	clean                                  bool
 }
 
 func newEvalGenerateCmd() *cobra.Command {
@@ -54,7 +55,8 @@ least two candidates in the user's records; a multiple interpretation needs two 
 contradiction two quoted statements; the mishandling reply must not already recover (no recovery
 tool, no hand-over, no refusal, no clarifying question); the follow-up must have its style. The
 accepted openings are written to --out in the scenario format (rein eval run --scenarios reads it);
-the rejected ones, each with its reason, to the sibling FILE.rejected.jsonl. A rejected opening is
+the rejected ones, each with its reason, to the sibling FILE.rejected.jsonl. With --clean (the
+default) the file also holds one clean scenario per task, to measure false activations. A rejected opening is
 asked for again, the model shown the reason, up to --attempts answers.
 
 --tasks N keeps N tasks drawn with --seed (a cheap first run); --record DIR writes every model call
@@ -83,6 +85,7 @@ so the whole path can be seen offline.`,
 	fl.IntVar(&f.tasks, "tasks", 0, "keep this many tasks of the split, drawn with --seed (0: every task)")
 	fl.StringSliceVar(&f.types, "types", nil, "error types to write (default all six)")
 	fl.StringSliceVar(&f.styles, "styles", nil, "follow-up styles: lazy_feedback, double_check (default both)")
+	fl.BoolVar(&f.clean, "clean", true, "also write one clean scenario per task (the unmodified task, no model call), for false activations and over-deferral")
 	fl.IntVar(&f.attempts, "attempts", 2, "answers asked for per opening: after a rejection the model sees the reason and tries again")
 	fl.IntVar(&f.concurrency, "concurrency", 4, "model calls at once (the output order does not depend on it)")
 	fl.StringVar(&f.tauBench, "taubench", eval.DefaultTauBenchDir, "τ-bench data directory")
@@ -140,7 +143,7 @@ func runEvalGenerate(cmd *cobra.Command, f *evalGenerateFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cfg := generate.Config{Domain: f.domain, Split: f.split, TauBench: f.tauBench, Tasks: f.tasks, Seed: f.seed,
-		Types: trimAll(f.types), Styles: trimAll(f.styles), Concurrency: f.concurrency, Taxonomy: tax, Attempts: f.attempts}
+		Types: trimAll(f.types), Styles: trimAll(f.styles), Concurrency: f.concurrency, Taxonomy: tax, Attempts: f.attempts, Clean: f.clean}
 	o, err := generate.Generate(ctx, cfg, client, run.NewProgress(stderr, tty).WithUnit("openings", "rejected"))
 	if err != nil {
 		return err
@@ -148,8 +151,9 @@ func runEvalGenerate(cmd *cobra.Command, f *evalGenerateFlags) error {
 	if err := generate.Write(f.out, o, cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%d accepted → %s; %d rejected → %s\n", len(o.Accepted), f.out, len(o.Rejected), generate.RejectedPath(f.out))
-	if len(o.Accepted) > 0 {
+	fmt.Fprintf(cmd.OutOrStdout(), "%d accepted and %d clean → %s; %d rejected → %s\n", len(o.Accepted), len(o.Clean), f.out,
+		len(o.Rejected), generate.RejectedPath(f.out))
+	if len(o.Accepted)+len(o.Clean) > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "play them: rein eval run --scenarios %s --out DIR\n", f.out)
 	}
 	return nil

@@ -121,7 +121,7 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 	if n := calls.Load(); n != 20 {
 		t.Errorf("%d model calls, want 20 (2 tasks × 3 types × 2 styles, and the 8 first rejections again)", n)
 	}
-	if !strings.Contains(out, "8 accepted") || !strings.Contains(out, "4 rejected") {
+	if !strings.Contains(out, "8 accepted and 2 clean") || !strings.Contains(out, "4 rejected") {
 		t.Errorf("output:\n%s", out)
 	}
 	raw, err := os.ReadFile(first)
@@ -132,7 +132,13 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the accepted file does not load: %v", err)
 	}
+	if len(set) != 10 {
+		t.Errorf("%d scenarios, want 8 error and 2 clean", len(set))
+	}
 	for _, s := range set {
+		if s.Clean() {
+			continue
+		}
 		mended := s.ErrorType == eval.TypeAnaphora && strings.Contains(s.Note, "attempt 2")
 		if (s.ErrorType != eval.TypeUnsupportedAction && !mended) || s.Opening == nil || !strings.Contains(s.Note, "local-model") {
 			t.Errorf("accepted %+v", s)
@@ -206,7 +212,7 @@ func TestEvalGenerateScriptedOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	set, err := eval.LoadScenarios(bytes.NewReader(raw), eval.LoadOptions{})
-	if err != nil || len(set)+len(readLines(t, generate.RejectedPath(out))) != 12 {
+	if err != nil || len(set)+len(readLines(t, generate.RejectedPath(out))) != 12+1 {
 		t.Fatalf("%d scenarios, %v\n%s", len(set), err, res)
 	}
 }

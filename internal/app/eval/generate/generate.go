@@ -62,6 +62,10 @@ type Config struct {
 	Taxonomy *inception.Taxonomy
 	// MaxTokens caps one answer (default 1200).
 	MaxTokens int
+	// Clean adds one clean scenario per task (the unmodified task, no
+	// opening, no model call), so that a run of the set measures false
+	// activations and over-deferral too.
+	Clean bool
 	// Attempts is how many times an opening is asked for (default 1):
 	// after a rejection the model is shown its answer and the reason and
 	// asked again (RetryMessage). A failed model call is not retried here
@@ -147,7 +151,10 @@ type Rejected struct {
 
 // Output is what a generation produced, in (task, type, style) order.
 type Output struct {
+	// Accepted are the error scenarios whose openings were accepted.
 	Accepted []eval.Scenario
+	// Clean are the clean scenarios (Config.Clean), one per task.
+	Clean    []eval.Scenario
 	Rejected []Rejected
 	// Model names the model that wrote the openings.
 	Model string
@@ -188,7 +195,8 @@ func Generate(ctx context.Context, cfg Config, client llm.Client, progress *run.
 	}
 	chk := newChecker(cfg.Domain, cfg.Taxonomy, dom.Tools())
 	var jobs []job
-	for _, t := range pickTasks(len(tasks), cfg.Tasks, cfg.Seed) {
+	picked := pickTasks(len(tasks), cfg.Tasks, cfg.Seed)
+	for _, t := range picked {
 		for _, et := range cfg.Types {
 			for _, st := range cfg.Styles {
 				jobs = append(jobs, job{task: t, errorType: et, style: st})
@@ -247,6 +255,16 @@ func Generate(ctx context.Context, cfg Config, client llm.Client, progress *run.
 	}
 	progress.Finish()
 	out := &Output{Model: client.Model()}
+	if cfg.Clean {
+		for _, t := range picked {
+			c := eval.Scenario{ID: fmt.Sprintf("gen-%s-%s-%d-clean", cfg.Domain, cfg.Split, t), Domain: cfg.Domain, TaskID: t,
+				ErrorType: eval.TypeNone, Note: "the unmodified task"}
+			if cfg.Split != "test" {
+				c.Split = cfg.Split
+			}
+			out.Clean = append(out.Clean, c)
+		}
+	}
 	for _, r := range results {
 		if r.scenario != nil {
 			out.Accepted = append(out.Accepted, *r.scenario)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/reinception/rein/internal/app/eval"
 )
 
 // RejectedPath is the sibling file of out that holds the rejected
@@ -15,7 +17,7 @@ func RejectedPath(out string) string {
 	return strings.TrimSuffix(out, ".jsonl") + ".rejected.jsonl"
 }
 
-// Write writes the accepted scenarios to out, in the scenario format
+// Write writes the accepted scenarios, then the clean ones, to out, in the scenario format
 // (eval.LoadScenarios reads it; a '#' header says how it was made), and
 // the rejected openings, one JSON object with its reason per line, to
 // RejectedPath(out). Neither file holds a time or anything else that
@@ -23,10 +25,10 @@ func RejectedPath(out string) string {
 func Write(out string, o *Output, cfg Config) error {
 	cfg.defaults()
 	var acc bytes.Buffer
-	fmt.Fprintf(&acc, "# rein eval scenarios generate: %s %s tasks, model %s, seed %d; %d accepted, %d rejected (%s)\n",
-		cfg.Domain, cfg.Split, o.Model, cfg.Seed, len(o.Accepted), len(o.Rejected), filepath.Base(RejectedPath(out)))
+	fmt.Fprintf(&acc, "# rein eval scenarios generate: %s %s tasks, model %s, seed %d; %d accepted, %d rejected (%s), %d clean\n",
+		cfg.Domain, cfg.Split, o.Model, cfg.Seed, len(o.Accepted), len(o.Rejected), filepath.Base(RejectedPath(out)), len(o.Clean))
 	acc.WriteString("# Format: internal/app/eval/README.md. Task instructions are read from the τ-bench data at run time.\n")
-	for _, s := range o.Accepted {
+	for _, s := range append(append([]eval.Scenario(nil), o.Accepted...), o.Clean...) {
 		if err := jsonLine(&acc, s); err != nil {
 			return err
 		}
