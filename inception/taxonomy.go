@@ -181,6 +181,30 @@ func (t *Taxonomy) PromptTypes() []ErrorType {
 	return out
 }
 
+// WithHeldOut returns a copy of the taxonomy in which the named error types
+// are also held out (left out of what the modules are shown), for an
+// evaluation of unseen types. An unknown name is an error wrapping
+// ErrInvalidTaxonomy; holding out every type is too.
+func (t *Taxonomy) WithHeldOut(names ...string) (*Taxonomy, error) {
+	c := *t
+	c.ErrorTypes = append([]ErrorType(nil), t.ErrorTypes...)
+	c.byName = make(map[string]*ErrorType, len(c.ErrorTypes))
+	for i := range c.ErrorTypes {
+		c.byName[c.ErrorTypes[i].Name] = &c.ErrorTypes[i]
+	}
+	for _, n := range names {
+		et, ok := c.byName[n]
+		if !ok {
+			return nil, fmt.Errorf("%w: held-out type %q is not in the taxonomy", ErrInvalidTaxonomy, n)
+		}
+		et.HeldOut = true
+	}
+	if len(c.PromptTypes()) == 0 {
+		return nil, fmt.Errorf("%w: every error type would be held out", ErrInvalidTaxonomy)
+	}
+	return &c, nil
+}
+
 // RecoveryToolNames returns the names of the recovery tools.
 func (t *Taxonomy) RecoveryToolNames() []string {
 	out := make([]string, len(t.RecoveryTools))

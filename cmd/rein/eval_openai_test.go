@@ -102,11 +102,21 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 		if r.AgentTokens == 0 || len(r.AgentLatencyMs) == 0 {
 			t.Errorf("%s/%s: agent tokens %d, latencies %v", r.Condition, r.ScenarioID, r.AgentTokens, r.AgentLatencyMs)
 		}
+		// The server reports 15 tokens a call: the counts are its, not estimates.
+		// (air-ua-1 goes to a human at turn 2, before the simulator speaks.)
+		if r.AgentTokens%15 != 0 || r.UserTokens%15 != 0 || (r.ScenarioID == "air-clean-1") != (r.UserTokens > 0) {
+			t.Errorf("%s/%s: agent tokens %d, user tokens %d; want multiples of the 15 the server reports", r.Condition, r.ScenarioID, r.AgentTokens, r.UserTokens)
+		}
 		// The follow-up ("please check again") makes this agent transfer:
 		// the unsupported scenario succeeds without rein too.
 		if r.ScenarioID == "air-ua-1" && (!r.Success || !r.Transferred) {
 			t.Errorf("%s/%s: %+v", r.Condition, r.ScenarioID, r)
 		}
+	}
+	rep, _ := readReport(t, dir)
+	tok := rep["conditions"].(map[string]any)["none"].(map[string]any)["tokens_per_turn"].(map[string]any)
+	if tok["agent"].(float64) <= 0 || tok["user"].(float64) <= 0 {
+		t.Errorf("tokens_per_turn %v", tok)
 	}
 	for _, purpose := range []string{"agent", "user_simulator"} {
 		if fi, err := os.Stat(filepath.Join(dir, run.CassettesDir, purpose+".jsonl")); err != nil || fi.Size() == 0 {

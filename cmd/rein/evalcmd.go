@@ -34,11 +34,13 @@ user commits an error, played through rein's real pipeline under four conditions
 self-refine), scored by task success, with intervals, activation and false-activation rates, McNemar
 tests, κ between trials, tokens and latency.
 
+  rein eval scenarios generate --provider openai --model M --domain retail --tasks 10 --out s.jsonl
+                                                write and validate error openings with a model
   rein eval run --bundled --out runs/first      play the bundled scenarios offline (scripted simulators)
   rein eval report runs/first                   write report.json, report.md and the charts
   rein eval report --compare runs/a runs/b      put two runs side by side`,
 	}
-	cmd.AddCommand(newEvalRunCmd(), newEvalReportCmd())
+	cmd.AddCommand(newEvalRunCmd(), newEvalReportCmd(), newEvalScenariosCmd())
 	return cmd
 }
 
@@ -55,6 +57,15 @@ func (m *evalModel) bind(cmd *cobra.Command, who, what string) {
 	fs.StringVar(&m.model, who+"-model", "", what+": model name")
 	fs.StringVar(&m.baseURL, who+"-base-url", "", what+": provider base URL, e.g. http://127.0.0.1:8000/v1")
 	fs.StringVar(&m.script, who+"-script", "", what+": with --"+who+"-provider scripted, a simulator script (see internal/llm) instead of rein's built-in simulator")
+}
+
+// flag is the name of one of the model's flags: --agent-provider, or
+// --provider for a model without a prefix (the scenario generator's).
+func (m *evalModel) flag(name string) string {
+	if m.who == "" {
+		return "--" + name
+	}
+	return "--" + m.who + "-" + name
 }
 
 // client builds the model, recording to record or answering from
@@ -77,7 +88,7 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 		c, err = llm.New(cfg, nil)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("--%s-provider %s: %w", m.who, m.provider, err)
+		return nil, "", fmt.Errorf("%s %s: %w", m.flag("provider"), m.provider, err)
 	}
 	label := c.Provider() + " " + c.Model()
 	if record != "" {
@@ -91,7 +102,7 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 type evalRunFlags struct {
 	scenarios, out, tauBench, trigger, logLevel, replayFrom string
 	bundled, record                                         bool
-	conditions                                              []string
+	conditions, heldOut                                     []string
 	trials, maxTurns, concurrency, maxSteps                 int
 	turnTimeout, detectorTimeout                            time.Duration
 	agent, user                                             evalModel
@@ -159,6 +170,7 @@ report (see rein eval report).`,
 	fs.DurationVar(&f.detectorTimeout, "detector-timeout", 30*time.Second, "deadline of one inception call")
 	fs.StringVar(&f.modules.module, "module", inception.ModuleRules, "rein's inception module: rules (offline), llm or cascade")
 	fs.StringVar(&f.modules.taxonomy, "taxonomy", "", "taxonomy YAML (default: the embedded one); its held_out flags decide seen/unseen, and npi and self-refine are told about it")
+	fs.StringSliceVar(&f.heldOut, "held-out", nil, "error types held out of the taxonomy (e.g. contradiction,multiple_interpretation): the module, npi and self-refine are not shown them, and their scenarios are reported as unseen")
 	fs.StringVar(&f.modules.plan, "plan", inception.PlanTemplate, "planted reasoning: template or generated")
 	fs.StringVar(&f.modules.provider, "inception-provider", "", "inception model provider for --module llm/cascade (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.modules.model, "inception-model", "", "inception model name (default $REIN_LLM_MODEL)")
@@ -181,6 +193,16 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		if tax, err = inception.LoadTaxonomy(f.modules.taxonomy); err != nil {
 			return err
 		}
+	}
+	for i := range f.heldOut {
+		f.heldOut[i] = strings.TrimSpace(f.heldOut[i])
+	}
+	if len(f.heldOut) > 0 {
+		var err error
+		if tax, err = tax.WithHeldOut(f.heldOut...); err != nil {
+			return fmt.Errorf("--held-out: %w", err)
+		}
+		f.modules.heldOut = f.heldOut
 	}
 	opts := eval.LoadOptions{HeldOut: func(t string) bool {
 		et, ok := tax.Type(t)
@@ -246,6 +268,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		if f.modules.cassette != "" {
 			f.modules.provider = llm.ProviderReplay
 		}
+		f.modules.wrapClient = run.Estimating
 		m, mtax, err := f.modules.build(telemetry.NewRegistry())
 		if err != nil {
 			return err
@@ -254,7 +277,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 	}
 	note := ""
 	if strings.HasPrefix(agentLabel, llm.ProviderScripted) || strings.HasPrefix(userLabel, llm.ProviderScripted) {
-		note = fmt.Sprintf("Scripted simulators played this run (agent: %s; user: %s): these figures measure the harness, not a model.", agentLabel, userLabel)
+		note = fmt.Sprintf("Scripted simulators played this run (agent: %s; user: %s): these figures measure the harness, not a model; their token counts are estimates (one token per four characters).", agentLabel, userLabel)
 	}
 	stderr := cmd.ErrOrStderr()
 	tty := false

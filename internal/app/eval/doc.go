@@ -21,6 +21,7 @@
 // PassAt1Chart, ActivationChart, Compare, Comparison.
 //
 // The runner that plays scenarios through the pipeline (`rein eval run`)
-// is the subpackage run. The scenario and report formats, and how to run
+// is the subpackage run; the model-written scenario sets (`rein eval
+// scenarios generate`) are the subpackage generate. The scenario and report formats, and how to run
 // an evaluation, are described in README.md beside this file.
 package eval

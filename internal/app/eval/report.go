@@ -41,9 +41,12 @@ type Result struct {
 	// Transferred: transfer_to_human_agents was called (on a clean
 	// scenario, an over-deferral).
 	Transferred bool `json:"transferred"`
-	// Tokens spent by the agent's and the inception module's model calls.
+	// Tokens spent by the agent's, the inception module's and the user
+	// simulator's model calls (a call whose response reports no usage is
+	// counted with the runner's estimate, see run.EstimateUsage).
 	AgentTokens     int `json:"agent_tokens"`
 	InceptionTokens int `json:"inception_tokens"`
+	UserTokens      int `json:"user_tokens"`
 	// Latencies in milliseconds: the agent's model time per agent turn,
 	// the inception module's per judged user turn, and rein's own added
 	// time per user turn (detection to task, excluding model time).
@@ -107,6 +110,8 @@ type Metrics struct {
 type TokensPerTurn struct {
 	Agent     float64 `json:"agent"`
 	Inception float64 `json:"inception"`
+	// User is the user simulator's, the cost of the harness itself.
+	User float64 `json:"user"`
 }
 
 // LatencyFigures are median latencies in milliseconds.
@@ -329,12 +334,13 @@ func metrics(rs, rein []Result, trials int, opts ReportOptions) Metrics {
 		m.Kappa = &k
 	}
 
-	var errPlays, activated, exact, cleanPlays, cleanTurns, falseAct, transfers, turns, agentTok, incTok int
+	var errPlays, activated, exact, cleanPlays, cleanTurns, falseAct, transfers, turns, agentTok, incTok, userTok int
 	var agentLat, incLat, reinLat []float64
 	for _, r := range rs {
 		turns += r.UserTurns
 		agentTok += r.AgentTokens
 		incTok += r.InceptionTokens
+		userTok += r.UserTokens
 		agentLat = append(agentLat, r.AgentLatencyMs...)
 		incLat = append(incLat, r.InceptionLatencyMs...)
 		reinLat = append(reinLat, r.ReinLatencyMs...)
@@ -360,7 +366,8 @@ func metrics(rs, rein []Result, trials int, opts ReportOptions) Metrics {
 	m.FalseActivationRate = ratio(falseAct, cleanTurns)
 	m.OverDeferralRate = ratio(transfers, cleanPlays)
 	if turns > 0 {
-		m.TokensPerTurn = TokensPerTurn{Agent: float64(agentTok) / float64(turns), Inception: float64(incTok) / float64(turns)}
+		m.TokensPerTurn = TokensPerTurn{Agent: float64(agentTok) / float64(turns), Inception: float64(incTok) / float64(turns),
+			User: float64(userTok) / float64(turns)}
 	}
 	m.LatencyMsP50 = LatencyFigures{Agent: median(agentLat), Inception: median(incLat), Rein: median(reinLat)}
 

@@ -66,14 +66,14 @@ func (r *RunReport) Markdown() string {
 		fmt.Fprintf(&b, "> %s\n\n", r.Note)
 	}
 	b.WriteString("## Overall\n\n")
-	b.WriteString("| condition | Pass@1 [95 % CI] | pass^k | activation | exact type | false activation / clean turn | over-deferral | McNemar p vs rein | κ | tokens/turn agent · inception | p50 ms agent · inception · rein |\n")
+	b.WriteString("| condition | Pass@1 [95 % CI] | pass^k | activation | exact type | false activation / clean turn | over-deferral | McNemar p vs rein | κ | tokens/turn agent · inception · user | p50 ms agent · inception · rein |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range conds {
 		m := r.Conditions[c].Metrics
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f · %.1f | %.0f · %.0f · %.1f |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f · %.1f · %.1f | %.0f · %.0f · %.1f |\n",
 			c, fmtInterval(m.PassAt1), fmtPassHat(m.PassHatK, r.Trials), fmtRate(m.ActivationRate), fmtRate(m.ExactTypeRate),
 			fmtRate(m.FalseActivationRate), fmtRate(m.OverDeferralRate), fmtP(m.McNemarP, m.McNemar), fmtKappa(m.Kappa),
-			m.TokensPerTurn.Agent, m.TokensPerTurn.Inception, m.LatencyMsP50.Agent, m.LatencyMsP50.Inception, m.LatencyMsP50.Rein)
+			m.TokensPerTurn.Agent, m.TokensPerTurn.Inception, m.TokensPerTurn.User, m.LatencyMsP50.Agent, m.LatencyMsP50.Inception, m.LatencyMsP50.Rein)
 	}
 	for _, sec := range []struct {
 		title string
@@ -126,8 +126,12 @@ func (r *RunReport) Markdown() string {
 - **McNemar p**: paired test of the condition against rein on the same scenarios and trials (exact
   binomial under 25 discordant pairs, chi-square with continuity correction otherwise).
 - **κ**: Cohen's κ between trials (mean over pairs of trials): how repeatable the outcomes are.
-- **tokens/turn** and **p50 ms**: model tokens per user turn and median latency of the agent's and the
-  inception module's model calls, and rein's own added latency per turn.
+- **tokens/turn**: model tokens (input + output) per user turn of the agent, the inception module
+  and the user simulator (the harness's own cost). A call whose response reports no usage (the
+  scripted simulators, a server that does not count) is counted with an estimate, one token per
+  four characters of request and answer; the rules module calls no model and costs 0.
+- **p50 ms**: median latency of the agent's and the inception module's model calls, and rein's own
+  added latency per turn.
 `)
 	return b.String()
 }

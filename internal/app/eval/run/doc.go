@@ -47,5 +47,11 @@
 // Exports: Config, Deps, Run, Summary, Spec, Pipeline, Starter, Outcome,
 // Call, Detection, Play, TurnRecord, Line, Manifest, ReadManifest,
 // ReadResults, BuildReport, WriteRunReport, NPIPrompt, UserSimPrompt,
-// SimUser, NewProgress, Progress.
+// SimUser, NewProgress, Progress (also used by the scenario generator),
+// EstimateUsage, Estimating, CharsPerToken.
+//
+// Tokens: every model client (agent, user simulator; the inception
+// model's through cmd/rein) is wrapped in Estimating, which gives a call
+// whose response reports no usage (the scripted simulators) the
+// deterministic EstimateUsage; reported usage is kept.
 package run

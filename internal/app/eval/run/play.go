@@ -78,6 +78,7 @@ type player struct {
 func (p *player) play(ctx context.Context, condition string, s eval.Scenario, task taubench.Task, trial int, turnTimeout time.Duration) (*Play, error) {
 	pl := &Play{Condition: condition, ScenarioID: s.ID, Trial: trial, Conversation: conversationID(s.ID, trial)}
 	var lines []Line
+	userTokens := 0
 	next := func(turn int) (string, bool, error) {
 		if s.Opening != nil {
 			switch turn {
@@ -87,7 +88,9 @@ func (p *player) play(ctx context.Context, condition string, s eval.Scenario, ta
 				return s.Opening.FollowUp, false, nil
 			}
 		}
-		return p.user.next(ctx, task.Instruction, lines)
+		text, stop, u, err := p.user.next(ctx, task.Instruction, lines)
+		userTokens += u.Total()
+		return text, stop, err
 	}
 	first, stop, err := next(1)
 	if err != nil {
@@ -148,6 +151,7 @@ func (p *player) play(ctx context.Context, condition string, s eval.Scenario, ta
 		return nil, err
 	}
 	p.measure(pl, cv)
+	pl.Result.UserTokens = userTokens
 	return pl, nil
 }
 

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Progress reports a run's plays on a writer (stderr): a bar redrawn in
-// place on a terminal, a line per tenth of the run otherwise.
+// Progress reports a run's plays (or another unit of work: WithUnit) on a
+// writer (stderr): a bar redrawn in place on a terminal, a line per tenth
+// of the run otherwise. A nil *Progress reports nothing.
 type Progress struct {
 	w     io.Writer
 	tty   bool
@@ -20,15 +21,25 @@ type Progress struct {
 	skip  int
 	start time.Time
 	label string
-	shown int // tenths printed (non-terminal)
+	shown int    // tenths printed (non-terminal)
+	unit  string // "plays" unless WithUnit
+	fails string // what a failure is called: "failed" unless WithUnit
 }
 
 // NewProgress reports to w; tty redraws a bar in place.
 func NewProgress(w io.Writer, tty bool) *Progress {
-	return &Progress{w: w, tty: tty, start: time.Now()}
+	return &Progress{w: w, tty: tty, start: time.Now(), unit: "plays", fails: "failed"}
 }
 
-func (p *Progress) begin(total, skipped int) {
+// WithUnit names what is counted ("openings") and what a failed one is
+// called ("rejected").
+func (p *Progress) WithUnit(unit, fails string) *Progress {
+	p.unit, p.fails = unit, fails
+	return p
+}
+
+// Begin starts the count: total units, skipped of them already done.
+func (p *Progress) Begin(total, skipped int) {
 	if p == nil {
 		return
 	}
@@ -36,12 +47,13 @@ func (p *Progress) begin(total, skipped int) {
 	defer p.mu.Unlock()
 	p.total, p.skip = total, skipped
 	if skipped > 0 {
-		fmt.Fprintf(p.w, "resuming: %d of %d plays already finished\n", skipped, total)
+		fmt.Fprintf(p.w, "resuming: %d of %d %s already finished\n", skipped, total, p.unit)
 	}
 	p.done = skipped
 }
 
-func (p *Progress) stage(label string) {
+// Stage names what is being done now.
+func (p *Progress) Stage(label string) {
 	if p == nil {
 		return
 	}
@@ -51,7 +63,8 @@ func (p *Progress) stage(label string) {
 	p.draw()
 }
 
-func (p *Progress) played(failed bool) {
+// Done counts one finished unit.
+func (p *Progress) Done(failed bool) {
 	if p == nil {
 		return
 	}
@@ -64,7 +77,8 @@ func (p *Progress) played(failed bool) {
 	p.draw()
 }
 
-func (p *Progress) finish() {
+// Finish prints the totals.
+func (p *Progress) Finish() {
 	if p == nil {
 		return
 	}
@@ -73,7 +87,11 @@ func (p *Progress) finish() {
 	if p.tty {
 		fmt.Fprintln(p.w)
 	}
-	fmt.Fprintf(p.w, "%d plays finished (%d resumed, %d failed) in %s\n", p.done-p.fail, p.skip, p.fail, time.Since(p.start).Round(time.Millisecond))
+	resumed := ""
+	if p.skip > 0 {
+		resumed = fmt.Sprintf("%d resumed, ", p.skip)
+	}
+	fmt.Fprintf(p.w, "%d %s finished (%s%d %s) in %s\n", p.done-p.fail, p.unit, resumed, p.fail, p.fails, time.Since(p.start).Round(time.Millisecond))
 }
 
 func (p *Progress) draw() {
@@ -83,19 +101,19 @@ func (p *Progress) draw() {
 	if p.tty {
 		const width = 30
 		n := p.done * width / p.total
-		fmt.Fprintf(p.w, "\r[%s%s] %d/%d plays %s  %-28s", strings.Repeat("#", n), strings.Repeat(".", width-n),
-			p.done, p.total, failNote(p.fail), p.label)
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d %s %s  %-28s", strings.Repeat("#", n), strings.Repeat(".", width-n),
+			p.done, p.total, p.unit, p.failNote(), p.label)
 		return
 	}
 	if tenth := p.done * 10 / p.total; tenth > p.shown || p.done == p.total {
 		p.shown = tenth
-		fmt.Fprintf(p.w, "%d/%d plays %s(%s)\n", p.done, p.total, failNote(p.fail), p.label)
+		fmt.Fprintf(p.w, "%d/%d %s %s(%s)\n", p.done, p.total, p.unit, p.failNote(), p.label)
 	}
 }
 
-func failNote(n int) string {
-	if n == 0 {
+func (p *Progress) failNote() string {
+	if p.fail == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d failed ", n)
+	return fmt.Sprintf("%d %s ", p.fail, p.fails)
 }

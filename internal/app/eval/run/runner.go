@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			return sum, err
 		}
 	}
+	user = Estimating(user)
 	tasks := eval.NewTaskSource(cfg.TauBench)
 	if err := tasks.Check(cfg.Scenarios); err != nil {
 		return sum, fmt.Errorf("%w: scenarios: %w", ErrInvalidConfig, err)
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			}
 		}
 	}
-	deps.Progress.begin(total, sum.Resumed)
+	deps.Progress.Begin(total, sum.Resumed)
 	var errs []error
 	for _, cond := range cfg.Conditions {
 		for _, domain := range domainsOf(cfg.Scenarios) {
@@ -96,7 +97,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 			if len(todo) == 0 {
 				continue
 			}
-			deps.Progress.stage(cond + " · " + domain)
+			deps.Progress.Stage(cond + " · " + domain)
 			played, failed, err := runPipeline(ctx, cfg, deps, user, tasks, rd, cond, domain, todo)
 			sum.Played += played
 			sum.Failed += failed
@@ -109,7 +110,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		}
 	}
 	_ = os.Remove(filepath.Join(cfg.Dir, PipelinesDir)) // when empty: every pipeline closed
-	deps.Progress.finish()
+	deps.Progress.Finish()
 	log.Info("eval run finished", "played", sum.Played, "resumed", sum.Resumed, "failed", sum.Failed)
 	return sum, errors.Join(errs...)
 }
@@ -140,6 +141,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 	if deps.Agent != nil {
 		agent = deps.Agent
 	}
+	agent = Estimating(agent)
 	if cond == eval.ConditionSelfRefine {
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
@@ -182,7 +184,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 						played++
 					}
 					mu.Unlock()
-					deps.Progress.played(perr != nil)
+					deps.Progress.Done(perr != nil)
 				}
 			}
 		}()

@@ -58,10 +58,10 @@ The instruction below says who you are and what you want. Follow these rules:
 type userSim struct{ client llm.Client }
 
 // next returns the customer's next message, or stop when the simulator
-// ends the conversation. The simulator sees the dialogue from its side:
+// ends the conversation, and the call's token usage. The simulator sees the dialogue from its side:
 // the agent's lines are user messages, its own are assistant messages,
 // and the conversation starts with the agent's Greeting.
-func (u userSim) next(ctx context.Context, instruction string, lines []Line) (text string, stop bool, err error) {
+func (u userSim) next(ctx context.Context, instruction string, lines []Line) (text string, stop bool, usage llm.Usage, err error) {
 	msgs := []llm.Message{{Role: llm.RoleUser, Content: Greeting}}
 	for _, l := range lines {
 		role := llm.RoleUser
@@ -72,14 +72,14 @@ func (u userSim) next(ctx context.Context, instruction string, lines []Line) (te
 	}
 	resp, err := u.client.Chat(ctx, llm.Request{Purpose: llm.PurposeUser, System: UserSimPrompt(instruction), Messages: msgs})
 	if err != nil {
-		return "", false, fmt.Errorf("user simulator: %w", err)
+		return "", false, usage, fmt.Errorf("user simulator: %w", err)
 	}
 	text = strings.TrimSpace(resp.Content)
 	if strings.Contains(text, StopToken) {
-		return "", true, nil
+		return "", true, resp.Usage, nil
 	}
 	if text == "" {
-		return "", false, fmt.Errorf("user simulator: %w", ErrEmptyUserTurn)
+		return "", false, resp.Usage, fmt.Errorf("user simulator: %w", ErrEmptyUserTurn)
 	}
-	return text, false, nil
+	return text, false, resp.Usage, nil
 }
