@@ -164,7 +164,11 @@ func TestIntegrationDocStatic(t *testing.T) {
 		}
 	}
 
-	// The sidecar answer is injector.Answer, field for field.
+	// The sidecar answer is injector.Answer, field for field, and valid
+	// under its JSON Schema.
+	if err := schemas.Validate(schemas.DocSidecarAnswer, []byte(docExample(t, doc, "sidecar-answer"))); err != nil {
+		t.Errorf("sidecar answer: %v", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(docExample(t, doc, "sidecar-answer")))
 	dec.DisallowUnknownFields()
 	var a injector.Answer
@@ -369,6 +373,9 @@ func TestIntegrationDocLive(t *testing.T) {
 		if err := dec.Decode(&a); err != nil {
 			t.Fatalf("answer %s: %v", m.Data, err)
 		}
+		if err := schemas.Validate(schemas.DocSidecarAnswer, m.Data); err != nil {
+			t.Fatalf("answer %s: %v", m.Data, err)
+		}
 		return a.Status == injector.StatusReady
 	})
 	if a.Inception == nil || a.Inception.ErrorType != "unsupported_action" || a.Inception.RecoveryTool != schemas.ToolTransfer || a.DetectionID != schemas.EventID("detection", "acme", "c2", 1) {
@@ -407,6 +414,9 @@ func TestIntegrationDocLive(t *testing.T) {
 		msg = m
 		return true
 	})
+	if err := schemas.Validate(schemas.DocHandoffItem, msg.Data); err != nil {
+		t.Errorf("handoff item %s: %v", msg.Data, err)
+	}
 	var item map[string]any
 	// c1 (a hotel) and c2 (a seat) are both handed over; either may come first.
 	if err := json.Unmarshal(msg.Data, &item); err != nil || item["tenant"] != "acme" || (item["conversation"] != "c1" && item["conversation"] != "c2") ||
