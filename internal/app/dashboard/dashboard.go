@@ -198,9 +198,22 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
 	cur, problems := d.sample(ctx)
 	o.Problems = append(o.Problems, problems...)
-	if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
+	if err := readJetStreamState(ctx, d.deps.JS, o, now); err != nil {
 		o.Problems = append(o.Problems, err.Error())
 	}
+	// Traffic comes from the streams, which hold every replica's messages
+	// and their times: a window reaches back its whole span, whenever this
+	// process started ("all": since it started).
+	flowFrom := d.hist.started
+	if w.Span > 0 {
+		flowFrom = now.Add(-w.Span)
+	}
+	o.FlowCoverage = fmt.Sprintf("%s (%s to %s), every replica", w.Text, timeText(flowFrom), timeText(now))
+	flows, err := readFlows(ctx, d.deps.JS, flowFrom, now)
+	if err != nil {
+		o.Problems = append(o.Problems, err.Error())
+	}
+	o.Flows = flows
 	view, from := cur.mv, d.hist.started
 	if w.Span > 0 {
 		base, full := d.hist.at(now.Add(-w.Span))

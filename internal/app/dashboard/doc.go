@@ -26,8 +26,23 @@
 // buckets. tenant narrows every number to one tenant; type makes
 // "activated" count one error type (the headline rate, the tenant table,
 // the sparkline, the recent outcomes), the error type table staying the
-// menu of types. Rates are per replica: each process counts what it
-// decided.
+// menu of types. The decision counts and activation rate are this
+// process's (what its detector decided); the traffic table is the whole
+// deployment's (below).
+//
+// # Traffic: the whole deployment
+//
+// The traffic table is read from the streams, not from process memory, so
+// it counts what every replica of every stage stored: for each rein stream,
+// the messages stored within the window (1m, 5m, 15m, 1h; "all" is since
+// this dashboard started), their rate per second, a sparkline of twelve
+// buckets and a direction (rising, falling, steady, idle: the later half of
+// the buckets against the earlier). JetStream numbers every stored message
+// and stamps its time, so a window's count is one direct get per boundary
+// (the first sequence stored at or after it) — it reaches back its whole
+// span whenever this process started. The consumer table adds each durable
+// consumer's oldest pending message's age (its lag in time). StreamFlow and
+// OldestPending are exported for rein streams.
 //
 // # Activation rate
 //
@@ -68,6 +83,9 @@
 //
 // # Stable hooks for tests
 //
+// The traffic table is data-testid="flows", one row per stream with
+// data-flow=<stream> and cells .messages, .rate, .trend (an svg.spark) and
+// .direction; its coverage is data-testid="flow-coverage".
 // Numbers carry data-testid attributes (activation-rate, decisions-total,
 // judged-total, activated-count, failed-count, failure-rate, dead-letters,
 // updated-at, coverage); the sparklines are svg.spark with data-testid

@@ -1,0 +1,133 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// publishTurns stores n user turns of conversation conv through its own
+// connection and publisher: another process, as far as the dashboard knows.
+func publishTurns(t *testing.T, js *testutil.JS, identity, conv string, n int) {
+	t.Helper()
+	_, other := js.ConnectTCP(t, identity)
+	pub := streams.NewPublisher(other, prometheus.NewRegistry())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 1; i <= n; i++ {
+		m := schemas.Meta{Tenant: tenant, Conversation: conv, Turn: i}
+		ev, err := schemas.NewEvent(schemas.TypeTurn, fmt.Sprintf("turn-%s-%d", conv, i), "", m, schemas.Turn{Role: schemas.RoleUser, Text: "hello", Turn: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+}
+
+func flowOf(t *testing.T, o *Overview, stream string) Flow {
+	t.Helper()
+	for _, f := range o.Flows {
+		if f.Stream == stream {
+			return f
+		}
+	}
+	t.Fatalf("no flow of %s in %+v (problems %v)", stream, o.Flows, o.Problems)
+	return Flow{}
+}
+
+// The traffic figures are the deployment's, read from the streams: turns
+// that two other processes published — one before this dashboard existed —
+// are counted, though this process's counters never saw any of them; the
+// window reaches back its whole span; "all" starts with this dashboard.
+func TestFlowsCountEveryReplica(t *testing.T) {
+	h := testutil.StartJetStream(t, "")
+	publishTurns(t, h, streams.IdentityAdmin, "before", 4)
+
+	reg := prometheus.NewRegistry() // this process: it decided nothing
+	d, err := New(Config{CacheTTL: -1}, Deps{JS: h.JS, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishTurns(t, h, streams.IdentityIngress, "after", 3)
+	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), streams.StreamTurns, jetstream.ConsumerConfig{
+		Durable: streams.DurableDetector, FilterSubject: streams.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	o, err := d.OverviewFor(context.Background(), Query{Window: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Decisions.Value != 0 {
+		t.Fatalf("this process's counters saw %v decisions; the test needs them empty", o.Decisions.Value)
+	}
+	turns := flowOf(t, o, streams.StreamTurns)
+	if turns.Messages.Value != 7 || turns.Rate.Text != "0.12/s" {
+		t.Errorf("1m flow of %s: %+v, want 7 messages, 0.12/s", streams.StreamTurns, turns)
+	}
+	var sum int
+	for v := range strings.FieldsSeq(turns.TrendText) {
+		var n int
+		fmt.Sscan(v, &n)
+		sum += n
+	}
+	if sum != 7 || strings.Count(turns.Trend, ",") != trendPoints || turns.Direction != DirectionRising {
+		t.Errorf("trend %q (%q), direction %s: want 12 buckets summing to 7, rising", turns.TrendText, turns.Trend, turns.Direction)
+	}
+	if det := flowOf(t, o, streams.StreamDetections); det.Messages.Value != 0 || det.Direction != DirectionIdle {
+		t.Errorf("detections flow %+v", det)
+	}
+	if !strings.Contains(o.FlowCoverage, "every replica") {
+		t.Errorf("flow coverage %q", o.FlowCoverage)
+	}
+	var lag *Consumer
+	for i := range o.Consumers {
+		if o.Consumers[i].Name == streams.DurableDetector {
+			lag = &o.Consumers[i]
+		}
+	}
+	if lag == nil || lag.Pending.Value != 7 || !strings.HasSuffix(lag.OldestPending.Text, "s") || lag.OldestPending.Value <= 0 || lag.OldestPending.Value > time.Since(d.hist.started).Seconds()+60 {
+		t.Errorf("detector consumer %+v", lag)
+	}
+
+	all, err := d.OverviewFor(context.Background(), Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := flowOf(t, all, streams.StreamTurns); f.Messages.Value != 3 {
+		t.Errorf("window all (since this dashboard started): %v turns, want the 3 stored since (%s)", f.Messages.Value, all.FlowCoverage)
+	}
+}
+
+func TestDirection(t *testing.T) {
+	for _, c := range []struct {
+		b    []uint64
+		want string
+	}{
+		{[]uint64{0, 0, 0, 0}, DirectionIdle},
+		{[]uint64{1, 1, 5, 5}, DirectionRising},
+		{[]uint64{5, 5, 1, 1}, DirectionFalling},
+		{[]uint64{5, 4, 100, 5, 5}, DirectionSteady}, // the middle bucket is neither half
+		{[]uint64{0, 1}, DirectionRising},
+	} {
+		if got := direction(c.b); got != c.want {
+			t.Errorf("direction(%v) = %s, want %s", c.b, got, c.want)
+		}
+	}
+	if _, err := StreamFlow(context.Background(), nil, "S", 0, time.Now(), 0, 2); !errors.Is(err, ErrBadQuery) {
+		t.Errorf("zero span: %v", err)
+	}
+}
