@@ -352,9 +352,11 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("window page: %+v", ws)
 	}
 
-	// 4b. Traffic is the deployment's: turns another process stores (its
-	// own connection and publisher; this process's counters never see
-	// them) show in the window's REIN_TURNS row, without a reload.
+	// 4b. Traffic and the every-replica decisions are the deployment's:
+	// turns and detections another process stores (its own connection and
+	// publisher; this process's counters never see them) show in the
+	// window's REIN_TURNS row and the every-replica activation rate,
+	// without a reload.
 	readTurnsFlow := func() (msgs string, sparks int) {
 		t.Helper()
 		var st struct {
@@ -373,12 +375,30 @@ func TestBrowser(t *testing.T) {
 		})
 		return st.Msgs, st.Sparks
 	}
+	readDeploymentRate := func() string {
+		t.Helper()
+		var rate string
+		step("read the every-replica rate", 30*time.Second, func(ctx context.Context) (err error) {
+			rate, err = chromedp.Run(ctx, chromedp.Evaluate[string](
+				`(document.querySelector('[data-testid="deployment"] .rate') || {}).textContent || ""`))
+			return err
+		})
+		return rate
+	}
 	before, sparks := readTurnsFlow()
 	n0, err := strconv.Atoi(before)
 	if err != nil || sparks != len(streams.StreamNames) {
 		t.Fatalf("traffic table: REIN_TURNS %q, %d sparklines (want one per stream)", before, sparks)
 	}
+	// The fixture's two stored detections: one clear, one activated.
+	if rate := readDeploymentRate(); rate != "50.0%" {
+		t.Fatalf("every-replica activation rate %q, want 50.0%%", rate)
+	}
 	publishTurns(t, f.js, streams.IdentityIngress, "elsewhere", 3)
+	publishDetections(t, f.js, tenant, "elsewhere", "activated:anaphora", "activated:anaphora")
+	testutil.CheckFor(t, 60*time.Second, "the page did not count the other replica's decisions", func() bool {
+		return readDeploymentRate() == "75.0%"
+	})
 	testutil.CheckFor(t, 60*time.Second, "the page did not count the other process's turns", func() bool {
 		msgs, sparks := readTurnsFlow()
 		return msgs == strconv.Itoa(n0+3) && sparks == len(streams.StreamNames) // the script draws them too

@@ -26,9 +26,22 @@
 // buckets. tenant narrows every number to one tenant; type makes
 // "activated" count one error type (the headline rate, the tenant table,
 // the sparkline, the recent outcomes), the error type table staying the
-// menu of types. The decision counts and activation rate are this
-// process's (what its detector decided); the traffic table is the whole
-// deployment's (below).
+// menu of types. The headline decision counts and activation rate are this
+// process's (what its detector decided, as its /metrics says); below the
+// rate, "every replica" gives the same figures for the whole deployment,
+// and the traffic table is the whole deployment's too (below).
+//
+// # Every replica's decisions
+//
+// Every detector stores its decision for each user turn in REIN_DETECTIONS,
+// so the dashboard counts them there (data-testid="deployment", with
+// .rate, .activated, .judged, .failed): a ledger reads what was stored
+// since its last refresh (batched direct gets by sequence, no consumer; at
+// most 20,000 per refresh, the page saying when it is still catching up),
+// from an hour before the dashboard started, and counts them by tenant,
+// outcome and error type in 5-second buckets of their stored time, so a
+// window is whole from the first page (to 5 s) and filters apply as above;
+// "all" is since the dashboard started.
 //
 // # Traffic: the whole deployment
 //

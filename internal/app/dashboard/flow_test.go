@@ -131,3 +131,80 @@ func TestDirection(t *testing.T) {
 		t.Errorf("zero span: %v", err)
 	}
 }
+
+// publishDetections stores one detection per outcome given ("activated:<type>",
+// "clear", "failed") for tenant tn through its own connection: another
+// replica's detector, as far as the dashboard knows.
+func publishDetections(t *testing.T, js *testutil.JS, tn, conv string, outcomes ...string) {
+	t.Helper()
+	_, other := js.ConnectTCP(t, streams.IdentityAdmin)
+	pub := streams.NewPublisher(other, prometheus.NewRegistry())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, oc := range outcomes {
+		n := i + 1
+		d := schemas.Detection{Turn: n, UserText: "x", Module: "rules", TaxonomyVersion: "1"}
+		switch kind, errorType, _ := strings.Cut(oc, ":"); kind {
+		case "activated":
+			d.Rein, d.ErrorType, d.Reasoning = true, errorType, "r"
+		case "failed":
+			d.Failed, d.FailReason = true, "timeout"
+		}
+		ev, err := schemas.NewEvent(schemas.TypeDetection, fmt.Sprintf("detection.%s.%s.%d", tn, conv, n), "", schemas.Meta{Tenant: tn, Conversation: conv, Turn: n}, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tn, conv), &ev); err != nil {
+			t.Fatalf("publish: %v", err)
+		}
+	}
+}
+
+// The "every replica" decisions are read from REIN_DETECTIONS: other
+// replicas' detections, one stored before this dashboard existed, are
+// counted though this process's counters saw none; filters apply; "all"
+// is since the dashboard started.
+func TestDeploymentDecisionsCountEveryReplica(t *testing.T) {
+	h := testutil.StartJetStream(t, "")
+	publishDetections(t, h, "acme", "before", "activated:anaphora", "clear")
+	d, err := New(Config{CacheTTL: -1}, Deps{JS: h.JS, Gatherer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishDetections(t, h, "acme", "after", "activated:unsupported_domain", "clear", "failed")
+	publishDetections(t, h, "globex", "after", "clear")
+
+	for _, c := range []struct {
+		q                                  Query
+		decisions, judged, activated, fail float64
+		rate                               string
+	}{
+		{Query{Window: "1m"}, 6, 5, 2, 1, "40.0%"},
+		{Query{Window: "1m", Tenant: "globex"}, 1, 1, 0, 0, "0.0%"},
+		{Query{Window: "1h", ErrorType: "anaphora"}, 6, 5, 1, 1, "20.0%"},
+		{Query{}, 4, 3, 1, 1, "33.3%"}, // since the dashboard started
+	} {
+		o, err := d.OverviewFor(context.Background(), c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Decisions.Value != 0 {
+			t.Fatalf("this process's counters saw %v decisions", o.Decisions.Value)
+		}
+		dep := o.Deployment
+		if dep.Decisions.Value != c.decisions || dep.Judged.Value != c.judged || dep.Activated.Value != c.activated ||
+			dep.Failed.Value != c.fail || dep.ActivationRate.Text != c.rate || dep.Note != "" {
+			t.Errorf("%+v: deployment %+v (problems %v)", c.q, dep, o.Problems)
+		}
+	}
+
+	// Later detections are read incrementally.
+	publishDetections(t, h, "acme", "later", "activated:anaphora")
+	o, err := d.OverviewFor(context.Background(), Query{Window: "1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Deployment.Decisions.Value != 7 || o.Deployment.Activated.Value != 3 {
+		t.Errorf("after one more: %+v", o.Deployment)
+	}
+}

@@ -37,15 +37,18 @@ type Overview struct {
 	Trend     Trend        `json:"trend"`
 	Alarms    []Alarm      `json:"alarms"`
 
-	Decisions      Count    `json:"decisions"`
-	Judged         Count    `json:"judged"`
-	Activated      Count    `json:"activated"`
-	Failed         Count    `json:"failed"`
-	ActivationRate Rate     `json:"activation_rate"` // activated / judged
-	FailureRate    Rate     `json:"failure_rate"`    // failed / decisions
-	Outcomes       []Count  `json:"outcomes"`        // decisions by outcome
-	ErrorTypes     []Share  `json:"error_types"`     // activations per error type
-	Tenants        []Tenant `json:"tenants"`
+	Decisions      Count `json:"decisions"`
+	Judged         Count `json:"judged"`
+	Activated      Count `json:"activated"`
+	Failed         Count `json:"failed"`
+	ActivationRate Rate  `json:"activation_rate"` // activated / judged
+	// Deployment is the same decisions for every replica, read from
+	// REIN_DETECTIONS (the numbers above are this process's counters).
+	Deployment  Deployment `json:"deployment"`
+	FailureRate Rate       `json:"failure_rate"` // failed / decisions
+	Outcomes    []Count    `json:"outcomes"`     // decisions by outcome
+	ErrorTypes  []Share    `json:"error_types"`  // activations per error type
+	Tenants     []Tenant   `json:"tenants"`
 
 	// Flows is every stream's traffic over Window, read from the streams:
 	// the whole deployment, every replica, not this process's counters.

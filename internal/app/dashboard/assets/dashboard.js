@@ -96,6 +96,16 @@
     setText("failed-count", o.failed.text);
     setText("failure-rate", o.failure_rate.text);
     setText("dead-letters", o.dead_letters.text);
+    const dep = document.querySelector('[data-testid="deployment"]');
+    if (dep && o.deployment) {
+      for (const [cls, text] of [["rate", o.deployment.activation_rate.text], ["activated", o.deployment.activated.text],
+        ["judged", o.deployment.judged.text], ["failed", o.deployment.failed.text], ["note", o.deployment.note || ""]]) {
+        const e = dep.querySelector("." + cls);
+        if (e && e.textContent !== text) {
+          e.textContent = text;
+        }
+      }
+    }
     spark("trend-rate", o.trend.rate, o.trend.rate_text + " (" + o.trend.bucket_text + ")");
     spark("trend-decisions", o.trend.decisions, o.trend.decisions_text + " (" + o.trend.bucket_text + ")");
     fill("alarms", o.alarms, (a) => {
