@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,17 +172,12 @@ func readFlows(ctx context.Context, js jetstream.JetStream, from, now time.Time)
 	var out []Flow
 	var errs []error
 	for _, name := range streams.StreamNames {
-		s, err := js.Stream(ctx, name)
+		st, err := streamState(ctx, js, name)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
+			errs = append(errs, err)
 			continue
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
-			continue
-		}
-		fs, err := StreamFlow(ctx, js, name, info.State.LastSeq, now, span, trendPoints)
+		fs, err := StreamFlow(ctx, js, name, st.LastSeq, now, span, trendPoints)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -207,24 +203,25 @@ func perSecond(v float64) string {
 	return fmt.Sprintf("%.2g/s", v)
 }
 
-// sparkline draws counts as polyline points in the trend box.
-func sparkline(counts []uint64) (points, text string) {
+// sparkline draws counts as polyline points in the trend box (the largest
+// at the top), and lists them.
+func sparkline[N uint64 | float64](counts []N) (points, text string) {
 	if len(counts) < 2 {
 		return "", ""
 	}
-	var top uint64
+	var top float64
 	for _, c := range counts {
-		top = max(top, c)
+		top = max(top, float64(c))
 	}
 	pts := make([]string, len(counts))
 	vals := make([]string, len(counts))
 	for i, c := range counts {
 		y := float64(TrendHeight)
 		if top > 0 {
-			y = TrendHeight - float64(c)/float64(top)*TrendHeight
+			y = TrendHeight - float64(c)/top*TrendHeight
 		}
 		pts[i] = fmt.Sprintf("%.1f,%.1f", float64(i)*TrendWidth/float64(len(counts)-1), y)
-		vals[i] = fmt.Sprint(c)
+		vals[i] = strconv.FormatFloat(float64(c), 'f', -1, 64)
 	}
 	return strings.Join(pts, " "), strings.Join(vals, " ")
 }

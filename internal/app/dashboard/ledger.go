@@ -54,15 +54,11 @@ var errLedgerFull = errors.New("ledger read limit")
 func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s, err := js.Stream(ctx, streams.StreamDetections)
+	st, err := streamState(ctx, js, streams.StreamDetections)
 	if err != nil {
 		return fmt.Errorf("decisions of every replica: %w", err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("decisions of every replica: %w", err)
-	}
-	last := info.State.LastSeq
+	last := st.LastSeq
 	if l.next > last+1 {
 		// Purged or recreated: start over.
 		l.next, l.buckets, l.sinceStart = 0, map[int64]metricsView{}, newMetricsView()
