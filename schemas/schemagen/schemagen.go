@@ -75,11 +75,21 @@ func sidecarStatuses(s *jsonschema.Schema) {
 	turn.Maximum = json.Number(fmt.Sprint(schemas.MaxTurn))
 }
 
-// transcriptRoles: a transcript line's role is user or agent.
+// idPattern is what schemas.ValidID accepts.
+var idPattern = fmt.Sprintf("^[A-Za-z0-9_-]{1,%d}$", schemas.MaxIDLen)
+
+// transcriptRoles: a transcript line's role is user or agent; the tenant
+// and conversation are rein ids; turns are user turn numbers (from 1).
 func transcriptRoles(s *jsonschema.Schema) {
 	tr, _ := s.Properties.Get("transcript")
 	role, _ := tr.Items.Properties.Get("role")
 	role.Enum = []any{schemas.RoleUser, schemas.RoleAgent}
+	for _, name := range []string{"tenant", "conversation"} {
+		p, _ := s.Properties.Get(name)
+		p.Pattern = idPattern
+	}
+	turn, _ := s.Properties.Get("turn")
+	turn.Minimum, turn.Maximum = json.Number("1"), json.Number(fmt.Sprint(schemas.MaxTurn))
 }
 
 // Document is one generated schema file.

@@ -134,6 +134,8 @@ func TestPostProcessedConstraints(t *testing.T) {
 		{schemas.DocSidecarAnswer, `{"status":"none","turn":1}`, ""},
 		{schemas.DocHandoffItem, `{"id":"e","tenant":"a","conversation":"c","turn":1,"reason":"r","summary":"s","transcript":[{"turn":1,"role":"robot","text":"x"}],"created_at":"2026-12-04T08:00:00Z","deadline":"2026-12-04T08:05:00Z"}`, "/transcript/0/role"},
 		{schemas.DocHandoffItem, `{"id":"e","tenant":"a","conversation":"c","turn":1,"reason":"r","summary":"s","transcript":[],"created_at":"now","deadline":"2026-12-04T08:05:00Z"}`, "/created_at"},
+		{schemas.DocHandoffItem, `{"id":"e","tenant":"a.b","conversation":"c","turn":1,"reason":"r","summary":"s","transcript":[],"created_at":"2026-12-04T08:00:00Z","deadline":"2026-12-04T08:05:00Z"}`, "/tenant"},
+		{schemas.DocHandoffItem, `{"id":"e","tenant":"a","conversation":"c","turn":0,"reason":"r","summary":"s","transcript":[],"created_at":"2026-12-04T08:00:00Z","deadline":"2026-12-04T08:05:00Z"}`, "/turn"},
 		{schemas.TypeDetection, `{"turn":1,"user_text":"x","rein":true,"module":"rules","latency_ms":0,"tokens":0,"failed":false,"taxonomy_version":"1"}`, ""},
 		{schemas.TypeDetection, `{"turn":1,"user_text":"x","rein":true,"error_type":"Bad Type","reasoning":"r","module":"rules","latency_ms":0,"tokens":0,"failed":false,"taxonomy_version":"1"}`, "/error_type"},
 		{schemas.TypeTurn, `{"role":"user","text":"` + strings.Repeat("a", schemas.MaxTextChars+1) + `"}`, "/text"},
