@@ -164,6 +164,17 @@ func TestIntegrationDocStatic(t *testing.T) {
 		}
 	}
 
+	// The schema files the guide links exist, and one per plain document.
+	for _, name := range schemas.AllDocuments {
+		link := "](../schemas/jsonschema/" + name + ".json)"
+		if !strings.Contains(doc, link) {
+			t.Errorf("the guide does not link the schema of %s", name)
+		}
+		if _, err := schemas.SchemaJSON(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
 	// The sidecar answer is injector.Answer, field for field, and valid
 	// under its JSON Schema.
 	if err := schemas.Validate(schemas.DocSidecarAnswer, []byte(docExample(t, doc, "sidecar-answer"))); err != nil {
