@@ -223,7 +223,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	if w.Span > 0 {
 		since = now.Add(-w.Span)
 	}
-	lv, behind := d.ledger.view(since)
+	lv, behind := d.ledger.view(since, now)
 	o.Deployment = deploymentOf(lv, f, behind)
 	view, from := cur.mv, d.hist.started
 	if w.Span > 0 {

@@ -39,9 +39,11 @@
 // since its last refresh (batched direct gets by sequence, no consumer; at
 // most 20,000 per refresh, the page saying when it is still catching up),
 // from an hour before the dashboard started, and counts them by tenant,
-// outcome and error type in 5-second buckets of their stored time, so a
-// window is whole from the first page (to 5 s) and filters apply as above;
-// "all" is since the dashboard started.
+// outcome and error type in buckets of their stored time (5 s for the last
+// 15 minutes, a minute for the hour; at most telemetry.MaxTenantLabels
+// tenants, like the detector's metrics), so a window is whole from the
+// first page and filters apply as above; "all" is since the dashboard
+// started.
 //
 // # Traffic: the whole deployment
 //

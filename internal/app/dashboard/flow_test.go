@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -206,5 +207,42 @@ func TestDeploymentDecisionsCountEveryReplica(t *testing.T) {
 	}
 	if o.Deployment.Decisions.Value != 7 || o.Deployment.Activated.Value != 3 {
 		t.Errorf("after one more: %+v", o.Deployment)
+	}
+}
+
+// The ledger's windows: within 15 minutes from the 5 s buckets, beyond
+// from the minute buckets; what ages out is forgotten; tenants past the
+// label limit count as one.
+func TestLedgerTiers(t *testing.T) {
+	now := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	l := newLedger(now.Add(-2 * time.Hour))
+	put := func(ago time.Duration) {
+		at := now.Add(-ago)
+		for _, v := range []metricsView{l.fine.bucket(at), l.coarse.bucket(at)} {
+			v.decisions[[2]string{"acme", "clear"}]++
+		}
+	}
+	for _, ago := range []time.Duration{10 * time.Second, 50 * time.Second, 3 * time.Minute, 20 * time.Minute, 59 * time.Minute, 2 * time.Hour} {
+		put(ago)
+	}
+	l.fine.forget(now)
+	l.coarse.forget(now)
+	for _, c := range []struct {
+		span time.Duration
+		want float64
+	}{{time.Minute, 2}, {5 * time.Minute, 3}, {15 * time.Minute, 3}, {time.Hour, 5}} {
+		v, _ := l.view(now.Add(-c.span), now)
+		if got := v.decisions[[2]string{"acme", "clear"}]; got != c.want {
+			t.Errorf("last %s: %v decisions, want %v", c.span, got, c.want)
+		}
+	}
+	if len(l.fine.buckets) != 3 || len(l.coarse.buckets) != 4 { // 10 s and 50 s ago share a minute
+		t.Errorf("kept %d fine and %d coarse buckets, want 3 and 4", len(l.fine.buckets), len(l.coarse.buckets))
+	}
+	for i := range 300 {
+		l.tenant(fmt.Sprintf("t%d", i))
+	}
+	if l.tenant("t0") != "t0" || l.tenant("t299") != telemetry.OtherTenant || len(l.tenants) != telemetry.MaxTenantLabels {
+		t.Errorf("tenant cap: %d tenants", len(l.tenants))
 	}
 }

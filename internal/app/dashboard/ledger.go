@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -16,35 +17,98 @@ import (
 // The ledger counts the decisions of every replica from REIN_DETECTIONS,
 // where each detector stores its decision for each user turn: by tenant and
 // outcome (activated, clear, failed) and by tenant and error type, in
-// buckets of ledgerBucket by the time each was stored. It reads only what
-// was stored since its last refresh (batched direct gets by sequence, no
-// consumer), starting ledgerKeep before the dashboard started, so every
-// window up to an hour is whole from the first page.
+// buckets by the time each was stored. It reads only what was stored since
+// its last refresh (batched direct gets by sequence, no consumer), starting
+// an hour before the dashboard started, so every window up to an hour is
+// whole from the first page.
+//
+// Memory is bounded like the detector's metrics: at most
+// telemetry.MaxTenantLabels tenants (the rest count as
+// telemetry.OtherTenant), and two resolutions — 5-second buckets for the
+// last 15 minutes (the 1m, 5m and 15m windows, to 5 s) and 1-minute buckets
+// for the hour (the 1h window, to a minute): 240 buckets, each holding only
+// the tenants and error types it saw.
 const (
-	ledgerBucket = 5 * time.Second
 	// ledgerMaxRead bounds one refresh's reads; a ledger further behind
 	// catches up over the next refreshes (and says so).
 	ledgerMaxRead = 20000
 )
 
-// ledgerKeep is how far back the buckets reach: the longest window and a
-// bucket.
-var ledgerKeep = Windows[len(Windows)-2].Span + ledgerBucket
+// tier is one resolution of the ledger's buckets.
+type tier struct {
+	width   time.Duration         // bucket width
+	keep    time.Duration         // how far back it reaches
+	buckets map[int64]metricsView // bucket start (unix ns) → counts
+}
+
+func (t *tier) bucket(at time.Time) metricsView {
+	k := at.Truncate(t.width).UnixNano()
+	v, ok := t.buckets[k]
+	if !ok {
+		v = newMetricsView()
+		t.buckets[k] = v
+	}
+	return v
+}
+
+func (t *tier) forget(now time.Time) {
+	cut := now.Add(-t.keep).UnixNano()
+	for k := range t.buckets {
+		if k < cut {
+			delete(t.buckets, k)
+		}
+	}
+}
+
+// covers reports whether the tier reaches back to from.
+func (t *tier) covers(from, now time.Time) bool { return !from.Before(now.Add(-t.keep + t.width)) }
+
+func (t *tier) sum(from time.Time, into metricsView) {
+	start := from.Truncate(t.width).UnixNano()
+	for k, v := range t.buckets {
+		if k >= start {
+			into.add(v)
+		}
+	}
+}
 
 type ledger struct {
 	mu      sync.Mutex
 	started time.Time
-	next    uint64                // the next sequence to read (0: not started)
-	buckets map[int64]metricsView // bucket start (unix ns) → counts
+	next    uint64 // the next sequence to read (0: not started)
+	fine    tier   // 5 s buckets, 15 minutes
+	coarse  tier   // 1 min buckets, the hour
 	// sinceStart counts every decision stored at or after started (the
 	// "all" window), whatever the buckets have forgotten.
 	sinceStart metricsView
+	tenants    map[string]bool // the tenants counted by name
 	// behind says the last refresh stopped at ledgerMaxRead.
 	behind bool
 }
 
 func newLedger(started time.Time) *ledger {
-	return &ledger{started: started, buckets: map[int64]metricsView{}, sinceStart: newMetricsView()}
+	l := &ledger{started: started}
+	l.reset()
+	return l
+}
+
+func (l *ledger) reset() {
+	l.next = 0
+	l.fine = tier{width: 5 * time.Second, keep: 15*time.Minute + 10*time.Second, buckets: map[int64]metricsView{}}
+	l.coarse = tier{width: time.Minute, keep: time.Hour + 2*time.Minute, buckets: map[int64]metricsView{}}
+	l.sinceStart, l.tenants = newMetricsView(), map[string]bool{}
+}
+
+// tenant is t, or telemetry.OtherTenant past MaxTenantLabels tenants.
+func (l *ledger) tenant(t string) string {
+	if l.tenants[t] {
+		return t
+	}
+	if len(l.tenants) >= telemetry.MaxTenantLabels {
+		return telemetry.OtherTenant
+	}
+	l.tenants[t] = true
+	return t
 }
 
 // errLedgerFull stops a refresh at ledgerMaxRead.
@@ -60,11 +124,10 @@ func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.T
 	}
 	last := st.LastSeq
 	if l.next > last+1 {
-		// Purged or recreated: start over.
-		l.next, l.buckets, l.sinceStart = 0, map[int64]metricsView{}, newMetricsView()
+		l.reset() // purged or recreated: start over
 	}
 	if l.next == 0 {
-		if l.next, err = firstSeqSince(ctx, js, streams.StreamDetections, l.started.Add(-ledgerKeep), last); err != nil {
+		if l.next, err = firstSeqSince(ctx, js, streams.StreamDetections, l.started.Add(-l.coarse.keep), last); err != nil {
 			return fmt.Errorf("decisions of every replica: %w", err)
 		}
 	}
@@ -80,7 +143,8 @@ func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.T
 		l.add(r)
 		return nil
 	})
-	l.forget(now)
+	l.fine.forget(now)
+	l.coarse.forget(now)
 	if err != nil && !errors.Is(err, errLedgerFull) {
 		return fmt.Errorf("decisions of every replica: %w", err)
 	}
@@ -105,61 +169,33 @@ func (l *ledger) add(r streams.Raw) {
 	case det.Rein:
 		outcome = outcomeActivated
 	}
-	views := []metricsView{l.bucket(r.Time)}
+	views := []metricsView{l.fine.bucket(r.Time), l.coarse.bucket(r.Time)}
 	if !r.Time.Before(l.started) {
 		views = append(views, l.sinceStart)
 	}
+	tn := l.tenant(d.Meta.Tenant)
 	for _, v := range views {
-		v.decisions[[2]string{d.Meta.Tenant, outcome}]++
+		v.decisions[[2]string{tn, outcome}]++
 		if outcome == outcomeActivated {
-			v.activations[[2]string{d.Meta.Tenant, det.ErrorType}]++
+			v.activations[[2]string{tn, det.ErrorType}]++
 		}
 	}
 }
 
-func (l *ledger) bucket(t time.Time) metricsView {
-	k := t.Truncate(ledgerBucket).UnixNano()
-	v, ok := l.buckets[k]
-	if !ok {
-		v = newMetricsView()
-		l.buckets[k] = v
-	}
-	return v
-}
-
-// forget drops the buckets older than ledgerKeep.
-func (l *ledger) forget(now time.Time) {
-	cut := now.Add(-ledgerKeep).UnixNano()
-	for k := range l.buckets {
-		if k < cut {
-			delete(l.buckets, k)
-		}
-	}
-}
-
-// view sums the decisions stored at or after from (to the bucket), or,
-// with from zero, every one since the dashboard started.
-func (l *ledger) view(from time.Time) (metricsView, bool) {
+// view sums the decisions stored at or after from (to its bucket: 5 s
+// within the last 15 minutes, a minute beyond), or, with from zero, every
+// one since the dashboard started.
+func (l *ledger) view(from, now time.Time) (metricsView, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := newMetricsView()
-	add := func(v metricsView) {
-		for k, n := range v.decisions {
-			out.decisions[k] += n
-		}
-		for k, n := range v.activations {
-			out.activations[k] += n
-		}
-	}
-	if from.IsZero() {
-		add(l.sinceStart)
-		return out, l.behind
-	}
-	start := from.Truncate(ledgerBucket).UnixNano()
-	for k, v := range l.buckets {
-		if k >= start {
-			add(v)
-		}
+	switch {
+	case from.IsZero():
+		out.add(l.sinceStart)
+	case l.fine.covers(from, now):
+		l.fine.sum(from, out)
+	default:
+		l.coarse.sum(from, out)
 	}
 	return out, l.behind
 }

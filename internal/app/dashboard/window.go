@@ -127,6 +127,16 @@ func (h *history) firstDLQ() (float64, time.Time, bool) {
 	return 0, time.Time{}, false
 }
 
+// add adds b's decisions and activations to a, key by key.
+func (a metricsView) add(b metricsView) {
+	for k, n := range b.decisions {
+		a.decisions[k] += n
+	}
+	for k, n := range b.activations {
+		a.activations[k] += n
+	}
+}
+
 // sub returns a − b, key by key (counters only grow within one process).
 func (a metricsView) sub(b metricsView) metricsView {
 	out := newMetricsView()
