@@ -3,6 +3,14 @@
 // from jsonschema/, validation that names the offending field, identifier
 // rules and deterministic event ids.
 //
+// The files in jsonschema/ are generated from the Go types (package
+// schemagen; the constraints are the structs' `jsonschema` tags): after
+// changing a payload type, run `go generate ./schemas`. Besides the event
+// payloads they describe two plain JSON documents (AllDocuments): the
+// sidecar answer and the handoff work item.
+//
 // It consumes and produces nothing on its own; every stage validates with it
 // at its boundary (ingress and consume). It exports no metrics.
 package schemas
+
+//go:generate go run ./gen -dir jsonschema

@@ -4,65 +4,65 @@ import "encoding/json"
 
 // Turn is the data of dev.rein.turn.v1: one surface-dialogue message.
 type Turn struct {
-	Role string `json:"role"`
-	Text string `json:"text"`
-	Turn int    `json:"turn"`
+	Role string `json:"role" jsonschema:"required,enum=user,enum=agent"`
+	Text string `json:"text" jsonschema:"required,minLength=1,maxLength=65536"`
+	Turn int    `json:"turn" jsonschema:"minimum=0,maximum=9007199254740991"`
 }
 
 // Detection is the data of dev.rein.detection.v1: the inception module's
 // decision for one user turn, yes or no.
 type Detection struct {
-	Turn            int     `json:"turn"`
-	UserText        string  `json:"user_text"`
-	Rein            bool    `json:"rein"`
-	ErrorType       string  `json:"error_type,omitempty"`
-	Category        string  `json:"category,omitempty"`
-	RecoveryTool    string  `json:"recovery_tool,omitempty"`
-	Evidence        string  `json:"evidence,omitempty"`
-	Reasoning       string  `json:"reasoning,omitempty"`
-	Module          string  `json:"module"`
+	Turn            int     `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	UserText        string  `json:"user_text" jsonschema:"required"`
+	Rein            bool    `json:"rein" jsonschema:"required"`
+	ErrorType       string  `json:"error_type,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$"`
+	Category        string  `json:"category,omitempty" jsonschema:"maxLength=64"`
+	RecoveryTool    string  `json:"recovery_tool,omitempty" jsonschema:"maxLength=128"`
+	Evidence        string  `json:"evidence,omitempty" jsonschema:"maxLength=4096"`
+	Reasoning       string  `json:"reasoning,omitempty" jsonschema:"maxLength=16384"`
+	Module          string  `json:"module" jsonschema:"required,minLength=1"`
 	Model           string  `json:"model,omitempty"`
-	LatencyMS       float64 `json:"latency_ms"`
-	Tokens          int     `json:"tokens"`
-	Failed          bool    `json:"failed"`
+	LatencyMS       float64 `json:"latency_ms" jsonschema:"required,minimum=0"`
+	Tokens          int     `json:"tokens" jsonschema:"required,minimum=0"`
+	Failed          bool    `json:"failed" jsonschema:"required"`
 	FailReason      string  `json:"fail_reason,omitempty"`
-	TaxonomyVersion string  `json:"taxonomy_version"`
+	TaxonomyVersion string  `json:"taxonomy_version" jsonschema:"required,minLength=1"`
 }
 
 // Inception is the block the injector plants: an assistant tool call
 // think(thought) followed by its empty tool result.
 type Inception struct {
-	Thought      string `json:"thought"`
-	ErrorType    string `json:"error_type"`
-	RecoveryTool string `json:"recovery_tool"`
+	Thought      string `json:"thought" jsonschema:"required,minLength=1,maxLength=16384"`
+	ErrorType    string `json:"error_type" jsonschema:"required,minLength=1"`
+	RecoveryTool string `json:"recovery_tool" jsonschema:"required,minLength=1"`
 }
 
 // Task is the data of dev.rein.task.v1: one agent work item.
 type Task struct {
-	Turn        int        `json:"turn"`
-	UserText    string     `json:"user_text"`
+	Turn        int        `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	UserText    string     `json:"user_text" jsonschema:"required"`
 	DetectionID string     `json:"detection_id,omitempty"`
-	Inception   *Inception `json:"inception"`
+	Inception   *Inception `json:"inception" jsonschema:"required,nullable"`
 }
 
 // Step is the data of dev.rein.step.v1: one element of the agent's internal context.
 type Step struct {
-	Turn      int             `json:"turn"`
-	Step      int             `json:"step"`
-	Kind      string          `json:"kind"`
+	Turn      int             `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	Step      int             `json:"step" jsonschema:"required,minimum=0"`
+	Kind      string          `json:"kind" jsonschema:"required,enum=think,enum=tool_call,enum=tool_result,enum=reply"`
 	Name      string          `json:"name,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Output    string          `json:"output,omitempty"`
-	Injected  bool            `json:"injected"`
+	Injected  bool            `json:"injected" jsonschema:"required"`
 }
 
 // Escalation is the data of dev.rein.escalation.v1: the conversation is handed to a human.
 type Escalation struct {
-	Turn        int    `json:"turn"`
-	Summary     string `json:"summary"`
+	Turn        int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	Summary     string `json:"summary" jsonschema:"required"`
 	ErrorType   string `json:"error_type,omitempty"`
-	Reason      string `json:"reason"`
+	Reason      string `json:"reason" jsonschema:"required,minLength=1"`
 	DetectionID string `json:"detection_id,omitempty"`
 	Thought     string `json:"thought,omitempty"`
 }
@@ -78,31 +78,31 @@ const (
 
 // Report is the data of dev.rein.report.v1: an ambiguity report by the agent.
 type Report struct {
-	Turn        int    `json:"turn"`
-	Report      string `json:"report"`
+	Turn        int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	Report      string `json:"report" jsonschema:"required"`
 	ErrorType   string `json:"error_type,omitempty"`
 	DetectionID string `json:"detection_id,omitempty"`
 }
 
 // DeadLetter is the data of dev.rein.deadletter.v1: a message a stage could not handle.
 type DeadLetter struct {
-	Stage    string              `json:"stage"`
-	Reason   string              `json:"reason"`
-	Subject  string              `json:"subject"`
+	Stage    string              `json:"stage" jsonschema:"required,minLength=1"`
+	Reason   string              `json:"reason" jsonschema:"required,minLength=1"`
+	Subject  string              `json:"subject" jsonschema:"required"`
 	Stream   string              `json:"stream,omitempty"`
-	Sequence uint64              `json:"sequence,omitempty"`
-	Attempts int                 `json:"attempts,omitempty"`
+	Sequence uint64              `json:"sequence,omitempty" jsonschema:"minimum=0"`
+	Attempts int                 `json:"attempts,omitempty" jsonschema:"minimum=0"`
 	Headers  map[string][]string `json:"headers,omitempty"`
 	// Data is the original message body (base64 in JSON).
-	Data []byte `json:"data"`
+	Data []byte `json:"data" jsonschema:"required,nullable"`
 }
 
 // HandoffTimeout is the data of dev.rein.handoff.timeout.v1: a handoff item
 // nobody claimed before its deadline.
 type HandoffTimeout struct {
-	Turn         int    `json:"turn"`
-	EscalationID string `json:"escalation_id"`
-	Deadline     string `json:"deadline"`
+	Turn         int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	EscalationID string `json:"escalation_id" jsonschema:"required,minLength=1"`
+	Deadline     string `json:"deadline" jsonschema:"required,format=date-time"`
 }
 
 // Unanswered is the data of dev.rein.unanswered.v1: the explicit outcome of
@@ -110,20 +110,20 @@ type HandoffTimeout struct {
 // UnansweredFailed). With a reply, an escalation or a report, it is one of
 // the outcomes that every user turn ends with exactly once.
 type Unanswered struct {
-	Turn   int    `json:"turn"`
-	Reason string `json:"reason"`
+	Turn   int    `json:"turn" jsonschema:"required,minimum=1,maximum=9007199254740991"`
+	Reason string `json:"reason" jsonschema:"required,enum=superseded,enum=failed"`
 	// SupersededBy is the later turn that ran first (reason superseded).
-	SupersededBy int `json:"superseded_by,omitempty"`
+	SupersededBy int `json:"superseded_by,omitempty" jsonschema:"minimum=1,maximum=9007199254740991"`
 	// Detail says what failed (reason failed), secrets redacted.
-	Detail string `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty" jsonschema:"maxLength=4096"`
 }
 
 // Redrive is the data of dev.rein.redrive.v1, stored on rein.dlq.redriven:
 // the dead letter at DLQSequence was put back on Subject (Stream) and
 // stored there at NewSequence. It makes a redrive happen once.
 type Redrive struct {
-	DLQSequence uint64 `json:"dlq_sequence"`
-	Subject     string `json:"subject"`
-	Stream      string `json:"stream"`
-	NewSequence uint64 `json:"new_sequence"`
+	DLQSequence uint64 `json:"dlq_sequence" jsonschema:"required,minimum=1"`
+	Subject     string `json:"subject" jsonschema:"required,minLength=1"`
+	Stream      string `json:"stream" jsonschema:"required,minLength=1"`
+	NewSequence uint64 `json:"new_sequence" jsonschema:"required,minimum=1"`
 }

@@ -69,3 +69,16 @@ var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
 	TypeUnanswered, TypeRedrive,
 }
+
+// Plain JSON documents (not CloudEvents) with a JSON Schema of their own.
+const (
+	// DocSidecarAnswer is the reply to a sidecar request on
+	// rein.inception.get.<tenant>.<conversation>.<turn>.
+	DocSidecarAnswer = "rein.sidecar.answer.v1"
+	// DocHandoffItem is a human-handoff work item on rein.handoff.items.>.
+	DocHandoffItem = "rein.handoff.item.v1"
+)
+
+// AllDocuments lists the plain JSON documents with a JSON Schema; Validate
+// takes their names as it takes event types, Known does not.
+var AllDocuments = []string{DocSidecarAnswer, DocHandoffItem}

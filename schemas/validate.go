@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,7 +23,8 @@ var (
 	printer     = message.NewPrinter(language.English)
 )
 
-// SchemaJSON returns the JSON Schema document of an event type.
+// SchemaJSON returns the JSON Schema document of an event type or of one of
+// AllDocuments.
 func SchemaJSON(eventType string) ([]byte, error) {
 	b, err := schemaFS.ReadFile("jsonschema/" + eventType + ".json")
 	if err != nil {
@@ -35,8 +37,8 @@ func compileAll() {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	compiled = make(map[string]*jsonschema.Schema, len(AllTypes))
-	for _, t := range AllTypes {
+	compiled = make(map[string]*jsonschema.Schema, len(AllTypes)+len(AllDocuments))
+	for _, t := range append(slices.Clone(AllTypes), AllDocuments...) {
 		raw, err := SchemaJSON(t)
 		if err != nil {
 			compileErr = err
@@ -61,14 +63,19 @@ func compileAll() {
 	}
 }
 
-// Known reports whether eventType is one of rein's event types.
+// Known reports whether eventType is one of rein's event types (the plain
+// documents of AllDocuments are not).
 func Known(eventType string) bool {
+	if !slices.Contains(AllTypes, eventType) {
+		return false
+	}
 	compileOnce.Do(compileAll)
 	_, ok := compiled[eventType]
 	return ok
 }
 
-// Validate checks a JSON payload against the schema of its event type. The
+// Validate checks a JSON payload against the schema of its event type (or a
+// plain document against its schema, by its name in AllDocuments). The
 // returned error is a *ValidationError naming the offending field, or wraps
 // ErrUnknownType or ErrMalformedJSON.
 func Validate(eventType string, data []byte) error {

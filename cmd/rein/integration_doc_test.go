@@ -164,7 +164,22 @@ func TestIntegrationDocStatic(t *testing.T) {
 		}
 	}
 
-	// The sidecar answer is injector.Answer, field for field.
+	// The schema files the guide links exist, and one per plain document.
+	for _, name := range schemas.AllDocuments {
+		link := "](../schemas/jsonschema/" + name + ".json)"
+		if !strings.Contains(doc, link) {
+			t.Errorf("the guide does not link the schema of %s", name)
+		}
+		if _, err := schemas.SchemaJSON(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+
+	// The sidecar answer is injector.Answer, field for field, and valid
+	// under its JSON Schema.
+	if err := schemas.Validate(schemas.DocSidecarAnswer, []byte(docExample(t, doc, "sidecar-answer"))); err != nil {
+		t.Errorf("sidecar answer: %v", err)
+	}
 	dec := json.NewDecoder(strings.NewReader(docExample(t, doc, "sidecar-answer")))
 	dec.DisallowUnknownFields()
 	var a injector.Answer
@@ -349,11 +364,35 @@ func TestIntegrationDocLive(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var stored uint64
 	for i, dup := range []bool{false, true} {
 		ack, err := js.PublishMsg(ctx, docMessage(t, docExample(t, doc, "nats-user-turn")))
 		if err != nil || ack.Duplicate != dup {
 			t.Fatalf("publish %d: %+v, %v", i+1, ack, err)
 		}
+		stored = ack.Sequence
+	}
+
+	// 2b. The nats CLI snippet, run as written with the tenant's key: it
+	// sends that very message, so JetStream answers "stored already".
+	if cli := natsCLI(t); cli != "" {
+		cmd := exec.Command("sh", "-c", docExample(t, doc, "nats-cli"))
+		cmd.Dir = dir // the snippet's key path is data/nats-keys/…
+		cmd.Env = append(os.Environ(), "NATS_URL=nats://"+natsAddr, "NATS_CONTEXT=", "PATH="+filepath.Dir(cli)+":"+os.Getenv("PATH"))
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("nats CLI snippet: %v\n%s%s", err, out.String(), errb.String())
+		}
+		var ack struct {
+			Stream    string `json:"stream"`
+			Seq       uint64 `json:"seq"`
+			Duplicate bool   `json:"duplicate"`
+		}
+		if err := json.Unmarshal(lastJSONLine(out.String()), &ack); err != nil || ack.Stream != streams.StreamTurns || ack.Seq != stored || !ack.Duplicate {
+			t.Errorf("nats CLI snippet answered %q (%v), want the duplicate ack of %s seq %d\n%s", out.String(), err, streams.StreamTurns, stored, errb.String())
+		}
+		t.Logf("nats CLI snippet: %s", lastJSONLine(out.String()))
 	}
 
 	// 3. The sidecar question about that turn: the documented answer shape,
@@ -367,6 +406,9 @@ func TestIntegrationDocLive(t *testing.T) {
 		dec := json.NewDecoder(bytes.NewReader(m.Data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
+			t.Fatalf("answer %s: %v", m.Data, err)
+		}
+		if err := schemas.Validate(schemas.DocSidecarAnswer, m.Data); err != nil {
 			t.Fatalf("answer %s: %v", m.Data, err)
 		}
 		return a.Status == injector.StatusReady
@@ -407,6 +449,9 @@ func TestIntegrationDocLive(t *testing.T) {
 		msg = m
 		return true
 	})
+	if err := schemas.Validate(schemas.DocHandoffItem, msg.Data); err != nil {
+		t.Errorf("handoff item %s: %v", msg.Data, err)
+	}
 	var item map[string]any
 	// c1 (a hotel) and c2 (a seat) are both handed over; either may come first.
 	if err := json.Unmarshal(msg.Data, &item); err != nil || item["tenant"] != "acme" || (item["conversation"] != "c1" && item["conversation"] != "c2") ||
@@ -434,5 +479,70 @@ func TestIntegrationDocLive(t *testing.T) {
 	}
 	if err := msg.Respond([]byte("+ACK")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// natsCLI returns the path of the nats CLI, or "" when it is not installed
+// (the guide's CLI snippet is then only checked statically). With
+// REIN_REQUIRE_NATS_CLI=1 (CI builds the CLI) a missing CLI fails the test.
+func natsCLI(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("nats")
+	if err != nil {
+		if os.Getenv("REIN_REQUIRE_NATS_CLI") == "1" {
+			t.Fatal("the nats CLI is not on PATH and REIN_REQUIRE_NATS_CLI=1 says the guide's CLI snippet must run (go install github.com/nats-io/natscli/nats@v0.5.0)")
+		}
+		t.Log("the nats CLI is not on PATH: its snippet is checked, not run")
+		return ""
+	}
+	return p
+}
+
+// lastJSONLine returns the last line of out that holds a JSON object.
+func lastJSONLine(out string) []byte {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "{") {
+			return []byte(l)
+		}
+	}
+	return nil
+}
+
+// pythonBlocks returns the body of every ```python block of the guide.
+func pythonBlocks(doc string) []string {
+	var blocks []string
+	for _, part := range strings.Split(doc, "```python\n")[1:] {
+		body, _, ok := strings.Cut(part, "```")
+		if ok {
+			blocks = append(blocks, dedent(body))
+		}
+	}
+	return blocks
+}
+
+// The guide's Python snippets cannot run here (nats-py is not installable
+// offline); each is at least compiled by python3, so a syntax error (an
+// await outside a coroutine, say) fails the build.
+func TestIntegrationDocPythonCompiles(t *testing.T) {
+	blocks := pythonBlocks(readIntegrationDoc(t))
+	if len(blocks) < 3 {
+		t.Fatalf("the guide has %d Python blocks, want the publish, subscribe and claim examples", len(blocks))
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the Python snippets cannot be compiled")
+	}
+	dir := t.TempDir()
+	for i, b := range blocks {
+		f := filepath.Join(dir, fmt.Sprintf("snippet%d.py", i+1))
+		if err := os.WriteFile(f, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-m", "py_compile", f)
+		cmd.Env = append(os.Environ(), "PYTHONPYCACHEPREFIX="+filepath.Join(dir, "cache"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("Python block %d does not compile: %v\n%s\n%s", i+1, err, out, b)
+		}
 	}
 }

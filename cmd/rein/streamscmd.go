@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/streams"
 )
 
@@ -31,9 +32,34 @@ type streamReport struct {
 	FirstSeq  uint64           `json:"first_seq"`
 	LastSeq   uint64           `json:"last_seq"`
 	Consumers []consumerReport `json:"consumers"`
+	// Rates is what the stream stored in the last minute, 15 minutes and
+	// hour, read from the stream itself (every replica's messages, not one
+	// process's counters); Trend compares the later half of the last 15
+	// minutes with the earlier (rising, falling, steady, idle).
+	Rates []rateReport `json:"rates"`
+	Trend string       `json:"trend,omitempty"`
+	// RatesError says why the rates could not be read.
+	RatesError string `json:"rates_error,omitempty"`
 	// Error says why the stream could not be read (no leader, no answer).
 	Error string `json:"error,omitempty"`
 }
+
+// rateReport is one window of a stream's traffic.
+type rateReport struct {
+	Window    string  `json:"window"` // 1m, 15m, 1h
+	Messages  uint64  `json:"messages"`
+	PerSecond float64 `json:"per_second"`
+}
+
+// rateWindows are the windows rein streams reports; trendWindow is the one
+// whose halves give the trend.
+var (
+	rateWindows = []struct {
+		name string
+		span time.Duration
+	}{{"1m", time.Minute}, {"15m", 15 * time.Minute}, {"1h", time.Hour}}
+	trendWindow = 15 * time.Minute
+)
 
 type consumerReport struct {
 	Name string `json:"name"`
@@ -42,6 +68,9 @@ type consumerReport struct {
 	AckPending  int    `json:"ack_pending"`
 	Redelivered int    `json:"redelivered"`
 	AckFloor    uint64 `json:"ack_floor"`
+	// OldestPendingS is how long, in seconds, the oldest message it has
+	// not had acknowledged has been in the stream (its lag in time).
+	OldestPendingS float64 `json:"oldest_pending_s"`
 }
 
 func newStreamsCmd() *cobra.Command {
@@ -50,10 +79,15 @@ func newStreamsCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "streams",
-		Short: "Show every rein stream: replicas, leader, replica lag, messages; and each consumer's pending (lag), ack-pending, redelivered",
+		Short: "Show every rein stream: replicas, leader, replica lag, messages, traffic over 1m/15m/1h; and each consumer's pending (lag), ack-pending, redelivered, oldest pending",
 		Long: `streams shows every rein stream, and KV_REIN_CONVERSATIONS (the conversations bucket), with its replicas, its leader and each other replica's state
 (current, offline, operations behind the leader), its messages and bytes, and each consumer's pending
-messages (its lag), ack-pending and redelivered counts.
+messages (its lag), ack-pending and redelivered counts and the age of its oldest pending message.
+
+Traffic is the whole deployment's, read from the streams (each stored message's sequence and time),
+not from any process: the messages stored in the last minute, 15 minutes and hour, the last minute's
+rate, and the trend (the later half of the last 15 minutes against the earlier: rising, falling,
+steady, idle).
 
 Each stream must answer within --timeout: a cluster that has lost its meta leader, or a stream whose
 replicas are down, is shown as such and the command exits non-zero instead of waiting.`,
@@ -82,7 +116,7 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 	}
 	nf.bind(cmd, streams.DefaultURL)
 	cmd.AddCommand(newStreamsBackupCmd(), newStreamsRestoreCmd())
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, replicas, leader, peers, messages, bytes, consumers: [...], error}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, replicas, leader, peers, messages, bytes, rates: [{window, messages, per_second}], trend, consumers: [...], error}")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long each stream may take to answer")
 	return cmd
 }
@@ -111,7 +145,7 @@ func streamReports(ctx context.Context, js jetstream.JetStream, timeout time.Dur
 func streamReportOf(ctx context.Context, js jetstream.JetStream, name string, timeout time.Duration) (streamReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	row := streamReport{Name: name, Peers: []streams.Peer{}, Consumers: []consumerReport{}}
+	row := streamReport{Name: name, Peers: []streams.Peer{}, Consumers: []consumerReport{}, Rates: []rateReport{}}
 	st, err := streams.Status(ctx, js, name)
 	if st.Info != nil {
 		info := st.Info
@@ -125,15 +159,41 @@ func streamReportOf(ctx context.Context, js jetstream.JetStream, name string, ti
 	if err != nil {
 		return row, err
 	}
+	now := time.Now()
+	if err := streamRates(ctx, js, &row, now); err != nil {
+		row.RatesError = err.Error()
+	}
 	lister := s.ListConsumers(ctx)
 	for ci := range lister.Info() {
-		row.Consumers = append(row.Consumers, consumerReport{Name: ci.Name, Pending: ci.NumPending,
-			AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered, AckFloor: ci.AckFloor.Stream})
+		c := consumerReport{Name: ci.Name, Pending: ci.NumPending,
+			AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered, AckFloor: ci.AckFloor.Stream}
+		if age, err := dashboard.OldestPending(ctx, js, ci, now); err == nil {
+			c.OldestPendingS = age.Seconds()
+		}
+		row.Consumers = append(row.Consumers, c)
 	}
 	if err := lister.Err(); err != nil {
 		return row, fmt.Errorf("consumers of %s: %w", name, err)
 	}
 	return row, nil
+}
+
+// streamRates fills row's rates and trend from the stream's sequences and
+// times.
+func streamRates(ctx context.Context, js jetstream.JetStream, row *streamReport, now time.Time) error {
+	for _, w := range rateWindows {
+		fs, err := dashboard.StreamFlow(ctx, js, row.Name, row.LastSeq, now, w.span, 0)
+		if err != nil {
+			return err
+		}
+		row.Rates = append(row.Rates, rateReport{Window: w.name, Messages: fs.Messages, PerSecond: fs.PerSecond})
+	}
+	fs, err := dashboard.StreamFlow(ctx, js, row.Name, row.LastSeq, now, trendWindow, 2)
+	if err != nil {
+		return err
+	}
+	row.Trend = fs.Direction
+	return nil
 }
 
 func printStreams(out io.Writer, rows []streamReport, asJSON bool) error {
@@ -143,15 +203,24 @@ func printStreams(out io.Writer, rows []streamReport, asJSON bool) error {
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STREAM\tREPLICAS\tLEADER\tREPLICA LAG\tMESSAGES\tBYTES\tCONSUMER\tPENDING (LAG)\tACK PENDING\tREDELIVERED")
+	fmt.Fprintln(tw, "STREAM\tREPLICAS\tLEADER\tREPLICA LAG\tMESSAGES\tBYTES\tSTORED 1M/15M/1H\tRATE 1M\tTREND\tCONSUMER\tPENDING (LAG)\tACK PENDING\tREDELIVERED\tOLDEST PENDING")
 	for _, r := range rows {
 		leader := r.Leader
 		if r.Error != "" {
 			leader = "UNAVAILABLE: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t\t\t\t\n", r.Name, r.Replicas, leader, peerSummary(r.Peers), r.Messages, r.Bytes)
+		stored, rate, trend := "-", "-", r.Trend
+		if len(r.Rates) == len(rateWindows) {
+			stored = fmt.Sprintf("%d / %d / %d", r.Rates[0].Messages, r.Rates[1].Messages, r.Rates[2].Messages)
+			rate = fmt.Sprintf("%.2f/s", r.Rates[0].PerSecond)
+		}
+		if trend == "" {
+			trend = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\t\t\t\t\n", r.Name, r.Replicas, leader, peerSummary(r.Peers), r.Messages, r.Bytes, stored, rate, trend)
 		for _, c := range r.Consumers {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t%s\t%d\t%d\t%d\n", c.Name, c.Pending, c.AckPending, c.Redelivered)
+			age := (time.Duration(c.OldestPendingS * float64(time.Second))).Round(time.Second)
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t%s\t%d\t%d\t%d\t%s\n", c.Name, c.Pending, c.AckPending, c.Redelivered, age)
 		}
 	}
 	return tw.Flush()

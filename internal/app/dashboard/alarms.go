@@ -13,15 +13,21 @@ import (
 
 // readDeadLetters counts the messages in REIN_DLQ.
 func readDeadLetters(ctx context.Context, js jetstream.JetStream) (float64, error) {
-	s, err := js.Stream(ctx, streams.StreamDLQ)
+	st, err := streamState(ctx, js, streams.StreamDLQ)
+	return float64(st.Msgs), err
+}
+
+// streamState reads a stream's state (messages, sequences).
+func streamState(ctx context.Context, js jetstream.JetStream, name string) (jetstream.StreamState, error) {
+	s, err := js.Stream(ctx, name)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, fmt.Errorf("stream %s: %w", name, err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return 0, err
+		return jetstream.StreamState{}, fmt.Errorf("stream %s: %w", name, err)
 	}
-	return float64(info.State.Msgs), nil
+	return info.State, nil
 }
 
 // alarms are the banners: dead letters added within AlarmWindow (against

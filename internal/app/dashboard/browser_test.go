@@ -344,13 +344,65 @@ func TestBrowser(t *testing.T) {
   current: (document.querySelector('nav[data-testid="windows"] a[aria-current="page"]') || {}).textContent || "",
   coverage: document.querySelector('[data-testid="coverage"]').textContent,
   api: document.body.dataset.api,
-  sparks: document.querySelectorAll("svg.spark polyline").length,
+  sparks: document.querySelectorAll('svg.spark[data-testid^="trend-"] polyline').length,
 }))()`))
 		return err
 	})
 	if ws.Current != "5m" || !strings.Contains(ws.Coverage, "last 5 minutes") || ws.API != "/api/overview?window=5m" || ws.Sparks != 2 {
 		t.Errorf("window page: %+v", ws)
 	}
+
+	// 4b. Traffic and the every-replica decisions are the deployment's:
+	// turns and detections another process stores (its own connection and
+	// publisher; this process's counters never see them) show in the
+	// window's REIN_TURNS row and the every-replica activation rate,
+	// without a reload.
+	readTurnsFlow := func() (msgs string, sparks int) {
+		t.Helper()
+		var st struct {
+			Msgs   string `json:"msgs"`
+			Sparks int    `json:"sparks"`
+		}
+		step("read the traffic table", 30*time.Second, func(ctx context.Context) (err error) {
+			st, err = chromedp.Run(ctx, chromedp.Evaluate[struct {
+				Msgs   string `json:"msgs"`
+				Sparks int    `json:"sparks"`
+			}](`(() => ({
+  msgs: (document.querySelector('tbody[data-testid="flows"] tr[data-flow="REIN_TURNS"] .messages') || {}).textContent || "",
+  sparks: document.querySelectorAll('tbody[data-testid="flows"] svg.spark polyline').length,
+}))()`))
+			return err
+		})
+		return st.Msgs, st.Sparks
+	}
+	readDeploymentRate := func() string {
+		t.Helper()
+		var rate string
+		step("read the every-replica rate", 30*time.Second, func(ctx context.Context) (err error) {
+			rate, err = chromedp.Run(ctx, chromedp.Evaluate[string](
+				`(document.querySelector('[data-testid="deployment"] .rate') || {}).textContent || ""`))
+			return err
+		})
+		return rate
+	}
+	before, sparks := readTurnsFlow()
+	n0, err := strconv.Atoi(before)
+	if err != nil || sparks != len(streams.StreamNames) {
+		t.Fatalf("traffic table: REIN_TURNS %q, %d sparklines (want one per stream)", before, sparks)
+	}
+	// The fixture's two stored detections: one clear, one activated.
+	if rate := readDeploymentRate(); rate != "50.0%" {
+		t.Fatalf("every-replica activation rate %q, want 50.0%%", rate)
+	}
+	publishTurns(t, f.js, streams.IdentityIngress, "elsewhere", 3)
+	publishDetections(t, f.js, tenant, "elsewhere", "activated:anaphora", "activated:anaphora")
+	testutil.CheckFor(t, 60*time.Second, "the page did not count the other replica's decisions", func() bool {
+		return readDeploymentRate() == "75.0%"
+	})
+	testutil.CheckFor(t, 60*time.Second, "the page did not count the other process's turns", func() bool {
+		msgs, sparks := readTurnsFlow()
+		return msgs == strconv.Itoa(n0+3) && sparks == len(streams.StreamNames) // the script draws them too
+	})
 
 	// 5. The alarm banner: a new dead letter and a model whose breaker is
 	// open appear on the open page without a reload.

@@ -58,7 +58,8 @@ type Dashboard struct {
 	tmpl *template.Template
 	now  func() time.Time
 
-	hist *history
+	hist   *history
+	ledger *ledger
 
 	mu    sync.Mutex // guards the fields below
 	cache map[Query]cached
@@ -106,6 +107,7 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	}
 	d := &Dashboard{cfg: cfg, deps: deps, log: log.With("component", "dashboard"), tmpl: tmpl, now: time.Now, cache: map[Query]cached{}}
 	d.hist = newHistory(d.now(), cfg.SampleInterval/2)
+	d.ledger = newLedger(d.hist.started)
 	return d, nil
 }
 
@@ -140,6 +142,9 @@ func (d *Dashboard) sample(ctx context.Context) (sample, []string) {
 	s.mv = mv
 	if n, err := readDeadLetters(ctx, d.deps.JS); err == nil {
 		s.dlq, s.hasQ = n, true
+	}
+	if err := d.ledger.refresh(ctx, d.deps.JS, s.at); err != nil {
+		problems = append(problems, err.Error())
 	}
 	d.hist.add(s)
 	return s, problems
@@ -198,9 +203,28 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
 	cur, problems := d.sample(ctx)
 	o.Problems = append(o.Problems, problems...)
-	if err := readJetStreamState(ctx, d.deps.JS, o); err != nil {
+	if err := readJetStreamState(ctx, d.deps.JS, o, now); err != nil {
 		o.Problems = append(o.Problems, err.Error())
 	}
+	// Traffic comes from the streams, which hold every replica's messages
+	// and their times: a window reaches back its whole span, whenever this
+	// process started ("all": since it started).
+	flowFrom := d.hist.started
+	if w.Span > 0 {
+		flowFrom = now.Add(-w.Span)
+	}
+	o.FlowCoverage = fmt.Sprintf("%s (%s to %s), every replica", w.Text, timeText(flowFrom), timeText(now))
+	flows, err := readFlows(ctx, d.deps.JS, flowFrom, now)
+	if err != nil {
+		o.Problems = append(o.Problems, err.Error())
+	}
+	o.Flows = flows
+	var since time.Time // zero: since the dashboard started
+	if w.Span > 0 {
+		since = now.Add(-w.Span)
+	}
+	lv, behind := d.ledger.view(since, now)
+	o.Deployment = deploymentOf(lv, f, behind)
 	view, from := cur.mv, d.hist.started
 	if w.Span > 0 {
 		base, full := d.hist.at(now.Add(-w.Span))

@@ -26,8 +26,38 @@
 // buckets. tenant narrows every number to one tenant; type makes
 // "activated" count one error type (the headline rate, the tenant table,
 // the sparkline, the recent outcomes), the error type table staying the
-// menu of types. Rates are per replica: each process counts what it
-// decided.
+// menu of types. The headline decision counts and activation rate are this
+// process's (what its detector decided, as its /metrics says); below the
+// rate, "every replica" gives the same figures for the whole deployment,
+// and the traffic table is the whole deployment's too (below).
+//
+// # Every replica's decisions
+//
+// Every detector stores its decision for each user turn in REIN_DETECTIONS,
+// so the dashboard counts them there (data-testid="deployment", with
+// .rate, .activated, .judged, .failed): a ledger reads what was stored
+// since its last refresh (batched direct gets by sequence, no consumer; at
+// most 20,000 per refresh, the page saying when it is still catching up),
+// from an hour before the dashboard started, and counts them by tenant,
+// outcome and error type in buckets of their stored time (5 s for the last
+// 15 minutes, a minute for the hour; at most telemetry.MaxTenantLabels
+// tenants, like the detector's metrics), so a window is whole from the
+// first page and filters apply as above; "all" is since the dashboard
+// started.
+//
+// # Traffic: the whole deployment
+//
+// The traffic table is read from the streams, not from process memory, so
+// it counts what every replica of every stage stored: for each rein stream,
+// the messages stored within the window (1m, 5m, 15m, 1h; "all" is since
+// this dashboard started), their rate per second, a sparkline of twelve
+// buckets and a direction (rising, falling, steady, idle: the later half of
+// the buckets against the earlier). JetStream numbers every stored message
+// and stamps its time, so a window's count is one direct get per boundary
+// (the first sequence stored at or after it) — it reaches back its whole
+// span whenever this process started. The consumer table adds each durable
+// consumer's oldest pending message's age (its lag in time). StreamFlow and
+// OldestPending are exported for rein streams.
 //
 // # Activation rate
 //
@@ -68,6 +98,9 @@
 //
 // # Stable hooks for tests
 //
+// The traffic table is data-testid="flows", one row per stream with
+// data-flow=<stream> and cells .messages, .rate, .trend (an svg.spark) and
+// .direction; its coverage is data-testid="flow-coverage".
 // Numbers carry data-testid attributes (activation-rate, decisions-total,
 // judged-total, activated-count, failed-count, failure-rate, dead-letters,
 // updated-at, coverage); the sparklines are svg.spark with data-testid

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,7 +17,7 @@ import (
 // dead-letter count from JetStream. Ephemeral consumers (such as the
 // ordered consumers of replay, audit and the conversation view) are left
 // out: they come and go and say nothing about a stage's backlog.
-func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview) error {
+func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview, now time.Time) error {
 	o.Consumers = nil
 	var errs []error
 	for _, name := range streams.StreamNames {
@@ -38,11 +39,16 @@ func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview
 			if ci.Config.Durable == "" {
 				continue
 			}
+			age, err := OldestPending(ctx, js, ci, now)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			o.Consumers = append(o.Consumers, Consumer{
 				Stream: name, Name: ci.Name,
 				Pending:       count("", float64(ci.NumPending)),
 				AckPending:    count("", float64(ci.NumAckPending)),
 				MaxAckPending: count("", float64(ci.Config.MaxAckPending)),
+				OldestPending: Count{Value: age.Seconds(), Text: age.Round(time.Second).String()},
 			})
 		}
 		if err := lister.Err(); err != nil {

@@ -37,18 +37,25 @@ type Overview struct {
 	Trend     Trend        `json:"trend"`
 	Alarms    []Alarm      `json:"alarms"`
 
-	Decisions      Count    `json:"decisions"`
-	Judged         Count    `json:"judged"`
-	Activated      Count    `json:"activated"`
-	Failed         Count    `json:"failed"`
-	ActivationRate Rate     `json:"activation_rate"` // activated / judged
-	FailureRate    Rate     `json:"failure_rate"`    // failed / decisions
-	Outcomes       []Count  `json:"outcomes"`        // decisions by outcome
-	ErrorTypes     []Share  `json:"error_types"`     // activations per error type
-	Tenants        []Tenant `json:"tenants"`
+	Decisions      Count `json:"decisions"`
+	Judged         Count `json:"judged"`
+	Activated      Count `json:"activated"`
+	Failed         Count `json:"failed"`
+	ActivationRate Rate  `json:"activation_rate"` // activated / judged
+	// Deployment is the same decisions for every replica, read from
+	// REIN_DETECTIONS (the numbers above are this process's counters).
+	Deployment  Deployment `json:"deployment"`
+	FailureRate Rate       `json:"failure_rate"` // failed / decisions
+	Outcomes    []Count    `json:"outcomes"`     // decisions by outcome
+	ErrorTypes  []Share    `json:"error_types"`  // activations per error type
+	Tenants     []Tenant   `json:"tenants"`
 
-	Consumers   []Consumer `json:"consumers"`
-	DeadLetters Count      `json:"dead_letters"`
+	// Flows is every stream's traffic over Window, read from the streams:
+	// the whole deployment, every replica, not this process's counters.
+	Flows        []Flow     `json:"flows"`
+	FlowCoverage string     `json:"flow_coverage"`
+	Consumers    []Consumer `json:"consumers"`
+	DeadLetters  Count      `json:"dead_letters"`
 
 	Recent []Outcome `json:"recent"` // newest first
 	// Redacted says the outcomes' text was redacted (see Deps.Reveal).
@@ -110,6 +117,9 @@ type Consumer struct {
 	Pending       Count  `json:"pending"`
 	AckPending    Count  `json:"ack_pending"`
 	MaxAckPending Count  `json:"max_ack_pending"`
+	// OldestPending is how long its oldest unacknowledged message has
+	// waited (its lag in time), text "0s" when it has none.
+	OldestPending Count `json:"oldest_pending"`
 	// Stalled is true when ack-pending sits at its limit.
 	Stalled bool `json:"stalled"`
 }

@@ -127,6 +127,16 @@ func (h *history) firstDLQ() (float64, time.Time, bool) {
 	return 0, time.Time{}, false
 }
 
+// add adds b's decisions and activations to a, key by key.
+func (a metricsView) add(b metricsView) {
+	for k, n := range b.decisions {
+		a.decisions[k] += n
+	}
+	for k, n := range b.activations {
+		a.activations[k] += n
+	}
+}
+
 // sub returns a − b, key by key (counters only grow within one process).
 func (a metricsView) sub(b metricsView) metricsView {
 	out := newMetricsView()
@@ -184,7 +194,6 @@ func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 	rates := make([]float64, trendPoints)
 	judgedAny := make([]bool, trendPoints)
 	prev := at(from)
-	maxDec := 0.0
 	for i := range trendPoints {
 		end := from.Add(step * time.Duration(i+1))
 		if i == trendPoints-1 {
@@ -194,22 +203,16 @@ func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 		d := next.mv.sub(prev.mv)
 		total, activated, failed := d.totals(f)
 		dec[i] = total
-		maxDec = max(maxDec, total)
 		if judged := total - failed; judged > 0 {
 			rates[i], judgedAny[i] = activated/judged, true
 		}
 		prev = next
 	}
 	var t Trend
-	var dp, rp, dt, rt []string
+	var rp, rt []string
 	x := func(i int) float64 { return float64(i) * TrendWidth / (trendPoints - 1) }
+	t.Decisions, t.DecisionsText = sparkline(dec)
 	for i := range trendPoints {
-		y := float64(TrendHeight)
-		if maxDec > 0 {
-			y = TrendHeight - dec[i]/maxDec*TrendHeight
-		}
-		dp = append(dp, fmt.Sprintf("%.1f,%.1f", x(i), y))
-		dt = append(dt, fmt.Sprintf("%g", dec[i]))
 		if judgedAny[i] {
 			rp = append(rp, fmt.Sprintf("%.1f,%.1f", x(i), TrendHeight-rates[i]*TrendHeight))
 			rt = append(rt, fmt.Sprintf("%.0f%%", rates[i]*100))
@@ -224,8 +227,7 @@ func (h *history) trend(from, to time.Time, f filter, cur sample) Trend {
 			rp = append([]string{fmt.Sprintf("%.1f,%s", max(v-3, 0), y)}, rp...)
 		}
 	}
-	t.Decisions, t.Rate = strings.Join(dp, " "), strings.Join(rp, " ")
-	t.DecisionsText, t.RateText = strings.Join(dt, " "), strings.Join(rt, " ")
+	t.Rate, t.RateText = strings.Join(rp, " "), strings.Join(rt, " ")
 	unit := time.Second
 	if step < 10*time.Second {
 		unit = 10 * time.Millisecond

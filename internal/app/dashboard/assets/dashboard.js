@@ -10,6 +10,9 @@
   }
   const api = body.dataset.api || "/api/overview";
   const every = Math.max(100, parseInt(body.dataset.pollMs, 10) || 5000);
+  // The sparkline box (dashboard.TrendWidth × TrendHeight).
+  const TREND_W = 120;
+  const TREND_H = 24;
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -93,6 +96,16 @@
     setText("failed-count", o.failed.text);
     setText("failure-rate", o.failure_rate.text);
     setText("dead-letters", o.dead_letters.text);
+    const dep = document.querySelector('[data-testid="deployment"]');
+    if (dep && o.deployment) {
+      for (const [cls, text] of [["rate", o.deployment.activation_rate.text], ["activated", o.deployment.activated.text],
+        ["judged", o.deployment.judged.text], ["failed", o.deployment.failed.text], ["note", o.deployment.note || ""]]) {
+        const e = dep.querySelector("." + cls);
+        if (e && e.textContent !== text) {
+          e.textContent = text;
+        }
+      }
+    }
     spark("trend-rate", o.trend.rate, o.trend.rate_text + " (" + o.trend.bucket_text + ")");
     spark("trend-decisions", o.trend.decisions, o.trend.decisions_text + " (" + o.trend.bucket_text + ")");
     fill("alarms", o.alarms, (a) => {
@@ -122,12 +135,32 @@
     fill("consumers", o.consumers, (c) => {
       const r = tr("data-consumer", c.stream + "/" + c.name, [["stream", c.stream], ["name", c.name],
         ["num pending", c.pending.text], ["num ack-pending", c.ack_pending.text],
-        ["num max-ack-pending", c.max_ack_pending.text]]);
+        ["num max-ack-pending", c.max_ack_pending.text], ["num oldest-pending", c.oldest_pending.text]]);
       if (c.stalled) {
         r.className = "stalled";
       }
       return r;
-    }, "no consumers", 5);
+    }, "no consumers", 6);
+    setText("flow-coverage", o.flow_coverage);
+    fill("flows", o.flows, (f) => {
+      const r = tr("data-flow", f.stream, [["stream", f.stream], ["num messages", f.messages.text],
+        ["num rate", f.rate.text], ["trend", ""], ["direction", f.direction]]);
+      const ns = "http://www.w3.org/2000/svg";
+      const svg = document.createElementNS(ns, "svg");
+      svg.setAttribute("class", "spark");
+      svg.setAttribute("viewBox", "0 0 " + TREND_W + " " + TREND_H);
+      svg.setAttribute("width", TREND_W);
+      svg.setAttribute("height", TREND_H);
+      svg.setAttribute("role", "img");
+      svg.setAttribute("aria-label", "messages per bucket");
+      const title = document.createElementNS(ns, "title");
+      title.textContent = f.trend_text;
+      const line = document.createElementNS(ns, "polyline");
+      line.setAttribute("points", f.trend);
+      svg.append(title, line);
+      r.querySelector(".trend").appendChild(svg);
+      return r;
+    }, "no streams", 5);
     fill("recent", o.recent, (x) => {
       const li = el("li", "outcome " + x.kind);
       li.dataset.kind = x.kind;
