@@ -190,6 +190,11 @@ type moduleFlags struct {
 	// record and cassette (eval) record the inception model's calls to,
 	// or answer them from, a cassette file.
 	record, cassette string
+	// heldOut (eval --held-out) names types held out of the taxonomy.
+	heldOut []string
+	// wrapClient (eval), when set, wraps the inception model's client
+	// (token estimates for a model that reports no usage).
+	wrapClient func(llm.Client) llm.Client
 }
 
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -204,7 +209,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() runtime.Modules {
 	return runtime.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
-		Record: f.record, Cassette: f.cassette}
+		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
 // llmConfig is the model configuration: REIN_LLM_* from the environment,

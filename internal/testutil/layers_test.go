@@ -11,7 +11,8 @@ import (
 
 // layers ranks rein's packages, bottom first. An import must point to a
 // strictly lower layer: the stages never import each other, the ops
-// tools (audit, dashboard, eval) sit above the stages, the runtime that
+// tools (audit, dashboard, eval, the schema generator, which reads the
+// stages' payload types) sit above the stages, the runtime that
 // wires them above those, the bench and demo drivers above the runtime,
 // cmd on top, and nothing below a stage imports one. internal/testutil serves tests only.
 var layers = [][]string{
@@ -19,9 +20,9 @@ var layers = [][]string{
 	{"internal/llm"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},
-	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval"},
-	{"internal/app/runtime", "internal/app/eval/run"},
-	{"internal/app/bench", "internal/app/demo"},
+	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
+	{"internal/app/runtime", "internal/app/eval/run", "schemas/gen"},
+	{"internal/app/bench", "internal/app/demo", "internal/app/eval/generate"},
 	{"cmd/rein"},
 }
 

@@ -25,6 +25,12 @@ type Modules struct {
 	// Record and Cassette record the inception model's calls to, or
 	// answer them from, a cassette file.
 	Record, Cassette string
+	// HeldOut names error types held out of the taxonomy (rein eval
+	// --held-out: the unseen slice).
+	HeldOut []string
+	// WrapClient, when set, wraps the inception model's client (rein eval
+	// estimates tokens for a model that reports no usage).
+	WrapClient func(llm.Client) llm.Client
 }
 
 // LLMConfig is the model configuration: REIN_LLM_* from the environment,
@@ -52,6 +58,12 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 			return nil, nil, err
 		}
 	}
+	if len(f.HeldOut) > 0 {
+		var err error
+		if tax, err = tax.WithHeldOut(f.HeldOut...); err != nil {
+			return nil, nil, err
+		}
+	}
 	newLLM := func() (inception.Module, error) {
 		lc := f.LLMConfig()
 		lc.Endpoint = llm.PurposeInception
@@ -64,6 +76,9 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		client, err := llm.New(lc, reg)
 		if err != nil {
 			return nil, fmt.Errorf("--module %s needs a model: %w", f.Module, err)
+		}
+		if f.WrapClient != nil {
+			client = f.WrapClient(client)
 		}
 		if f.OnClient != nil {
 			f.OnClient(llm.PurposeInception, client)
