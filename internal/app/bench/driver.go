@@ -19,6 +19,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/runtime"
 	"github.com/reinception/rein/internal/llm"
@@ -187,10 +190,11 @@ func agentModel(plan Plan) (llm.Client, error) {
 // stages are the bench pipeline's stage options: the rules module, the
 // airline domain's tools, the given agent.
 func stages(plan Plan, agent llm.Client) runtime.Stages {
-	return runtime.Stages{Domain: "airline", DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30, AgentBackend: "domain", AgentPersist: plan.Persist,
+	return runtime.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30,
+		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
 		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
 		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: runtime.Modules{Module: "rules", Plan: "template"}, AgentModel: agent}
+		Modules: runtime.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
 }
 
 // Run plays plan on a pipeline of its own (an embedded server, or

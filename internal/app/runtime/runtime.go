@@ -76,12 +76,19 @@ type Config struct {
 // external), the registry, the logger, the HTTP port and a publisher.
 // Start returns it; Run runs stages in it; Close releases it.
 type Process struct {
-	Log  *slog.Logger
-	Reg  *prometheus.Registry
-	NC   *nats.Conn
-	JS   jetstream.JetStream
-	Pub  *streams.Publisher
+	Log *slog.Logger
+	// Reg holds every metric of the process (the stages', the
+	// publishers', the ingress's, the stream collector).
+	Reg *prometheus.Registry
+	// NC, JS and Pub are the process's own admin connection, for drivers
+	// (demo, bench, eval) that publish turns and read outputs; each stage
+	// has a connection of its own.
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	Pub *streams.Publisher
+	// HTTP is the HTTP port (HTTP.Addr() once listening).
 	HTTP *telemetry.Server
+	// Prov is the streams' configuration as provisioned.
 	Prov streams.ProvisionConfig
 
 	cfg    Config
