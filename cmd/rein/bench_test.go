@@ -101,8 +101,9 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 }
 
 // TestBenchClusterQuick: `rein bench --cluster 3 --quick --json`, small,
-// with one and two replicas per stage, prints the promised shape and every
-// turn ends with exactly one stored outcome in each run.
+// with one and two replicas per stage, prints the promised shape, runs on
+// R3 streams, and every turn ends with exactly one stored outcome in each
+// run.
 func TestBenchClusterQuick(t *testing.T) {
 	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "100", "--turns", "2",
 		"--replicas", "1,2", "--json")
@@ -117,6 +118,7 @@ func TestBenchClusterQuick(t *testing.T) {
 			P99Ms            *float64 `json:"p99_ms"`
 			Turns            int      `json:"turns"`
 			Outcomes         int      `json:"outcomes"`
+			StreamReplicas   int      `json:"stream_replicas"`
 		} `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -129,6 +131,9 @@ func TestBenchClusterQuick(t *testing.T) {
 		if run.ReplicasPerStage == nil || *run.ReplicasPerStage != i+1 || run.TurnsPerSec == nil || *run.TurnsPerSec <= 0 ||
 			run.P99Ms == nil || *run.P99Ms <= 0 {
 			t.Errorf("run %d: %s", i, out)
+		}
+		if run.StreamReplicas != 3 {
+			t.Errorf("run %d: REIN_TURNS has %d replicas, want 3", i, run.StreamReplicas)
 		}
 		if run.Turns != 200 || run.Outcomes != run.Turns {
 			t.Errorf("run %d: %d outcomes stored for %d turns, want one each", i, run.Outcomes, run.Turns)

@@ -49,11 +49,14 @@ type ClusterRun struct {
 	// Turns were offered; Outcomes are the agent replies, escalations and
 	// unanswered records stored for them, counted in the streams after
 	// the run (one per turn when nothing is lost or duplicated).
-	Turns         int     `json:"turns"`
-	Outcomes      int     `json:"outcomes"`
-	NotAnswered   int     `json:"not_answered"`
-	CPUSecPer1000 float64 `json:"cpu_s_per_1000_turns"`
-	InFlightMax   int     `json:"in_flight_max,omitempty"`
+	Turns int `json:"turns"`
+	// StreamReplicas is REIN_TURNS's replica count as the cluster reports
+	// it after provisioning.
+	StreamReplicas int     `json:"stream_replicas"`
+	Outcomes       int     `json:"outcomes"`
+	NotAnswered    int     `json:"not_answered"`
+	CPUSecPer1000  float64 `json:"cpu_s_per_1000_turns"`
+	InFlightMax    int     `json:"in_flight_max,omitempty"`
 	// ActiveReplicas is, per stage, how many of its replicas handled any
 	// message: each stage's durable consumer delivers to one pinned
 	// replica at a time, the others stand by.
@@ -163,12 +166,17 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err := waitPulling(ctx, js, done, !plan.Separate); err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
+	turns, err := js.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		return ClusterRun{}, errors.Join(err, stopped())
+	}
 	res, err := driveBench(ctx, nc, streams.NewPublisher(js, nil), plan.Plan, progress)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	run := ClusterRun{ReplicasPerStage: replicas, TurnsPerSec: res.TurnsPerSec, P50Ms: res.P50Ms, P99Ms: res.P99Ms, Turns: res.Turns,
-		NotAnswered: res.NotAnswered, CPUSecPer1000: res.CPUSecPer1000, InFlightMax: res.InFlightMax, ActiveReplicas: activeReplicas(procs)}
+		NotAnswered: res.NotAnswered, CPUSecPer1000: res.CPUSecPer1000, InFlightMax: res.InFlightMax, ActiveReplicas: activeReplicas(procs),
+		StreamReplicas: turns.CachedInfo().Config.Replicas}
 	if err := stopped(); err != nil {
 		return run, err
 	}
