@@ -369,7 +369,7 @@ func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, f
 			}
 			select {
 			case err := <-done:
-				done <- err // runBench still waits for it
+				done <- err // the caller still waits for it
 				return fmt.Errorf("bench: the stages stopped before the load started: %v", err)
 			case <-ctx.Done():
 				return ctx.Err()
