@@ -24,9 +24,9 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// ProvisionTimeout bounds provisioning at start: long enough for a fresh
+// provisionTimeout bounds provisioning at start: long enough for a fresh
 // cluster to elect its leaders while several processes start together.
-const ProvisionTimeout = 90 * time.Second
+const provisionTimeout = 90 * time.Second
 
 // Config is what a server-side process needs, every value resolved from
 // flags, the environment and rein.yaml by the caller.
@@ -62,8 +62,8 @@ type Config struct {
 	IngressRate   float64
 	IngressBurst  int
 	MaxEventBytes int
-	// MemoryLimit is the Go runtime's soft memory limit ("": GOMEMLIMIT
-	// or none; see ApplyMemoryLimit).
+	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
+	// ("": GOMEMLIMIT or none).
 	MemoryLimit string
 	// Provision is the streams' configuration, replication included.
 	Provision streams.ProvisionConfig
@@ -160,7 +160,7 @@ func (rt *Process) stageLink(stage string) (link, error) {
 // /readyz turns ready at the end.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
 	log := cmp.Or(cfg.Logger, slog.Default())
-	if err := ApplyMemoryLimit(cfg.MemoryLimit); err != nil {
+	if err := applyMemoryLimit(cfg.MemoryLimit); err != nil {
 		return nil, err
 	}
 	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}
@@ -232,7 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, err
 	}
 	rt.HTTP.SetReady(false, "provisioning streams")
-	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+	pctx, cancel := context.WithTimeout(ctx, provisionTimeout)
 	defer cancel()
 	if err := streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log)); err != nil {
 		rt.Close()
