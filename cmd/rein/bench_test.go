@@ -99,3 +99,44 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 		t.Errorf("a second run on the same server: %v\n%s", err, out)
 	}
 }
+
+// TestBenchClusterQuick: `rein bench --cluster 3 --quick --json`, small,
+// with one and two replicas per stage, prints the promised shape, runs on
+// R3 streams, and every turn ends with exactly one stored outcome in each
+// run.
+func TestBenchClusterQuick(t *testing.T) {
+	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "100", "--turns", "2",
+		"--replicas", "1,2", "--json")
+	if err != nil {
+		t.Fatalf("bench --cluster: %v\n%s", err, out)
+	}
+	var r struct {
+		ClusterNodes *int `json:"cluster_nodes"`
+		Runs         []struct {
+			ReplicasPerStage *int     `json:"replicas_per_stage"`
+			TurnsPerSec      *float64 `json:"turns_per_s"`
+			P99Ms            *float64 `json:"p99_ms"`
+			Turns            int      `json:"turns"`
+			Outcomes         int      `json:"outcomes"`
+			StreamReplicas   int      `json:"stream_replicas"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench --cluster --json: %v\n%s", err, out)
+	}
+	if r.ClusterNodes == nil || *r.ClusterNodes != 3 || len(r.Runs) != 2 {
+		t.Fatalf("cluster_nodes and runs: %s", out)
+	}
+	for i, run := range r.Runs {
+		if run.ReplicasPerStage == nil || *run.ReplicasPerStage != i+1 || run.TurnsPerSec == nil || *run.TurnsPerSec <= 0 ||
+			run.P99Ms == nil || *run.P99Ms <= 0 {
+			t.Errorf("run %d: %s", i, out)
+		}
+		if run.StreamReplicas != 3 {
+			t.Errorf("run %d: REIN_TURNS has %d replicas, want 3", i, run.StreamReplicas)
+		}
+		if run.Turns != 200 || run.Outcomes != run.Turns {
+			t.Errorf("run %d: %d outcomes stored for %d turns, want one each", i, run.Outcomes, run.Turns)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +19,8 @@ func newBenchCmd() *cobra.Command {
 	var plan bench.Plan
 	var quick, asJSON bool
 	var cpuProfile string
+	var clusterNodes int
+	var replicas []int
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Benchmark the whole pipeline against a raw JetStream chain measured in the same run",
@@ -34,9 +38,20 @@ attributes and Nats-Msg-Id, which the server deduplicates), in messages of the s
 application work: the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
-they are offered open-loop at N turns/s. --quick finishes within a minute.`,
+they are offered open-loop at N turns/s. --quick finishes within a minute.
+
+With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store
+directory per node, routes between them) with R3 streams, and plays the load once per --replicas
+count, each time on a fresh cluster with that many processes running every stage; the scripted agent
+takes --model-latency per call (default 50ms there). It reports turns/s and p50/p99 per replica count,
+the outcomes stored per turn, and how many replicas of each stage handled anything (a stage's consumer
+delivers to one pinned replica at a time). No raw reference chains run. --quick finishes within four
+minutes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if clusterNodes > 0 {
+				return benchCluster(cmd, bench.ClusterPlan{Plan: plan, Nodes: clusterNodes, Replicas: replicas}, quick, asJSON)
+			}
 			if quick {
 				if !cmd.Flags().Changed("conversations") {
 					plan.Conversations = 2000
@@ -59,8 +74,8 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if plan.Conversations < 1 || plan.Turns < 1 || plan.Active < 0 || plan.Rate < 0 || plan.Duplicates < 0 {
-				return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate and --duplicates not negative")
+			if err := plan.Validate(); err != nil {
+				return err
 			}
 			res, err := bench.Run(cmd.Context(), plan, cmd.ErrOrStderr())
 			if err != nil {
@@ -68,9 +83,7 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(out, res)
 			}
 			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
 			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
@@ -117,6 +130,58 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.`,
 	fs.Float64Var(&plan.Faults.ErrorRate, "model-error-rate", 0, "share of model calls that fail with HTTP 503 (retried, then the breaker)")
 	fs.Float64Var(&plan.Faults.RateLimitRate, "model-429-rate", 0, "share of model calls answered 429 with Retry-After 1s (the adaptive limit backs off)")
 	fs.DurationVar(&plan.ModelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
+	fs.IntVar(&clusterNodes, "cluster", 0, "run on a real JetStream cluster of this many nodes started in this process, with R3 streams, once per --replicas count (0: the single-server bench)")
+	fs.IntSliceVar(&replicas, "replicas", []int{1, 2, 4}, "with --cluster: replicas of every stage, one run each")
 	fs.StringVar(&plan.MemProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
+}
+
+// benchCluster runs `rein bench --cluster`: its own defaults (a smaller
+// load, the model's latency) unless flags say otherwise, then one run per
+// replica count.
+func benchCluster(cmd *cobra.Command, plan bench.ClusterPlan, quick, asJSON bool) error {
+	fs := cmd.Flags()
+	if !fs.Changed("conversations") {
+		plan.Conversations = 2000
+		if quick {
+			plan.Conversations = 1000
+		}
+	}
+	if !fs.Changed("turns") {
+		plan.Turns = 5
+		if quick {
+			plan.Turns = 2
+		}
+	}
+	if !fs.Changed("model-latency") {
+		plan.ModelLatency = 50 * time.Millisecond
+	}
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	if plan.NATSURL != "" {
+		return fmt.Errorf("bench: --cluster starts its own cluster; it does not take --nats-url")
+	}
+	res, err := bench.RunCluster(cmd.Context(), plan, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if asJSON {
+		return writeJSON(out, res)
+	}
+	fmt.Fprintf(out, "rein on a %d-node JetStream cluster, R%d streams: %d conversations, scripted agent %.0f ms × %d calls per turn\n",
+		res.ClusterNodes, res.StreamReplicas, res.Conversations, res.ModelLatencyMs, bench.ModelCalls)
+	for _, r := range res.Runs {
+		fmt.Fprintf(out, "  %d replica(s) per stage: %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %d of %d turns with an outcome · active replicas %v\n",
+			r.ReplicasPerStage, r.TurnsPerSec, r.P50Ms, r.P99Ms, r.Outcomes, r.Turns, r.ActiveReplicas)
+	}
+	return nil
+}
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

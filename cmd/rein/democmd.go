@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/demo"
 	"github.com/reinception/rein/internal/app/runtime"
 )
@@ -69,7 +70,7 @@ set, the inception module (--module llm by default then) and the agent use that 
 			if live && flagSource(cmd.Flags().Lookup("module")) == sourceDefault {
 				// Any model configured, a script or a cassette included: the
 				// demo shows it deciding too.
-				so.modules.module = "llm"
+				so.modules.module = inception.ModuleLLM
 			}
 			agent := "scripted simulator (demodata/agent.yaml)"
 			if !live && so.agentScript == "" {

@@ -19,10 +19,10 @@ import (
 )
 
 // This file is the only place where `rein eval run` meets rein's runtime:
-// it implements run.Starter with startRuntime and runStages, exactly as
-// `rein serve` starts them (embedded JetStream, every stage of the binary),
-// and reads each turn's outcome back from the streams. Moving the runtime
-// out of package main changes this file only.
+// it implements run.Starter with startRuntime and runStages (flags.go,
+// over internal/app/runtime), exactly as `rein serve` starts them
+// (embedded JetStream, every stage of the binary), and reads each turn's
+// outcome back from the streams with the demo's collector.
 
 // evalTenant is the tenant of every evaluation conversation.
 const evalTenant = "eval"

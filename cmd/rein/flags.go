@@ -355,7 +355,7 @@ func checkKeysDir(f *serverFlags) error {
 // stage's sinks come from rein.yaml.
 func runStages(ctx context.Context, rt *proc, names []string) error {
 	opts := rt.stages.runtime()
-	if slices.Contains(names, "escalation") {
+	if slices.Contains(names, streams.StageEscalation) {
 		sinks, err := sinksConfig(rt.file)
 		if err != nil {
 			return fmt.Errorf("stage escalation: %w", err)

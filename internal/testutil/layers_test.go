@@ -16,7 +16,7 @@ import (
 // wires them above those, the bench and demo drivers above the runtime,
 // cmd on top, and nothing below a stage imports one. internal/testutil serves tests only.
 var layers = [][]string{
-	{"schemas", "internal/telemetry", "internal/convcache", "deploy"},
+	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
 	{"internal/llm"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},

@@ -8,7 +8,9 @@
 // peak RSS into a Result. In the same run it measures the raw JetStream
 // chain (RunRawChain, RunRawShape) that moves the same messages through
 // consume → publish → ack hops with no rein code, and the resource sampling
-// (CPUTime, PeakRSSMB) the results report.
+// (CPUTime, PeakRSSMB) the results report. RunCluster plays the same load
+// on a JetStream cluster started in this process (internal/localcluster)
+// once per count of stage replicas, each replica a runtime.Process.
 //
 // Consumes: the agent's turns, escalations and unanswered records of its
 // tenant (rein.turns.bench.*.agent, rein.escalations.bench.*,

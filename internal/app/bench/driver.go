@@ -19,6 +19,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/runtime"
 	"github.com/reinception/rein/internal/llm"
@@ -135,6 +138,14 @@ type Plan struct {
 	pipelineOnly bool
 }
 
+// Validate refuses a plan that cannot be played.
+func (p Plan) Validate() error {
+	if p.Conversations < 1 || p.Turns < 1 || p.Active < 0 || p.Rate < 0 || p.Duplicates < 0 {
+		return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate and --duplicates not negative")
+	}
+	return nil
+}
+
 // scriptWith is the bench agent's script, each call taking latency.
 func scriptWith(latency time.Duration) (*llm.Script, error) {
 	if latency <= 0 {
@@ -160,6 +171,32 @@ func scriptWith(latency time.Duration) (*llm.Script, error) {
 	return llm.ParseScript(raw)
 }
 
+// agentModel is the bench's scripted agent, each call taking
+// plan.ModelLatency, behind rein's retry policy, breaker and adaptive
+// limit when plan.Faults make it fail.
+func agentModel(plan Plan) (llm.Client, error) {
+	script, err := scriptWith(plan.ModelLatency)
+	if err != nil {
+		return nil, err
+	}
+	var agent llm.Client = llm.NewScripted(script)
+	if plan.Faults != (llm.Faults{}) {
+		plan.Faults.Seed, plan.Faults.RetryAfter = 1, time.Second
+		return llm.Manage(llm.WithFaults(agent, plan.Faults), llm.Config{Endpoint: llm.PurposeAgent, RetryBaseDelay: 100 * time.Millisecond}, nil)
+	}
+	return agent, nil
+}
+
+// stages are the bench pipeline's stage options: the rules module, the
+// airline domain's tools, the given agent.
+func stages(plan Plan, agent llm.Client) runtime.Stages {
+	return runtime.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30,
+		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
+		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
+		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
+		Modules: runtime.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
+}
+
 // Run plays plan on a pipeline of its own (an embedded server, or
 // plan.NATSURL) and measures the raw reference chains; progress notes go
 // to progress.
@@ -169,16 +206,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	script, err := scriptWith(plan.ModelLatency)
+	agent, err := agentModel(plan)
 	if err != nil {
 		return Result{}, err
-	}
-	var agent llm.Client = llm.NewScripted(script)
-	if plan.Faults != (llm.Faults{}) {
-		plan.Faults.Seed, plan.Faults.RetryAfter = 1, time.Second
-		if agent, err = llm.Manage(llm.WithFaults(agent, plan.Faults), llm.Config{Endpoint: llm.PurposeAgent, RetryBaseDelay: 100 * time.Millisecond}, nil); err != nil {
-			return Result{}, err
-		}
 	}
 	log, err := telemetry.NewLoggerFormat(os.Stderr, "error", "")
 	if err != nil {
@@ -198,10 +228,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		// As rein.yaml's streams.defaults.duplicates.
 		cfg.Provision.Defaults.Duplicate = plan.Duplicates
 	}
-	so := runtime.Stages{Domain: "airline", DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30, AgentBackend: "domain", AgentPersist: plan.Persist,
-		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
-		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: runtime.Modules{Module: "rules", Plan: "template"}, AgentModel: agent}
+	so := stages(plan, agent)
 	rt, err := runtime.Start(ctx, cfg)
 	if err != nil {
 		return Result{}, err
@@ -214,10 +241,10 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(sctx, so, names) }()
-	err = waitPulling(ctx, rt, done, !plan.Separate)
+	err = waitPulling(ctx, rt.JS, done, !plan.Separate)
 	var res Result
 	if err == nil {
-		res, err = driveBench(ctx, rt, plan, progress)
+		res, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = PeakRSSMB()
@@ -323,7 +350,7 @@ func writeHeapProfile(path string) error {
 // waitPulling waits until the stages' consumers are pulling, so that the
 // offered load does not queue behind their start-up (consumers created,
 // first pull requests out), which would count as latency of the first turns.
-func waitPulling(ctx context.Context, rt *runtime.Process, done chan error, fused bool) error {
+func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, fused bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	type durable struct{ stream, durable string }
 	pulling := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
@@ -332,7 +359,7 @@ func waitPulling(ctx context.Context, rt *runtime.Process, done chan error, fuse
 	}
 	for _, c := range pulling {
 		for {
-			if cons, err := rt.JS.Consumer(ctx, c.stream, c.durable); err == nil {
+			if cons, err := js.Consumer(ctx, c.stream, c.durable); err == nil {
 				if info, err := cons.Info(ctx); err == nil && info.NumWaiting > 0 {
 					break
 				}
@@ -342,7 +369,7 @@ func waitPulling(ctx context.Context, rt *runtime.Process, done chan error, fuse
 			}
 			select {
 			case err := <-done:
-				done <- err // runBench still waits for it
+				done <- err // the caller still waits for it
 				return fmt.Errorf("bench: the stages stopped before the load started: %v", err)
 			case <-ctx.Done():
 				return ctx.Err()
@@ -355,7 +382,7 @@ func waitPulling(ctx context.Context, rt *runtime.Process, done chan error, fuse
 
 // driveBench offers the turns and times each from publish to the agent's
 // reply, seen on a plain subscription to the agent-turn subjects.
-func driveBench(ctx context.Context, rt *runtime.Process, plan Plan, progress io.Writer) (Result, error) {
+func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan Plan, progress io.Writer) (Result, error) {
 	convs, turns, rate := plan.Conversations, plan.Turns, plan.Rate
 	total := convs * turns
 	res := Result{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate, Active: plan.Active}
@@ -398,7 +425,7 @@ func driveBench(ctx context.Context, rt *runtime.Process, plan Plan, progress io
 		mu.Unlock()
 	}
 	for _, subj := range []string{streams.TurnSubject(tenant, "*", schemas.RoleAgent), streams.EscalationSubject(tenant, "*"), streams.UnansweredSubject(tenant, "*")} {
-		sub, err := rt.NC.Subscribe(subj, done)
+		sub, err := nc.Subscribe(subj, done)
 		if err != nil {
 			return res, err
 		}
@@ -414,7 +441,7 @@ func driveBench(ctx context.Context, rt *runtime.Process, plan Plan, progress io
 		if len(batch) == 0 {
 			return nil
 		}
-		_, err := rt.Pub.PublishAll(ctx, batch...)
+		_, err := pub.PublishAll(ctx, batch...)
 		batch = batch[:0]
 		return err
 	}

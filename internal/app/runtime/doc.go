@@ -10,8 +10,7 @@
 // --stages list), each on its own NATS connection under its own identity,
 // fuses the injector into the detector when both run here, and runs them
 // until the context ends; the first stage to fail stops the others.
-// Modules builds the inception module; ApplyMemoryLimit sets a soft memory
-// limit.
+// Modules builds the inception module.
 //
 // Consumes and produces: what the stages it runs consume and produce (see
 // each stage's doc.go), and POST /v1/turns into rein.turns.<tenant>.<conv>.user.

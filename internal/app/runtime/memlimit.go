@@ -31,11 +31,11 @@ func memoryLimit(given string) (int64, error) {
 	return n * mult, nil
 }
 
-// ApplyMemoryLimit sets the Go runtime's soft memory limit: past it the
+// applyMemoryLimit sets the Go runtime's soft memory limit: past it the
 // collector runs more often instead of letting the heap double, trading
 // CPU for a bounded footprint. The embedded server's memory counts too.
 // 0 leaves the runtime's own setting (GOMEMLIMIT, else none).
-func ApplyMemoryLimit(v string) error {
+func applyMemoryLimit(v string) error {
 	n, err := memoryLimit(v)
 	if err != nil || n == 0 {
 		return err

@@ -20,10 +20,10 @@ const (
 // stageInput is the stream each stage consumes: the stage cannot work
 // while it has no leader.
 var stageInput = map[string]string{
-	"detector":    streams.StreamTurns,
-	"injector":    streams.StreamDetections,
-	"agentworker": streams.StreamTasks,
-	"escalation":  streams.StreamOutcomes,
+	streams.StageDetector:    streams.StreamTurns,
+	streams.StageInjector:    streams.StreamDetections,
+	streams.StageAgentWorker: streams.StreamTasks,
+	streams.StageEscalation:  streams.StreamOutcomes,
 }
 
 var errNATSDisconnected = errors.New("not connected to NATS")

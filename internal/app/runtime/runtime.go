@@ -62,8 +62,8 @@ type Config struct {
 	IngressRate   float64
 	IngressBurst  int
 	MaxEventBytes int
-	// MemoryLimit is the Go runtime's soft memory limit ("": GOMEMLIMIT
-	// or none; see ApplyMemoryLimit).
+	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
+	// ("": GOMEMLIMIT or none).
 	MemoryLimit string
 	// Provision is the streams' configuration, replication included.
 	Provision streams.ProvisionConfig
@@ -84,12 +84,19 @@ type Config struct {
 // external), the registry, the logger, the HTTP port and a publisher.
 // Start returns it; Run runs stages in it; Close releases it.
 type Process struct {
-	Log  *slog.Logger
-	Reg  *prometheus.Registry
-	NC   *nats.Conn
-	JS   jetstream.JetStream
-	Pub  *streams.Publisher
+	Log *slog.Logger
+	// Reg holds every metric of the process (the stages', the
+	// publishers', the ingress's, the stream collector).
+	Reg *prometheus.Registry
+	// NC, JS and Pub are the process's own admin connection, for drivers
+	// (demo, bench, eval) that publish turns and read outputs; each stage
+	// has a connection of its own.
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	Pub *streams.Publisher
+	// HTTP is the HTTP port (HTTP.Addr() once listening).
 	HTTP *telemetry.Server
+	// Prov is the streams' configuration as provisioned.
 	Prov streams.ProvisionConfig
 
 	cfg    Config
@@ -171,7 +178,7 @@ func (rt *Process) stageLink(stage string) (link, error) {
 // /readyz turns ready at the end.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
 	log := cmp.Or(cfg.Logger, slog.Default())
-	if err := ApplyMemoryLimit(cfg.MemoryLimit); err != nil {
+	if err := applyMemoryLimit(cfg.MemoryLimit); err != nil {
 		return nil, err
 	}
 	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}

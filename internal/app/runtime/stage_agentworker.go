@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
 )
@@ -12,10 +13,10 @@ import (
 //go:embed sample-airline-policy.md
 var sampleAirlinePolicy string
 
-func init() { registerStage("agentworker", newAgentWorkerStage) }
+func init() { registerStage(streams.StageAgentWorker, newAgentWorkerStage) }
 
 func newAgentWorkerStage(rt *Process) (stageRunner, error) {
-	l, err := rt.stageLink("agentworker")
+	l, err := rt.stageLink(streams.StageAgentWorker)
 	if err != nil {
 		return nil, err
 	}
@@ -32,14 +33,14 @@ func newAgentWorkerStage(rt *Process) (stageRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "agentworker"), Registerer: rt.Reg}, TaskKey: key}
+	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageAgentWorker), Registerer: rt.Reg}, TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}
 	// Without a data dir the agent worker runs its domain's sample data
 	// (agentworker falls back to it); the sample airline's policy is the
 	// prompt unless one is given.
-	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.Domain == "airline" {
+	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.Domain == taubench.Airline {
 		cfg.SystemPrompt = sampleAirlinePolicy
 	}
 	switch {

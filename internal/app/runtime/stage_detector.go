@@ -10,10 +10,10 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-func init() { registerStage("detector", newDetectorStage) }
+func init() { registerStage(streams.StageDetector, newDetectorStage) }
 
 func newDetectorStage(rt *Process) (stageRunner, error) {
-	l, err := rt.stageLink("detector")
+	l, err := rt.stageLink(streams.StageDetector)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +31,7 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 		m = delayedModule{Module: m, d: o.InceptionLatency}
 	}
 	deps := detector.Deps{
-		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "detector"), Registerer: rt.Reg},
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageDetector), Registerer: rt.Reg},
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
 	}

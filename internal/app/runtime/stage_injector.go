@@ -7,7 +7,7 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-func init() { registerStage("injector", newInjectorStage) }
+func init() { registerStage(streams.StageInjector, newInjectorStage) }
 
 func newInjectorStage(rt *Process) (stageRunner, error) { return rt.injectorStage() }
 
@@ -17,7 +17,7 @@ func (rt *Process) injectorStage() (*injector.Stage, error) {
 	if rt.injector != nil {
 		return rt.injector, nil
 	}
-	l, err := rt.stageLink("injector")
+	l, err := rt.stageLink(streams.StageInjector)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (rt *Process) injectorStage() (*injector.Stage, error) {
 		return nil, err
 	}
 	rt.injector, err = injector.New(injector.Config{Workers: rt.stages.Workers, AckWait: rt.stages.AckWait, PinTTL: rt.stages.PinTTL, Sidecar: true, Fused: rt.fused()}, injector.Deps{
-		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", "injector"), Registerer: rt.Reg},
+		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageInjector), Registerer: rt.Reg},
 		TaskKey:   key,
 	})
 	return rt.injector, err
@@ -35,5 +35,5 @@ func (rt *Process) injectorStage() (*injector.Stage, error) {
 // fused reports whether the detector publishes the injector's tasks itself:
 // both run in this process and --fuse-injector is on.
 func (rt *Process) fused() bool {
-	return rt.stages.FuseInjector && slices.Contains(rt.running, "detector") && slices.Contains(rt.running, "injector")
+	return rt.stages.FuseInjector && slices.Contains(rt.running, streams.StageDetector) && slices.Contains(rt.running, streams.StageInjector)
 }

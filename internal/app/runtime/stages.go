@@ -22,7 +22,7 @@ type stageFactory func(rt *Process) (stageRunner, error)
 // stageOrder lists the pipeline's stages in data-flow order; stageFactories
 // holds the ones this binary has (each registered from its own file).
 var (
-	stageOrder     = []string{"detector", "injector", "agentworker", "escalation"}
+	stageOrder     = []string{streams.StageDetector, streams.StageInjector, streams.StageAgentWorker, streams.StageEscalation}
 	stageFactories = map[string]stageFactory{}
 )
 
