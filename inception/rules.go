@@ -108,6 +108,10 @@ type catalogRules struct {
 	params  []paramRule
 	covered []bool   // per domainRules.actions
 	cabins  []string // the cabin enum, lowest first as the schema lists it
+	// enums are the string enums of the tools' parameters with two or
+	// more values of four letters or more, underscores read as spaces,
+	// longest value first.
+	enums [][]string
 }
 
 type paramRule struct {
@@ -505,6 +509,7 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	cr = buildCatalogRules(dr, tools)
 	cr.covered = coveredActions(dr, tools)
 	cr.cabins, _, _ = toolEnum(tools, "cabin")
+	cr.enums = toolEnums(tools)
 	m.mu.Lock()
 	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
 		m.catalog = map[catalogKey]*catalogRules{}

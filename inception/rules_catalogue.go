@@ -141,3 +141,39 @@ func walkProps(node any, visit func(string, map[string]any)) {
 		walkProps(items, visit)
 	}
 }
+
+// toolEnums returns every string enum of the tools' parameters whose
+// values read as words (four letters or more; "yes"/"no" are left out),
+// each once, underscores as spaces, longest value first so "basic economy"
+// is found before "economy".
+func toolEnums(tools []llm.Tool) [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	for _, t := range tools {
+		var doc any
+		if json.Unmarshal(t.Parameters, &doc) != nil {
+			continue
+		}
+		walkProps(doc, func(_ string, schema map[string]any) {
+			vals, ok := schema["enum"].([]any)
+			if !ok {
+				return
+			}
+			var words []string
+			for _, v := range vals {
+				if s, ok := v.(string); ok && len(s) >= 4 {
+					words = append(words, strings.ToLower(strings.ReplaceAll(s, "_", " ")))
+				}
+			}
+			if len(words) < 2 {
+				return
+			}
+			sort.Slice(words, func(a, b int) bool { return len(words[a]) > len(words[b]) })
+			if key := strings.Join(words, "|"); !seen[key] {
+				seen[key] = true
+				out = append(out, words)
+			}
+		})
+	}
+	return out
+}
