@@ -112,6 +112,13 @@ type catalogRules struct {
 	// more values of four letters or more, underscores read as spaces,
 	// longest value first.
 	enums [][]string
+	// tripTypes is the flight_type enum ("one_way", "round_trip"): a
+	// chain of three or more legs fits none of them unless it lists
+	// multi-city.
+	tripTypes []string
+	// exchange: the tools exchange items for other options of the same
+	// product (never for another product).
+	exchange bool
 }
 
 type paramRule struct {
@@ -308,6 +315,9 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		switch et.Name {
 		case TypeContradiction:
 			loc = contradiction(in, lower)
+			if loc == nil && dr != nil {
+				loc = enumConflict(m.catalogRules(in.Domain, dr, in.Tools), lower)
+			}
 		case TypeMultipleInterpretation:
 			var cr *catalogRules
 			if dr != nil {
@@ -384,6 +394,18 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 				return TypeUnsupportedParameter, loc, pass == 0
 			}
 		}
+	}
+	// The schemas' shape: a cabin per leg where the cabin is one value
+	// per reservation, a chain of legs where the trip types are one way
+	// and round trip, an exchange into another product.
+	if loc := perLegEnum(cr, lower); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
+	if loc := legChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
+	if loc := otherProduct(cr, lower); loc != nil {
+		return TypeUnsupportedParameter, loc, true
 	}
 	// Nothing found: the agent's question could frame a phrase only with
 	// the dialogue, which the first pass did not need.
@@ -510,6 +532,8 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	cr.covered = coveredActions(dr, tools)
 	cr.cabins, _, _ = toolEnum(tools, "cabin")
 	cr.enums = toolEnums(tools)
+	cr.tripTypes, _, _ = toolEnum(tools, "flight_type")
+	cr.exchange = hasTool(tools, "exchange_delivered_order_items") || hasTool(tools, "modify_pending_order_items")
 	m.mu.Lock()
 	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
 		m.catalog = map[catalogKey]*catalogRules{}

@@ -475,6 +475,9 @@ func prepRefs(lower string) [][]int {
 		if w != "to" && w != "on" && w != "onto" || !refPronoun[next] || next == "his" || next == "her" || next == "hers" {
 			continue
 		}
+		if i+2 < len(ws) && strings.HasPrefix(lower[ws[i+2][0]:ws[i+2][1]], "one") {
+			continue // "on that one": findRefs has it, with its descriptor
+		}
 		for j := max(0, i-6); j < i; j++ {
 			if refVerbs[lower[ws[j][0]:ws[j][1]]] {
 				out = append(out, []int{ws[i][0], ws[i+1][1]})
