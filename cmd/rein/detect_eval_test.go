@@ -19,7 +19,7 @@ import (
 const evalFixture = `{"id":"e1","domain":"airline","messages":[{"role":"user","content":"Can I pick a window seat on my flight?"}],"label":{"rein":true,"error_type":"unsupported_action"}}
 {"id":"e2","domain":"airline","messages":[{"role":"user","content":"Upgrade ABC123 to first class."}],"label":{"rein":true,"error_type":"unsupported_parameter"}}
 {"id":"e3","domain":"airline","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"You have ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle)."},{"role":"user","content":"Please cancel it."}],"label":{"rein":true,"error_type":"anaphora"}}
-{"id":"e4","domain":"airline","messages":[{"role":"user","content":"I'd like to change my flight to the 21st."}],"label":{"rein":true,"error_type":"contradiction"},"notes":"the rules cannot know"}
+{"id":"e4","domain":"airline","messages":[{"role":"user","content":"I'd like to change reservation ABC123 to the 21st."}],"label":{"rein":true,"error_type":"contradiction"},"notes":"the rules cannot know (nor the gate: it names its reservation)"}
 {"id":"c1","domain":"airline","messages":[{"role":"user","content":"Cancel reservation XYZ789 please."}],"label":{"rein":false,"error_type":""}}
 {"id":"c2","domain":"airline","messages":[{"role":"user","content":"Can I pay with PayPal for the change?"}],"label":{"rein":false,"error_type":""}}
 `
