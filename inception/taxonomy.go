@@ -50,8 +50,22 @@ type Taxonomy struct {
 	ErrorTypes    []ErrorType           `yaml:"error_types" json:"error_types"`
 	RecoveryTools []RecoveryTool        `yaml:"recovery_tools" json:"recovery_tools"`
 	Domains       map[string]DomainNote `yaml:"domains" json:"domains,omitempty"`
+	// Contrasts separate confusable error types, each with one contrastive
+	// example, for the inception prompt.
+	Contrasts []Contrast `yaml:"contrasts" json:"contrasts,omitempty"`
+	// Judging are the prompt's rules for hard cases (a pushback, a
+	// complaint, a self-correction, two errors in one turn, …).
+	Judging []string `yaml:"judging" json:"judging,omitempty"`
 
 	byName map[string]*ErrorType
+}
+
+// Contrast tells error types apart, or one type from a turn without
+// error (a single type): Text states the difference with one contrastive
+// example. A contrast naming a held-out type is left out of the prompt.
+type Contrast struct {
+	Types []string `yaml:"types" json:"types"`
+	Text  string   `yaml:"text" json:"text"`
 }
 
 // ErrorType is one entry of the taxonomy.
@@ -181,6 +195,48 @@ func (t *Taxonomy) PromptTypes() []ErrorType {
 	return out
 }
 
+// PromptContrasts returns the contrasts shown to the inception model: those
+// whose types are all shown (none held out), in file order.
+func (t *Taxonomy) PromptContrasts() []Contrast {
+	var out []Contrast
+	for _, c := range t.Contrasts {
+		if !t.namesHeldOut(c.Types, c.Text) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PromptJudging returns the judging notes shown to the inception model: all
+// but those that name a held-out type, which the model must not learn of.
+func (t *Taxonomy) PromptJudging() []string {
+	var out []string
+	for _, j := range t.Judging {
+		if !t.namesHeldOut(nil, j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// namesHeldOut reports a held-out type among types or named in text.
+func (t *Taxonomy) namesHeldOut(types []string, text string) bool {
+	for _, et := range t.ErrorTypes {
+		if !et.HeldOut {
+			continue
+		}
+		for _, n := range types {
+			if n == et.Name {
+				return true
+			}
+		}
+		if wordIndex(strings.ToLower(text), et.Name) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // RecoveryToolNames returns the names of the recovery tools.
 func (t *Taxonomy) RecoveryToolNames() []string {
 	out := make([]string, len(t.RecoveryTools))
@@ -301,6 +357,29 @@ func (t *Taxonomy) validate(v *validator) {
 			checkRE(v, fmt.Sprintf("%s.cues[%d]", p, j), c)
 		}
 		seen[et.Name] = true
+	}
+	declared := map[string]bool{}
+	for _, et := range t.ErrorTypes {
+		declared[et.Name] = true
+	}
+	for i, c := range t.Contrasts {
+		p := fmt.Sprintf("$.contrasts[%d]", i)
+		if len(c.Types) == 0 {
+			v.fail(p+".types", "a contrast needs at least one error type (one: the type against a turn without error)")
+		}
+		for j, name := range c.Types {
+			if !declared[name] {
+				v.fail(fmt.Sprintf("%s.types[%d]", p, j), "%q is not a declared error type", name)
+			}
+		}
+		if strings.TrimSpace(c.Text) == "" {
+			v.fail(p+".text", "is required")
+		}
+	}
+	for i, j := range t.Judging {
+		if strings.TrimSpace(j) == "" {
+			v.fail(fmt.Sprintf("$.judging[%d]", i), "is empty")
+		}
 	}
 	for dn, d := range t.Domains {
 		p := "$.domains." + dn
