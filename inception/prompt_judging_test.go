@@ -82,7 +82,7 @@ func TestHeldOutTypeLeavesContrastsAndRules(t *testing.T) {
 func TestInvalidContrastsNameFieldAndLine(t *testing.T) {
 	base := string(DefaultTaxonomyYAML())
 	for _, tc := range []struct{ name, from, to, want string }{
-		{"unknown type", "  - types: [anaphora, multiple_interpretation]", "  - types: [anaphora, vagueness]", "contrasts[0].types[1]: \"vagueness\" is not a declared error type"},
+		{"not a type name", "  - types: [anaphora, multiple_interpretation]", "  - types: [anaphora, Vague Ness]", "contrasts[0].types[1]: \"Vague Ness\" is not an error type name"},
 		{"no type", "  - types: [contradiction]", "  - types: []", "contrasts[2].types: a contrast needs at least one error type"},
 	} {
 		doc := strings.Replace(base, tc.from, tc.to, 1)
@@ -167,4 +167,42 @@ func lineWith(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// A provider's copy of the default file without one of its types still
+// loads; the contrasts and rules naming the dropped type leave the prompt.
+func TestDroppedTypeLeavesContrastsAndRules(t *testing.T) {
+	base := string(DefaultTaxonomyYAML())
+	start := strings.Index(base, "  - name: unsupported_domain\n")
+	end := strings.Index(base, "\n# Shown to the model after the types")
+	if start < 0 || end < start {
+		t.Fatal("default file layout changed")
+	}
+	tax, err := ParseTaxonomy("without.yaml", []byte(base[:start]+base[end+1:]))
+	if err != nil {
+		t.Fatalf("a copy without unsupported_domain: %v", err)
+	}
+	p := BuildStaticPrompt(tax, "airline", nil)
+	if strings.Contains(p, "unsupported_domain") {
+		t.Errorf("the prompt names the dropped type")
+	}
+	if !strings.Contains(p, "anaphora vs multiple_interpretation") || !strings.Contains(p, "A self-correction is allowed") {
+		t.Errorf("contrasts and rules not naming the dropped type were lost")
+	}
+}
+
+// The rules module asks for the agent's replies whenever a check that
+// reads them could fire (the detector stage's context contract): a
+// "that one" with a descriptor, a possessive, a read-back agreed to with
+// an amount.
+func TestRulesNeedsContextForTheNewSignals(t *testing.T) {
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range []string{"Change that one to economy.", "his birthday is wrong, fix it", "yes that's right, just the 3 bags"} {
+		if !m.NeedsContext(Input{Domain: "airline", Tools: domainTools(t, "airline"), Dialogue: dialogue(turn)}) {
+			t.Errorf("%q: NeedsContext false, but its decision reads the agent's words", turn)
+		}
+	}
 }

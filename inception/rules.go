@@ -479,6 +479,10 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			if consentStart.MatchString(lower) && negatedVerb.MatchString(lower) || confirmStart.MatchString(lower) && number.MatchString(lower) {
 				return true
 			}
+			// A read-back agreed to with an amount (otherQuantity).
+			if (consentStart.MatchString(lower) || confirmStart.MatchString(lower)) && quantity.may(lower) && quantity.MatchString(lower) {
+				return true
+			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
 			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
@@ -493,6 +497,12 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 		case TypeAnaphora:
 			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+				return true
+			}
+			// "that one in economy": whether the words after it pick one
+			// listed entity; "his …": whether the agent named several
+			// people.
+			if describedOneRef(lower) || possessiveRef.MatchString(lower) {
 				return true
 			}
 		}

@@ -194,7 +194,7 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 		// after the reference pick none of the listed entities.
 		for _, loc := range findRefs(lower) {
 			ref := lower[loc[0]:loc[1]]
-			if !strings.HasSuffix(ref, " one") || !describedAfter(lower[loc[1]:]) || propertyBefore(lower[:loc[0]]) {
+			if !strings.HasSuffix(ref, " one") || !weakDescriptor(lower[loc[1]:]) || propertyBefore(lower[:loc[0]]) {
 				continue
 			}
 			if c := play(refKind(ref)); c.count() >= 2 && !resolvedAfter(c, lower[loc[1]:]) {
@@ -532,3 +532,30 @@ func people(agent string) int {
 
 // nameStop are capitalised words that open a sentence, not a name.
 var nameStop = map[string]bool{"The": true, "Your": true, "Here": true, "This": true, "Order": true, "Reservation": true, "Flight": true, "Thanks": true, "Thank": true, "Sure": true, "Please": true, "Which": true, "Would": true, "Okay": true, "Great": true, "Hello": true, "Welcome": true}
+
+// describedOneRef reports a "that one"-like reference followed by a
+// descriptor, which anaphora checks against the listed entities.
+func describedOneRef(lower string) bool {
+	for _, loc := range findRefs(lower) {
+		if strings.HasSuffix(lower[loc[0]:loc[1]], " one") && weakDescriptor(lower[loc[1]:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// weakDescriptor reports words after a reference that may describe what
+// the user wants done rather than which entity ("that one in economy",
+// "this one for the grey version", "that one to my Chicago address"),
+// checked against the listed entities; "from Boston", "on May 20" or
+// "that I booked" describe the entity and resolve it as before.
+func weakDescriptor(rest string) bool {
+	if !describedAfter(rest) {
+		return false
+	}
+	switch firstWord(strings.TrimLeft(rest, " ")) {
+	case "in", "for", "to", "with", "at":
+		return true
+	}
+	return false
+}

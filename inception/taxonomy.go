@@ -196,11 +196,11 @@ func (t *Taxonomy) PromptTypes() []ErrorType {
 }
 
 // PromptContrasts returns the contrasts shown to the inception model: those
-// whose types are all shown (none held out), in file order.
+// whose types are all shown (declared and not held out), in file order.
 func (t *Taxonomy) PromptContrasts() []Contrast {
 	var out []Contrast
 	for _, c := range t.Contrasts {
-		if !t.namesHeldOut(c.Types, c.Text) {
+		if !t.namesHidden(c.Types, c.Text) {
 			out = append(out, c)
 		}
 	}
@@ -208,34 +208,46 @@ func (t *Taxonomy) PromptContrasts() []Contrast {
 }
 
 // PromptJudging returns the judging notes shown to the inception model: all
-// but those that name a held-out type, which the model must not learn of.
+// but those that name a held-out type, which the model must not learn of,
+// or a default type the file does not declare.
 func (t *Taxonomy) PromptJudging() []string {
 	var out []string
 	for _, j := range t.Judging {
-		if !t.namesHeldOut(nil, j) {
+		if !t.namesHidden(nil, j) {
 			out = append(out, j)
 		}
 	}
 	return out
 }
 
-// namesHeldOut reports a held-out type among types or named in text.
-func (t *Taxonomy) namesHeldOut(types []string, text string) bool {
+// namesHidden reports, among types or named in text, a type the model is
+// not shown: a held-out one, or one not declared (types), or one of the
+// default types the file does not declare (text).
+func (t *Taxonomy) namesHidden(types []string, text string) bool {
+	shown := func(name string) bool {
+		et, ok := t.byName[name]
+		return ok && !et.HeldOut
+	}
+	for _, n := range types {
+		if !shown(n) {
+			return true
+		}
+	}
+	lower := strings.ToLower(text)
 	for _, et := range t.ErrorTypes {
-		if !et.HeldOut {
-			continue
+		if et.HeldOut && wordIndex(lower, et.Name) >= 0 {
+			return true
 		}
-		for _, n := range types {
-			if n == et.Name {
-				return true
-			}
-		}
-		if wordIndex(strings.ToLower(text), et.Name) >= 0 {
+	}
+	for _, n := range defaultTypeNames {
+		if !shown(n) && wordIndex(lower, n) >= 0 {
 			return true
 		}
 	}
 	return false
 }
+
+var defaultTypeNames = []string{TypeAnaphora, TypeMultipleInterpretation, TypeContradiction, TypeUnsupportedAction, TypeUnsupportedParameter, TypeUnsupportedDomain}
 
 // RecoveryToolNames returns the names of the recovery tools.
 func (t *Taxonomy) RecoveryToolNames() []string {
@@ -358,18 +370,17 @@ func (t *Taxonomy) validate(v *validator) {
 		}
 		seen[et.Name] = true
 	}
-	declared := map[string]bool{}
-	for _, et := range t.ErrorTypes {
-		declared[et.Name] = true
-	}
+	// A contrast or rule may name a type the file does not declare (a
+	// provider dropped it from a copy of the default file): it is then left
+	// out of the prompt, not refused.
 	for i, c := range t.Contrasts {
 		p := fmt.Sprintf("$.contrasts[%d]", i)
 		if len(c.Types) == 0 {
 			v.fail(p+".types", "a contrast needs at least one error type (one: the type against a turn without error)")
 		}
 		for j, name := range c.Types {
-			if !declared[name] {
-				v.fail(fmt.Sprintf("%s.types[%d]", p, j), "%q is not a declared error type", name)
+			if !typeNameRE.MatchString(name) {
+				v.fail(fmt.Sprintf("%s.types[%d]", p, j), "%q is not an error type name ([a-z][a-z0-9_]*)", name)
 			}
 		}
 		if strings.TrimSpace(c.Text) == "" {
