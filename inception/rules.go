@@ -58,8 +58,17 @@ type RulesConfig struct {
 //     entities, an upgrade with several cabins above (rules_interpretation.go);
 //   - anaphora: a pronoun, demonstrative or "one"-substitute whose kind has
 //     several candidates in play, counted from what the agent listed in
-//     prose, bullets or a summarised tool result (rules_anaphora.go,
+//     prose, bullets or a summarised tool result, or stated as a count
+//     ("two upcoming trips"); a descriptor after it ("that one in economy")
+//     resolves it only when it names exactly one listed entity; a
+//     possessive among several named people (rules_anaphora.go,
 //     rules_entities.go).
+//
+// Signals read from the shape of the tool schemas rather than from phrase
+// lists: two values of one enum asked for at once (a conflict), a cabin per
+// leg where the cabin is one value per reservation, a chain of legs where
+// the trip types are one way and round trip, an exchange into another
+// product (rules_catalogue.go).
 //
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
