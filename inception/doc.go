@@ -14,7 +14,10 @@
 // Exports:
 //   - Taxonomy: versioned YAML (DefaultTaxonomy embeds the six default types;
 //     LoadTaxonomy/ParseTaxonomy refuse an invalid file with the field and
-//     line). Every Decision records Taxonomy.Version.
+//     line). Every Decision records Taxonomy.Version. Its contrasts (one
+//     contrastive example per confusable pair) and judging rules (hard
+//     cases) go into the model's prompt, those naming a hidden type left
+//     out (PromptContrasts, PromptJudging).
 //   - Module: NewLLM (one model call per turn through llm.Client: a static,
 //     cacheable system prompt and a fenced dynamic dialogue; structured
 //     answer validated against a JSON Schema), NewRules (offline: candidate

@@ -58,8 +58,17 @@ type RulesConfig struct {
 //     entities, an upgrade with several cabins above (rules_interpretation.go);
 //   - anaphora: a pronoun, demonstrative or "one"-substitute whose kind has
 //     several candidates in play, counted from what the agent listed in
-//     prose, bullets or a summarised tool result (rules_anaphora.go,
+//     prose, bullets or a summarised tool result, or stated as a count
+//     ("two upcoming trips"); a descriptor after it ("that one in economy")
+//     resolves it only when it names exactly one listed entity; a
+//     possessive among several named people (rules_anaphora.go,
 //     rules_entities.go).
+//
+// Signals read from the shape of the tool schemas rather than from phrase
+// lists: two values of one enum asked for at once (a conflict), a cabin per
+// leg where the cabin is one value per reservation, a chain of legs where
+// the trip types are one way and round trip, an exchange into another
+// product (rules_catalogue.go).
 //
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
@@ -108,6 +117,17 @@ type catalogRules struct {
 	params  []paramRule
 	covered []bool   // per domainRules.actions
 	cabins  []string // the cabin enum, lowest first as the schema lists it
+	// enums are the string enums of the tools' parameters with two or
+	// more values of four letters or more, underscores read as spaces,
+	// longest value first.
+	enums [][]string
+	// tripTypes is the flight_type enum ("one_way", "round_trip"): a
+	// chain of three or more legs fits none of them unless it lists
+	// multi-city.
+	tripTypes []string
+	// exchange: the tools exchange items for other options of the same
+	// product (never for another product).
+	exchange bool
 }
 
 type paramRule struct {
@@ -304,6 +324,9 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		switch et.Name {
 		case TypeContradiction:
 			loc = contradiction(in, lower)
+			if loc == nil && dr != nil {
+				loc = enumConflict(m.catalogRules(in.Domain, dr, in.Tools), lower)
+			}
 		case TypeMultipleInterpretation:
 			var cr *catalogRules
 			if dr != nil {
@@ -381,6 +404,18 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 			}
 		}
 	}
+	// The schemas' shape: a cabin per leg where the cabin is one value
+	// per reservation, a chain of legs where the trip types are one way
+	// and round trip, an exchange into another product.
+	if loc := perLegEnum(cr, lower); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
+	if loc := legChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
+	if loc := otherProduct(cr, lower); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
 	// Nothing found: the agent's question could frame a phrase only with
 	// the dialogue, which the first pass did not need.
 	for i := range cr.params {
@@ -453,6 +488,10 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			if consentStart.MatchString(lower) && negatedVerb.MatchString(lower) || confirmStart.MatchString(lower) && number.MatchString(lower) {
 				return true
 			}
+			// A read-back agreed to with an amount (otherQuantity).
+			if (consentStart.MatchString(lower) || confirmStart.MatchString(lower)) && quantity.may(lower) && quantity.MatchString(lower) {
+				return true
+			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
 			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
@@ -467,6 +506,12 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 		case TypeAnaphora:
 			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+				return true
+			}
+			// "that one in economy": whether the words after it pick one
+			// listed entity; "his …": whether the agent named several
+			// people.
+			if describedOneRef(lower) || possessiveRef.MatchString(lower) {
 				return true
 			}
 		}
@@ -505,6 +550,9 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	cr = buildCatalogRules(dr, tools)
 	cr.covered = coveredActions(dr, tools)
 	cr.cabins, _, _ = toolEnum(tools, "cabin")
+	cr.enums = toolEnums(tools)
+	cr.tripTypes, _, _ = toolEnum(tools, "flight_type")
+	cr.exchange = hasTool(tools, "exchange_delivered_order_items") || hasTool(tools, "modify_pending_order_items")
 	m.mu.Lock()
 	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
 		m.catalog = map[catalogKey]*catalogRules{}

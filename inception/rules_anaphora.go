@@ -1,6 +1,7 @@
 package inception
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -160,16 +161,55 @@ var antecedentStop = map[string]bool{
 // anaphora reports an unresolved reference and its location.
 func anaphora(dr *domainRules, in Input, lower string) []int {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
+	// The candidates of a kind, computed once per kind.
+	var memo [4]struct {
+		kind string
+		c    candidates
+		ok   bool
+	}
+	play := func(kind string) candidates {
+		for i := range memo {
+			if memo[i].ok && memo[i].kind == kind {
+				return memo[i].c
+			}
+			if !memo[i].ok {
+				memo[i].kind, memo[i].c, memo[i].ok = kind, inPlay(dr, earlier, kind), true
+				return memo[i].c
+			}
+		}
+		return inPlay(dr, earlier, kind)
+	}
 	// A "the X one" whose property several listed entities share.
 	if len(earlier) > 0 {
 		for _, m := range openProperties(lower) {
-			c := inPlay(dr, earlier, "")
+			c := play("")
 			if len(c.spans) >= 2 && c.matching(lower[m[2]:m[3]]) >= 2 {
 				return m[:2]
 			}
 		}
 	}
-	for _, loc := range openRefs(dr, in.Dialogue[len(in.Dialogue)-1].Text, lower) {
+	text := in.Dialogue[len(in.Dialogue)-1].Text
+	if len(earlier) > 0 && !idInTurn(dr, text) {
+		// "that one in economy" among three economy flights: the words
+		// after the reference pick none of the listed entities.
+		for _, loc := range findRefs(lower) {
+			ref := lower[loc[0]:loc[1]]
+			if !strings.HasSuffix(ref, " one") || !weakDescriptor(lower[loc[1]:]) || propertyBefore(lower[:loc[0]]) {
+				continue
+			}
+			if c := play(refKind(ref)); c.count() >= 2 && !resolvedAfter(c, lower[loc[1]:]) {
+				return loc
+			}
+		}
+		// "his birthday" with two passengers named.
+		// (Not when the turn names the person before it: "Ivan Smith … his
+		// date of birth".)
+		if loc := possessiveRef.FindStringIndex(lower); loc != nil && people(lastAgent(earlier)) >= 2 &&
+			!strings.Contains(lower[:loc[0]], "name") && !personName.MatchString(text[:loc[0]]) {
+			return loc
+		}
+	}
+	for _, loc := range openRefs(dr, text, lower) {
 		ref := lower[loc[0]:loc[1]]
 		words := antecedentWords(lower[:loc[0]])
 		if len(earlier) == 0 {
@@ -178,7 +218,7 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 			}
 			return loc // nothing said before: nothing to refer to
 		}
-		c := inPlay(dr, earlier, refKind(ref))
+		c := play(refKind(ref))
 		if fit, entity := c.antecedent(words); fit > 0 || entity {
 			// "the kettle … cancel it": the antecedent is the noun phrase,
 			// ambiguous only if several listed entities fit it; a plural
@@ -230,7 +270,7 @@ func openProperties(lower string) [][]int {
 // reference is ambiguous depends on the candidates in play.
 func openRefs(dr *domainRules, text, lower string) [][]int {
 	var out [][]int
-	for _, loc := range findRefs(lower) {
+	for _, loc := range append(findRefs(lower), prepRefs(lower)...) {
 		ref := lower[loc[0]:loc[1]]
 		if notAReference.MatchString(lower[loc[1]:]) {
 			continue
@@ -418,4 +458,104 @@ func inPlay(dr *domainRules, earlier []Utterance, kind string) candidates {
 		}
 	}
 	return last
+}
+
+// prepRefs finds a pronoun after "to"/"on"/"onto" that follows an action
+// verb within six words ("add a checked bag to it", "refund the money to
+// that"): the entity acted on.
+func prepRefs(lower string) [][]int {
+	if !hasAny(lower, " to ", " on ", " onto ") {
+		return nil
+	}
+	var ws [][2]int
+	forEachWord(lower, func(start, end int) { ws = append(ws, [2]int{start, end}) })
+	var out [][]int
+	for i := 1; i+1 < len(ws); i++ {
+		w, next := lower[ws[i][0]:ws[i][1]], lower[ws[i+1][0]:ws[i+1][1]]
+		if w != "to" && w != "on" && w != "onto" || !refPronoun[next] || next == "his" || next == "her" || next == "hers" {
+			continue
+		}
+		if i+2 < len(ws) && strings.HasPrefix(lower[ws[i+2][0]:ws[i+2][1]], "one") {
+			continue // "on that one": findRefs has it, with its descriptor
+		}
+		for j := max(0, i-6); j < i; j++ {
+			if refVerbs[lower[ws[j][0]:ws[j][1]]] {
+				out = append(out, []int{ws[i][0], ws[i+1][1]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// resolvedAfter reports a descriptor after a reference ("that one from
+// Boston") that picks one listed entity: a content word of the next few
+// words that exactly one candidate mentions. With no listed spans to
+// compare, the descriptor is taken as resolving.
+func resolvedAfter(c candidates, rest string) bool {
+	if len(c.spans) < 2 {
+		return true
+	}
+	words := strings.Fields(rest)
+	if len(words) > 5 {
+		words = words[:5]
+	}
+	for _, w := range words {
+		w = strings.Trim(w, ",.!?;:()")
+		if len(w) < 3 || functionWord[w] || determiner[w] {
+			continue
+		}
+		if c.matching(w) == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// possessiveRef finds "his"/"her"/"their" + noun in a turn whose context
+// lists two or more people ("Omar Rossi and Ivan Rossi").
+var possessiveRef = mustFast(`\b(?:his|her|their) [a-z]+`)
+
+// personName matches a capitalised first and last name.
+var personName = regexp.MustCompile(`\b[A-Z][a-z]+ [A-Z][a-z]+\b`)
+
+// people counts the distinct capitalised names in the agent's message.
+func people(agent string) int {
+	seen := map[string]bool{}
+	for _, n := range personName.FindAllString(agent, -1) {
+		if !nameStop[strings.Fields(n)[0]] {
+			seen[n] = true
+		}
+	}
+	return len(seen)
+}
+
+// nameStop are capitalised words that open a sentence, not a name.
+var nameStop = map[string]bool{"The": true, "Your": true, "Here": true, "This": true, "Order": true, "Reservation": true, "Flight": true, "Thanks": true, "Thank": true, "Sure": true, "Please": true, "Which": true, "Would": true, "Okay": true, "Great": true, "Hello": true, "Welcome": true}
+
+// describedOneRef reports a "that one"-like reference followed by a
+// descriptor, which anaphora checks against the listed entities.
+func describedOneRef(lower string) bool {
+	for _, loc := range findRefs(lower) {
+		if strings.HasSuffix(lower[loc[0]:loc[1]], " one") && weakDescriptor(lower[loc[1]:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// weakDescriptor reports words after a reference that may describe what
+// the user wants done rather than which entity ("that one in economy",
+// "this one for the grey version", "that one to my Chicago address"),
+// checked against the listed entities; "from Boston", "on May 20" or
+// "that I booked" describe the entity and resolve it as before.
+func weakDescriptor(rest string) bool {
+	if !describedAfter(rest) {
+		return false
+	}
+	switch firstWord(strings.TrimLeft(rest, " ")) {
+	case "in", "for", "to", "with", "at":
+		return true
+	}
+	return false
 }

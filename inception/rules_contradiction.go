@@ -90,7 +90,7 @@ var negatedVerb = mustFast(`\b(?:don'?t|do not|never|not) (` + actionVerbs + `)\
 
 // keepVs pairs keeping with an action that undoes it in one turn: cancelling
 // a whole order or reservation, downgrading, moving a leg.
-var keepVs = mustFast(`\b(cancel|downgraded?|upgraded?|changed?|switch(?:ed)?|moved?)\b[^?]*\b(?:keep|stay in|stay on)\b|\b(?:keep|keeping)\b[^?]*\b(cancel)\b`)
+var keepVs = mustFast(`\b(cancel|downgraded?|upgraded?|changed?|switch(?:ed)?|moved?)\b[^?]*\b(?:keep|stay in|stay on)\b|\b(?:keep|keeping)\b[^?]*\b(cancel)\b|\b(cancel)\b[^?]*\bstill (?:want|need)\b|\bstill (?:want|need)\b[^?]*\b(cancel)\b`)
 
 // bothAndOne: "both … only one".
 var bothAndOne = mustFast(`\b(?:both|all)\b[^?]*\bonly (?:one|the one|exchange one|return one|change one|cancel one)\b`)
@@ -100,12 +100,12 @@ var notThing = mustFast(`\b(?:not|no|never|without|don'?t (?:want|use|need|touch
 
 // earlierNegated: what an earlier user turn ruled out ("no insurance", "I
 // have no gift card", "don't touch my Las Vegas reservation").
-var earlierNegated = mustFast(`\b(?:no|without|don'?t (?:want|need|touch|add)(?: my| the| any)?|i have no) ([a-z]+(?: [a-z]+)?)\b`)
+var earlierNegated = mustFast(`\b(?:no|not (?:a|an|the|my|to (?:a|an|the|my))|without|don'?t (?:want|need|touch|add)(?: my| the| any)?|i have no) ([a-z]+(?: [a-z]+)?)\b`)
 
 // justMe and withOthers: a passenger count stated one way, then another.
 var (
 	justMe     = mustFast(`\b(?:just me|only me|only one passenger|one passenger|by myself|alone|travelling solo|traveling solo)\b`)
-	withOthers = mustFast(`\b(?:both of us|for us|the two of us|all of us|my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)(?:'s)? (?:bag|ticket|seat)|and my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad))\b`)
+	withOthers = mustFast(`\b(?:both of us|for us|the two of us|all of us|my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)(?:'s)? (?:bag|ticket|seat)|(?:and|add|bring|book|include) my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)|(?:she|he|they)(?:'s|'re| is| are) (?:coming|flying|travell?ing) with (?:me|us))\b`)
 )
 
 // contradictionWords are too common to carry a conflict alone.
@@ -125,7 +125,7 @@ func contradiction(in Input, lower string) []int {
 	}
 	corrected := correction.FindStringIndex(lower)
 	before := func(loc []int) bool { return corrected == nil || loc[0] < corrected[0] }
-	if loc := findIf(hasAny(lower, "keep", "stay"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") {
+	if loc := findIf(hasAny(lower, "keep", "stay", "still"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") {
 		return loc
 	}
 	if loc := findIf(strings.Contains(lower, "only"), bothAndOne, lower); loc != nil && before(loc) {
@@ -158,8 +158,14 @@ func contradiction(in Input, lower string) []int {
 	}
 
 	// Agreeing to a value while stating another one.
-	if confirmStart.MatchString(lower) {
-		if loc := otherNumber(lastAgent(in.Dialogue[:len(in.Dialogue)-1]), lower); loc != nil {
+	if confirmStart.MatchString(lower) || consentStart.MatchString(lower) {
+		agent := strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+		if loc := otherNumber(agent, lower); loc != nil && confirmStart.MatchString(lower) {
+			return loc
+		}
+		// A read-back ("To confirm: … Proceed?") answered in a few words.
+		readBack := strings.Contains(agent, "confirm") || strings.HasSuffix(strings.TrimSpace(agent), "?")
+		if loc := otherQuantity(agent, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
 			return loc
 		}
 	}
@@ -226,7 +232,7 @@ func againstEarlier(in Input, lower string) []int {
 		if correction.MatchString(prev) {
 			continue
 		}
-		if !hasAny(prev, "no", "without", "don") {
+		if !hasAny(prev, "no", "without", "don") { // "not" holds "no"
 			continue
 		}
 		for _, m := range earlierNegated.FindAllStringSubmatch(prev, -1) {
@@ -235,6 +241,12 @@ func againstEarlier(in Input, lower string) []int {
 				continue
 			}
 			i := wordIndex(lower, term)
+			if i < 0 {
+				// "travel insurance" ruled out, "the insurance" asked for.
+				if head := lastWordOf(term); head != term && len(head) >= 5 {
+					term, i = head, wordIndex(lower, head)
+				}
+			}
 			if i >= 0 && !negatedBefore(lower, i) {
 				return []int{i, i + len(term)}
 			}
@@ -310,4 +322,74 @@ func otherNumber(agent, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// quantity matches an amount with its unit: "2 checked bags", "256gb",
+// "3 bags", "two passengers".
+var quantity = mustFast(`\b(\d+|one|two|three|four|five|six)(?: ?(gb|tb|mb|l|ml|mp|inch|in|oz|lbs?|kg|mm|w)\b| (?:[a-z]+ )?([a-z]{3,}))`)
+
+// otherQuantity finds, in a turn agreeing to what the agent read back, an
+// amount of the same unit as one the agent stated but with another value
+// ("add 2 checked bags … Proceed?" → "yes that's right, just the 3 bags";
+// "256GB" → "yes correct, the 512GB one").
+func otherQuantity(agent, lower string) []int {
+	if !quantity.may(agent) || !quantity.may(lower) {
+		return nil
+	}
+	theirs := map[string]string{} // unit → value
+	for _, m := range quantity.FindAllStringSubmatch(agent, -1) {
+		if u := quantityUnit(m); u != "" {
+			theirs[u] += "|" + m[1] + "|"
+		}
+	}
+	for _, m := range quantity.FindAllStringSubmatchIndex(lower, -1) {
+		sm := make([]string, 4)
+		for g := 0; g < 4; g++ {
+			if m[2*g] >= 0 {
+				sm[g] = lower[m[2*g]:m[2*g+1]]
+			}
+		}
+		u := quantityUnit(sm)
+		if vals, ok := theirs[u]; ok && u != "" && !strings.Contains(vals, "|"+sm[1]+"|") {
+			return m[:2]
+		}
+	}
+	return nil
+}
+
+// quantityUnit is the unit of a quantity match, singular; "" for a word
+// that is no unit of count (a verb, "more").
+func quantityUnit(m []string) string {
+	if m[2] != "" {
+		return m[2]
+	}
+	u := strings.TrimSuffix(m[3], "s")
+	if functionWord[u] || determiner[u] || u == "more" || u == "other" || u == "of" || len(u) < 3 {
+		return ""
+	}
+	return u
+}
+
+// corrected reports a correction marker in the turn: the user says which
+// value holds ("make it 3 bags").
+func hasCorrection(lower string) bool { return correction.MatchString(lower) }
+
+// enumConflict finds two values of one enum of the agent's tools asked
+// for at once ("the cheapest economy fare but I also want … business
+// class"): both cannot hold. A change from one to the other ("from
+// economy to business", "upgrade … to business", "instead of") is no
+// conflict.
+func enumConflict(cr *catalogRules, lower string) []int {
+	loc := twoEnumValues(cr, lower)
+	if loc == nil {
+		return nil
+	}
+	span := lower[loc[0]:loc[1]]
+	if !hasAny(span, "but also", "but i also", "and also", "also want", "as well as", "but i want", "but i'd like") {
+		return nil
+	}
+	if hasAny(span, " from ", " to ", "instead", "rather", "upgrade", "downgrade", "change", "switch", "move") {
+		return nil
+	}
+	return loc
 }

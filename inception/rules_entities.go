@@ -51,6 +51,8 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 	if dr != nil {
 		c.ids = entityCount(dr, text, kind)
 	}
+	// "two upcoming trips", "3 orders": the agent counts them.
+	c.ids = max(c.ids, statedCount(strings.ToLower(text), kind))
 	lower := strings.ToLower(text)
 	if lines := bulletLine.FindAllString(lower, -1); len(lines) >= 2 {
 		c.spans = lines
@@ -267,3 +269,29 @@ func entityCount(dr *domainRules, text, kind string) int {
 	}
 	return best
 }
+
+// statedCount returns the number the agent states of entities of the kind
+// ("you have two upcoming trips", "2 pending orders"), or 0.
+func statedCount(lower, kind string) int {
+	if !hasAny(lower, "two ", "three ", "four ", "five ", "2 ", "3 ", "4 ", "5 ", "both ", "several ", "multiple ") {
+		return 0
+	}
+	words := strings.FieldsFunc(lower, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	best := 0
+	for i, w := range words {
+		n := countWord[w]
+		if n == 0 {
+			continue
+		}
+		for j := i + 1; j <= i+3 && j < len(words); j++ {
+			noun := strings.TrimSuffix(words[j], "s")
+			if k := entityNoun[noun]; k != "" && noun != words[j] && (kind == "" || k == kind) {
+				best = max(best, n)
+				break
+			}
+		}
+	}
+	return best
+}
+
+var countWord = map[string]int{"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5, "both": 2, "several": 3, "multiple": 3}

@@ -1,5 +1,7 @@
 package inception
 
+import "strings"
+
 // The cascade's gate (RulesRecall) sends a turn to the model when the
 // unsupported checks fire or when a looser version of a precise check
 // does, read from the user's turns alone. A turn
@@ -13,7 +15,7 @@ var (
 	gateAlternative = mustFast(`\b(?:either|whichever|whatever|however|up to you|not sure|or (?:just|maybe|even|at least|else|if))\b`)
 	// gateDescribed: an entity described instead of named ("my May 19
 	// flight", "the Vegas flights").
-	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){1,2}(?:flights?|trips?|reservations?|bookings?|orders?)\b`)
+	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){0,2}(?:flights?|trips?|reservations?|bookings?|orders?)\b`)
 	// gateConsent: agreeing to a read-back while adding to it.
 	gateConsent = mustFast(`^\s*(?:yes|yeah|yep|correct|right|ok|okay|sure)\b[ ,.!]+\S+(?: \S+){2,}`)
 	// gateEndRef: a pronoun that ends the turn ("put the money on that",
@@ -31,6 +33,21 @@ var (
 	cabinWord   = mustFast(`\b(?:business|economy|first|premium|cabin|class)\b`)
 	// gateValue: a payment or option value the tools may not take.
 	gateValue = mustFast(`\b(?:cash|wire|bank|store credit|new card|new gift card|apple|google|venmo|zelle|crypto|bitcoin|premium|first class|plan|multi|segment|leg|size|gb|tb|xxl|xxxl|for a pair|instead of)\b`)
+	// gateOr: any alternative joined by "or" ("cancel it or push it back").
+	gateOr = mustFast(`\b[a-z']+ or (?:just |maybe |even |else |to |you |i |we )?[a-z']+`)
+	// gateHandedOver: the choice left to the agent in other words ("you
+	// pick", "update everything you need to").
+	gateHandedOver = mustFast(`\b(?:you (?:pick|choose|decide)|your (?:call|choice)|(?:everything|anything|whatever) (?:you|that) (?:need|needs|think|want)|as you see fit|dealer'?s choice)\b`)
+	// gateClock: a clock time without am/pm or a 24-hour form ("the 5
+	// o'clock flight", "at 7").
+	gateClock = mustFast(`\b(?:\d{1,2} ?o'?clock|(?:at|around|about|the|by) \d{1,2}(?::[0-5]\d)?(?: ?(?:flight|one|departure)|\s*[,.!?]|\s*$| in the| tomorrow| tonight| on))`)
+	// gateOther: a third person the request may add or touch (a passenger
+	// count, "his" among several passengers).
+	gateOther = mustFast(`\b(?:my (?:wife|husband|partner|son|daughter|kids?|children|child|mom|mother|dad|father|friend|sister|brother|colleague|family|parents)|he|she|his|her|him|they|their)\b`)
+	// gateRef: a reference anywhere in the turn, not only at its end.
+	gateRef = mustFast(`\b(?:(?:that|this|the other|which|the same) ones?|(?:to|on|for|with|from|of|in) (?:it|that|this|them|those|these)|the other)\b`)
+	// gateThen: a chain of legs ("… then LAX to SEA, then …").
+	gateThen = mustFast(`\bthen (?:from )?[a-z]+ (?:to|back to) [a-z]+`)
 )
 
 // looseCheck is the gate's judgement once the unsupported checks found
@@ -96,9 +113,32 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateVague.FindStringIndex(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
 	}
-	named := idInTurn(dr, text)
-	if loc := gateDescribed.FindStringIndex(lower); loc != nil && !named {
+	if loc := gateHandedOver.FindStringIndex(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateClock.FindStringIndex(lower); loc != nil {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateOr.FindStringIndex(lower); loc != nil {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateThen.FindStringIndex(lower); loc != nil {
+		return TypeUnsupportedParameter, loc
+	}
+	if dr != nil {
+		if loc := twoEnumValues(m.catalogRules(in.Domain, dr, in.Tools), lower); loc != nil {
+			return TypeContradiction, loc
+		}
+	}
+	named := idInTurn(dr, text)
+	if loc := gateDescribed.FindStringIndex(lower); loc != nil && !named && !wholeOrCurrent(lower[loc[0]:loc[1]]) {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateOther.FindStringIndex(lower); loc != nil {
+		return TypeAnaphora, loc
+	}
+	if loc := gateRef.FindStringIndex(lower); loc != nil && !named {
+		return TypeAnaphora, loc
 	}
 	// Anaphora: any reference the turn leaves open.
 	if refs := openRefs(dr, text, lower); len(refs) > 0 {
@@ -123,6 +163,40 @@ var actionVerb = mustFast(`\b(?:` + actionVerbs + `)\b`)
 func hasUserTurn(dialogue []Utterance) bool {
 	for _, u := range dialogue {
 		if u.Role == RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// twoEnumValues finds two different values of one enum parameter of the
+// agent's tools in one turn ("the cheapest economy fare but … business
+// class"): a conflict or a choice between them, or a plain change from
+// one to the other, which the model tells apart.
+func twoEnumValues(cr *catalogRules, lower string) []int {
+	for _, vals := range cr.enums {
+		first := -1
+		var seen string
+		for _, v := range vals {
+			i := wordIndex(lower, v)
+			if i < 0 || strings.Contains(seen, v) {
+				continue
+			}
+			if first >= 0 {
+				return []int{min(first, i), max(first, i) + len(v)}
+			}
+			first, seen = i, v
+		}
+	}
+	return nil
+}
+
+// wholeOrCurrent reports a described entity that picks itself whatever
+// else is in play ("the whole order", "the current booking").
+func wholeOrCurrent(phrase string) bool {
+	for _, w := range strings.Fields(phrase) {
+		switch w {
+		case "whole", "entire", "current", "same", "cancelled", "canceled", "original", "existing":
 			return true
 		}
 	}

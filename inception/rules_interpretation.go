@@ -17,14 +17,19 @@ import (
 const actionVerbs = `cancel|return|exchange|change|modify|refund|upgrade|downgrade|rebook|book|remove|add|keep|swap|replace|move|switch|take|put|pay|fix|send|use`
 
 // verbOrVerb: two actions joined by "or", in one clause.
-var verbOrVerb = mustFast(`\b(` + actionVerbs + `)\b[^.?!;]{0,60}?\bor (?:just |simply |maybe |even |at least |else )?(?:(?:you could |you can |could you |can you |i could |to )?)(` + actionVerbs + `)\b`)
+var verbOrVerb = mustFast(`\b(` + actionVerbs + `)\b[^.?!;]{0,60}?\bor (?:just |simply |maybe |even |at least |else )?(?:(?:you could |you can |could you |can you |i could |to )?)(` + actionVerbs + `|` + orVerbs + `)\b`)
+
+// orVerbs are further verbs that name an action only as the second of an
+// alternative ("cancel it or push it back", "change it or give my money
+// back").
+const orVerbs = `push|give|delay|postpone|get`
 
 // orConditional: "…, or return it if it was delivered" — an alternative the
 // facts settle.
 var orConditional = mustFast(`^[^.?!;]{0,40}\bif\b`)
 
 // openChoice hands the choice between actions or criteria to the agent.
-var openChoice = mustFast(`\b(?:whichever(?: one)?(?: is| works| you| makes|'s)|whatever(?:'s| is)? (?:cheaper|easier|faster|better|best|works|makes sense|you think)|either (?:one|way|is|of them)(?: is| works)?(?: fine| ok| good)?|however you (?:think|see fit|want)|(?:do|sort it out|handle it|fix it) (?:however|whatever)|up to you|or at least)\b`)
+var openChoice = mustFast(`\b(?:whichever(?: one)?(?: is| works| you| makes|'s)|whatever(?:'s| is)? (?:cheaper|easier|faster|better|best|works|makes sense|you think)|either (?:one|way|is|of them)(?: is| works)?(?: fine| ok| good)?|however you (?:think|see fit|want)|(?:do|sort it out|handle it|fix it) (?:however|whatever)|up to you|or at least|you (?:pick|choose|decide)|your call|(?:everything|anything|whatever) (?:else )?you need(?: to)?)\b`)
 
 // singleCriterion: "whichever is cheapest" alone names one criterion, which
 // the facts settle; it is ambiguous only next to another criterion or
@@ -49,10 +54,13 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		}
 		return m[:2]
 	}
-	if loc := findIf(hasAny(lower, "whichever", "whatever", "either", "however", "up to you", "or at least"), openChoice, lower); loc != nil {
+	if loc := findIf(hasAny(lower, "whichever", "whatever", "either", "however", "up to you", "or at least", "you pick", "you choose", "you decide", "your call", "you need"), openChoice, lower); loc != nil {
 		if !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
 			return loc
 		}
+	}
+	if loc := openClock(lower); loc != nil {
+		return loc
 	}
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	last := lastAgent(earlier)
@@ -74,8 +82,14 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		return nil
 	}
 	several := severalNouns(agent)
+	if strings.Contains(agent, "round trip") || strings.Contains(agent, "round-trip") {
+		if several == nil {
+			several = map[string]bool{}
+		}
+		several["flight"] = true // the outbound and the return
+	}
 	for _, np := range bareNouns(lower) {
-		if openNounPhrase(lower, np) && (several[np.noun] || distinctlyModified(agent, np.noun) >= 2) {
+		if openNounPhrase(lower, np) && (several[np.noun] || sharedModifier(agent, np.noun, several) || distinctlyModified(agent, np.noun) >= 2) {
 			return []int{np.start, np.end}
 		}
 	}
@@ -130,7 +144,7 @@ func bareNouns(lower string) []nounPhrase {
 		}
 		w1s := k + det
 		w1e := w1s
-		for w1e < len(lower) && lower[w1e] >= 'a' && lower[w1e] <= 'z' {
+		for w1e < len(lower) && (lower[w1e] >= 'a' && lower[w1e] <= 'z' || lower[w1e] == '-' && w1e > w1s) {
 			w1e++
 		}
 		if w1e == w1s {
@@ -139,7 +153,7 @@ func bareNouns(lower string) []nounPhrase {
 		np := nounPhrase{start: ws, end: w1e, noun: lower[w1s:w1e]}
 		if w1e+1 < len(lower) && lower[w1e] == ' ' {
 			w2e := w1e + 1
-			for w2e < len(lower) && lower[w2e] >= 'a' && lower[w2e] <= 'z' {
+			for w2e < len(lower) && (lower[w2e] >= 'a' && lower[w2e] <= 'z' || lower[w2e] == '-' && w2e > w1e+1) {
 				w2e++
 			}
 			if w2 := lower[w1e+1 : w2e]; w2 != "" && !functionWord[w2] && (w2e == len(lower) || !isASCIIWord(lower[w2e])) {
@@ -216,7 +230,8 @@ var bareUpgradeRE = mustFast(`\b(?:an upgrade|upgrade (?:me|us|it|my (?:reservat
 // sameAction pairs verbs that name one action ("change or swap").
 func sameAction(a, b string) bool {
 	group := map[string]int{"change": 1, "modify": 1, "switch": 1, "swap": 1, "replace": 1, "exchange": 1, "move": 1, "rebook": 1,
-		"cancel": 2, "remove": 2, "return": 3, "refund": 3, "add": 4, "put": 4, "book": 5, "take": 5, "pay": 6, "use": 6}
+		"push": 1, "delay": 1, "postpone": 1,
+		"cancel": 2, "remove": 2, "return": 3, "refund": 3, "give": 3, "add": 4, "put": 4, "book": 5, "take": 5, "get": 5, "pay": 6, "use": 6}
 	return group[a] != 0 && group[a] == group[b]
 }
 
@@ -313,3 +328,63 @@ func lastAgent(earlier []Utterance) string {
 	}
 	return ""
 }
+
+// clockTime: an hour without minutes said as a time ("the 5 o'clock
+// flight", "at 7 tomorrow").
+var clockTime = mustFast(`\b(?:(\d{1,2}) ?o'?clock|(?:at|around|about) (\d{1,2})(?:\s*[,.!?]|\s*$| tomorrow| tonight| flight| one| departure))`)
+
+// dayPart settles which half of the day an hour is in.
+var dayPart = mustFast(`\b(?:am|pm|a\.m|p\.m|morning|afternoon|evening|night|tonight|noon|midnight)\b`)
+
+// openClock returns a clock time that fits both 05:00 and 17:00: an hour
+// from 1 to 12 without minutes, am/pm or a part of the day in its sentence.
+func openClock(lower string) []int {
+	if !hasAny(lower, "clock", "at ", "around ", "about ") {
+		return nil
+	}
+	m := clockTime.FindStringSubmatchIndex(lower)
+	if m == nil {
+		return nil
+	}
+	hour := ""
+	for _, g := range []int{2, 4} {
+		if m[g] >= 0 {
+			hour = lower[m[g]:m[g+1]]
+		}
+	}
+	if len(hour) == 0 || hour == "0" || len(hour) == 2 && hour > "12" {
+		return nil
+	}
+	if rest := lower[m[1]:]; strings.HasPrefix(rest, ":") || strings.HasPrefix(strings.TrimLeft(rest, " "), "am") || strings.HasPrefix(strings.TrimLeft(rest, " "), "pm") {
+		return nil
+	}
+	if dayPart.MatchString(sentenceAround(lower, m[0], m[1])) {
+		return nil
+	}
+	return m[:2]
+}
+
+// sharedModifier reports a modified noun ("the blue t-shirt") whose head
+// the agent counts as several and whose modifier the agent gives more
+// than one of them ("a blue one in M and a blue one in L"): the modifier
+// picks none. A modifier the agent never used, or a position ("outgoing",
+// "original"), is taken as picking one.
+func sharedModifier(agent, noun string, several map[string]bool) bool {
+	mod, head, ok := strings.Cut(noun, " ")
+	if !ok || !several[head] || resolvingWords[mod] || legWord[mod] {
+		return false
+	}
+	n := 0
+	for off := 0; ; {
+		i := wordIndex(agent[off:], mod)
+		if i < 0 {
+			break
+		}
+		n++
+		off += i + len(mod)
+	}
+	return n >= 2
+}
+
+// legWord names one leg of a trip.
+var legWord = map[string]bool{"outgoing": true, "outbound": true, "return": true, "returning": true, "inbound": true, "departing": true, "connecting": true}

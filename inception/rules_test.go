@@ -211,7 +211,9 @@ func BenchmarkRulesClean(b *testing.B) {
 	in := Input{Domain: "airline", Tools: miniTools(b, "airline"), Dialogue: dialogue(
 		"Hi, I need to change a flight.",
 		"I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to change?",
-		"Change that one to the later flight on May 24, and pay the difference with my credit card ending in 7815.")}
+		// Clean: "the Boston one" picks one of the two ("that one to the
+		// later flight" would not: the words after it name neither).
+		"Change the Boston one to the later flight on May 24, and pay the difference with my credit card ending in 7815.")}
 	ctx := context.Background()
 	for b.Loop() {
 		_, _ = m.Detect(ctx, in)

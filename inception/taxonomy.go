@@ -50,8 +50,22 @@ type Taxonomy struct {
 	ErrorTypes    []ErrorType           `yaml:"error_types" json:"error_types"`
 	RecoveryTools []RecoveryTool        `yaml:"recovery_tools" json:"recovery_tools"`
 	Domains       map[string]DomainNote `yaml:"domains" json:"domains,omitempty"`
+	// Contrasts separate confusable error types, each with one contrastive
+	// example, for the inception prompt.
+	Contrasts []Contrast `yaml:"contrasts" json:"contrasts,omitempty"`
+	// Judging are the prompt's rules for hard cases (a pushback, a
+	// complaint, a self-correction, two errors in one turn, …).
+	Judging []string `yaml:"judging" json:"judging,omitempty"`
 
 	byName map[string]*ErrorType
+}
+
+// Contrast tells error types apart, or one type from a turn without
+// error (a single type): Text states the difference with one contrastive
+// example. A contrast naming a held-out type is left out of the prompt.
+type Contrast struct {
+	Types []string `yaml:"types" json:"types"`
+	Text  string   `yaml:"text" json:"text"`
 }
 
 // ErrorType is one entry of the taxonomy.
@@ -205,6 +219,60 @@ func (t *Taxonomy) WithHeldOut(names ...string) (*Taxonomy, error) {
 	return &c, nil
 }
 
+// PromptContrasts returns the contrasts shown to the inception model: those
+// whose types are all shown (declared and not held out), in file order.
+func (t *Taxonomy) PromptContrasts() []Contrast {
+	var out []Contrast
+	for _, c := range t.Contrasts {
+		if !t.namesHidden(c.Types, c.Text) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// PromptJudging returns the judging notes shown to the inception model: all
+// but those that name a held-out type, which the model must not learn of,
+// or a default type the file does not declare.
+func (t *Taxonomy) PromptJudging() []string {
+	var out []string
+	for _, j := range t.Judging {
+		if !t.namesHidden(nil, j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// namesHidden reports, among types or named in text, a type the model is
+// not shown: a held-out one, or one not declared (types), or one of the
+// default types the file does not declare (text).
+func (t *Taxonomy) namesHidden(types []string, text string) bool {
+	shown := func(name string) bool {
+		et, ok := t.byName[name]
+		return ok && !et.HeldOut
+	}
+	for _, n := range types {
+		if !shown(n) {
+			return true
+		}
+	}
+	lower := strings.ToLower(text)
+	for _, et := range t.ErrorTypes {
+		if et.HeldOut && wordIndex(lower, et.Name) >= 0 {
+			return true
+		}
+	}
+	for _, n := range defaultTypeNames {
+		if !shown(n) && wordIndex(lower, n) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var defaultTypeNames = []string{TypeAnaphora, TypeMultipleInterpretation, TypeContradiction, TypeUnsupportedAction, TypeUnsupportedParameter, TypeUnsupportedDomain}
+
 // RecoveryToolNames returns the names of the recovery tools.
 func (t *Taxonomy) RecoveryToolNames() []string {
 	out := make([]string, len(t.RecoveryTools))
@@ -325,6 +393,28 @@ func (t *Taxonomy) validate(v *validator) {
 			checkRE(v, fmt.Sprintf("%s.cues[%d]", p, j), c)
 		}
 		seen[et.Name] = true
+	}
+	// A contrast or rule may name a type the file does not declare (a
+	// provider dropped it from a copy of the default file): it is then left
+	// out of the prompt, not refused.
+	for i, c := range t.Contrasts {
+		p := fmt.Sprintf("$.contrasts[%d]", i)
+		if len(c.Types) == 0 {
+			v.fail(p+".types", "a contrast needs at least one error type (one: the type against a turn without error)")
+		}
+		for j, name := range c.Types {
+			if !typeNameRE.MatchString(name) {
+				v.fail(fmt.Sprintf("%s.types[%d]", p, j), "%q is not an error type name ([a-z][a-z0-9_]*)", name)
+			}
+		}
+		if strings.TrimSpace(c.Text) == "" {
+			v.fail(p+".text", "is required")
+		}
+	}
+	for i, j := range t.Judging {
+		if strings.TrimSpace(j) == "" {
+			v.fail(fmt.Sprintf("$.judging[%d]", i), "is empty")
+		}
 	}
 	for dn, d := range t.Domains {
 		p := "$.domains." + dn

@@ -19,7 +19,7 @@ import (
 const evalFixture = `{"id":"e1","domain":"airline","messages":[{"role":"user","content":"Can I pick a window seat on my flight?"}],"label":{"rein":true,"error_type":"unsupported_action"}}
 {"id":"e2","domain":"airline","messages":[{"role":"user","content":"Upgrade ABC123 to first class."}],"label":{"rein":true,"error_type":"unsupported_parameter"}}
 {"id":"e3","domain":"airline","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"You have ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle)."},{"role":"user","content":"Please cancel it."}],"label":{"rein":true,"error_type":"anaphora"}}
-{"id":"e4","domain":"airline","messages":[{"role":"user","content":"I'd like to change my flight to the 21st."}],"label":{"rein":true,"error_type":"contradiction"},"notes":"the rules cannot know"}
+{"id":"e4","domain":"airline","messages":[{"role":"user","content":"I'd like to change reservation ABC123 to the 21st."}],"label":{"rein":true,"error_type":"contradiction"},"notes":"the rules cannot know (nor the gate: it names its reservation)"}
 {"id":"c1","domain":"airline","messages":[{"role":"user","content":"Cancel reservation XYZ789 please."}],"label":{"rein":false,"error_type":""}}
 {"id":"c2","domain":"airline","messages":[{"role":"user","content":"Can I pay with PayPal for the change?"}],"label":{"rein":false,"error_type":""}}
 `
@@ -173,5 +173,69 @@ func TestDetectEvalCascadeAgainstOpenAICompatibleServer(t *testing.T) {
 	// The model clears the PayPal turn the rules module took for an error.
 	if !near(rep.Precision, 1) || !near(rep.Detected, 0.75) || !near(rep.CleanFalseActivation, 0) {
 		t.Errorf("precision %v detected %v clean %v", rep.Precision, rep.Detected, rep.CleanFalseActivation)
+	}
+}
+
+// TestDetectEvalLLMAgainstOpenAICompatibleServer scores the llm module on a
+// labelled file through the OpenAI chat-completions wire, with the hard
+// cases of the prompt's rules (a pushback on an open request, a complaint
+// about the agent, a self-correction, asking for a human): the prompt that
+// reaches the endpoint carries the contrasts and rules, the answers are
+// parsed and grounded, and the report comes out as for the rules module.
+func TestDetectEvalLLMAgainstOpenAICompatibleServer(t *testing.T) {
+	const fixture = `{"id":"p1","domain":"airline","messages":[{"role":"user","content":"Can you book me a hotel in Denver for Friday?"},{"role":"assistant","content":"Let me see what I can find."},{"role":"user","content":"That's not helpful."}],"label":{"rein":true,"error_type":"unsupported_domain"}}
+{"id":"c1","domain":"airline","messages":[{"role":"user","content":"Move 1N99U6 to the 25th."},{"role":"assistant","content":"I found flights on May 24."},{"role":"user","content":"That's not what I told you earlier, I said the 25th."}],"label":{"rein":false,"error_type":""}}
+{"id":"c2","domain":"airline","messages":[{"role":"user","content":"Add insurance to FQ8APE... actually no, forget that, just the bag."}],"label":{"rein":false,"error_type":""}}
+{"id":"c3","domain":"retail","messages":[{"role":"user","content":"Can I talk to a real person please?"}],"label":{"rein":false,"error_type":""}}
+{"id":"a1","domain":"retail","messages":[{"role":"assistant","content":"You have orders #W1234567 and #W7654321."},{"role":"user","content":"Return that one."}],"label":{"rein":true,"error_type":"anaphora"}}
+`
+	var calls, withRules atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if r.URL.Path != "/v1/chat/completions" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "local-model" || len(req.Messages) != 2 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		calls.Add(1)
+		system, user := req.Messages[0].Content, req.Messages[1].Content
+		if strings.Contains(system, "Telling confusable types apart:") && strings.Contains(system, "How to judge hard cases:") {
+			withRules.Add(1)
+		}
+		// A model that follows the prompt's rules.
+		answer := `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`
+		switch {
+		case strings.Contains(user, `That's not helpful.`):
+			answer = `{"rein":true,"error_type":"unsupported_domain","evidence":"That's not helpful","reasoning":"transfer"}`
+		case strings.Contains(user, `Return that one.`):
+			answer = `{"rein":true,"error_type":"anaphora","evidence":"Return that one","reasoning":"ask"}`
+		}
+		content, _ := json.Marshal(answer)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"local-model",
+			"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":`+string(content)+`}}],
+			"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	defer srv.Close()
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	in := writeFile(t, "hard.jsonl", fixture)
+	stdout, stderr, err := runDetectCLI(t, "--eval", in, "--module", "llm", "--provider", "openai", "--model", "local-model", "--base-url", srv.URL+"/v1", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	if rep.Module != "llm" || rep.Turns != 5 || rep.Failed != 0 || rep.Gate != nil {
+		t.Fatalf("report %+v", rep)
+	}
+	if calls.Load() != 5 || withRules.Load() != 5 {
+		t.Errorf("%d calls, %d with the contrasts and rules in the system prompt; want 5 and 5", calls.Load(), withRules.Load())
+	}
+	if !near(rep.Detected, 1) || !near(rep.ExactType, 1) || !near(rep.Precision, 1) || !near(rep.CleanFalseActivation, 0) {
+		t.Errorf("detected %v exact %v precision %v clean %v", rep.Detected, rep.ExactType, rep.Precision, rep.CleanFalseActivation)
 	}
 }

@@ -19,22 +19,25 @@ type evalFloor struct {
 	gateClean                         float64 // cascade gate, at most
 }
 
-// The floors were set from the figures of the final rules module of issue
-// 22 (dev: core 0.88, mean 0.88, precision 1.00, clean 0 %, gate 96.2 % /
-// 34.6 %; test: core 0.42, mean 0.40, precision 0.93, clean 4.3 %, gate
-// 76.7 % / 32.6 %). The test split was measured once, after the rules were
-// final, and never used to tune them; its floors pin what it measured, not
-// the issue's targets, which it does not reach yet.
+// The floors were set from the figures of the rules module and gate of
+// issue 22's second pass (dev: core 0.91, mean 0.91, precision 1.00, clean
+// 0 %, gate 97.7 % / 37.5 %; dev2: core 0.97, mean 0.88, precision 1.00,
+// clean 0 %, gate 96.7 % / 29.2 %; test: core 0.47, mean 0.45, precision
+// 0.935, clean 4.3 %, gate 81.7 % / 41.3 %). The test split was measured
+// once, after the rules were final, and never used to tune them; its
+// floors pin what it measured, not the issue's targets, which it does not
+// reach. Its gate clean bound sits just above the measured 41.3 %.
 var evalFloors = map[string]evalFloor{
-	"dev":  {coreRecall: 0.86, meanRecall: 0.86, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.37},
-	"test": {coreRecall: 0.40, meanRecall: 0.38, precision: 0.90, cleanFalse: 0.06, gateErroneous: 0.75, gateClean: 0.35},
+	"dev":  {coreRecall: 0.89, meanRecall: 0.89, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.96, gateClean: 0.39},
+	"dev2": {coreRecall: 0.95, meanRecall: 0.86, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.31},
+	"test": {coreRecall: 0.45, meanRecall: 0.43, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.80, gateClean: 0.43},
 }
 
-// TestDetectEvalCorpusFloors runs rein detect --eval on both splits of the
+// TestDetectEvalCorpusFloors runs rein detect --eval on the three files of the
 // repository's corpus, as CI does, and fails when a figure falls below its
 // floor.
 func TestDetectEvalCorpusFloors(t *testing.T) {
-	for _, split := range []string{"dev", "test"} {
+	for _, split := range evalSplits {
 		floor := evalFloors[split]
 		t.Run(split, func(t *testing.T) {
 			rules := evalSplit(t, split, "rules")

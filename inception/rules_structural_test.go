@@ -1,0 +1,116 @@
+package inception
+
+import (
+	"context"
+	"testing"
+)
+
+// The structural signals of issue 22's second pass, each with the near miss
+// that must stay clean. They run against the τ-bench tool catalogues, whose
+// schemas (cabin and trip-type enums, the exchange tool) some signals read.
+func TestRulesStructuralSignals(t *testing.T) {
+	const threeFlights = "Flights from JFK to SFO on May 24:\n1. HAT023 departs 08:00, economy $180\n2. HAT101 departs 13:30, economy $210\n3. HAT288 departs 19:45, business $465"
+	const twoOrders = "I see two pending orders: #W6390527, placed May 2 (a kettle), and #W4860251, placed May 9 (a desk lamp)."
+	cases := []struct {
+		name, domain string
+		dialogue     []string
+		want         string
+	}{
+		// anaphora: a descriptor resolves only when it picks one entity.
+		{"anaphora: descriptor shared by every listed flight", "airline", []string{"Hi", threeFlights, "book me on that one in economy"}, TypeAnaphora},
+		{"no anaphora: descriptor picks one flight", "airline", []string{"Hi", threeFlights, "book me on that one in business"}, ""},
+		{"anaphora: descriptor names nothing listed", "retail", []string{"Hi", twoOrders, "change the address on that one to my Chicago address"}, TypeAnaphora},
+		{"no anaphora: descriptor names one order", "retail", []string{"Hi", twoOrders, "change the address on that one with the kettle"}, ""},
+		// anaphora: a pronoun after a preposition that follows an action.
+		{"anaphora: pronoun after 'to' among two", "airline", []string{"Hi", "Here is what I see:\n- H8Q05L: Philadelphia to Denver, May 16\n- KC18K6: Miami to Atlanta, May 20", "I'd like to add a checked bag to it"}, TypeAnaphora},
+		{"no anaphora: pronoun after 'to' with one candidate", "airline", []string{"Hi", "Your reservation H8Q05L goes Philadelphia to Denver on May 16.", "I'd like to add a checked bag to it"}, ""},
+		// anaphora: the agent's stated count.
+		{"anaphora: agent counts two trips", "airline", []string{"Hi", "You have two upcoming trips booked in economy, the Houston one and the Seattle one.", "could you move it to the following day?"}, TypeAnaphora},
+		// anaphora: a possessive among named people.
+		{"anaphora: 'his' among two passengers", "airline", []string{"Hi", "Reservation 4OG6T3 has two passengers: Omar Rossi and Ivan Rossi.", "his birthday is wrong on there, can you fix it"}, TypeAnaphora},
+		{"no anaphora: the turn names the person", "airline", []string{"Hi", "Reservation 4OG6T3 has two passengers: Omar Rossi and Ivan Rossi.", "Ivan Rossi: his birthday is wrong on there, can you fix it"}, ""},
+
+		// multiple interpretation.
+		{"multiple: cancel or push back", "airline", []string{"can you cancel it or push it back a week? res 8C8K4E"}, TypeMultipleInterpretation},
+		{"multiple: clock time without am/pm", "airline", []string{"I'm on the 5 o'clock flight on 1N99U6 and want something later"}, TypeMultipleInterpretation},
+		{"no multiple: clock time with pm", "airline", []string{"I'm on the 5 o'clock flight in the evening on 1N99U6 and want something later"}, ""},
+		{"no multiple: a duration is no time", "airline", []string{"I booked 1N99U6 about 10 hours ago and want a refund"}, ""},
+		{"multiple: the flight of a round trip", "airline", []string{"Hi", "Your reservation XEHM4B is a round trip Boston to Seattle, May 20 and May 24.", "Can I switch the flight to the afternoon?"}, TypeMultipleInterpretation},
+		{"no multiple: a leg named", "airline", []string{"Hi", "Your reservation XEHM4B is a round trip Boston to Seattle, May 20 and May 24.", "Can I change my outgoing flight to the afternoon?"}, ""},
+		{"multiple: a modifier both listed items share", "retail", []string{"Hi", "Your order has two t-shirts: a blue one in size M and a blue one in size L.", "exchange the blue t-shirt for red please"}, TypeMultipleInterpretation},
+		{"multiple: the choice handed over", "airline", []string{"fly ORD to LGA on the 21st, cheapest but nonstop would be nice, you pick"}, TypeMultipleInterpretation},
+
+		// contradiction.
+		{"contradiction: read-back confirmed with another count", "airline", []string{"Hi", "To confirm: add 2 checked bags to H8Q05L for $100. Proceed?", "yes that's right, just the 3 bags"}, TypeContradiction},
+		{"contradiction: read-back confirmed with another size", "retail", []string{"Hi", "To confirm, I'll exchange the laptop for the i9 / 256GB SSD version. Proceed?", "yes correct, the 512GB one"}, TypeContradiction},
+		{"no contradiction: read-back confirmed with the same count", "airline", []string{"Hi", "To confirm: add 2 checked bags to H8Q05L for $100. Proceed?", "yes that's right, the 2 bags"}, ""},
+		{"no contradiction: read-back corrected", "airline", []string{"Hi", "To confirm: add 2 checked bags to H8Q05L for $100. Proceed?", "yes, actually make it 3 bags"}, ""},
+		{"contradiction: two cabins at once", "airline", []string{"For FQ8APE I want the cheapest economy fare but I also want business class on it."}, TypeContradiction},
+		{"no contradiction: a change between cabins", "airline", []string{"Please change FQ8APE from economy to business."}, ""},
+		{"contradiction: cancel but still want", "retail", []string{"Cancel order #W6390527 but I still want the headphones in it to arrive Friday"}, TypeContradiction},
+		{"contradiction: just me, then a companion added", "airline", []string{"A one way Miami to Atlanta, it's just me.", "Which date?", "the 24th. And add my wife Lena, she is coming with me"}, TypeContradiction},
+		{"contradiction: ruled out a gift card, now asks for it", "retail", []string{"Refund to my original payment method, not a gift card.", "Understood.", "and put the refund on my gift card"}, TypeContradiction},
+		{"contradiction: ruled out travel insurance, now assumes the insurance", "airline", []string{"I don't want travel insurance.", "Okay, no insurance.", "make sure the insurance covers my bags"}, TypeContradiction},
+
+		// unsupported parameter from the schemas' shape.
+		{"parameter: a cabin per leg", "airline", []string{"For the return leg only I'd like business, keep the outbound in economy. Res XEHM4B"}, TypeUnsupportedParameter},
+		{"no parameter: a cabin for the whole trip", "airline", []string{"I'd like business on XEHM4B instead of economy, both legs"}, ""},
+		{"parameter: a chain of legs", "airline", []string{"Book me JFK to LAX, then LAX to SEA, then SEA back to JFK"}, TypeUnsupportedParameter},
+		{"no parameter: a connection", "airline", []string{"Book HAT083 from JFK to SEA and HAT258 from SEA to SFO, the one-stop option"}, ""},
+		{"parameter: an exchange into another product", "retail", []string{"I'd like to exchange the laptop in order #W3189752 for a tablet instead"}, TypeUnsupportedParameter},
+		{"no parameter: an exchange into another option", "retail", []string{"I'd like to exchange the laptop in order #W3189752 for a bigger one"}, ""},
+	}
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.dialogue...), Tools: domainTools(t, tc.domain)}
+			d, err := m.Detect(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
+				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
+			}
+			if d.Rein && d.Evidence == "" {
+				t.Errorf("no evidence quoted: %+v", d)
+			}
+		})
+	}
+}
+
+// TestGateStructuralSignals: the cascade gate passes each new recall signal
+// read from the user turn alone, and still holds back plain requests.
+func TestGateStructuralSignals(t *testing.T) {
+	g, err := NewRules(RulesConfig{Mode: RulesRecall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		domain, turn string
+		pass         bool
+	}{
+		{"airline", "can you cancel it or push it back a week", true},
+		{"retail", "Please update my order #W4860251, I moved. Update everything you need to.", true},
+		{"airline", "I'm on the 5 o'clock flight and want something later", true},
+		{"airline", "Book me JFK to LAX, then LAX to SEA", true},
+		{"airline", "I want the cheapest economy fare but also business class", true},
+		{"airline", "the 24th, and add my wife Lena too", true},
+		{"retail", "Could you change the address on that one to my Chicago address?", true},
+		{"airline", "Can I switch the flight to the afternoon?", true},
+		{"airline", "Please cancel reservation 1N99U6, my plans changed.", false},
+		{"retail", "cancel the whole order, no longer needed", false},
+		{"airline", "I want 3 checked bags on FQ8APE.", false},
+	}
+	for _, tc := range cases {
+		d, err := g.Detect(context.Background(), Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.turn), Tools: domainTools(t, tc.domain)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rein != tc.pass {
+			t.Errorf("%q: gate passes %v (%s %q), want %v", tc.turn, d.Rein, d.ErrorType, d.Evidence, tc.pass)
+		}
+	}
+}
