@@ -50,8 +50,10 @@ type ConsumerConfig struct {
 	// gate waits for the floor, or MaxHold.
 	Settled func(ctx context.Context, d Decoded) (bool, error)
 	// MaxHold bounds how long the order gate holds a message whose
-	// conversation has an earlier message unacked by a dead holder
-	// (default 3×AckWait: that message is redelivered after AckWait).
+	// conversation has an earlier message undecided (default 3×AckWait,
+	// at least MinMaxHold): a dead holder's message is redelivered after
+	// AckWait, but a live one may still be publishing its outputs through
+	// a stream leader election (the publisher retries for DefaultRetryFor).
 	MaxHold time.Duration
 	// MaxAckPending bounds unacknowledged messages (default 4096).
 	MaxAckPending int
@@ -80,6 +82,13 @@ type ConsumerConfig struct {
 	// for redelivery at once.
 	ShutdownGrace time.Duration
 }
+
+// MinMaxHold is the shortest default MaxHold: it outlasts a publish
+// retried through a leader election (DefaultRetryFor) with room to spare.
+// The cluster chaos test with a 3 s ack wait (a 9 s hold) saw holds expire
+// while the earlier turn's holder was still storing its outputs, so that
+// turn ended superseded.
+const MinMaxHold = time.Minute
 
 // priorityGroup is the pinned-client group every rein consumer uses: among
 // several replicas of a stage, the server delivers to one pinned client at
@@ -122,7 +131,7 @@ func (c *ConsumerConfig) defaults() {
 		c.ShutdownGrace = 10 * time.Second
 	}
 	if c.MaxHold == 0 {
-		c.MaxHold = 3 * c.AckWait
+		c.MaxHold = max(3*c.AckWait, MinMaxHold)
 	}
 }
 

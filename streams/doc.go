@@ -80,9 +80,11 @@
 //     consumer starts, or the delivery sequence skips (another client was
 //     delivered to) — and until the ack floor has passed them, a message
 //     runs only once the previous message on its subject (one batch direct
-//     get) is under the floor or was decided here; otherwise it is held,
-//     costing no slot, up to MaxHold (3×AckWait; counted as a timeout, and
-//     a turn overtaken that way ends with an explicit superseded record).
+//     get) is under the floor, was decided here, or is settled (its outputs
+//     stored: ConsumerConfig.Settled); otherwise it is held, costing no
+//     slot, up to MaxHold (3×AckWait, at least a minute; counted as a
+//     timeout, and a turn overtaken that way ends with an explicit
+//     superseded record).
 //   - Every output is published with a deterministic Nats-Msg-Id
 //     (schemas.EventID: <stage>.<tenant>.<conv>.<turn>, a separator outside
 //     the id alphabet), so a turn handled twice yields one output; turns
