@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConnectConfig says how to reach NATS: an external server or cluster by URL
@@ -115,4 +116,14 @@ func connectHint(c ConnectConfig, err error) string {
 		}
 	}
 	return ""
+}
+
+// NewJetStream is jetstream.New with rein's publishing bounds: an
+// asynchronous publish whose acknowledgement never comes (lost in a leader
+// change or a reconnect) is resolved with ErrAsyncPublishTimeout after
+// DefaultAckTimeout and removed from the pending set. Without that bound
+// such publishes stay pending for ever, and once the pending set is full
+// every later publish on the connection stalls.
+func NewJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
+	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(DefaultAckTimeout))
 }

@@ -94,3 +94,38 @@ func TestPublishWithoutAStreamSaysWhy(t *testing.T) {
 		t.Fatalf("publish to no stream: %v; want the attempts and the likely cause", err)
 	}
 }
+
+// A lost acknowledgement does not stay pending on the connection for
+// ever: past DefaultAckTimeout the future resolves with a timeout and
+// leaves the pending set. Without the bound (plain jetstream.New) it stays
+// there; once 4,000 are pending, every later publish on the connection
+// stalls — a stage's connection after enough leader changes.
+func TestLostAcksLeaveTheConnectionsPendingSet(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	sub, err := h.Conn.SubscribeSync("rein.silent.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	js, err := streams.NewJetStream(h.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := js.PublishAsync("rein.silent.acme.c1", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-f.Err():
+		if !errors.Is(err, jetstream.ErrAsyncPublishTimeout) {
+			t.Fatalf("lost ack resolved with %v, want a timeout", err)
+		}
+	case <-f.Ok():
+		t.Fatal("an ack came from a subscriber that never answers")
+	case <-time.After(streams.DefaultAckTimeout + 20*time.Second):
+		t.Fatal("the lost ack is still pending")
+	}
+	if n := js.PublishAsyncPending(); n != 0 {
+		t.Fatalf("%d publishes still pending after their timeout", n)
+	}
+}

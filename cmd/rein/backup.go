@@ -5,7 +5,6 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/app/audit"
@@ -87,7 +86,7 @@ Stop the rein stages while restoring.`,
 				return err
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
+			js, err := streams.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}

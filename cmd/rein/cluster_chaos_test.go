@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -181,7 +182,7 @@ func startChaosCluster(t *testing.T) *chaosCluster {
 func (cc *chaosCluster) serveArgs(i int, httpAddr string) []string {
 	return []string{"--nats-url", cc.c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3",
 		"--agent-script", cc.script, "--ack-wait", "3s", "--task-key", cc.taskKey,
-		"--data-dir", filepath.Join(cc.dir, "serve", string(rune('a'+i))), "--http", httpAddr, "--log-level", "error"}
+		"--data-dir", filepath.Join(cc.dir, "serve", string(rune('a'+i))), "--http", httpAddr, "--log-level", cmp.Or(os.Getenv("REIN_CHAOS_LOG_LEVEL"), "error")}
 }
 
 // run publishes the plan, calls breakIt a third of the way through and

@@ -89,7 +89,7 @@ func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := jetstream.New(nc)
+	js, err := streams.NewJetStream(nc)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)

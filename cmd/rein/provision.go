@@ -70,7 +70,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				return err
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc)
+			js, err := streams.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}

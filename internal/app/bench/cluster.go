@@ -159,7 +159,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := streams.NewJetStream(nc)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}

@@ -167,7 +167,7 @@ func (rt *Process) stageLink(stage string) (link, error) {
 		return link{}, fmt.Errorf("%s: %w", stage, err)
 	}
 	rt.conns = append(rt.conns, nc)
-	js, err := jetstream.New(nc)
+	js, err := streams.NewJetStream(nc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
 	}
@@ -256,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		rt.Close()
 		return nil, err
 	}
-	if rt.JS, err = jetstream.New(rt.NC); err != nil {
+	if rt.JS, err = streams.NewJetStream(rt.NC); err != nil {
 		rt.Close()
 		return nil, err
 	}
