@@ -210,6 +210,31 @@ func (cc *chaosCluster) run(t *testing.T, breakIt, repair func()) {
 	res := chaosCheck(t, js, plan)
 	t.Logf("cluster chaos: replies %d, detections %d, tasks %d, escalations %d, reports %d, dead letters %d",
 		res.replies, res.detections, res.tasks, res.escalations, res.reports, res.dlq)
+	if t.Failed() {
+		logConsumers(t, js)
+	}
+}
+
+// logConsumers logs the state of every stage's consumer: where a failed
+// run's missing outcome is stuck.
+func logConsumers(t *testing.T, js jetstream.JetStream) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector},
+		{streams.StreamTasks, streams.DurableAgentWorker}, {streams.StreamOutcomes, streams.DurableEscalation}} {
+		c, err := js.Consumer(ctx, sd[0], sd[1])
+		if err != nil {
+			t.Logf("consumer %s: %v", sd[1], err)
+			continue
+		}
+		i, err := c.Info(ctx)
+		if err != nil {
+			t.Logf("consumer %s: %v", sd[1], err)
+			continue
+		}
+		t.Logf("consumer %s: pending %d, ack pending %d, redelivered %d, delivered stream seq %d, ack floor stream seq %d, waiting %d, pin %v",
+			sd[1], i.NumPending, i.NumAckPending, i.NumRedelivered, i.Delivered.Stream, i.AckFloor.Stream, i.NumWaiting, i.PriorityGroups)
+	}
 }
 
 // ackFloors are the consumer ack floors of the stages that have work
