@@ -41,6 +41,17 @@ func TestStandbyReplicaTakesOverACrashedOne(t *testing.T) {
 		t.Fatalf("first turn handled by %s, want the active replica", got)
 	}
 	replica("standby")
+	// The standby is running when the active one dies: both have pulls
+	// waiting on the consumer (the clock below measures the fail-over,
+	// not the standby's start-up on a loaded machine).
+	rtest.CheckFor(t, 30*time.Second, "both replicas pulling", func() bool {
+		c, err := h.JS.Consumer(t.Context(), cfg.Stream, cfg.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumWaiting >= 2
+	})
 	crash()
 	start := time.Now()
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c2", 1, "after the crash")})
