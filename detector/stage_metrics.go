@@ -25,7 +25,7 @@ type stageMetrics struct {
 	unjudged map[string]prometheus.Counter
 
 	mu      sync.Mutex
-	tenants map[string]bool
+	tenants telemetry.TenantLabels
 }
 
 func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetrics {
@@ -38,7 +38,6 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
 		fetches: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
 			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
-		tenants: map[string]bool{},
 	}
 	unjudged := telemetry.NewCounterVec(reg, telemetry.MDetectorUnjudged,
 		"User turns acked without asking the inception module: their outputs were stored (stored), their stored detection was handed on (handed_on), or a platform sent a judged turn again (sent_again).", "reason")
@@ -65,14 +64,7 @@ const (
 func (m *stageMetrics) tenant(t string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.tenants[t] {
-		return t
-	}
-	if len(m.tenants) >= telemetry.MaxTenantLabels {
-		return telemetry.OtherTenant
-	}
-	m.tenants[t] = true
-	return t
+	return m.tenants.Label(t)
 }
 
 type gateCollector struct {

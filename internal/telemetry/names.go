@@ -63,3 +63,26 @@ const OtherTenant = "_other"
 
 // MaxTenantLabels bounds the number of distinct tenant label values.
 const MaxTenantLabels = 200
+
+// TenantLabels bounds a tenant label's values: the first MaxTenantLabels
+// tenants seen keep their name, later ones share OtherTenant. The zero
+// value is ready; it is not safe for concurrent use (hold the owner's lock).
+type TenantLabels struct{ seen map[string]bool }
+
+// Label returns the label value of tenant t.
+func (l *TenantLabels) Label(t string) string {
+	if l.seen[t] {
+		return t
+	}
+	if len(l.seen) >= MaxTenantLabels {
+		return OtherTenant
+	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[t] = true
+	return t
+}
+
+// Len is how many tenants keep their own name.
+func (l *TenantLabels) Len() int { return len(l.seen) }

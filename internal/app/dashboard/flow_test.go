@@ -242,7 +242,7 @@ func TestLedgerTiers(t *testing.T) {
 	for i := range 300 {
 		l.tenant(fmt.Sprintf("t%d", i))
 	}
-	if l.tenant("t0") != "t0" || l.tenant("t299") != telemetry.OtherTenant || len(l.tenants) != telemetry.MaxTenantLabels {
-		t.Errorf("tenant cap: %d tenants", len(l.tenants))
+	if l.tenant("t0") != "t0" || l.tenant("t299") != telemetry.OtherTenant || l.tenants.Len() != telemetry.MaxTenantLabels {
+		t.Errorf("tenant cap: %d tenants", l.tenants.Len())
 	}
 }

@@ -81,7 +81,7 @@ type ledger struct {
 	// sinceStart counts every decision stored at or after started (the
 	// "all" window), whatever the buckets have forgotten.
 	sinceStart metricsView
-	tenants    map[string]bool // the tenants counted by name
+	tenants    telemetry.TenantLabels // the tenants counted by name
 	// behind says the last refresh stopped at ledgerMaxRead.
 	behind bool
 }
@@ -96,20 +96,11 @@ func (l *ledger) reset() {
 	l.next = 0
 	l.fine = tier{width: 5 * time.Second, keep: 15*time.Minute + 10*time.Second, buckets: map[int64]metricsView{}}
 	l.coarse = tier{width: time.Minute, keep: time.Hour + 2*time.Minute, buckets: map[int64]metricsView{}}
-	l.sinceStart, l.tenants = newMetricsView(), map[string]bool{}
+	l.sinceStart, l.tenants = newMetricsView(), telemetry.TenantLabels{}
 }
 
 // tenant is t, or telemetry.OtherTenant past MaxTenantLabels tenants.
-func (l *ledger) tenant(t string) string {
-	if l.tenants[t] {
-		return t
-	}
-	if len(l.tenants) >= telemetry.MaxTenantLabels {
-		return telemetry.OtherTenant
-	}
-	l.tenants[t] = true
-	return t
-}
+func (l *ledger) tenant(t string) string { return l.tenants.Label(t) }
 
 // errLedgerFull stops a refresh at ledgerMaxRead.
 var errLedgerFull = errors.New("ledger read limit")
