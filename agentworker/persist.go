@@ -2,6 +2,7 @@ package agentworker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +64,9 @@ type store struct {
 	stream jetstream.Stream // the bucket's stream
 	maxAge time.Duration    // the bucket's max age (0: records never expire)
 	now    func() time.Time
+	// ackWait bounds the wait for a record's acknowledgement (0:
+	// streams.DefaultAckTimeout).
+	ackWait time.Duration
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
@@ -210,21 +214,32 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 	return nil
 }
 
-// publish stores one record and waits for its acknowledgement. It goes
-// through the connection's asynchronous publisher: a synchronous publish
-// costs a request/reply round trip of its own (a reply subscription
-// lookup and a channel per call), about three times the client CPU.
+// publish stores one record and waits for its acknowledgement, at most
+// streams.DefaultAckTimeout: the handler's context has no deadline, and an
+// acknowledgement lost in a leader change would otherwise hold the turn —
+// and its conversation — for ever (the cluster chaos test's stuck task).
+// It goes through the connection's asynchronous publisher: a synchronous
+// publish costs a request/reply round trip of its own (a reply
+// subscription lookup and a channel per call), about three times the
+// client CPU.
 func (st store) publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	f, err := st.js.PublishAsync(subject, data, opts...)
 	if err != nil {
 		return nil, err
 	}
+	bound := time.NewTimer(st.ackTimeout())
+	defer bound.Stop()
 	select {
 	case ack := <-f.Ok():
 		return ack, nil
 	case err := <-f.Err():
 		return nil, err
+	case <-bound.C:
+		return nil, fmt.Errorf("%w: no acknowledgement within %s", jetstream.ErrAsyncPublishTimeout, st.ackTimeout())
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
+
+// ackTimeout bounds the wait for one record's acknowledgement.
+func (st store) ackTimeout() time.Duration { return cmp.Or(st.ackWait, streams.DefaultAckTimeout) }
