@@ -82,8 +82,9 @@ func TestHelmValuesForTheNATSChart(t *testing.T) {
 			t.Errorf("the values lack %s's public key", id)
 		}
 	}
-	// The chart renders merge as JSON without HTML escaping (helm's
-	// toRawJson), which nats.conf accepts: its members at the top level.
+	// The chart merges config.merge into its config and renders it as JSON
+	// without HTML escaping (nats.formatConfig: toPrettyRawJson), which
+	// nats.conf accepts; here its members at the top level.
 	var merge bytes.Buffer
 	enc := json.NewEncoder(&merge)
 	enc.SetEscapeHTML(false)
