@@ -1,7 +1,9 @@
 package deploy
 
 import (
+	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -9,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/reinception/rein/streams"
 )
 
 const composeDir = "compose"
@@ -21,11 +26,36 @@ type composeService struct {
 	Environment map[string]string `yaml:"environment"`
 	Volumes     []string          `yaml:"volumes"`
 	Ports       []string          `yaml:"ports"`
-	Secrets     []string          `yaml:"secrets"`
+	Secrets     []composeSecret   `yaml:"secrets"`
+	DependsOn   any               `yaml:"depends_on"`
 	Deploy      struct {
 		Replicas int `yaml:"replicas"`
 	} `yaml:"deploy"`
 }
+
+// composeSecret is a service's secret in either syntax: a name, or
+// {source, target, uid, gid, mode}.
+type composeSecret struct {
+	Source string `yaml:"source"`
+	Target string `yaml:"target"`
+	UID    string `yaml:"uid"`
+	GID    string `yaml:"gid"`
+	Mode   int    `yaml:"mode"`
+}
+
+func (c *composeSecret) UnmarshalYAML(unmarshal func(any) error) error {
+	var name string
+	if err := unmarshal(&name); err == nil {
+		*c = composeSecret{Source: name}
+		return nil
+	}
+	type long composeSecret
+	return unmarshal((*long)(c))
+}
+
+// keysDir is where the compose services mount rein's identity seeds
+// (REIN_NATS_KEYS_DIR).
+const keysDir = "/run/rein-keys"
 
 // The compose file (decoded with its anchors and merge keys resolved, as
 // compose does) runs a 3-node NATS cluster with JetStream and each rein
@@ -42,11 +72,17 @@ func TestComposeFile(t *testing.T) {
 			File string `yaml:"file"`
 		} `yaml:"secrets"`
 	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	// A service may override a key its <<: anchor brings (YAML merge
+	// keys, as compose reads them); goccy calls that a duplicate unless told.
+	if err := yaml.UnmarshalWithOptions(b, &doc, yaml.AllowDuplicateMapKey()); err != nil {
 		t.Fatalf("compose.yaml: %v", err)
+	}
+	if regexp.MustCompile(`(?i)NATS_(USER|PASSWORD)`).Match(b) {
+		t.Error("compose.yaml still gives NATS a user or password; rein's services connect with their nkey identities")
 	}
 	nats := 0
 	stages := map[string]bool{}
+	var admins []string
 	for name, s := range doc.Services {
 		where := "compose service " + name
 		for _, p := range s.Ports {
@@ -62,6 +98,9 @@ func TestComposeFile(t *testing.T) {
 			}
 			if !slices.ContainsFunc(s.Volumes, func(v string) bool { return strings.HasSuffix(v, ":/data") }) {
 				t.Errorf("%s: JetStream storage /data is not a volume", where)
+			}
+			if !slices.Contains(s.Volumes, "./secrets/auth.conf:/etc/nats/auth.conf:ro") {
+				t.Errorf("%s: does not mount the generated secrets/auth.conf beside nats.conf", where)
 			}
 		case strings.Contains(s.Image, "rein"):
 			checkArgs(t, where, s.Command)
@@ -80,9 +119,12 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%s: must run non-root (user %q) on a read-only root", where, s.User)
 			}
 			for _, sec := range s.Secrets {
-				if _, ok := doc.Secrets[sec]; !ok {
-					t.Errorf("%s: secret %s is not declared", where, sec)
+				if _, ok := doc.Secrets[sec.Source]; !ok {
+					t.Errorf("%s: secret %s is not declared", where, sec.Source)
 				}
+			}
+			if ids := checkComposeIdentities(t, where, s, doc.Secrets); slices.Contains(ids, streams.IdentityAdmin) {
+				admins = append(admins, name)
 			}
 			if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
 				stages[s.Command[i+1]] = true
@@ -91,6 +133,9 @@ func TestComposeFile(t *testing.T) {
 	}
 	if nats != 3 {
 		t.Errorf("%d NATS services, want 3", nats)
+	}
+	if !slices.Equal(admins, []string{"provision"}) {
+		t.Errorf("services holding admin.nk: %v; want the provision service alone", admins)
 	}
 	for _, st := range []string{"detector", "injector", "agentworker", "escalation"} {
 		if !stages[st] {
@@ -104,6 +149,59 @@ func TestComposeFile(t *testing.T) {
 	}
 }
 
+// checkComposeIdentities checks the seeds a rein service mounts: reader's
+// and its stage's for a stage (ingress's for --stages none), admin's alone
+// for the provision service, each read-only for the service's user in
+// REIN_NATS_KEYS_DIR; a stage starts once provision has completed. It
+// returns the identities mounted.
+func checkComposeIdentities(t *testing.T, where string, s composeService, declared map[string]struct {
+	File string `yaml:"file"`
+}) []string {
+	t.Helper()
+	if s.Environment["REIN_NATS_KEYS_DIR"] != keysDir {
+		t.Errorf("%s: REIN_NATS_KEYS_DIR %q, want %s", where, s.Environment["REIN_NATS_KEYS_DIR"], keysDir)
+	}
+	var ids []string
+	for _, sec := range s.Secrets {
+		dir, file := path.Split(sec.Target)
+		id, ok := strings.CutSuffix(file, ".nk")
+		if path.Clean(dir) != keysDir || !ok {
+			continue
+		}
+		ids = append(ids, id)
+		if want := "./secrets/nats-keys/" + file; declared[sec.Source].File != want {
+			t.Errorf("%s: %s is secret %s, from %q; want %s", where, sec.Target, sec.Source, declared[sec.Source].File, want)
+		}
+		if sec.Mode != 0o400 || sec.UID+":"+sec.GID != s.User {
+			t.Errorf("%s: %s: mode %#o uid %q gid %q; want 0400 owned by the service's user %s", where, sec.Target, sec.Mode, sec.UID, sec.GID, s.User)
+		}
+	}
+	slices.Sort(ids)
+	var want []string
+	if s.Command[0] == "provision" {
+		want = []string{streams.IdentityAdmin}
+	} else {
+		stage := "none"
+		if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
+			stage = s.Command[i+1]
+		}
+		own := stage
+		if stage == "none" {
+			own = streams.IdentityIngress
+		}
+		want = []string{own, streams.IdentityReader}
+		slices.Sort(want)
+		deps, _ := s.DependsOn.(map[string]any)
+		if dep, _ := deps["provision"].(map[string]any); dep["condition"] != "service_completed_successfully" {
+			t.Errorf("%s: does not wait for the provision service to complete (depends_on %v)", where, s.DependsOn)
+		}
+	}
+	if !slices.Equal(ids, want) {
+		t.Errorf("%s mounts the seeds of %v; want exactly %v", where, ids, want)
+	}
+	return ids
+}
+
 // nats.conf clusters the three nodes with JetStream and authentication;
 // Prometheus scrapes every rein service with rein's rules.
 func TestComposeNATSAndPrometheus(t *testing.T) {
@@ -112,11 +210,12 @@ func TestComposeNATSAndPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"jetstream", "cluster", "nats-route://nats1:6222", "nats-route://nats2:6222",
-		"nats-route://nats3:6222", "server_name: $NATS_SERVER_NAME", "password: $NATS_PASSWORD"} {
+		"nats-route://nats3:6222", "server_name: $NATS_SERVER_NAME", "include ./auth.conf"} {
 		if !strings.Contains(string(conf), want) {
 			t.Errorf("nats.conf lacks %q", want)
 		}
 	}
+	checkNATSConfLoads(t, conf)
 	var prom struct {
 		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
@@ -140,6 +239,48 @@ func TestComposeNATSAndPrometheus(t *testing.T) {
 	for _, s := range []string{"ingress", "detector", "injector", "agentworker", "escalation"} {
 		if !slices.Contains(names, s) {
 			t.Errorf("prometheus.yml does not scrape %s", s)
+		}
+	}
+}
+
+// checkNATSConfLoads loads nats.conf, with the auth.conf `rein keys
+// server-config` generates beside it, as nats-server does: rein's
+// identities are its only users, none with a password.
+func checkNATSConfLoads(t *testing.T, conf []byte) {
+	t.Helper()
+	keys, err := streams.EnsureKeyring(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "auth.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.WriteAuthorization(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats.conf"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NATS_SERVER_NAME", "nats1")
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats.conf"))
+	if err != nil {
+		t.Fatalf("nats.conf with a generated auth.conf does not load: %v", err)
+	}
+	if len(opts.Users) != 0 || opts.Password != "" || opts.Username != "" {
+		t.Errorf("nats.conf has users or a password besides rein's nkeys")
+	}
+	var got []string
+	for _, u := range opts.Nkeys {
+		got = append(got, u.Nkey)
+	}
+	for _, id := range streams.Identities {
+		if !slices.Contains(got, keys.PublicKey(id)) {
+			t.Errorf("nats.conf with auth.conf does not know identity %s", id)
 		}
 	}
 }
@@ -216,5 +357,11 @@ func TestMakefileTargets(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(b) {
 			t.Errorf("Makefile lacks target %s", target)
 		}
+	}
+	// compose.yaml mounts the seeds and auth.conf that compose-secrets
+	// generates with the rein it builds.
+	recipe := regexp.MustCompile(`(?ms)^compose-secrets: build\b.*?\n\n`).Find(b)
+	if !bytes.Contains(recipe, []byte("keys server-config --data-dir secrets > secrets/auth.conf")) {
+		t.Errorf("Makefile: compose-secrets does not build rein and generate secrets/auth.conf and secrets/nats-keys with rein keys server-config:\n%s", recipe)
 	}
 }

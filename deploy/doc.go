@@ -23,16 +23,20 @@
 //     compose-secrets, compose-up/down, k8s-render (make -f deploy/Makefile;
 //     the repository's top level is fixed, so it lives here).
 //
-//   - compose/: a 3-node NATS JetStream cluster (nats.conf), each stage and
-//     the ingress as its own service on R3 streams, Prometheus with rein's
-//     rules and Grafana with its dashboard.
+//   - compose/: a 3-node NATS JetStream cluster (nats.conf, including the
+//     auth.conf `rein keys server-config` generates), a one-shot provision
+//     service holding admin.nk, each stage and the ingress as its own
+//     service on R3 streams holding reader.nk and its own identity's seed,
+//     Prometheus with rein's rules and Grafana with its dashboard.
 //
 //   - k8s/: a kustomize base: a Deployment per stage and for the ingress
 //     (probes on /healthz and /readyz, resources, non-root read-only
-//     containers, NATS credentials from Secret rein-nats, HTTP tokens from
-//     Secret rein-http-tokens), PodDisruptionBudgets, the ingress Service,
-//     NetworkPolicies, the rein.yaml ConfigMap; nats-values.yaml for the
-//     official NATS Helm chart.
+//     containers, reader.nk and the stage's own seed from Secret
+//     rein-nats-keys, HTTP tokens from Secret rein-http-tokens), the
+//     rein-provision Job (admin.nk alone), PodDisruptionBudgets, the
+//     ingress Service, NetworkPolicies, the rein.yaml ConfigMap;
+//     nats-values.yaml for the official NATS Helm chart, with rein's
+//     identities from `rein keys server-config --helm-values`.
 //
 // The tests check that every rein_* metric the dashboard and the rules
 // query is one rein exports (internal/telemetry/names.go), that the
@@ -40,8 +44,9 @@
 // is installed; with REIN_REQUIRE_PROMTOOL=1 (set by .ci/run) or CI set, a
 // missing promtool fails those tests instead of skipping them.
 // They parse every manifest and
-// check probes, resources, security contexts, secret references and
-// selectors; check the compose file, nats.conf, prometheus.yml, the
+// check probes, resources, security contexts, secret references, the NATS
+// seeds each workload mounts (exactly its own and reader's; admin only in
+// the provision job) and selectors; check the compose file, nats.conf, prometheus.yml, the
 // Dockerfile and the Makefile; and build rein once to check that every
 // flag and REIN_* variable the artefacts use is one `rein serve --help`
 // (or `rein health --help`) lists. kubectl kustomize renders the base when

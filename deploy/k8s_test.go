@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/reinception/rein/streams"
 )
 
 const k8sDir = "k8s"
@@ -46,7 +48,21 @@ type deployment struct {
 	} `yaml:"spec"`
 }
 
+// job is the part of a batch/v1 Job the tests read; its pod template is
+// laid out as a Deployment's.
+type job struct {
+	Spec struct {
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"metadata"`
+			Spec podSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
 type podSpec struct {
+	RestartPolicy   string `yaml:"restartPolicy"`
 	SecurityContext struct {
 		RunAsNonRoot *bool `yaml:"runAsNonRoot"`
 		RunAsUser    *int  `yaml:"runAsUser"`
@@ -59,7 +75,12 @@ type podSpec struct {
 			Name string `yaml:"name"`
 		} `yaml:"configMap"`
 		Secret *struct {
-			SecretName string `yaml:"secretName"`
+			SecretName  string `yaml:"secretName"`
+			DefaultMode *int   `yaml:"defaultMode"`
+			Items       []struct {
+				Key  string `yaml:"key"`
+				Path string `yaml:"path"`
+			} `yaml:"items"`
 		} `yaml:"secret"`
 		EmptyDir any `yaml:"emptyDir"`
 	} `yaml:"volumes"`
@@ -228,18 +249,30 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s: %d replicas; a stage needs a standby", where, dep.Spec.Replicas)
 		}
 		ps := tmpl.Spec
-		if ps.SecurityContext.RunAsNonRoot == nil || !*ps.SecurityContext.RunAsNonRoot ||
-			ps.SecurityContext.RunAsUser == nil || *ps.SecurityContext.RunAsUser == 0 {
-			t.Errorf("%s: pod must set runAsNonRoot: true and a non-zero runAsUser", where)
-		}
-		if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
-			t.Errorf("%s: rein needs no Kubernetes API token (automountServiceAccountToken: false)", where)
-		}
+		checkPodSecurity(t, where, ps)
 		if len(ps.Containers) != 1 {
 			t.Fatalf("%s: %d containers, want 1", where, len(ps.Containers))
 		}
 		checkContainer(t, where, ps, ps.Containers[0], names)
+		checkNATSKeys(t, where, ps, ps.Containers[0], tmpl.Metadata.Labels["app.kubernetes.io/component"])
 	}
+	jobs := byKind["Job"]
+	if len(jobs) != 1 {
+		t.Fatalf("%d Jobs, want rein-provision", len(jobs))
+	}
+	var j job
+	jobs[0].decode(t, &j)
+	where := "Job " + jobs[0].Metadata.Name
+	ps := j.Spec.Template.Spec
+	checkPodSecurity(t, where, ps)
+	if p := ps.RestartPolicy; p != "OnFailure" && p != "Never" {
+		t.Errorf("%s: restartPolicy %q; a Job's pods must be OnFailure or Never", where, p)
+	}
+	if len(ps.Containers) != 1 || len(ps.Containers[0].Args) == 0 || ps.Containers[0].Args[0] != "provision" {
+		t.Fatalf("%s: want one container running rein provision", where)
+	}
+	checkArgs(t, where, ps.Containers[0].Args)
+	checkNATSKeys(t, where, ps, ps.Containers[0], "provision")
 	if len(deps) < 5 {
 		t.Errorf("%d Deployments; want one per stage and the ingress", len(deps))
 	}
@@ -249,8 +282,81 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 	checkSelectsAll(t, byKind["PodDisruptionBudget"], deps, "PodDisruptionBudget", "spec.selector.matchLabels")
-	checkSelectsAll(t, byKind["NetworkPolicy"], deps, "NetworkPolicy", "spec.podSelector.matchLabels")
+	// The provision Job's pods reach NATS through the same policy.
+	checkSelectsAll(t, byKind["NetworkPolicy"], append(slices.Clone(deps), jobs...), "NetworkPolicy", "spec.podSelector.matchLabels")
 	checkConfigMap(t, byKind["ConfigMap"])
+}
+
+func checkPodSecurity(t *testing.T, where string, ps podSpec) {
+	t.Helper()
+	if ps.SecurityContext.RunAsNonRoot == nil || !*ps.SecurityContext.RunAsNonRoot ||
+		ps.SecurityContext.RunAsUser == nil || *ps.SecurityContext.RunAsUser == 0 {
+		t.Errorf("%s: pod must set runAsNonRoot: true and a non-zero runAsUser", where)
+	}
+	if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
+		t.Errorf("%s: rein needs no Kubernetes API token (automountServiceAccountToken: false)", where)
+	}
+}
+
+// natsKeysSecret is the Secret of rein's identity seeds (one key per
+// <identity>.nk file of rein keys), which no manifest ships.
+const natsKeysSecret = "rein-nats-keys"
+
+// checkNATSKeys checks that a pod connects to NATS with rein's identities
+// and holds only the seeds it needs: admin's alone for the provision Job;
+// reader's and its own for a stage, the ingress's for the ingress. No
+// user or password reaches it.
+func checkNATSKeys(t *testing.T, where string, ps podSpec, c container, component string) {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name == "REIN_NATS_PASSWORD" || e.Name == "REIN_NATS_USER" || e.Name == "REIN_NATS_TOKEN" {
+			t.Errorf("%s: %s: pods connect with their nkey identities, not a shared user", where, e.Name)
+		}
+	}
+	dir := ""
+	for _, e := range c.Env {
+		if e.Name == "REIN_NATS_KEYS_DIR" {
+			dir = e.Value
+		}
+	}
+	if dir == "" {
+		t.Errorf("%s: no REIN_NATS_KEYS_DIR", where)
+	}
+	var keysVolume string
+	var items []string
+	for _, v := range ps.Volumes {
+		if v.Secret == nil || v.Secret.SecretName != natsKeysSecret {
+			continue
+		}
+		keysVolume = v.Name
+		if v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o400 {
+			t.Errorf("%s: volume %s: defaultMode must be 0400", where, v.Name)
+		}
+		for _, it := range v.Secret.Items {
+			if it.Path != it.Key {
+				t.Errorf("%s: %s is mounted as %s; rein looks for <identity>.nk", where, it.Key, it.Path)
+			}
+			items = append(items, strings.TrimSuffix(it.Key, ".nk"))
+		}
+	}
+	mounted := slices.ContainsFunc(c.VolumeMounts, func(m struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	}) bool {
+		return m.Name == keysVolume && m.MountPath == dir
+	})
+	if keysVolume == "" || !mounted {
+		t.Errorf("%s: Secret %s is not mounted at REIN_NATS_KEYS_DIR %q", where, natsKeysSecret, dir)
+	}
+	want := []string{streams.IdentityAdmin}
+	if component != "provision" {
+		want = []string{streams.IdentityReader, component}
+	}
+	slices.Sort(items)
+	slices.Sort(want)
+	if !slices.Equal(items, want) {
+		t.Errorf("%s mounts the seeds of %v; want exactly %v (items of Secret %s)", where, items, want, natsKeysSecret)
+	}
 }
 
 func checkContainer(t *testing.T, where string, ps podSpec, c container, names map[string]bool) {
@@ -290,7 +396,6 @@ func checkContainer(t *testing.T, where string, ps podSpec, c container, names m
 		t.Errorf("%s: no --stages: every Deployment runs its own stage", where)
 	}
 	var env []string
-	secretCreds := false
 	for _, e := range c.Env {
 		env = append(env, e.Name)
 		if strings.Contains(e.Name, "PASSWORD") || strings.Contains(e.Name, "TOKEN") && !strings.HasSuffix(e.Name, "TOKENS") {
@@ -298,14 +403,8 @@ func checkContainer(t *testing.T, where string, ps podSpec, c container, names m
 				t.Errorf("%s: %s has a literal value; credentials come from a Secret", where, e.Name)
 			}
 		}
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name == "REIN_NATS_PASSWORD" {
-			secretCreds = true
-		}
 	}
 	checkEnv(t, where, env)
-	if !secretCreds {
-		t.Errorf("%s: REIN_NATS_PASSWORD must come from a Secret (secretKeyRef)", where)
-	}
 	vols := map[string]bool{}
 	for _, v := range ps.Volumes {
 		vols[v.Name] = true
@@ -356,8 +455,8 @@ func checkSelectsAll(t *testing.T, objs []object, deps []object, kind, path stri
 	}
 }
 
-// The ConfigMap's rein.yaml holds only flags of rein serve and the
-// sections rein reads.
+// The ConfigMap's rein.yaml holds only flags of both rein serve and rein
+// provision, and the sections rein reads.
 func checkConfigMap(t *testing.T, cms []object) {
 	t.Helper()
 	if len(cms) != 1 {
@@ -371,10 +470,12 @@ func checkConfigMap(t *testing.T, cms []object) {
 	if err := yaml.Unmarshal([]byte(cm.Data["rein.yaml"]), &file); err != nil || len(file) == 0 {
 		t.Fatalf("ConfigMap rein.yaml: %v", err)
 	}
-	flags := flagsOf(t, "serve")
+	// The Deployments and the provision Job read it: rein provision
+	// refuses a key that is not one of its flags.
+	serve, provision := flagsOf(t, "serve"), flagsOf(t, "provision")
 	for k := range file {
-		if !flags[k] && k != "streams" && k != "sinks" {
-			t.Errorf("ConfigMap rein.yaml: %s is neither a flag of rein serve nor a section", k)
+		if (!serve[k] || !provision[k]) && k != "streams" && k != "sinks" {
+			t.Errorf("ConfigMap rein.yaml: %s is neither a flag of both rein serve and rein provision nor a section", k)
 		}
 	}
 }
@@ -395,7 +496,7 @@ func TestKustomizeRenders(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.Kind]++
 	}
-	if kinds["Deployment"] != 5 || kinds["NetworkPolicy"] == 0 || kinds["PodDisruptionBudget"] != 5 {
+	if kinds["Deployment"] != 5 || kinds["Job"] != 1 || kinds["NetworkPolicy"] == 0 || kinds["PodDisruptionBudget"] != 5 {
 		t.Fatalf("rendered %v", kinds)
 	}
 	if !strings.Contains(string(out), "namespace: rein") {
@@ -403,8 +504,9 @@ func TestKustomizeRenders(t *testing.T) {
 	}
 }
 
-// The NATS Helm values describe a 3-node JetStream cluster whose password
-// comes from the Secret rein's Deployments read.
+// The NATS Helm values describe a 3-node JetStream cluster with no user or
+// password of its own: the authorization comes from the values `rein keys
+// server-config --helm-values` generates, passed after these.
 func TestNATSHelmValues(t *testing.T) {
 	var v struct {
 		Config struct {
@@ -427,7 +529,10 @@ func TestNATSHelmValues(t *testing.T) {
 	if !v.Config.Cluster.Enabled || v.Config.Cluster.Replicas != 3 || !v.Config.JetStream.Enabled {
 		t.Fatalf("nats-values.yaml: want a 3-node cluster with JetStream, got %+v", v.Config)
 	}
-	if !strings.Contains(string(b), "name: rein-nats") {
-		t.Fatalf("nats-values.yaml: the password must come from Secret rein-nats")
+	if regexp.MustCompile(`(?im)^\s*(password|user)\s*:`).Match(b) {
+		t.Errorf("nats-values.yaml sets a user or password; rein's identities come from rein keys server-config --helm-values")
+	}
+	if !strings.Contains(string(b), "rein keys server-config") || !strings.Contains(string(b), "--helm-values") || !strings.Contains(string(b), "-f rein-auth-values.yaml") {
+		t.Errorf("nats-values.yaml does not say how to generate and pass rein's authorization values")
 	}
 }

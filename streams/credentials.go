@@ -251,6 +251,17 @@ func (d SeedDir) Seed(identity string) (string, error) {
 	return f, nil
 }
 
+// Has reports whether d holds identity's seed file; every identity is
+// there when d is "" (no keys directory: the embedded server's keyring, or
+// one set of credentials for every connection).
+func (d SeedDir) Has(identity string) bool {
+	if d == "" {
+		return true
+	}
+	_, err := d.Seed(identity)
+	return err == nil
+}
+
 // Own is the identity a process's own connection uses (provisioning,
 // readiness, the dashboard, the stream metrics): admin when its seed is
 // there, else reader, which reads every stream but creates none.

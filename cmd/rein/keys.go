@@ -28,8 +28,12 @@ tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for tha
   rein keys server-config --data-dir ./data > rein-auth.conf
                                                    the same identities and permissions as a nats-server
                                                    authorization block, for an external cluster: include
-                                                   it there and give each rein process its seed file
-                                                   (--nats-nkey DATA-DIR/nats-keys/<identity>.nk)`,
+                                                   it there and give each rein process the seed files of
+                                                   its identities (serve --nats-keys-dir DIR; see
+                                                   deploy/compose and deploy/k8s)
+  rein keys server-config --data-dir ./data --helm-values > rein-auth-values.yaml
+                                                   the same as values of the official NATS Helm chart
+                                                   (public keys only): helm install … -f rein-auth-values.yaml`,
 	}
 	var dataDir string
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of the embedded server")
@@ -47,18 +51,7 @@ tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for tha
 			}
 			return nil
 		},
-	}, &cobra.Command{
-		Use:   "server-config",
-		Short: "Print a nats-server authorization block with rein's identities and their permissions",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := streams.EnsureKeyring(dataDir)
-			if err != nil {
-				return err
-			}
-			return k.WriteAuthorization(cmd.OutOrStdout())
-		},
-	}, &cobra.Command{
+	}, newServerConfigCmd(&dataDir), &cobra.Command{
 		Use:   "add-tenant TENANT",
 		Short: "Generate (or keep) a tenant's ingress identity and print its seed file",
 		Args:  cobra.ExactArgs(1),
@@ -72,5 +65,28 @@ tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for tha
 			return nil
 		},
 	})
+	return cmd
+}
+
+// newServerConfigCmd prints the keyring's identities and permissions for
+// an external nats-server: a configuration block, or Helm values.
+func newServerConfigCmd(dataDir *string) *cobra.Command {
+	var helmValues bool
+	cmd := &cobra.Command{
+		Use:   "server-config",
+		Short: "Print a nats-server authorization block (or NATS Helm chart values) with rein's identities and their permissions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := streams.EnsureKeyring(*dataDir)
+			if err != nil {
+				return err
+			}
+			if helmValues {
+				return k.WriteHelmValues(cmd.OutOrStdout())
+			}
+			return k.WriteAuthorization(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&helmValues, "helm-values", false, "print a values file of the official NATS Helm chart (config.merge.authorization) instead of a nats.conf block")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,56 +24,22 @@ import (
 // --nats-keys-dir, every connection of a process on an external NATS used
 // one set of credentials, so a deployment gave every stage one user.
 func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
-	keys, err := streams.EnsureKeyring(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block bytes.Buffer
-	if err := keys.WriteAuthorization(&block); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(t.TempDir(), "nats.conf")
-	body := "listen: 127.0.0.1:-1\njetstream { store_dir: " + filepath.ToSlash(filepath.Join(t.TempDir(), "js")) + " }\n" + block.String()
-	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	url := ns.ClientURL()
-
+	url, keys := externalServerWithReinAuth(t)
 	// Two mounts, as a deployment would make them: admin's alone for the
 	// provisioning job; every other identity for the stage process.
-	adminDir, stageDir := t.TempDir(), t.TempDir()
+	adminDir := seedDir(t, keys, streams.IdentityAdmin)
+	var others []string
 	for _, id := range streams.Identities {
-		to := stageDir
-		if id == streams.IdentityAdmin {
-			to = adminDir
-		}
-		seed, err := os.ReadFile(keys.SeedFile(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(to, id+".nk"), seed, 0o600); err != nil {
-			t.Fatal(err)
+		if id != streams.IdentityAdmin {
+			others = append(others, id)
 		}
 	}
+	stageDir := seedDir(t, keys, others...)
 	taskKey := filepath.Join(t.TempDir(), "task-key")
 	if err := os.WriteFile(taskKey, []byte(strings.Repeat("t", 64)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serveArgs := []string{"serve", "--nats-url", url, "--nats-keys-dir", stageDir, "--task-key", taskKey,
+	serveArgs := []string{"serve", "--nats-url", url, "--nats-keys-dir", stageDir, "--task-key", taskKey, "--data-dir", t.TempDir(),
 		"--agent-script", "../../internal/app/demo/demodata/agent.yaml", "--log-level", "error"}
 
 	// Without the streams, the reader may not create them: a clear error.
@@ -110,6 +77,7 @@ func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
 	rtest.CheckFor(t, time.Minute, "serve ready under its stage identities", func() bool {
 		select {
 		case err := <-done:
+			done <- err // for the deferred stop
 			t.Fatalf("serve exited: %v", err)
 		default:
 		}
@@ -138,4 +106,105 @@ func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
 		_, found, err := streams.LastEvent(ctx, s, streams.TurnSubject("acme", "c1", "agent"))
 		return err == nil && found
 	})
+}
+
+// A stage's process holds only its own seed and reader's, as deploy/compose
+// and deploy/k8s mount them: it runs its stage, and takes no turns over
+// HTTP (it has no ingress seed; the ingress Deployment does). Before, every
+// serve process needed ingress.nk and exited without it.
+func TestAStageProcessNeedsOnlyItsOwnSeedAndReaders(t *testing.T) {
+	url, keys := externalServerWithReinAuth(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if _, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", seedDir(t, keys, streams.IdentityAdmin)); err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	dir := seedDir(t, keys, streams.IdentityReader, streams.IdentityDetector)
+	httpAddr := freePort(t)
+	sctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := runCLI(t, sctx, "serve", "--stages", "detector", "--module", "rules", "--nats-url", url,
+			"--nats-keys-dir", dir, "--http", httpAddr, "--data-dir", t.TempDir(), "--log-level", "error")
+		done <- err
+	}()
+	defer func() {
+		stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop within 30s")
+		}
+	}()
+	rtest.CheckFor(t, time.Minute, "the detector's process ready with reader.nk and detector.nk only", func() bool {
+		select {
+		case err := <-done:
+			done <- err // for the deferred stop
+			t.Fatalf("serve exited: %v", err)
+		default:
+		}
+		return httpReady(httpAddr)
+	})
+	resp, err := http.Post("http://"+httpAddr+"/v1/turns", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode/100 == 2 {
+		t.Errorf("POST /v1/turns answered %d on a process without the ingress seed", resp.StatusCode)
+	}
+}
+
+// externalServerWithReinAuth starts a stock nats-server configured with
+// `rein keys server-config`'s block and returns its URL and the keyring.
+func externalServerWithReinAuth(t *testing.T) (string, *streams.Keyring) {
+	t.Helper()
+	keys, err := streams.EnsureKeyring(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block bytes.Buffer
+	if err := keys.WriteAuthorization(&block); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	body := "listen: 127.0.0.1:-1\njetstream { store_dir: " + filepath.ToSlash(filepath.Join(t.TempDir(), "js")) + " }\n" + block.String()
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	return ns.ClientURL(), keys
+}
+
+// seedDir copies the seeds of ids into a new directory, as a deployment
+// mounts them into one process.
+func seedDir(t *testing.T, keys *streams.Keyring, ids ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, id := range ids {
+		seed, err := os.ReadFile(keys.SeedFile(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, id+".nk"), seed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

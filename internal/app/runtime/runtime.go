@@ -276,16 +276,22 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// POST /v1/turns writes REIN_TURNS.
 	rt.requireStreams(streams.StreamTurns)
 	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, streams.StreamNames))
-	// The HTTP ingress publishes under its own identity: turns only.
-	il, err := rt.stageLink(streams.StageIngress)
-	if err != nil {
-		rt.Close()
-		return nil, err
+	// The HTTP ingress publishes under its own identity: turns only. With
+	// a keys directory without ingress.nk (a stage's pod, which holds only
+	// its own seed), this process takes no turns over HTTP.
+	if !rt.seeds.Has(streams.IdentityIngress) {
+		log.Info("no ingress seed in the keys directory: POST /v1/turns is not served by this process", "dir", cfg.KeysDir)
+	} else {
+		il, err := rt.stageLink(streams.StageIngress)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		ingress := streams.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
+		ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
+		ingress.SetTokens(cfg.Tokens)
+		rt.HTTP.Handle("POST /v1/turns", ingress)
 	}
-	ingress := streams.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
-	ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
-	ingress.SetTokens(cfg.Tokens)
-	rt.HTTP.Handle("POST /v1/turns", ingress)
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
 		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens)})
 	if err != nil {
