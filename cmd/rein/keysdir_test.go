@@ -57,32 +57,7 @@ func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
 	}
 
 	httpAddr := freePort(t)
-	sctx, stop := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := runCLI(t, sctx, append(serveArgs, "--http", httpAddr)...)
-		done <- err
-	}()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s")
-		}
-	}()
-	rtest.CheckFor(t, time.Minute, "serve ready under its stage identities", func() bool {
-		select {
-		case err := <-done:
-			done <- err // for the deferred stop
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
-		return httpReady(httpAddr)
-	})
+	defer runServe(t, httpAddr, time.Minute, append(serveArgs[1:], "--http", httpAddr)...)()
 
 	// The platform's turn, published under the ingress identity.
 	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityIngress+".nk"),
@@ -121,33 +96,8 @@ func TestAStageProcessNeedsOnlyItsOwnSeedAndReaders(t *testing.T) {
 	}
 	dir := seedDir(t, keys, streams.IdentityReader, streams.IdentityDetector)
 	httpAddr := freePort(t)
-	sctx, stop := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := runCLI(t, sctx, "serve", "--stages", "detector", "--module", "rules", "--nats-url", url,
-			"--nats-keys-dir", dir, "--http", httpAddr, "--data-dir", t.TempDir(), "--log-level", "error")
-		done <- err
-	}()
-	defer func() {
-		stop()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop within 30s")
-		}
-	}()
-	rtest.CheckFor(t, time.Minute, "the detector's process ready with reader.nk and detector.nk only", func() bool {
-		select {
-		case err := <-done:
-			done <- err // for the deferred stop
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
-		return httpReady(httpAddr)
-	})
+	defer runServe(t, httpAddr, time.Minute, "--stages", "detector", "--module", "rules", "--nats-url", url,
+		"--nats-keys-dir", dir, "--http", httpAddr, "--data-dir", t.TempDir(), "--log-level", "error")()
 	resp, err := http.Post("http://"+httpAddr+"/v1/turns", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)

@@ -45,25 +45,27 @@ func runCLI(t *testing.T, ctx context.Context, args ...string) (string, error) {
 // startServe runs `rein serve` in-process until the returned stop is called.
 func startServe(t *testing.T, dataDir, natsAddr, httpAddr string, extra ...string) (stop func()) {
 	t.Helper()
+	return runServe(t, httpAddr, 30*time.Second,
+		append([]string{"--data-dir", dataDir, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "error"}, extra...)...)
+}
+
+// runServe runs `rein serve args…` in-process, waits until /readyz on
+// httpAddr answers 200 (within), and returns what stops it.
+func runServe(t *testing.T, httpAddr string, within time.Duration, args ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		args := append([]string{"serve", "--data-dir", dataDir, "--nats-listen", natsAddr, "--http", httpAddr, "--log-level", "error"}, extra...)
-		_, err := runCLI(t, ctx, args...)
+		_, err := runCLI(t, ctx, append([]string{"serve"}, args...)...)
 		done <- err
 	}()
-	rtest.CheckFor(t, 30*time.Second, "serve ready", func() bool {
+	rtest.CheckFor(t, within, "serve ready", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("serve exited: %v", err)
 		default:
 		}
-		resp, err := http.Get("http://" + httpAddr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
+		return httpReady(httpAddr)
 	})
 	return func() {
 		cancel()
