@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -18,39 +21,93 @@ import (
 
 const composeDir = "compose"
 
+// composeService is what the tests check of one service, as the compose
+// specification's own loader reads it (compose-go: merge keys resolved,
+// the file validated against the compose schema, short and long syntaxes
+// normalised).
 type composeService struct {
-	Image       string            `yaml:"image"`
-	Command     []string          `yaml:"command"`
-	User        string            `yaml:"user"`
-	ReadOnly    bool              `yaml:"read_only"`
-	Environment map[string]string `yaml:"environment"`
-	Volumes     []string          `yaml:"volumes"`
-	Ports       []string          `yaml:"ports"`
-	Secrets     []composeSecret   `yaml:"secrets"`
-	DependsOn   any               `yaml:"depends_on"`
-	Deploy      struct {
-		Replicas int `yaml:"replicas"`
-	} `yaml:"deploy"`
+	Image       string
+	Command     []string
+	User        string
+	ReadOnly    bool
+	Environment map[string]string
+	Volumes     []string // source:target[:ro], a source in the compose directory as ./path
+	Ports       []string // host_ip:published:target
+	Secrets     []composeSecret
+	DependsOn   map[string]string // service → condition
 }
 
-// composeSecret is a service's secret in either syntax: a name, or
-// {source, target, uid, gid, mode}.
+// composeSecret is a service's secret.
 type composeSecret struct {
-	Source string `yaml:"source"`
-	Target string `yaml:"target"`
-	UID    string `yaml:"uid"`
-	GID    string `yaml:"gid"`
-	Mode   int    `yaml:"mode"`
+	Source, Target, UID, GID string
+	Mode                     int
 }
 
-func (c *composeSecret) UnmarshalYAML(unmarshal func(any) error) error {
-	var name string
-	if err := unmarshal(&name); err == nil {
-		*c = composeSecret{Source: name}
-		return nil
+// loadCompose loads compose.yaml with compose-go, as `docker compose`
+// would (no daemon needed), and returns its services and the files of its
+// declared secrets.
+func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
+	t.Helper()
+	dir, err := filepath.Abs(composeDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	type long composeSecret
-	return unmarshal((*long)(c))
+	p, err := loader.LoadWithContext(t.Context(), types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "compose.yaml")}},
+		Environment: types.Mapping{},
+	}, func(o *loader.Options) { o.SetProjectName("rein", true) })
+	if err != nil {
+		t.Fatalf("compose.yaml does not load as the compose specification says: %v", err)
+	}
+	rel := func(src string) string {
+		if r, err := filepath.Rel(dir, src); err == nil && filepath.IsAbs(src) && !strings.HasPrefix(r, "..") {
+			return "./" + filepath.ToSlash(r)
+		}
+		if r, err := filepath.Rel(dir, src); err == nil && filepath.IsAbs(src) {
+			return filepath.ToSlash(r)
+		}
+		return src
+	}
+	services := map[string]composeService{}
+	for name, sc := range p.Services {
+		s := composeService{Image: sc.Image, Command: sc.Command, User: sc.User, ReadOnly: sc.ReadOnly,
+			Environment: map[string]string{}, DependsOn: map[string]string{}}
+		for k, v := range sc.Environment {
+			if v != nil {
+				s.Environment[k] = *v
+			}
+		}
+		for _, v := range sc.Volumes {
+			spec := rel(v.Source) + ":" + v.Target
+			if v.Source == "" {
+				spec = v.Target
+			}
+			if v.ReadOnly {
+				spec += ":ro"
+			}
+			s.Volumes = append(s.Volumes, spec)
+		}
+		for _, pc := range sc.Ports {
+			s.Ports = append(s.Ports, fmt.Sprintf("%s:%s:%d", pc.HostIP, pc.Published, pc.Target))
+		}
+		for _, sec := range sc.Secrets {
+			cs := composeSecret{Source: sec.Source, Target: sec.Target, UID: sec.UID, GID: sec.GID}
+			if sec.Mode != nil {
+				cs.Mode = int(*sec.Mode)
+			}
+			s.Secrets = append(s.Secrets, cs)
+		}
+		for dep, d := range sc.DependsOn {
+			s.DependsOn[dep] = d.Condition
+		}
+		services[name] = s
+	}
+	secrets := map[string]string{}
+	for name, sc := range p.Secrets {
+		secrets[name] = rel(sc.File)
+	}
+	return services, secrets
 }
 
 // keysDir is where the compose services mount rein's identity seeds
@@ -66,24 +123,14 @@ func TestComposeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Services map[string]composeService `yaml:"services"`
-		Secrets  map[string]struct {
-			File string `yaml:"file"`
-		} `yaml:"secrets"`
-	}
-	// A service may override a key its <<: anchor brings (YAML merge
-	// keys, as compose reads them); goccy calls that a duplicate unless told.
-	if err := yaml.UnmarshalWithOptions(b, &doc, yaml.AllowDuplicateMapKey()); err != nil {
-		t.Fatalf("compose.yaml: %v", err)
-	}
+	services, secrets := loadCompose(t)
 	if regexp.MustCompile(`(?i)NATS_(USER|PASSWORD)`).Match(b) {
 		t.Error("compose.yaml still gives NATS a user or password; rein's services connect with their nkey identities")
 	}
 	nats := 0
 	stages := map[string]bool{}
 	var admins []string
-	for name, s := range doc.Services {
+	for name, s := range services {
 		where := "compose service " + name
 		for _, p := range s.Ports {
 			if !strings.HasPrefix(p, "127.0.0.1:") {
@@ -119,11 +166,11 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%s: must run non-root (user %q) on a read-only root", where, s.User)
 			}
 			for _, sec := range s.Secrets {
-				if _, ok := doc.Secrets[sec.Source]; !ok {
+				if _, ok := secrets[sec.Source]; !ok {
 					t.Errorf("%s: secret %s is not declared", where, sec.Source)
 				}
 			}
-			if ids := checkComposeIdentities(t, where, s, doc.Secrets); slices.Contains(ids, streams.IdentityAdmin) {
+			if ids := checkComposeIdentities(t, where, s, secrets); slices.Contains(ids, streams.IdentityAdmin) {
 				admins = append(admins, name)
 			}
 			if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
@@ -143,7 +190,7 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"prometheus", "grafana"} {
-		if _, ok := doc.Services[p]; !ok {
+		if _, ok := services[p]; !ok {
 			t.Errorf("no %s service", p)
 		}
 	}
@@ -154,9 +201,7 @@ func TestComposeFile(t *testing.T) {
 // for the provision service, each read-only for the service's user in
 // REIN_NATS_KEYS_DIR; a stage starts once provision has completed. It
 // returns the identities mounted.
-func checkComposeIdentities(t *testing.T, where string, s composeService, declared map[string]struct {
-	File string `yaml:"file"`
-}) []string {
+func checkComposeIdentities(t *testing.T, where string, s composeService, declared map[string]string) []string {
 	t.Helper()
 	if s.Environment["REIN_NATS_KEYS_DIR"] != keysDir {
 		t.Errorf("%s: REIN_NATS_KEYS_DIR %q, want %s", where, s.Environment["REIN_NATS_KEYS_DIR"], keysDir)
@@ -169,8 +214,8 @@ func checkComposeIdentities(t *testing.T, where string, s composeService, declar
 			continue
 		}
 		ids = append(ids, id)
-		if want := "./secrets/nats-keys/" + file; declared[sec.Source].File != want {
-			t.Errorf("%s: %s is secret %s, from %q; want %s", where, sec.Target, sec.Source, declared[sec.Source].File, want)
+		if want := "./secrets/nats-keys/" + file; declared[sec.Source] != want {
+			t.Errorf("%s: %s is secret %s, from %q; want %s", where, sec.Target, sec.Source, declared[sec.Source], want)
 		}
 		if sec.Mode != 0o400 || sec.UID+":"+sec.GID != s.User {
 			t.Errorf("%s: %s: mode %#o uid %q gid %q; want 0400 owned by the service's user %s", where, sec.Target, sec.Mode, sec.UID, sec.GID, s.User)
@@ -191,8 +236,7 @@ func checkComposeIdentities(t *testing.T, where string, s composeService, declar
 		}
 		want = []string{own, streams.IdentityReader}
 		slices.Sort(want)
-		deps, _ := s.DependsOn.(map[string]any)
-		if dep, _ := deps["provision"].(map[string]any); dep["condition"] != "service_completed_successfully" {
+		if s.DependsOn["provision"] != "service_completed_successfully" {
 			t.Errorf("%s: does not wait for the provision service to complete (depends_on %v)", where, s.DependsOn)
 		}
 	}
