@@ -116,12 +116,19 @@ func externalServerWithReinAuth(t *testing.T) (string, *streams.Keyring) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServerWithReinAuth(t, keys, "127.0.0.1:-1"), keys
+}
+
+// startServerWithReinAuth starts a stock nats-server with JetStream on
+// listen, configured with keys' authorization block, and returns its URL.
+func startServerWithReinAuth(t *testing.T, keys *streams.Keyring, listen string) string {
+	t.Helper()
 	var block bytes.Buffer
 	if err := keys.WriteAuthorization(&block); err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(t.TempDir(), "nats.conf")
-	body := "listen: 127.0.0.1:-1\njetstream { store_dir: " + filepath.ToSlash(filepath.Join(t.TempDir(), "js")) + " }\n" + block.String()
+	body := "listen: " + listen + "\njetstream { store_dir: " + filepath.ToSlash(filepath.Join(t.TempDir(), "js")) + " }\n" + block.String()
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +146,49 @@ func externalServerWithReinAuth(t *testing.T) (string, *streams.Keyring) {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
-	return ns.ClientURL(), keys
+	return ns.ClientURL()
+}
+
+// rein provision, started before its NATS listens (a job started with the
+// cluster), keeps trying and provisions once the server is up; it used to
+// exit at the first refused connection.
+func TestProvisionWaitsForNATSToListen(t *testing.T) {
+	keys, err := streams.EnsureKeyring(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cc := streams.ConnectConfig{URL: "nats://" + addr, NkeyFile: keys.SeedFile(streams.IdentityAdmin)}
+	failed := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		nc, err := connectRetrying(t.Context(), cc, time.Minute, func(error) {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		})
+		if nc != nil {
+			nc.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-failed: // nothing listens yet
+	case err := <-done:
+		t.Fatalf("connected with nothing listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no failed attempt reported")
+	}
+	startServerWithReinAuth(t, keys, addr)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("once the server listened: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("still not connected 30 s after the server started")
+	}
 }
 
 // seedDir copies the seeds of ids into a new directory, as a deployment

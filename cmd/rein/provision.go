@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"text/tabwriter"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -65,7 +68,14 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 					return err
 				}
 			}
-			nc, err := streams.Connect(cc)
+			log, err := telemetry.NewLoggerFormat(os.Stderr, "info", "text")
+			if err != nil {
+				return err
+			}
+			// A job started with the cluster may come before it listens.
+			nc, err := connectRetrying(cmd.Context(), cc, runtime.ProvisionTimeout, func(err error) {
+				log.Info("NATS not reachable yet; retrying", "url", cc.URL, "err", err)
+			})
 			if err != nil {
 				return err
 			}
@@ -73,10 +83,6 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 			js, err := streams.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
-			}
-			log, err := telemetry.NewLoggerFormat(os.Stderr, "info", "text")
-			if err != nil {
-				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), runtime.ProvisionTimeout)
 			defer cancel()
@@ -104,4 +110,30 @@ func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetS
 		fmt.Fprintf(w, "%s\t%d\t%d\n", name, info.Config.Replicas, info.State.Msgs)
 	}
 	return w.Flush()
+}
+
+// connectRetrying connects, trying again while the servers are not
+// reachable (not yet listening, or unknown to DNS yet) for up to within;
+// onRetry hears each failed attempt. Other errors (credentials refused)
+// end it at once.
+func connectRetrying(ctx context.Context, cc streams.ConnectConfig, within time.Duration, onRetry func(error)) (*nats.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	wait := 200 * time.Millisecond
+	for {
+		nc, err := streams.Connect(cc)
+		if err == nil {
+			return nc, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) && !errors.Is(err, nats.ErrTimeout) {
+			return nil, err
+		}
+		onRetry(err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (still unreachable after %s)", err, within)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 3*time.Second)
+	}
 }
