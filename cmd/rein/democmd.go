@@ -13,7 +13,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/demo"
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 )
 
 func init() { register(newDemoCmd) }
@@ -91,7 +91,7 @@ set, the inception module (--module llm by default then) and the agent use that 
 			}
 			defer rt.Close()
 			rt.stages = &so
-			names, _ := runtime.ResolveStages([]string{"all"})
+			names, _ := pipeline.ResolveStages([]string{"all"})
 			sctx, cancelStages := context.WithCancel(ctx)
 			stagesDone := make(chan error, 1)
 			go func() { stagesDone <- runStages(sctx, rt, names) }()

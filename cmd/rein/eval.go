@@ -13,14 +13,14 @@ import (
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/app/demo"
 	"github.com/reinception/rein/internal/app/eval/run"
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
 // This file is the only place where `rein eval run` meets rein's runtime:
 // it implements run.Starter with startRuntime and runStages (flags.go,
-// over internal/app/runtime), exactly as `rein serve` starts them
+// over internal/app/pipeline), exactly as `rein serve` starts them
 // (embedded JetStream, every stage of the binary), and reads each turn's
 // outcome back from the streams with the demo's collector.
 
@@ -66,7 +66,7 @@ func (e evalRuntime) starter() run.Starter {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		names, _ := runtime.ResolveStages([]string{"all"})
+		names, _ := pipeline.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
 		p := &evalPipeline{rt: rt, col: col, dir: dir, cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()

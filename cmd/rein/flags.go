@@ -15,7 +15,7 @@ import (
 
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
@@ -207,8 +207,8 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 }
 
 // options are the flags as the runtime's module options.
-func (f *moduleFlags) options() runtime.Modules {
-	return runtime.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+func (f *moduleFlags) options() pipeline.Modules {
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
@@ -222,7 +222,7 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 }
 
 // stageOptions are the flags of the pipeline stages that serve and demo run
-// (runtime.Stages once resolved).
+// (pipeline.Stages once resolved).
 type stageOptions struct {
 	modules         moduleFlags
 	domain          string
@@ -275,8 +275,8 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 }
 
 // runtime are the flags as the runtime's stage options.
-func (o *stageOptions) runtime() runtime.Stages {
-	return runtime.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
+func (o *stageOptions) runtime() pipeline.Stages {
+	return pipeline.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
 		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
 		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps, FuseInjector: o.fuseInjector,
 		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate,
@@ -286,7 +286,7 @@ func (o *stageOptions) runtime() runtime.Stages {
 // proc is a started runtime with the rein.yaml it was configured from and
 // the stage options its stages run with (runStages).
 type proc struct {
-	*runtime.Process
+	*pipeline.Process
 	file   *fileConfig
 	stages *stageOptions
 }
@@ -324,7 +324,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err := checkKeysDir(f); err != nil {
 		return nil, err
 	}
-	p, err := runtime.Start(ctx, runtime.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
+	p, err := pipeline.Start(ctx, pipeline.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
 		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
 		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
 		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst,

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
@@ -73,7 +73,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				return err
 			}
 			// A job started with the cluster may come before it listens.
-			nc, err := connectRetrying(cmd.Context(), cc, runtime.ProvisionTimeout, func(err error) {
+			nc, err := connectRetrying(cmd.Context(), cc, pipeline.ProvisionTimeout, func(err error) {
 				log.Info("NATS not reachable yet; retrying", "url", cc.URL, "err", err)
 			})
 			if err != nil {
@@ -84,7 +84,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), runtime.ProvisionTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), pipeline.ProvisionTimeout)
 			defer cancel()
 			if err := streams.Provision(ctx, js, prov, streams.WithLogger(log)); err != nil {
 				return err

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +61,7 @@ the same without starting anything.`,
 func bindServe(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stagesFlag *[]string) {
 	sf.bind(cmd, "./data")
 	so.bind(cmd.Flags(), "rules")
-	cmd.Flags().StringSliceVar(stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(runtime.StageOrder(), ", "))
+	cmd.Flags().StringSliceVar(stagesFlag, "stages", []string{"all"}, "stages to run: all, none, or a list of "+strings.Join(pipeline.StageOrder(), ", "))
 }
 
 // resolveServe applies rein.yaml and the environment to serve's flags and
@@ -75,7 +75,7 @@ func resolveServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*f
 		return nil, nil, err
 	}
 	inferModule(cmd, &so.modules)
-	names, err := runtime.ResolveStages(stagesFlag)
+	names, err := pipeline.ResolveStages(stagesFlag)
 	if err != nil {
 		return nil, nil, err
 	}

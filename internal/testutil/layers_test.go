@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"streams", "inception", "agentworker/taubench"},
 	{"detector", "injector", "agentworker", "escalation"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
-	{"internal/app/runtime", "internal/app/eval/run", "schemas/gen"},
+	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},
 	{"internal/app/bench", "internal/app/demo", "internal/app/eval/generate"},
 	{"cmd/rein"},
 }

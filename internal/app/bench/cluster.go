@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/app/eval"
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/localcluster"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
@@ -120,14 +120,14 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if _, err := streams.EnsureSecretFile(key, 32); err != nil {
 		return ClusterRun{}, err
 	}
-	procs := make([]*runtime.Process, 0, replicas)
+	procs := make([]*pipeline.Process, 0, replicas)
 	defer func() {
 		for _, p := range procs {
 			p.Close()
 		}
 	}()
 	for i := range replicas {
-		p, err := runtime.Start(ctx, runtime.Config{Name: fmt.Sprintf("rein-bench-%d", i+1), Logger: log,
+		p, err := pipeline.Start(ctx, pipeline.Config{Name: fmt.Sprintf("rein-bench-%d", i+1), Logger: log,
 			Connect: streams.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
 			MemoryLimit: plan.MemoryLimit, Provision: prov, TaskKeyFile: key})
 		if err != nil {
@@ -135,7 +135,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		}
 		procs = append(procs, p)
 	}
-	names, _ := runtime.ResolveStages([]string{"all"})
+	names, _ := pipeline.ResolveStages([]string{"all"})
 	so := stages(plan.Plan, agent)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -186,7 +186,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 
 // activeReplicas counts, per stage, the processes whose consume loop
 // decided any message of it.
-func activeReplicas(procs []*runtime.Process) map[string]int {
+func activeReplicas(procs []*pipeline.Process) map[string]int {
 	active := map[string]int{}
 	for _, p := range procs {
 		mfs, err := p.Reg.Gather()

@@ -1,6 +1,6 @@
 // Package bench is the driver of `rein bench` and its physical reference.
 //
-// Run starts a pipeline of its own (runtime.Start on an embedded server, or
+// Run starts a pipeline of its own (pipeline.Start on an embedded server, or
 // Plan.NATSURL), the rules inception module and the scripted agent
 // (agent.yaml, optionally with model latency and faults), offers
 // Plan.Conversations × Plan.Turns user turns and measures turns/s,
@@ -10,7 +10,7 @@
 // consume → publish → ack hops with no rein code, and the resource sampling
 // (CPUTime, PeakRSSMB) the results report. RunCluster plays the same load
 // on a JetStream cluster started in this process (internal/localcluster)
-// once per count of stage replicas, each replica a runtime.Process.
+// once per count of stage replicas, each replica a pipeline.Process.
 //
 // Consumes: the agent's turns, escalations and unanswered records of its
 // tenant (rein.turns.bench.*.agent, rein.escalations.bench.*,

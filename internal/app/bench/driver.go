@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -23,7 +23,7 @@ import (
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
-	"github.com/reinception/rein/internal/app/runtime"
+	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
@@ -189,12 +189,12 @@ func agentModel(plan Plan) (llm.Client, error) {
 
 // stages are the bench pipeline's stage options: the rules module, the
 // airline domain's tools, the given agent.
-func stages(plan Plan, agent llm.Client) runtime.Stages {
-	return runtime.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30,
+func stages(plan Plan, agent llm.Client) pipeline.Stages {
+	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30,
 		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
 		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
 		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: runtime.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
+		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
 }
 
 // Run plays plan on a pipeline of its own (an embedded server, or
@@ -214,7 +214,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	cfg := runtime.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
+	cfg := pipeline.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
 		MemoryLimit: plan.MemoryLimit, Connect: streams.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: streams.DefaultProvision()}
 	if plan.NATSURL != "" {
 		// One process signs and checks every task of the run: a key of
@@ -229,7 +229,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		cfg.Provision.Defaults.Duplicate = plan.Duplicates
 	}
 	so := stages(plan, agent)
-	rt, err := runtime.Start(ctx, cfg)
+	rt, err := pipeline.Start(ctx, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -237,7 +237,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		rt.Close()
 		return Result{}, err
 	}
-	names, _ := runtime.ResolveStages([]string{"all"})
+	names, _ := pipeline.ResolveStages([]string{"all"})
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(sctx, so, names) }()
@@ -320,7 +320,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 
 // freshServer refuses a server that already holds rein turns: the run's
 // counts and latencies would mix with them.
-func freshServer(ctx context.Context, rt *runtime.Process) error {
+func freshServer(ctx context.Context, rt *pipeline.Process) error {
 	st, err := rt.JS.Stream(ctx, streams.StreamTurns)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -335,7 +335,7 @@ func freshServer(ctx context.Context, rt *runtime.Process) error {
 // collection, so that inuse_space is exact) and, as alloc_space,
 // everything allocated so far.
 func writeHeapProfile(path string) error {
-	goruntime.GC()
+	runtime.GC()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -527,7 +527,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 }
 
 // avgEventBytes is the mean stored size of rein's events in this run.
-func avgEventBytes(ctx context.Context, rt *runtime.Process) int {
+func avgEventBytes(ctx context.Context, rt *pipeline.Process) int {
 	var msgs, bytes uint64
 	for _, name := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps} {
 		s, err := rt.JS.Stream(ctx, name)
@@ -547,7 +547,7 @@ func avgEventBytes(ctx context.Context, rt *runtime.Process) int {
 
 // eventHeaders is the header set of a stored user turn, the template of
 // the ceiling chain's messages; the turn's state records carry none.
-func eventHeaders(ctx context.Context, rt *runtime.Process, persist string) (Headers, error) {
+func eventHeaders(ctx context.Context, rt *pipeline.Process, persist string) (Headers, error) {
 	h := Headers{Plain: 2}
 	if persist == "turn" {
 		h.Plain = 1
@@ -573,7 +573,7 @@ func eventHeaders(ctx context.Context, rt *runtime.Process, persist string) (Hea
 // agent turn: its steps (counted in REIN_STEPS) and its state records (one
 // per tool result with --agent-persist step, the bench agent making one
 // tool call per turn, plus one at the end of the turn).
-func extraStores(ctx context.Context, rt *runtime.Process, turns int, persist string) int {
+func extraStores(ctx context.Context, rt *pipeline.Process, turns int, persist string) int {
 	writes := 2
 	if persist == "turn" {
 		writes = 1

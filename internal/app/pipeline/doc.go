@@ -1,4 +1,4 @@
-// Package runtime starts and wires rein's pipeline stages in one process:
+// Package pipeline starts and wires rein's pipeline stages in one process:
 // what `rein serve`, `rein demo`, `rein bench` and `rein eval run` share.
 //
 // Start brings up NATS (an embedded nats-server with JetStream file storage
@@ -20,4 +20,4 @@
 //
 // Flags, environment and rein.yaml are read by cmd/rein, which fills
 // Config and Stages; this package reads no flags.
-package runtime
+package pipeline

@@ -1,4 +1,4 @@
-package runtime
+package pipeline
 
 import (
 	_ "embed"
