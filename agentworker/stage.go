@@ -115,27 +115,14 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
-		Settled: s.settledTask,
+		// No Settled hook: a stored reply does not say that the turn's
+		// other outputs (steps, an escalation) are stored too, and a
+		// predecessor redelivered after a later turn began is taken as
+		// finished without publishing them again. The gate waits for the
+		// ack floor (or MaxHold) instead.
 	}
 }
 
-// settledTask tells the order gate whether a task's turn is over already,
-// perhaps ended by another replica: answered, or escalated at this turn or
-// a later one. (A turn of a conversation a human already holds leaves no
-// output to tell by: the gate then waits for the ack floor.)
-func (s *Stage) settledTask(ctx context.Context, d streams.Decoded) (bool, error) {
-	if d.Meta.Turn < 1 || s.outputs == nil {
-		return false, nil
-	}
-	if answered, err := s.replyStored(ctx, d.Meta); err != nil || answered {
-		return answered, err
-	}
-	last, found, err := streams.LastTurn(ctx, s.outputs[streams.StreamOutcomes], streams.EscalationSubject(d.Meta.Tenant, d.Meta.Conversation))
-	if err != nil {
-		return false, fmt.Errorf("agentworker: %w", err)
-	}
-	return found && last >= d.Meta.Turn, nil
-}
 
 // Run consumes tasks until ctx is cancelled and drains. In sidecar mode
 // (Backend "none") it consumes nothing and returns when ctx ends.

@@ -178,20 +178,22 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	}
 }
 
-// settled tells the order gate whether a user turn was judged already,
-// perhaps by another replica: the conversation's detections are stored in
-// turn order, so its last one being of this turn or a later one says so.
+// settled tells the order gate whether a user turn was handled already,
+// perhaps by another replica: every output stored — its detection and,
+// fused with the injector, its task (storedOutputs' done). A detection
+// stored without its task is not settled: the turn must be handed on
+// before a later one runs, or the later task would be stored first.
 func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
 	var turn schemas.Turn
 	if err := d.Payload(&turn); err != nil || turn.Role != schemas.RoleUser {
 		return false, nil
 	}
 	n := cmp.Or(turn.Turn, d.Meta.Turn)
-	last, found, err := streams.LastTurn(ctx, s.detections, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation))
-	if err != nil {
-		return false, fmt.Errorf("detector: %w", err)
+	if n < 1 {
+		return false, nil
 	}
-	return found && n >= 1 && last >= n, nil
+	st, err := s.storedOutputs(ctx, d.Meta.Tenant, d.Meta.Conversation, n)
+	return st.done, err
 }
 
 // Run consumes until ctx is cancelled and drains.
