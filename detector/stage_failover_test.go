@@ -2,13 +2,17 @@ package detector_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/detector"
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -68,5 +72,50 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 	})
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want a2 alone (x1 comes back after AckWait)", n)
+	}
+}
+
+// Fused with the injector, a replica dies after storing a1's detection
+// but before its task (and before acking a1). a1 is not settled: the
+// standby must not run a2 first, or a2's task would be stored before a1's.
+// (The gate's hook once looked at the detection alone.)
+func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
+	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
+	tasks := func(ctx context.Context, _, conv string, turn int) (bool, error) {
+		s, err := h.JS.Stream(ctx, streams.StreamTasks)
+		if err != nil {
+			return false, err
+		}
+		last, found, err := streams.LastTurn(ctx, s, streams.TaskSubject("acme", conv))
+		return found && last >= turn, err
+	}
+	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second, AckWait: 2 * time.Second}, detector.Deps{
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()},
+		Module:    m, Then: taskThen, ThenStored: tasks,
+		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead replica: a1 delivered, its detection stored, no task, no ack.
+	h.DeliverAbandoned(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 1)
+	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", "a", 1), "",
+		schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 1},
+		schemas.Detection{Turn: 1, UserText: "cancel my reservation", Module: "fake", TaxonomyVersion: "test-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamDetections, streams.DetectionSubject("acme", "a"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	publishTurn(t, h, "a", "user", 2, "the one to Boston")
+
+	rtest.Run(t, "stage", st.Run)
+	rtest.CheckFor(t, 30*time.Second, "both tasks stored", func() bool { return len(storedTasks(t, h)) == 2 })
+	if got := storedTasks(t, h); got[0].Turn != 1 || got[1].Turn != 2 {
+		t.Fatalf("tasks stored for turns %d then %d; a1's must come first", got[0].Turn, got[1].Turn)
 	}
 }
