@@ -30,10 +30,13 @@ type evalFloor struct {
 var evalFloors = map[string]evalFloor{
 	"dev":  {coreRecall: 0.89, meanRecall: 0.89, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.96, gateClean: 0.39},
 	"dev2": {coreRecall: 0.95, meanRecall: 0.86, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.31},
+	// dev3 (another author, measured before pass 3): core 0.56, mean 0.50,
+	// precision 0.906, clean 5.4 %, gate 80.4 % / 41.1 %.
+	"dev3": {coreRecall: 0.54, meanRecall: 0.48, precision: 0.88, cleanFalse: 0.06, gateErroneous: 0.78, gateClean: 0.42},
 	"test": {coreRecall: 0.45, meanRecall: 0.43, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.80, gateClean: 0.43},
 }
 
-// TestDetectEvalCorpusFloors runs rein detect --eval on the three files of the
+// TestDetectEvalCorpusFloors runs rein detect --eval on the four files of the
 // repository's corpus, as CI does, and fails when a figure falls below its
 // floor.
 func TestDetectEvalCorpusFloors(t *testing.T) {
