@@ -413,6 +413,9 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 	if loc := legChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
 		return TypeUnsupportedParameter, loc, true
 	}
+	if loc := arrowChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
 	if loc := otherProduct(cr, lower); loc != nil {
 		return TypeUnsupportedParameter, loc, true
 	}

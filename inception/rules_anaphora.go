@@ -183,7 +183,16 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 	if len(earlier) > 0 {
 		for _, m := range openProperties(lower) {
 			c := play("")
-			if len(c.spans) >= 2 && c.matching(lower[m[2]:m[3]]) >= 2 {
+			// Or that none has ("the black one" among a dumbbell set, an
+			// espresso machine and a coffee maker): no antecedent. Only
+			// among entities listed by name: ids come with codes ("LGA to
+			// SEA") a property may decode ("the seattle one").
+			// A comparative or superlative ("the larger one") ranks them
+			// instead.
+			prop := lower[m[2]:m[3]]
+			// "the date to one day later" is no "one"-substitute.
+			ranks := strings.HasSuffix(firstWord(prop), "er") || strings.HasSuffix(firstWord(prop), "est") || functionWord[lastWordOf(prop)]
+			if n := c.matching(prop); len(c.spans) >= 2 && (n >= 2 || n == 0 && c.ids < 2 && !ranks) {
 				return m[:2]
 			}
 		}
@@ -255,7 +264,9 @@ func openProperties(lower string) [][]int {
 	var out [][]int
 	for _, m := range findAllIf(strings.Contains(lower, " one"), theXOne, lower) {
 		prop := lower[m[2]:m[3]]
-		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) {
+		// "the black one to stainless steel": words after it that say
+		// what to do (weakDescriptor) leave the property to decide.
+		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) && !weakDescriptor(lower[m[1]:]) {
 			continue
 		}
 		out = append(out, m)
@@ -270,7 +281,7 @@ func openProperties(lower string) [][]int {
 // reference is ambiguous depends on the candidates in play.
 func openRefs(dr *domainRules, text, lower string) [][]int {
 	var out [][]int
-	for _, loc := range append(findRefs(lower), prepRefs(lower)...) {
+	for _, loc := range append(append(findRefs(lower), prepRefs(lower)...), clauseEndRefs(lower)...) {
 		ref := lower[loc[0]:loc[1]]
 		if notAReference.MatchString(lower[loc[1]:]) {
 			continue

@@ -131,6 +131,9 @@ func contradiction(in Input, lower string) []int {
 	if loc := findIf(strings.Contains(lower, "only"), bothAndOne, lower); loc != nil && before(loc) {
 		return loc
 	}
+	if loc := exceptAlso(lower); loc != nil && before(loc) {
+		return loc
+	}
 	// "don't V" next to V asked for in the same turn or agreed to just now.
 	for _, m := range findAllIf(negation, negatedVerb, lower) {
 		if !before(m) {

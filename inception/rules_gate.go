@@ -80,6 +80,9 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := denial.FindStringIndex(lower); loc != nil {
 		return TypeContradiction, loc
 	}
+	if loc := exceptAlso(lower); loc != nil {
+		return TypeContradiction, loc
+	}
 	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne, negatedVerb} {
 		if loc := re.FindStringIndex(lower); loc != nil {
 			return TypeContradiction, loc
@@ -99,6 +102,9 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 		return TypeMultipleInterpretation, loc
 	}
 	if loc := openChoice.FindStringIndex(lower); loc != nil {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := twoCriteria(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
 	}
 	if loc := gateAlternative.FindStringIndex(lower); loc != nil {

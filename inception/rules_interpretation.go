@@ -62,6 +62,9 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 	if loc := openClock(lower); loc != nil {
 		return loc
 	}
+	if loc := twoCriteria(lower); loc != nil {
+		return loc
+	}
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	last := lastAgent(earlier)
 	if last == "" {

@@ -59,6 +59,39 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no parameter: a connection", "airline", []string{"Book HAT083 from JFK to SEA and HAT258 from SEA to SFO, the one-stop option"}, ""},
 		{"parameter: an exchange into another product", "retail", []string{"I'd like to exchange the laptop in order #W3189752 for a tablet instead"}, TypeUnsupportedParameter},
 		{"no parameter: an exchange into another option", "retail", []string{"I'd like to exchange the laptop in order #W3189752 for a bigger one"}, ""},
+
+		// Third pass (dev3, a second author's wording).
+		// anaphora: "of it" after a phrasal action.
+		{"anaphora: get rid of it among two", "airline", []string{"Hi", "You have 4WQ150 from Dallas to Los Angeles on May 22 and a second booking, PGAGLM, LAX to Atlanta on May 24.", "right. so I'd like to get rid of it, my plans fell through"}, TypeAnaphora},
+		{"no anaphora: get rid of it with one", "airline", []string{"Hi", "You have 4WQ150 from Dallas to Los Angeles on May 22.", "right. so I'd like to get rid of it, my plans fell through"}, ""},
+		{"no anaphora: some of them", "airline", []string{"Hi", "You have 4WQ150 and PGAGLM.", "I know there is no refund for some of them."}, ""},
+		// anaphora: a property no listed entity has.
+		{"anaphora: property none of the listed items has", "retail", []string{"Hi", "You have a pending order #W6779827 with a Dumbbell Set, an Espresso Machine and a Coffee Maker.", "Can you change the black one to stainless steel?"}, TypeAnaphora},
+		{"no anaphora: property one listed item has", "retail", []string{"Hi", "You have a pending order #W6779827 with a Dumbbell Set, an Espresso Machine and a Coffee Maker.", "Can you change the espresso one to a different pressure?"}, ""},
+		{"no anaphora: a ranking picks one", "airline", []string{"Hi", "You have two certificates: a $250 certificate and a $100 certificate.", "please use the larger one for the payment"}, ""},
+		// anaphora: a list without an intro word.
+		{"anaphora: bare list of two items", "retail", []string{"Hi", "Sure, I can help with both. Your Wireless Earbuds and the Vacuum Cleaner in #W7619352 can be exchanged.", "great, do that one first and then we'll see about the other"}, TypeAnaphora},
+		{"no anaphora: bare list, item named", "retail", []string{"Hi", "Sure, I can help with both. Your Wireless Earbuds and the Vacuum Cleaner in #W7619352 can be exchanged.", "great, exchange the earbuds first"}, ""},
+		// anaphora: the agent counts one.
+		{"no anaphora: the agent found one reservation", "airline", []string{"Hi", "I found one reservation under your name: NA6PZ3, Detroit round trip, May 27-29, economy, 2 passengers.", "yes that one. change both passengers' cabin to business pls"}, ""},
+		// multiple interpretation: two ranking criteria.
+		{"multiple: two criteria", "airline", []string{"Hi", "There are two nonstop options: HAT287 at 9:00 for $140 and HAT112 at 17:00 for $95.", "book me the earliest unless the cheaper one is better with bags"}, TypeMultipleInterpretation},
+		{"no multiple: one criterion", "airline", []string{"Hi", "There are two nonstop options: HAT287 at 9:00 for $140 and HAT112 at 17:00 for $95.", "book me the cheapest one"}, ""},
+		{"no multiple: a later date and one criterion", "airline", []string{"I'd like to move 4WQ150 a day later and take the cheapest economy flight"}, ""},
+		// contradiction: excluded, then included.
+		{"contradiction: except X and also X", "retail", []string{"I'm returning everything from #W9077205 except the puzzle, and also the puzzle"}, TypeContradiction},
+		{"no contradiction: except X and something else", "retail", []string{"I'm returning everything from #W9077205 except the puzzle, and also refund to my gift card"}, ""},
+		// unsupported parameter: a chain of legs as arrows.
+		{"parameter: an arrow chain of three legs", "airline", []string{"I need a ticket Boston -> Chicago -> Denver -> Boston, leaving May 20, economy, 1 adult"}, TypeUnsupportedParameter},
+		{"no parameter: two arrows, one connection", "airline", []string{"I need a ticket Boston -> Chicago -> Denver, leaving May 20, economy, 1 adult"}, ""},
+		// unsupported domain and action: cues a second author's wording needed.
+		{"domain: cars, plural", "airline", []string{"hey, do u guys also rent cars at LAX? need one for 3 days"}, TypeUnsupportedDomain},
+		{"domain: a visa to a country", "airline", []string{"what documents do I need for a visa to Brazil"}, TypeUnsupportedDomain},
+		{"no domain: a Visa card", "airline", []string{"please charge my Visa for the bags on 4WQ150"}, ""},
+		{"no domain: a hotel as the shipping address", "retail", []string{"Please send order #W9549057 to 700 Main St, Hotel Lumen, Denver CO 80202"}, ""},
+		{"action: splitting it", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed, 3 passengers, business.", "could you also split it so my colleague gets his own booking?"}, TypeUnsupportedAction},
+		{"action: an item added to an order", "retail", []string{"Hi", "Your order #W9318778 is pending.", "can you add a bike lock to the same order?"}, TypeUnsupportedAction},
+		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
 	if err != nil {

@@ -1,0 +1,131 @@
+package inception
+
+import "strings"
+
+// Signals of issue 22's third pass, found on dev3 (a second author's
+// wording) and kept structural: what the turn's shape says, not its
+// exact words.
+
+// criterionFamily maps a ranking word to the criterion it ranks by. Two
+// families in one turn ("the earliest unless the cheaper one is better
+// with bags", "the better one but not too expensive") pick different
+// options; one family alone ("whichever is cheaper") is settled by the
+// facts.
+var criterionFamily = map[string]string{
+	// "later"/"earlier" alone move a date ("a day later"): no ranking.
+	"earliest": "time", "latest": "time", "soonest": "time",
+	"cheapest": "price", "cheaper": "price", "cheap": "price", "expensive": "price", "pricier": "price", "affordable": "price",
+	"best": "quality", "better": "quality", "nicer": "quality", "nicest": "quality",
+	"fastest": "speed", "faster": "speed", "quickest": "speed", "quicker": "speed", "shortest": "speed", "shorter": "speed",
+}
+
+// twoCriteria returns the second ranking word of another criterion than
+// the first, or nil.
+func twoCriteria(lower string) []int {
+	first := ""
+	var loc []int
+	forEachWord(lower, func(start, end int) {
+		if loc != nil {
+			return
+		}
+		f := criterionFamily[lower[start:end]]
+		switch {
+		case f == "":
+		case first == "":
+			first = f
+		case f != first:
+			loc = []int{start, end}
+		}
+	})
+	return loc
+}
+
+// exceptAlso finds an item excluded and then included in one turn
+// ("everything except the puzzle, and also the puzzle"): the content word
+// after "except" appears again after it.
+func exceptAlso(lower string) []int {
+	i := wordIndex(lower, "except")
+	if i < 0 {
+		return nil
+	}
+	var ws []string
+	var at []int
+	forEachWord(lower[i:], func(start, end int) {
+		ws = append(ws, lower[i+start:i+end])
+		at = append(at, i+start)
+	})
+	for k := 1; k < len(ws) && k < 4; k++ {
+		w := ws[k]
+		if determiner[w] || functionWord[w] || w == "for" || len(w) < 3 {
+			continue
+		}
+		for j := k + 1; j < len(ws); j++ {
+			if ws[j] == w {
+				return []int{i, at[j] + len(w)}
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// arrowChain finds three or more legs written as arrows ("Boston ->
+// Chicago -> Denver -> Boston"): a chain the trip types (one way, round
+// trip) cannot hold, whatever the places are called.
+func arrowChain(cr *catalogRules, text string) []int {
+	if len(cr.tripTypes) == 0 || strings.Contains(strings.Join(cr.tripTypes, " "), "multi") {
+		return nil
+	}
+	n, first, last := 0, -1, -1
+	for i := 0; i < len(text); i++ {
+		l := 0
+		switch {
+		case strings.HasPrefix(text[i:], "->"):
+			l = 2
+		case strings.HasPrefix(text[i:], "→"):
+			l = len("→")
+		}
+		if l > 0 {
+			n++
+			if first < 0 {
+				first = i
+			}
+			last = i + l
+			i += l - 1
+		}
+	}
+	if n < 3 {
+		return nil
+	}
+	return []int{first, last}
+}
+
+// quantityOf are words before "of it/them" that make a share, not an
+// action ("some of them", "the cost of it").
+var quantityOf = map[string]bool{"some": true, "all": true, "any": true, "none": true, "one": true, "both": true, "each": true,
+	"most": true, "many": true, "few": true, "part": true, "rest": true, "cost": true, "total": true, "price": true, "out": true, "because": true, "instead": true}
+
+// clauseEndRefs finds "it"/"them" as the object of a phrasal action
+// ending in "of" ("get rid of it,", "dispose of them."), which refVerb's
+// single verbs miss: whether it is ambiguous is then a matter of the
+// candidates in play, as for any reference. "of" keeps the idioms out
+// ("got it", "I appreciate it", "keep it in economy").
+func clauseEndRefs(lower string) [][]int {
+	if !strings.Contains(lower, " of ") {
+		return nil
+	}
+	var ws [][2]int
+	forEachWord(lower, func(start, end int) { ws = append(ws, [2]int{start, end}) })
+	var out [][]int
+	for i := 2; i < len(ws); i++ {
+		w := lower[ws[i][0]:ws[i][1]]
+		if w != "it" && w != "them" || lower[ws[i-1][0]:ws[i-1][1]] != "of" || quantityOf[lower[ws[i-2][0]:ws[i-2][1]]] {
+			continue
+		}
+		if !endsReference(lower[ws[i][1]:]) {
+			continue
+		}
+		out = append(out, []int{ws[i][0], ws[i][1]})
+	}
+	return out
+}
