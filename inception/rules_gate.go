@@ -15,7 +15,7 @@ var (
 	gateAlternative = mustFast(`\b(?:either|whichever|whatever|however|up to you|not sure|or (?:just|maybe|even|at least|else|if))\b`)
 	// gateDescribed: an entity described instead of named ("my May 19
 	// flight", "the Vegas flights").
-	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){0,2}(?:flights?|trips?|reservations?|bookings?|orders?)\b`)
+	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){0,2}(?:flights?|trips?|reservations?|bookings?|orders?|passengers?|certificates?)\b`)
 	// gateConsent: agreeing to a read-back while adding to it.
 	gateConsent = mustFast(`^\s*(?:yes|yeah|yep|correct|right|ok|okay|sure)\b[ ,.!]+\S+(?: \S+){2,}`)
 	// gateEndRef: a pronoun that ends the turn ("put the money on that",
@@ -46,6 +46,15 @@ var (
 	gateOther = mustFast(`\b(?:my (?:wife|husband|partner|son|daughter|kids?|children|child|mom|mother|dad|father|friend|sister|brother|colleague|family|parents)|he|she|his|her|him|they|their)\b`)
 	// gateRef: a reference anywhere in the turn, not only at its end.
 	gateRef = mustFast(`\b(?:(?:that|this|the other|which|the same) ones?|(?:to|on|for|with|from|of|in) (?:it|that|this|them|those|these)|the other)\b`)
+	// gateUnwanted: a wish without the action that fulfils it ("I don't
+	// want my thermostat anymore": cancel, remove or return?).
+	gateUnwanted = mustFast(`\b(?:don'?t|do not|no longer) (?:want|need)\b`)
+	// gateValueOne: an option asked for by a value and unit ("a 2 liter
+	// one", "the 50ft version"), which the product may not have.
+	gateValueOne = mustFast(`\b(?:a|an|the) \d+(?:\.\d+)? ?[a-z]+ (?:one|version|model)\b`)
+	// gateRelativeOne: "the one I moved to", a "one" the turn describes
+	// only by what the user did.
+	gateRelativeOne = mustFast(`\bthe ones? (?:i|we|you) [a-z]+`)
 	// gateThen: a chain of legs ("… then LAX to SEA, then …").
 	gateThen = mustFast(`\bthen (?:from )?[a-z]+ (?:to|back to) [a-z]+`)
 )
@@ -91,7 +100,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateConcessive.FindStringIndex(lower); loc != nil && actionVerb.MatchString(lower) {
 		return TypeContradiction, loc
 	}
-	if loc := gateConsent.FindStringIndex(lower); loc != nil {
+	if loc := gateConsent.FindStringIndex(lower); loc != nil && !closing.MatchString(lower) && !thanksOnly(lower[loc[0]:]) {
 		return TypeContradiction, loc
 	}
 	if loc := confirmStart.FindStringIndex(lower); loc != nil && number.MatchString(lower) {
@@ -101,13 +110,14 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := verbOrVerb.FindStringIndex(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := openChoice.FindStringIndex(lower); loc != nil {
+	// One criterion alone ("whichever is cheaper") is settled by the facts.
+	if loc := openChoice.FindStringIndex(lower); loc != nil && !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
 		return TypeMultipleInterpretation, loc
 	}
 	if loc := twoCriteria(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := gateAlternative.FindStringIndex(lower); loc != nil {
+	if loc := gateAlternative.FindStringIndex(lower); loc != nil && !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
 		return TypeMultipleInterpretation, loc
 	}
 	if loc := gateUpgrade.FindStringIndex(lower); loc != nil && !cabinWord.MatchString(sentenceAround(lower, loc[0], loc[1])) {
@@ -131,6 +141,15 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateThen.FindStringIndex(lower); loc != nil {
 		return TypeUnsupportedParameter, loc
 	}
+	if loc := gateValueOne.FindStringIndex(lower); loc != nil {
+		return TypeUnsupportedParameter, loc
+	}
+	if loc := gateUnwanted.FindStringIndex(lower); loc != nil && !actionVerb.MatchString(lower) {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateRelativeOne.FindStringIndex(lower); loc != nil {
+		return TypeAnaphora, loc
+	}
 	if dr != nil {
 		if loc := twoEnumValues(m.catalogRules(in.Domain, dr, in.Tools), lower); loc != nil {
 			return TypeContradiction, loc
@@ -140,7 +159,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateDescribed.FindStringIndex(lower); loc != nil && !named && !wholeOrCurrent(lower[loc[0]:loc[1]]) {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := gateOther.FindStringIndex(lower); loc != nil {
+	if loc := gateOther.FindStringIndex(lower); loc != nil && !named {
 		return TypeAnaphora, loc
 	}
 	if loc := gateRef.FindStringIndex(lower); loc != nil && !named {
@@ -150,7 +169,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if refs := openRefs(dr, text, lower); len(refs) > 0 {
 		return TypeAnaphora, refs[0]
 	}
-	if ms := openProperties(lower); len(ms) > 0 {
+	if ms := openProperties(lower); len(ms) > 0 && !named {
 		return TypeAnaphora, ms[0][:2]
 	}
 	if loc := gateEndRef.FindStringIndex(lower); loc != nil && !named && !closing.MatchString(lower) {
@@ -202,9 +221,23 @@ func twoEnumValues(cr *catalogRules, lower string) []int {
 func wholeOrCurrent(phrase string) bool {
 	for _, w := range strings.Fields(phrase) {
 		switch w {
-		case "whole", "entire", "current", "same", "cancelled", "canceled", "original", "existing":
+		case "whole", "entire", "current", "same", "cancelled", "canceled", "original", "existing",
+			// a rank picks one whatever is listed ("the earliest flight",
+			// "the 2nd order")
+			"first", "second", "third", "1st", "2nd", "3rd", "last", "earliest", "latest", "cheapest":
 			return true
 		}
 	}
 	return false
+}
+
+// thanksOnly reports a consent followed only by thanks ("yes paypal is
+// ok. thank you"): agreement, nothing added to take back.
+func thanksOnly(s string) bool {
+	i := strings.IndexAny(s, ".!")
+	if i < 0 {
+		return false
+	}
+	rest := strings.TrimSpace(s[i+1:])
+	return strings.HasPrefix(rest, "thank") || strings.HasPrefix(rest, "thx")
 }

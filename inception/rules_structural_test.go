@@ -136,6 +136,19 @@ func TestGateStructuralSignals(t *testing.T) {
 		{"airline", "Please cancel reservation 1N99U6, my plans changed.", false},
 		{"retail", "cancel the whole order, no longer needed", false},
 		{"airline", "I want 3 checked bags on FQ8APE.", false},
+		// Third pass (dev3): each new pass with its near miss held back.
+		{"retail", "a 2 liter one in the same color", true},
+		{"retail", "I'd like a bigger one in the same color", false},
+		{"retail", "I don't want my thermostat anymore. order #W2631563", true},
+		{"retail", "I don't want my thermostat anymore, please cancel order #W2631563", false},
+		{"retail", "pls send my order #W9318778 to my address, the one I moved to", true},
+		{"airline", "I need to fix the passenger name, it is spelled wrong", true},
+		{"airline", "book me the earliest unless the cheaper one is better with bags", true},
+		{"retail", "whichever is cheaper", false},
+		{"retail", "the 2nd order, cancel it, ordered by mistake", false},
+		{"retail", "yes paypal is ok. thank you", false},
+		{"airline", "please cancel 4WQ150, the Dallas one", false},
+		{"airline", "so i booked my mother on 4WQ150 by mistake, please cancel 4WQ150 entirely", false},
 	}
 	for _, tc := range cases {
 		d, err := g.Detect(context.Background(), Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.turn), Tools: domainTools(t, tc.domain)})
