@@ -92,7 +92,10 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		several["flight"] = true // the outbound and the return
 	}
 	for _, np := range bareNouns(lower) {
-		if openNounPhrase(lower, np) && (several[np.noun] || sharedModifier(agent, np.noun, several) || distinctlyModified(agent, np.noun) >= 2) {
+		// "the passenger name" with two passengers: the compound's first
+		// word is the owner several listed entities may be.
+		owner := strings.Contains(np.noun, " ") && several[firstWord(np.noun)]
+		if openNounPhrase(lower, np) && (several[np.noun] || owner || sharedModifier(agent, np.noun, several) || distinctlyModified(agent, np.noun) >= 2) {
 			return []int{np.start, np.end}
 		}
 	}

@@ -91,6 +91,12 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no domain: a hotel as the shipping address", "retail", []string{"Please send order #W9549057 to 700 Main St, Hotel Lumen, Denver CO 80202"}, ""},
 		{"action: splitting it", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed, 3 passengers, business.", "could you also split it so my colleague gets his own booking?"}, TypeUnsupportedAction},
 		{"action: an item added to an order", "retail", []string{"Hi", "Your order #W9318778 is pending.", "can you add a bike lock to the same order?"}, TypeUnsupportedAction},
+		{"contradiction: alone, then a companion, in one turn", "airline", []string{"Hi", "How many passengers?", "As I say, me alone. Take the 15:30 one. And also my brother, he will come with me, put him on it too."}, TypeContradiction},
+		{"no contradiction: alone, then corrected", "airline", []string{"Hi", "How many passengers?", "just me. actually, my brother will come with me too, please add him"}, ""},
+		{"contradiction: just myself, then a wife's name", "airline", []string{"Hi", "How many passengers?", "Just myself.", "Got it, one passenger. Economy?", "yes economy, and please put my wife's name on it too"}, TypeContradiction},
+		{"no contradiction: a wife's name with no count before", "airline", []string{"Hi", "How many passengers?", "Two.", "Got it. Economy?", "yes economy, and please put my wife's name on it too"}, ""},
+		{"multiple: the passenger name with two passengers", "airline", []string{"Hi", "Your reservation CDXEBS has 2 passengers and four flights.", "I need to fix the passenger name, it is spelled wrong"}, TypeMultipleInterpretation},
+		{"no multiple: the passenger name with one passenger", "airline", []string{"Hi", "Your reservation CDXEBS has one passenger and four flights.", "I need to fix the passenger name, it is spelled wrong"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
