@@ -144,7 +144,7 @@ func contradiction(in Input, lower string) []int {
 	}
 	corrected := correction.FindStringIndex(lower)
 	before := func(loc []int) bool { return corrected == nil || loc[0] < corrected[0] }
-	if loc := findIf(hasAny(lower, "keep", "stay", "still"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") {
+	if loc := findIf(hasAny(lower, "keep", "stay", "still"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") && !partition(lower[loc[0]:]) {
 		return loc
 	}
 	if loc := findIf(strings.Contains(lower, "only"), bothAndOne, lower); loc != nil && before(loc) {

@@ -129,3 +129,28 @@ func clauseEndRefs(lower string) [][]int {
 	}
 	return out
 }
+
+// partition reports a cancel and a keep that split a set: each names its
+// own entity by a "the X one" property ("cancel the Chicago one and the
+// San Francisco one, keep Boston"), and the kept one is not among the
+// cancelled. Only a shared object ("cancel it but keep it") conflicts.
+func partition(span string) bool {
+	span = sentenceAround(span, 0, 0)
+	k := wordIndex(span, "keep")
+	if k < 0 {
+		return false
+	}
+	cancelPart, keepPart := span[:k], span[k+len("keep"):]
+	if !strings.Contains(cancelPart, " one") || !propertyBefore(cancelPart) {
+		return false
+	}
+	// The first word kept, past a determiner: a pronoun ("keep it")
+	// points back at what is cancelled.
+	kept := ""
+	forEachWord(keepPart, func(start, end int) {
+		if w := keepPart[start:end]; kept == "" && !determiner[w] {
+			kept = w
+		}
+	})
+	return kept != "" && !refPronoun[kept] && !functionWord[kept] && kept != "one" && wordIndex(cancelPart, kept) < 0
+}

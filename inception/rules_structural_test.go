@@ -97,6 +97,8 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no contradiction: a wife's name with no count before", "airline", []string{"Hi", "How many passengers?", "Two.", "Got it. Economy?", "yes economy, and please put my wife's name on it too"}, ""},
 		{"multiple: the passenger name with two passengers", "airline", []string{"Hi", "Your reservation CDXEBS has 2 passengers and four flights.", "I need to fix the passenger name, it is spelled wrong"}, TypeMultipleInterpretation},
 		{"no multiple: the passenger name with one passenger", "airline", []string{"Hi", "Your reservation CDXEBS has one passenger and four flights.", "I need to fix the passenger name, it is spelled wrong"}, ""},
+		{"no contradiction: cancel some, keep another", "airline", []string{"Hi", "I see three trips: 1OWO6T (Boston-Dallas), CDXEBS (NY-San Francisco), JW6LEQ (Chicago-Las Vegas).", "Cancel the Chicago one and the San Francisco one, keep Boston."}, ""},
+		{"contradiction: cancel one, keep it", "airline", []string{"Hi", "I see three trips: 1OWO6T (Boston-Dallas), CDXEBS (NY-San Francisco), JW6LEQ (Chicago-Las Vegas).", "Cancel the Chicago one, but keep it on my profile."}, TypeContradiction},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
