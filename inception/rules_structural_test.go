@@ -99,6 +99,13 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no multiple: the passenger name with one passenger", "airline", []string{"Hi", "Your reservation CDXEBS has one passenger and four flights.", "I need to fix the passenger name, it is spelled wrong"}, ""},
 		{"no contradiction: cancel some, keep another", "airline", []string{"Hi", "I see three trips: 1OWO6T (Boston-Dallas), CDXEBS (NY-San Francisco), JW6LEQ (Chicago-Las Vegas).", "Cancel the Chicago one and the San Francisco one, keep Boston."}, ""},
 		{"contradiction: cancel one, keep it", "airline", []string{"Hi", "I see three trips: 1OWO6T (Boston-Dallas), CDXEBS (NY-San Francisco), JW6LEQ (Chicago-Las Vegas).", "Cancel the Chicago one, but keep it on my profile."}, TypeContradiction},
+		{"domain: a train to a city", "airline", []string{"is there a train to Boston from the airport I could take instead?"}, TypeUnsupportedDomain},
+		{"no domain: a flight to the city", "airline", []string{"is there a later flight to Boston from LGA on May 21?"}, ""},
+		{"domain: concert tickets", "airline", []string{"can you also get me two concert tickets in Vegas for Saturday"}, TypeUnsupportedDomain},
+		{"domain: a lost passport", "airline", []string{"I lost my passport, what do I do"}, TypeUnsupportedDomain},
+		{"no domain: passport details for a passenger", "airline", []string{"Do you need my passport number for the booking of 4WQ150?"}, ""},
+		{"domain: food at the retailer", "retail", []string{"while you're at it, order me a pizza lol"}, TypeUnsupportedDomain},
+		{"no domain: an order by id", "retail", []string{"order #W2611340 never arrived, where is it?"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
