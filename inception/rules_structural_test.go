@@ -106,6 +106,21 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no domain: passport details for a passenger", "airline", []string{"Do you need my passport number for the booking of 4WQ150?"}, ""},
 		{"domain: food at the retailer", "retail", []string{"while you're at it, order me a pizza lol"}, TypeUnsupportedDomain},
 		{"no domain: an order by id", "retail", []string{"order #W2611340 never arrived, where is it?"}, ""},
+		// unsupported action: varied shapes of the catalogue's gaps.
+		{"action: seated together", "airline", []string{"can you make sure we're seated together"}, TypeUnsupportedAction},
+		{"action: a diet stated for the meal", "airline", []string{"please note I'm vegetarian for the meal on my flight"}, TypeUnsupportedAction},
+		{"action: check-in online", "airline", []string{"I want to check in online now for 4WQ150"}, TypeUnsupportedAction},
+		{"no action: checking in on a refund", "airline", []string{"I'd like to check in on the status of the refund for 4WQ150"}, ""},
+		{"action: miles earned", "airline", []string{"how many miles will I earn on this trip?"}, TypeUnsupportedAction},
+		{"action: a damaged suitcase", "airline", []string{"my suitcase got damaged on the flight, who pays for it"}, TypeUnsupportedAction},
+		{"no action: a bag added", "airline", []string{"I want to add one more suitcase to 4WQ150"}, ""},
+		{"action: a receipt sent", "airline", []string{"can you send me a receipt for the bags"}, TypeUnsupportedAction},
+		{"action: a certificate given away", "airline", []string{"transfer my travel certificate to my husband's account"}, TypeUnsupportedAction},
+		{"action: buying another", "retail", []string{"I want to buy another one of the same lamp"}, TypeUnsupportedAction},
+		{"no action: bought before", "retail", []string{"I bought another one of the same lamp last month, return this one from #W2611340"}, ""},
+		{"action: a password forgotten", "retail", []string{"I forgot my password, reset it please"}, TypeUnsupportedAction},
+		{"action: a discount applied", "retail", []string{"apply my 20% discount to the order"}, TypeUnsupportedAction},
+		{"action: installation", "retail", []string{"can someone install the thermostat for me"}, TypeUnsupportedAction},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
