@@ -210,6 +210,10 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 				return loc
 			}
 		}
+		// "the one on the 24th" when two listed entities are on the 24th.
+		if loc := theOneShared(lower, play("")); loc != nil {
+			return loc
+		}
 		// "his birthday" with two passengers named.
 		// (Not when the turn names the person before it: "Ivan Smith … his
 		// date of birth".)

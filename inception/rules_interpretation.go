@@ -91,6 +91,22 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		}
 		several["flight"] = true // the outbound and the return
 	}
+	// "my flight on the 24th" when two listed entities are on the 24th.
+	// (A bare "the flight" among several listed is left to the checks
+	// below: agents' summaries keep listing what the talk has narrowed.)
+	for _, np := range bareNouns(lower) {
+		kind := entityNoun[strings.TrimSuffix(np.noun, "s")]
+		if kind == "" || strings.HasSuffix(np.noun, "s") || !descriptorAfter.MatchString(lower[np.end:]) {
+			continue
+		}
+		c := agentCandidates(dr, last, kind)
+		if c.count() < 2 {
+			c = agentCandidates(dr, last, "") // "my flight" among reservations
+		}
+		if sharedAfter(c, lower[np.end:]) {
+			return []int{np.start, np.end}
+		}
+	}
 	for _, np := range bareNouns(lower) {
 		// "the passenger name" with two passengers: the compound's first
 		// word is the owner several listed entities may be.

@@ -154,3 +154,55 @@ func partition(span string) bool {
 	})
 	return kept != "" && !refPronoun[kept] && !functionWord[kept] && kept != "one" && wordIndex(cancelPart, kept) < 0
 }
+
+// sharedAfter reports a descriptor ("on the 24th") that two or more listed
+// entities share and none alone has: the words narrow the set but do not
+// pick one. Words no entity mentions say nothing either way.
+func sharedAfter(c candidates, rest string) bool {
+	if len(c.spans) < 2 {
+		return false
+	}
+	words := strings.Fields(rest)
+	if len(words) > 5 {
+		words = words[:5]
+	}
+	shared := false
+	for _, w := range words {
+		w = strings.Trim(w, ",.!?;:()")
+		if len(w) < 3 || functionWord[w] || determiner[w] {
+			continue
+		}
+		switch c.matching(w) {
+		case 1:
+			return false
+		case 0:
+		default:
+			shared = true
+		}
+	}
+	return shared
+}
+
+// theOneShared finds "the one(s)" followed by a descriptor that several
+// listed entities share ("cancel the one on the 24th" with two on the
+// 24th).
+func theOneShared(lower string, c candidates) []int {
+	for off := 0; ; {
+		i := strings.Index(lower[off:], "the one")
+		if i < 0 {
+			return nil
+		}
+		i += off
+		end := i + len("the one")
+		if end < len(lower) && lower[end] == 's' {
+			end++
+		}
+		off = end
+		if end < len(lower) && isASCIIWord(lower[end]) || i > 0 && isASCIIWord(lower[i-1]) {
+			continue
+		}
+		if descriptorAfter.MatchString(lower[end:]) && sharedAfter(c, lower[end:]) {
+			return []int{i, end}
+		}
+	}
+}

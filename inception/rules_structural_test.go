@@ -10,6 +10,7 @@ import (
 // schemas (cabin and trip-type enums, the exchange tool) some signals read.
 func TestRulesStructuralSignals(t *testing.T) {
 	const threeFlights = "Flights from JFK to SFO on May 24:\n1. HAT023 departs 08:00, economy $180\n2. HAT101 departs 13:30, economy $210\n3. HAT288 departs 19:45, business $465"
+	const threeTrips = "I see 4WQ150 to Los Angeles on the 22nd, PGAGLM to Atlanta on the 24th, and VAAOXJ to Orlando on the 24th as well."
 	const twoOrders = "I see two pending orders: #W6390527, placed May 2 (a kettle), and #W4860251, placed May 9 (a desk lamp)."
 	cases := []struct {
 		name, domain string
@@ -121,6 +122,14 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"action: a password forgotten", "retail", []string{"I forgot my password, reset it please"}, TypeUnsupportedAction},
 		{"action: a discount applied", "retail", []string{"apply my 20% discount to the order"}, TypeUnsupportedAction},
 		{"action: installation", "retail", []string{"can someone install the thermostat for me"}, TypeUnsupportedAction},
+		{"parameter: insurance for one leg", "airline", []string{"I want travel insurance but only for the return flight on 4WQ150"}, TypeUnsupportedParameter},
+		{"no parameter: insurance for the trip", "airline", []string{"I want travel insurance for the whole trip, both flights"}, ""},
+		{"parameter: 1st class", "airline", []string{"upgrade me to 1st class pls, res 4WQ150"}, TypeUnsupportedParameter},
+		// A descriptor two listed entities share narrows but does not pick.
+		{"anaphora: the one on a date two share", "airline", []string{"Hi", threeTrips, "cancel the one on the 24th"}, TypeAnaphora},
+		{"no anaphora: the one on a date one has", "airline", []string{"Hi", threeTrips, "cancel the one on the 22nd"}, ""},
+		{"multiple: my flight on a date two share", "airline", []string{"Hi", threeTrips, "add a bag to my flight on the 24th"}, TypeMultipleInterpretation},
+		{"no multiple: my flight on a date one has", "airline", []string{"Hi", threeTrips, "add a bag to my flight on the 22nd"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
