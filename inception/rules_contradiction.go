@@ -153,7 +153,12 @@ func contradiction(in Input, lower string) []int {
 	if loc := exceptAlso(lower); loc != nil && before(loc) {
 		return loc
 	}
-	if loc := soloThenOthers(lower); loc != nil {
+	for _, check := range []func(string) []int{soloThenOthers, soloAndCounted, oppositeActions, selfNegated} {
+		if loc := check(lower); loc != nil {
+			return loc
+		}
+	}
+	if loc := oneWayThenReturn(in, lower); loc != nil {
 		return loc
 	}
 	// "don't V" next to V asked for in the same turn or agreed to just now.

@@ -89,8 +89,13 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := denial.FindStringIndex(lower); loc != nil {
 		return TypeContradiction, loc
 	}
-	if loc := exceptAlso(lower); loc != nil {
-		return TypeContradiction, loc
+	for _, check := range []func(string) []int{exceptAlso, soloAndCounted, oppositeActions, selfNegated} {
+		if loc := check(lower); loc != nil {
+			return TypeContradiction, loc
+		}
+	}
+	if loc := oneWayThenReturn(in, lower); loc != nil {
+		return TypeContradiction, loc // the user's turns only
 	}
 	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne, negatedVerb} {
 		if loc := re.FindStringIndex(lower); loc != nil {

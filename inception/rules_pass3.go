@@ -206,3 +206,103 @@ func theOneShared(lower string, c candidates) []int {
 		}
 	}
 }
+
+// opposites are pairs of actions that undo each other: both asked for in
+// one turn, with no correction between, conflict ("upgrade 4WQ150 to
+// business and also downgrade it to economy").
+var opposites = [][2]string{{"upgrade", "downgrade"}, {"add", "remove"}, {"increase", "decrease"}}
+
+// oppositeActions returns the span from the first action to its opposite.
+func oppositeActions(lower string) []int {
+	for _, p := range opposites {
+		i, j := wordIndex(lower, p[0]), wordIndex(lower, p[1])
+		if i < 0 || j < 0 {
+			continue
+		}
+		a, b := min(i, j), max(i, j)
+		if correction.MatchString(lower[a:b]) || negatedBefore(lower, a) || negatedBefore(lower, b) || hasAny(lower[a:b], " or ", " if ") {
+			continue
+		}
+		return []int{a, b + len(p[1])}
+	}
+	return nil
+}
+
+// countedOthers: a party of several stated by number or by who comes
+// along ("2 passengers", "with my two kids").
+var countedOthers = mustFast(`\b(?:(?:2|3|4|5|two|three|four|five) (?:passengers|people|adults|travell?ers|tickets|of us)|with my (?:(?:two|three|2|3) )?(?:` + relatives + `))\b`)
+
+// soloAndCounted finds travelling alone and a party of several in one turn,
+// in either order, with no correction between ("book it for 2 passengers,
+// just me"; "I'm flying alone with my two kids").
+func soloAndCounted(lower string) []int {
+	solo := justMe.FindStringIndex(lower)
+	if solo == nil {
+		return nil
+	}
+	other := countedOthers.FindStringIndex(lower)
+	if other == nil {
+		return nil
+	}
+	a, b := min(solo[0], other[0]), max(solo[1], other[1])
+	if correction.MatchString(lower[a:b]) {
+		return nil
+	}
+	return []int{a, b}
+}
+
+// selfNegated finds a thing asked for in one sentence and refused in
+// another of the same turn ("Add insurance to my booking. I don't want
+// insurance."), a correction anywhere excepted: that is the allowed
+// "add insurance… actually no".
+func selfNegated(lower string) []int {
+	if !hasAny(lower, "n't", "not", "no ") || correction.MatchString(lower) {
+		return nil
+	}
+	for _, m := range earlierNegated.FindAllStringSubmatchIndex(lower, -1) {
+		term := earlierTerm(lower[m[2]:m[3]])
+		if term == "" {
+			continue
+		}
+		neg := sentenceAround(lower, m[0], m[1])
+		for off := 0; ; {
+			i := wordIndex(lower[off:], term)
+			if i < 0 {
+				break
+			}
+			i += off
+			off = i + len(term)
+			if i >= m[0] && i < m[1] || negatedBefore(lower, i) || sentenceAround(lower, i, i+len(term)) == neg {
+				continue
+			}
+			return []int{min(i, m[0]), max(off, m[1])}
+		}
+	}
+	return nil
+}
+
+// oneWayThenReturn: one way stated (in this turn or an earlier user turn),
+// then a return leg asked for, where the trip type is one value.
+var (
+	oneWay      = mustFast(`\bone[- ]way\b`)
+	returnAsked = mustFast(`\b(?:round[- ]trip|return (?:flight|trip|ticket|leg)|(?:book|add) (?:the|a|my) return|coming back on|fly(?:ing)? back on)\b`)
+)
+
+func oneWayThenReturn(in Input, lower string) []int {
+	ret := returnAsked.FindStringIndex(lower)
+	if ret == nil || negatedBefore(lower, ret[0]) || correction.MatchString(lower) {
+		return nil
+	}
+	if loc := oneWay.FindStringIndex(lower); loc != nil && loc[0] < ret[0] && !negatedBefore(lower, loc[0]) {
+		return []int{loc[0], ret[1]}
+	}
+	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
+		if u.Role == RoleUser {
+			prev := strings.ToLower(u.Text)
+			if loc := oneWay.FindStringIndex(prev); loc != nil && !negatedBefore(prev, loc[0]) && !correction.MatchString(prev) {
+				return ret
+			}
+		}
+	}
+	return nil
+}

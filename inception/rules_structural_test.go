@@ -130,6 +130,17 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no anaphora: the one on a date one has", "airline", []string{"Hi", threeTrips, "cancel the one on the 22nd"}, ""},
 		{"multiple: my flight on a date two share", "airline", []string{"Hi", threeTrips, "add a bag to my flight on the 24th"}, TypeMultipleInterpretation},
 		{"no multiple: my flight on a date one has", "airline", []string{"Hi", threeTrips, "add a bag to my flight on the 22nd"}, ""},
+		// contradiction: opposites, counts, a refusal and a trip type within the turn or the user's turns.
+		{"contradiction: upgrade and downgrade", "airline", []string{"I want to upgrade 4WQ150 to business and also downgrade it to economy"}, TypeContradiction},
+		{"no contradiction: upgrade or downgrade, whichever", "airline", []string{"upgrade 4WQ150 to business or downgrade PGAGLM, whichever is cheaper overall"}, TypeMultipleInterpretation},
+		{"no contradiction: a downgrade corrected to an upgrade", "airline", []string{"downgrade 4WQ150 to economy, sorry I mean upgrade it to business"}, ""},
+		{"contradiction: alone with two kids", "airline", []string{"I'm flying alone with my two kids, book SFO to SEA on the 22nd"}, TypeContradiction},
+		{"contradiction: two passengers, just me", "airline", []string{"book it for 2 passengers, just me"}, TypeContradiction},
+		{"no contradiction: alone, and a bag", "airline", []string{"I'm flying alone, book SFO to SEA on the 22nd with 2 bags"}, ""},
+		{"contradiction: asked for, then refused", "airline", []string{"Add insurance to my booking 4WQ150. I don't want insurance."}, TypeContradiction},
+		{"no contradiction: refused, then corrected", "airline", []string{"Add insurance to my booking 4WQ150... actually no, forget the insurance"}, ""},
+		{"contradiction: one way, then a return", "airline", []string{"I want a one way ticket to Miami on May 20.", "Sure, one way JFK to MIA on May 20. Economy?", "yes, and book the return on the 25th"}, TypeContradiction},
+		{"no contradiction: not one way, a return", "airline", []string{"I want a ticket to Miami on May 20, not one way.", "Sure. When do you come back?", "book the return on the 25th"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
@@ -178,6 +189,8 @@ func TestGateStructuralSignals(t *testing.T) {
 		// Third pass (dev3): each new pass with its near miss held back.
 		{"retail", "a 2 liter one in the same color", true},
 		{"retail", "I'd like a bigger one in the same color", false},
+		{"airline", "book it for 2 passengers, just me", true},
+		{"airline", "Add insurance to my booking. I don't want insurance.", true},
 		{"retail", "I don't want my thermostat anymore. order #W2631563", true},
 		{"retail", "I don't want my thermostat anymore, please cancel order #W2631563", false},
 		{"retail", "pls send my order #W9318778 to my address, the one I moved to", true},
