@@ -97,9 +97,22 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := oneWayThenReturn(in, lower); loc != nil {
 		return TypeContradiction, loc // the user's turns only
 	}
-	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne, negatedVerb} {
-		if loc := re.FindStringIndex(lower); loc != nil {
+	// As in precise mode, a conflict that follows a correction ("on second
+	// thought, don't cancel. I'll keep it") is the correction itself.
+	corrected := correction.FindStringIndex(lower)
+	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne} {
+		if loc := re.FindStringIndex(lower); loc != nil && (corrected == nil || loc[0] < corrected[0]) {
 			return TypeContradiction, loc
+		}
+	}
+	// "don't V": a conflict only next to V asked for, or to a consent
+	// (what the agent proposed); a refusal alone ("please don't cancel
+	// anything, just tell me the refund") or a withdrawal ("on second
+	// thought, don't cancel") is a clear wish.
+	if m := negatedVerb.FindStringSubmatchIndex(lower); m != nil && !correction.MatchString(lower) {
+		v := lower[m[2]:m[3]]
+		if affirmed(lower[:m[0]]+" "+lower[m[1]:], v) || consentStart.MatchString(lower) {
+			return TypeContradiction, m[:2]
 		}
 	}
 	if loc := gateConcessive.FindStringIndex(lower); loc != nil && actionVerb.MatchString(lower) {
