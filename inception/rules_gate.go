@@ -32,7 +32,7 @@ var (
 	gateUpgrade = mustFast(`\bupgrade\b`)
 	cabinWord   = mustFast(`\b(?:business|economy|first|premium|cabin|class)\b`)
 	// gateValue: a payment or option value the tools may not take.
-	gateValue = mustFast(`\b(?:cash|wire|bank|store credit|new card|new gift card|apple|google|venmo|zelle|crypto|bitcoin|premium|first class|plan|multi|segment|leg|size|gb|tb|xxl|xxxl|for a pair|instead of)\b`)
+	gateValue = mustFast(`\b(?:cash|wire|bank|store credit|new card|new gift card|apple|google|venmo|zelle|crypto|bitcoin|premium|first class|plan|multi|segment|leg|size|gb|tb|\d+ ?(?:gb|tb)|xxl|xxxl|for a pair|instead of)\b`)
 	// gateOr: any alternative joined by "or" ("cancel it or push it back").
 	gateOr = mustFast(`\b[a-z']+ or (?:just |maybe |even |else |to |you |i |we )?[a-z']+`)
 	// gateHandedOver: the choice left to the agent in other words ("you
