@@ -12,7 +12,7 @@ import (
 // the agent asked.
 
 // refVerb is a verb or preposition that takes an entity as its object.
-const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|rebook|remove|switch|update|move|book|swap|put|add|ship|send|use|go with|status of`
+const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|rebook|remove|switch|update|move|book|swap|put|add|ship|send|use|take|pick|choose|select|delete|drop|postpone|reschedule|push|go with|status of`
 
 // pronounRef matches a pronoun or demonstrative used as an entity
 // reference: after a verb or preposition, or a "one" substitute anywhere.
@@ -347,6 +347,9 @@ func firstWord(s string) string {
 }
 
 func plural(ref string) bool {
+	if strings.HasPrefix(ref, "one of ") {
+		return false // "one of them" is one entity of the set
+	}
 	for _, w := range []string{"them", "those", "these", "ones"} {
 		if strings.Contains(ref, w) {
 			return true

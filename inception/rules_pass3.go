@@ -112,13 +112,18 @@ var quantityOf = map[string]bool{"some": true, "all": true, "any": true, "none":
 // ("got it", "I appreciate it", "keep it in economy").
 func clauseEndRefs(lower string) [][]int {
 	if !strings.Contains(lower, " of ") {
-		return nil
+		return particleRefs(lower)
 	}
 	var ws [][2]int
 	forEachWord(lower, func(start, end int) { ws = append(ws, [2]int{start, end}) })
 	var out [][]int
 	for i := 2; i < len(ws); i++ {
 		w := lower[ws[i][0]:ws[i][1]]
+		// "one of them": a single entity the set does not pick.
+		if (w == "them" || w == "those" || w == "these") && lower[ws[i-1][0]:ws[i-1][1]] == "of" && lower[ws[i-2][0]:ws[i-2][1]] == "one" {
+			out = append(out, []int{ws[i-2][0], ws[i][1]})
+			continue
+		}
 		if w != "it" && w != "them" || lower[ws[i-1][0]:ws[i-1][1]] != "of" || quantityOf[lower[ws[i-2][0]:ws[i-2][1]]] {
 			continue
 		}
@@ -126,6 +131,32 @@ func clauseEndRefs(lower string) [][]int {
 			continue
 		}
 		out = append(out, []int{ws[i][0], ws[i][1]})
+	}
+	return append(out, particleRefs(lower)...)
+}
+
+// notObjectBefore are words before a pronoun that make it no entity
+// reference ("I think it", "if it", "what that").
+var notObjectBefore = map[string]bool{"is": true, "was": true, "think": true, "guess": true, "hope": true, "know": true, "mean": true, "if": true, "that": true, "what": true, "whether": true, "believe": true, "as": true, "figure": true, "sort": true, "find": true, "look": true, "check": true, "give": true, "hold": true, "back": true}
+
+// particles turn a verb into a phrasal action on the pronoun before them
+// ("push that back", "move it up").
+var particles = map[string]bool{"back": true, "up": true, "forward": true, "off": true, "over": true, "out": true}
+
+// particleRefs finds "it"/"that"/"them" between a verb and a particle
+// ("push that back a week"): the entity acted on, whatever the verb.
+func particleRefs(lower string) [][]int {
+	if !hasAny(lower, " back", " up", " forward", " off", " over", " out") {
+		return nil
+	}
+	var ws [][2]int
+	forEachWord(lower, func(start, end int) { ws = append(ws, [2]int{start, end}) })
+	var out [][]int
+	for i := 1; i+1 < len(ws); i++ {
+		w, prev, next := lower[ws[i][0]:ws[i][1]], lower[ws[i-1][0]:ws[i-1][1]], lower[ws[i+1][0]:ws[i+1][1]]
+		if (w == "it" || w == "that" || w == "them") && particles[next] && !notObjectBefore[prev] && !refVerbs[prev] && !determiner[prev] {
+			out = append(out, []int{ws[i][0], ws[i][1]})
+		}
 	}
 	return out
 }

@@ -141,6 +141,13 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no contradiction: refused, then corrected", "airline", []string{"Add insurance to my booking 4WQ150... actually no, forget the insurance"}, ""},
 		{"contradiction: one way, then a return", "airline", []string{"I want a one way ticket to Miami on May 20.", "Sure, one way JFK to MIA on May 20. Economy?", "yes, and book the return on the 25th"}, TypeContradiction},
 		{"no contradiction: not one way, a return", "airline", []string{"I want a ticket to Miami on May 20, not one way.", "Sure. When do you come back?", "book the return on the 25th"}, ""},
+		// anaphora: more verbs and shapes of a pronoun acted on.
+		{"anaphora: one of them among two", "airline", []string{"Hi", "Your reservations are 4WQ150 and PGAGLM.", "can you cancel one of them"}, TypeAnaphora},
+		{"no anaphora: one of them, named", "airline", []string{"Hi", "Your reservations are 4WQ150 and PGAGLM.", "can you cancel one of them, PGAGLM"}, ""},
+		{"anaphora: a pronoun before a particle", "airline", []string{"Hi", "4WQ150 departs May 22; PGAGLM departs May 24.", "push that back a week"}, TypeAnaphora},
+		{"no anaphora: a pronoun before a particle, one entity", "airline", []string{"Hi", "4WQ150 departs May 22.", "push that back a week"}, ""},
+		{"anaphora: take that among options", "airline", []string{"Hi", "I can offer two options. Option A: HAT170 at 07:10 for $210. Option B: HAT022 at 18:40 for $190.", "I'll take that"}, TypeAnaphora},
+		{"no anaphora: an option named", "airline", []string{"Hi", "I can offer two options. Option A: HAT170 at 07:10 for $210. Option B: HAT022 at 18:40 for $190.", "I'll take option B"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
