@@ -192,7 +192,10 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 			prop := lower[m[2]:m[3]]
 			// "the date to one day later" is no "one"-substitute.
 			ranks := strings.HasSuffix(firstWord(prop), "er") || strings.HasSuffix(firstWord(prop), "est") || functionWord[lastWordOf(prop)]
-			if n := c.matching(prop); len(c.spans) >= 2 && (n >= 2 || n == 0 && c.ids < 2 && !ranks) {
+			// "change the coffee maker to the 8 cup one": a target value,
+			// not a listed entity.
+			target := hasSuffixAny(strings.TrimRight(lower[:m[0]], " "), " to", " for", " into", " with")
+			if n := c.matching(prop); len(c.spans) >= 2 && (n >= 2 || n == 0 && c.ids < 2 && !ranks && !target) {
 				return m[:2]
 			}
 		}

@@ -19,21 +19,46 @@ var criterionFamily = map[string]string{
 	"fastest": "speed", "faster": "speed", "quickest": "speed", "quicker": "speed", "shortest": "speed", "shorter": "speed",
 }
 
+// shiftWords move a date or time ("a day later") and rank only as one
+// side of an alternative ("an earlier flight or a cheaper one").
+var shiftWords = map[string]bool{"earlier": true, "later": true, "sooner": true}
+
+func hasSuffixAny(s string, suffixes ...string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
 // twoCriteria returns the second ranking word of another criterion than
 // the first, or nil.
 func twoCriteria(lower string) []int {
-	first := ""
+	first, firstAt, shifted := "", 0, false
 	var loc []int
 	forEachWord(lower, func(start, end int) {
 		if loc != nil {
 			return
 		}
-		f := criterionFamily[lower[start:end]]
+		w := lower[start:end]
+		f, shift := criterionFamily[w], false
+		if f == "" && shiftWords[w] {
+			f, shift = "time", true
+		}
 		switch {
 		case f == "":
 		case first == "":
-			first = f
+			first, firstAt, shifted = f, start, shift
 		case f != first:
+			// A shift word ranks only in "X or Y" within one sentence.
+			between := lower[firstAt:end]
+			if (shift || shifted) && (!strings.Contains(between, " or ") || strings.ContainsAny(between, ".?!;")) {
+				if !shift {
+					first, firstAt, shifted = f, start, false
+				}
+				return
+			}
 			loc = []int{start, end}
 		}
 	})

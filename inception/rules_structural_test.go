@@ -148,6 +148,9 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no anaphora: a pronoun before a particle, one entity", "airline", []string{"Hi", "4WQ150 departs May 22.", "push that back a week"}, ""},
 		{"anaphora: take that among options", "airline", []string{"Hi", "I can offer two options. Option A: HAT170 at 07:10 for $210. Option B: HAT022 at 18:40 for $190.", "I'll take that"}, TypeAnaphora},
 		{"no anaphora: an option named", "airline", []string{"Hi", "I can offer two options. Option A: HAT170 at 07:10 for $210. Option B: HAT022 at 18:40 for $190.", "I'll take option B"}, ""},
+		{"multiple: an earlier flight or a cheaper one", "airline", []string{"get me on an earlier flight or a cheaper one for 4WQ150"}, TypeMultipleInterpretation},
+		{"no multiple: rebook later, then one criterion", "airline", []string{"I guess I'll rebook later. For now, the cheapest direct flight from EWR or JFK to SEA on May 20?"}, ""},
+		{"no anaphora: a target value after 'to'", "retail", []string{"Hi", "Your order #W6779827 is pending: a Dumbbell Set, an Espresso Machine and a Coffee Maker.", "change the coffee maker to the 8 cup one"}, ""},
 		{"no action: a bag added to a reservation", "airline", []string{"Hi", "Your reservation 4WQ150 is confirmed.", "can you add a checked bag to the same reservation?"}, ""},
 	}
 	m, err := NewRules(RulesConfig{})
