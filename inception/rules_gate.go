@@ -97,6 +97,12 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := oneWayThenReturn(in, lower); loc != nil {
 		return TypeContradiction, loc // the user's turns only
 	}
+	// What the user ruled out or counted in an earlier turn of theirs
+	// ("I have no gift card" … "charge it to my gift card"): the precise
+	// check, which reads the user's turns only.
+	if loc := againstEarlier(in, lower); loc != nil {
+		return TypeContradiction, loc
+	}
 	// As in precise mode, a conflict that follows a correction ("on second
 	// thought, don't cancel. I'll keep it") is the correction itself.
 	corrected := correction.FindStringIndex(lower)

@@ -229,3 +229,30 @@ func TestGateStructuralSignals(t *testing.T) {
 		}
 	}
 }
+
+// TestGateReadsUsersEarlierTurns: the gate passes a turn that asks for what
+// the user ruled out in an earlier turn of theirs, and holds back the same
+// turn when nothing was ruled out.
+func TestGateReadsUsersEarlierTurns(t *testing.T) {
+	g, err := NewRules(RulesConfig{Mode: RulesRecall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first string
+		pass  bool
+	}{
+		{"I'm mason ahmed (78739). I have no gift card.", true},
+		{"I'm mason ahmed (78739). I have a gift card.", false},
+	} {
+		in := Input{Tenant: "acme", Domain: "retail", Tools: domainTools(t, "retail"),
+			Dialogue: dialogue(tc.first, "Understood. The price difference of $12 could be charged to a payment method on file.", "charge the difference to my gift card please")}
+		d, err := g.Detect(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rein != tc.pass {
+			t.Errorf("after %q: gate passes %v (%s %q), want %v", tc.first, d.Rein, d.ErrorType, d.Evidence, tc.pass)
+		}
+	}
+}
