@@ -497,7 +497,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
 				return true
 			}
 		case TypeMultipleInterpretation:
@@ -507,6 +507,10 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			if _, ok := openNoun(lower); ok && !idInTurn(dr, text) {
 				return true
 			}
+			// "my flight on the 24th": whether listed entities share it.
+			if describedEntity(lower) && !idInTurn(dr, text) {
+				return true
+			}
 		case TypeAnaphora:
 			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
 				return true
@@ -514,7 +518,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			// "that one in economy": whether the words after it pick one
 			// listed entity; "his …": whether the agent named several
 			// people.
-			if describedOneRef(lower) || possessiveRef.MatchString(lower) {
+			if describedOneRef(lower) || possessiveRef.MatchString(lower) || len(theOneDescribed(lower)) > 0 {
 				return true
 			}
 		}

@@ -243,10 +243,21 @@ func sharedAfter(c candidates, rest string) bool {
 // listed entities share ("cancel the one on the 24th" with two on the
 // 24th).
 func theOneShared(lower string, c candidates) []int {
+	for _, loc := range theOneDescribed(lower) {
+		if sharedAfter(c, lower[loc[1]:]) {
+			return loc
+		}
+	}
+	return nil
+}
+
+// theOneDescribed returns each "the one(s)" followed by a descriptor.
+func theOneDescribed(lower string) [][]int {
+	var out [][]int
 	for off := 0; ; {
 		i := strings.Index(lower[off:], "the one")
 		if i < 0 {
-			return nil
+			return out
 		}
 		i += off
 		end := i + len("the one")
@@ -257,8 +268,8 @@ func theOneShared(lower string, c candidates) []int {
 		if end < len(lower) && isASCIIWord(lower[end]) || i > 0 && isASCIIWord(lower[i-1]) {
 			continue
 		}
-		if descriptorAfter.MatchString(lower[end:]) && sharedAfter(c, lower[end:]) {
-			return []int{i, end}
+		if descriptorAfter.MatchString(lower[end:]) {
+			out = append(out, []int{i, end})
 		}
 	}
 }
@@ -361,4 +372,16 @@ func oneWayThenReturn(in Input, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// describedEntity reports a bare entity noun followed by a descriptor ("my
+// flight on the 24th"), which multipleInterpretation checks against the
+// listed entities.
+func describedEntity(lower string) bool {
+	for _, np := range bareNouns(lower) {
+		if entityNoun[np.noun] != "" && descriptorAfter.MatchString(lower[np.end:]) {
+			return true
+		}
+	}
+	return false
 }
