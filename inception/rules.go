@@ -70,6 +70,15 @@ type RulesConfig struct {
 // the trip types are one way and round trip, an exchange into another
 // product (rules_catalogue.go).
 //
+// Third-pass signals (rules_pass3.go), found on dev3, a second author's
+// wording: a list the agent gives without an intro word, the agent's own
+// count of one, a descriptor several listed entities share ("the one on
+// the 24th"), a property no listed entity has, "one of them", a pronoun
+// before a particle or after a phrasal action ending in "of"; two ranking
+// criteria of different kinds; opposite actions, travelling alone next to
+// a party, a thing asked for and refused in one turn, one way then a
+// return, an item excluded and included; a chain of arrows.
+//
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
 // expressions carry a literal prefilter, so a turn costs microseconds.
