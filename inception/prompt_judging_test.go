@@ -200,7 +200,8 @@ func TestRulesNeedsContextForTheNewSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, turn := range []string{"Change that one to economy.", "his birthday is wrong, fix it", "yes that's right, just the 3 bags"} {
+	for _, turn := range []string{"Change that one to economy.", "his birthday is wrong, fix it", "yes that's right, just the 3 bags",
+		"cancel the one on the 24th", "add a bag to my flight on the 24th", "Can you change the black one to stainless steel?", "get rid of it, please", "push that back a week"} {
 		if !m.NeedsContext(Input{Domain: "airline", Tools: domainTools(t, "airline"), Dialogue: dialogue(turn)}) {
 			t.Errorf("%q: NeedsContext false, but its decision reads the agent's words", turn)
 		}

@@ -70,6 +70,15 @@ type RulesConfig struct {
 // the trip types are one way and round trip, an exchange into another
 // product (rules_catalogue.go).
 //
+// Third-pass signals (rules_pass3.go), found on dev3, a second author's
+// wording: a list the agent gives without an intro word, the agent's own
+// count of one, a descriptor several listed entities share ("the one on
+// the 24th"), a property no listed entity has, "one of them", a pronoun
+// before a particle or after a phrasal action ending in "of"; two ranking
+// criteria of different kinds; opposite actions, travelling alone next to
+// a party, a thing asked for and refused in one turn, one way then a
+// return, an item excluded and included; a chain of arrows.
+//
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
 // expressions carry a literal prefilter, so a turn costs microseconds.
@@ -413,6 +422,9 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 	if loc := legChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
 		return TypeUnsupportedParameter, loc, true
 	}
+	if loc := arrowChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
+		return TypeUnsupportedParameter, loc, true
+	}
 	if loc := otherProduct(cr, lower); loc != nil {
 		return TypeUnsupportedParameter, loc, true
 	}
@@ -494,7 +506,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
 				return true
 			}
 		case TypeMultipleInterpretation:
@@ -504,6 +516,10 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			if _, ok := openNoun(lower); ok && !idInTurn(dr, text) {
 				return true
 			}
+			// "my flight on the 24th": whether listed entities share it.
+			if describedEntity(lower) && !idInTurn(dr, text) {
+				return true
+			}
 		case TypeAnaphora:
 			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
 				return true
@@ -511,7 +527,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			// "that one in economy": whether the words after it pick one
 			// listed entity; "his …": whether the agent named several
 			// people.
-			if describedOneRef(lower) || possessiveRef.MatchString(lower) {
+			if describedOneRef(lower) || possessiveRef.MatchString(lower) || len(theOneDescribed(lower)) > 0 {
 				return true
 			}
 		}

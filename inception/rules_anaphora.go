@@ -12,7 +12,7 @@ import (
 // the agent asked.
 
 // refVerb is a verb or preposition that takes an entity as its object.
-const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|rebook|remove|switch|update|move|book|swap|put|add|ship|send|use|go with|status of`
+const refVerb = `cancel|change|modify|return|exchange|refund|upgrade|downgrade|rebook|remove|switch|update|move|book|swap|put|add|ship|send|use|take|pick|choose|select|delete|drop|postpone|reschedule|push|go with|status of`
 
 // pronounRef matches a pronoun or demonstrative used as an entity
 // reference: after a verb or preposition, or a "one" substitute anywhere.
@@ -183,7 +183,19 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 	if len(earlier) > 0 {
 		for _, m := range openProperties(lower) {
 			c := play("")
-			if len(c.spans) >= 2 && c.matching(lower[m[2]:m[3]]) >= 2 {
+			// Or that none has ("the black one" among a dumbbell set, an
+			// espresso machine and a coffee maker): no antecedent. Only
+			// among entities listed by name: ids come with codes ("LGA to
+			// SEA") a property may decode ("the seattle one").
+			// A comparative or superlative ("the larger one") ranks them
+			// instead.
+			prop := lower[m[2]:m[3]]
+			// "the date to one day later" is no "one"-substitute.
+			ranks := strings.HasSuffix(firstWord(prop), "er") || strings.HasSuffix(firstWord(prop), "est") || functionWord[lastWordOf(prop)]
+			// "change the coffee maker to the 8 cup one": a target value,
+			// not a listed entity.
+			target := hasSuffixAny(strings.TrimRight(lower[:m[0]], " "), " to", " for", " into", " with")
+			if n := c.matching(prop); len(c.spans) >= 2 && (n >= 2 || n == 0 && c.ids < 2 && !ranks && !target) {
 				return m[:2]
 			}
 		}
@@ -200,6 +212,10 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 			if c := play(refKind(ref)); c.count() >= 2 && !resolvedAfter(c, lower[loc[1]:]) {
 				return loc
 			}
+		}
+		// "the one on the 24th" when two listed entities are on the 24th.
+		if loc := theOneShared(lower, play("")); loc != nil {
+			return loc
 		}
 		// "his birthday" with two passengers named.
 		// (Not when the turn names the person before it: "Ivan Smith … his
@@ -255,7 +271,9 @@ func openProperties(lower string) [][]int {
 	var out [][]int
 	for _, m := range findAllIf(strings.Contains(lower, " one"), theXOne, lower) {
 		prop := lower[m[2]:m[3]]
-		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) {
+		// "the black one to stainless steel": words after it that say
+		// what to do (weakDescriptor) leave the property to decide.
+		if prop == "other" || resolvingWords[firstWord(prop)] || descriptorAfter.MatchString(lower[m[1]:]) && !weakDescriptor(lower[m[1]:]) {
 			continue
 		}
 		out = append(out, m)
@@ -270,7 +288,7 @@ func openProperties(lower string) [][]int {
 // reference is ambiguous depends on the candidates in play.
 func openRefs(dr *domainRules, text, lower string) [][]int {
 	var out [][]int
-	for _, loc := range append(findRefs(lower), prepRefs(lower)...) {
+	for _, loc := range append(append(findRefs(lower), prepRefs(lower)...), clauseEndRefs(lower)...) {
 		ref := lower[loc[0]:loc[1]]
 		if notAReference.MatchString(lower[loc[1]:]) {
 			continue
@@ -332,6 +350,9 @@ func firstWord(s string) string {
 }
 
 func plural(ref string) bool {
+	if strings.HasPrefix(ref, "one of ") {
+		return false // "one of them" is one entity of the set
+	}
 	for _, w := range []string{"them", "those", "these", "ones"} {
 		if strings.Contains(ref, w) {
 			return true

@@ -104,9 +104,28 @@ var earlierNegated = mustFast(`\b(?:no|not (?:a|an|the|my|to (?:a|an|the|my))|wi
 
 // justMe and withOthers: a passenger count stated one way, then another.
 var (
-	justMe     = mustFast(`\b(?:just me|only me|only one passenger|one passenger|by myself|alone|travelling solo|traveling solo)\b`)
-	withOthers = mustFast(`\b(?:both of us|for us|the two of us|all of us|my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)(?:'s)? (?:bag|ticket|seat)|(?:and|add|bring|book|include) my (?:husband|wife|partner|friend|son|daughter|kids|mom|dad)|(?:she|he|they)(?:'s|'re| is| are) (?:coming|flying|travell?ing) with (?:me|us))\b`)
+	justMe     = mustFast(`\b(?:just me|only me|(?:just|only) myself|only one passenger|one passenger|by myself|alone|travelling solo|traveling solo)\b`)
+	withOthers = mustFast(`\b(?:both of us|for us|the two of us|all of us|my (?:` + relatives + `)(?:'s)? (?:bag|ticket|seat|name|details)|(?:and|add|bring|book|include|also) my (?:` + relatives + `)|(?:she|he|they)(?:'s|'re| is| are| will| would) (?:be )?(?:come|coming|fly|flying|travell?ing|join|joining) (?:with )?(?:me|us))\b`)
 )
+
+// relatives are the people a user may add as passengers.
+const relatives = `husband|wife|partner|friend|son|daughter|kids|mom|dad|mother|father|brother|sister|colleague`
+
+// soloThenOthers finds a passenger count stated both ways in one turn ("me
+// alone … my brother, he will come with me"), a correction between them
+// excepted ("just me, sorry, no, my wife too").
+func soloThenOthers(lower string) []int {
+	solo := justMe.FindStringIndex(lower)
+	if solo == nil {
+		return nil
+	}
+	rest := lower[solo[1]:]
+	loc := withOthers.FindStringIndex(rest)
+	if loc == nil || correction.MatchString(rest[:loc[0]]) {
+		return nil
+	}
+	return []int{solo[0], solo[1] + loc[1]}
+}
 
 // contradictionWords are too common to carry a conflict alone.
 var contradictionWords = map[string]bool{
@@ -125,10 +144,21 @@ func contradiction(in Input, lower string) []int {
 	}
 	corrected := correction.FindStringIndex(lower)
 	before := func(loc []int) bool { return corrected == nil || loc[0] < corrected[0] }
-	if loc := findIf(hasAny(lower, "keep", "stay", "still"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") {
+	if loc := findIf(hasAny(lower, "keep", "stay", "still"), keepVs, lower); loc != nil && before(loc) && !strings.Contains(lower[loc[0]:loc[1]], " if ") && !partition(lower[loc[0]:]) {
 		return loc
 	}
 	if loc := findIf(strings.Contains(lower, "only"), bothAndOne, lower); loc != nil && before(loc) {
+		return loc
+	}
+	if loc := exceptAlso(lower); loc != nil && before(loc) {
+		return loc
+	}
+	for _, check := range []func(string) []int{soloThenOthers, soloAndCounted, oppositeActions, selfNegated} {
+		if loc := check(lower); loc != nil {
+			return loc
+		}
+	}
+	if loc := oneWayThenReturn(in, lower); loc != nil {
 		return loc
 	}
 	// "don't V" next to V asked for in the same turn or agreed to just now.

@@ -54,6 +54,13 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 	// "two upcoming trips", "3 orders": the agent counts them.
 	c.ids = max(c.ids, statedCount(strings.ToLower(text), kind))
 	lower := strings.ToLower(text)
+	// "I found one reservation: NA6PZ3, Detroit round trip, …, 2
+	// passengers": the agent's own count of one settles it, whatever the
+	// comma list after it looks like.
+	if c.ids < 2 && statedOne(lower, kind) {
+		c.ids, c.spans = 1, nil
+		return c
+	}
 	if lines := bulletLine.FindAllString(lower, -1); len(lines) >= 2 {
 		c.spans = lines
 		return c
@@ -69,33 +76,65 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 	best := []string(nil)
 	for _, sentence := range splitSentences(lower) {
 		for _, loc := range listIntro.FindAllStringIndex(sentence, -1) {
-			rest := sentence[loc[1]:]
-			details := parens.FindAllString(rest, -1)
-			flat := parens.ReplaceAllString(rest, "\x00")
-			parts := listSplit.Split(flat, -1)
-			if len(parts) < 2 {
-				continue
-			}
-			k := 0
-			var spans []string
-			for _, p := range parts {
-				for strings.Contains(p, "\x00") && k < len(details) {
-					p = strings.Replace(p, "\x00", details[k], 1)
-					k++
-				}
-				if p = strings.TrimSpace(p); p != "" {
-					spans = append(spans, p)
-				}
-			}
+			spans := listParts(sentence[loc[1]:])
 			if len(spans) > len(best) && (determined(spans) >= 2 || detailed(spans) >= 2) {
 				best = spans
 			}
 		}
 	}
+	if len(best) < 2 {
+		best = bareList(lower)
+	}
 	if len(best) >= 2 {
 		c.spans = best
 	}
 	return c
+}
+
+// listParts splits text at commas, "and" and "or", keeping each
+// parenthesised detail with its element; nil when there are fewer than two
+// parts.
+func listParts(rest string) []string {
+	details := parens.FindAllString(rest, -1)
+	flat := parens.ReplaceAllString(rest, "\x00")
+	parts := listSplit.Split(flat, -1)
+	if len(parts) < 2 {
+		return nil
+	}
+	k := 0
+	var spans []string
+	for _, p := range parts {
+		for strings.Contains(p, "\x00") && k < len(details) {
+			p = strings.Replace(p, "\x00", details[k], 1)
+			k++
+		}
+		if p = strings.TrimSpace(p); p != "" {
+			spans = append(spans, p)
+		}
+	}
+	return spans
+}
+
+// bareList finds a list without an intro word ("Your Wireless Earbuds and
+// the Vacuum Cleaner … can be exchanged", "… and holds a Water Bottle
+// (750ml, red), a Bookshelf (…)"): a sentence whose comma/and parts
+// are all noun phrases or carry their details in parentheses, two at
+// least.
+func bareList(lower string) []string {
+	var best []string
+	for _, sentence := range splitSentences(lower) {
+		spans := listParts(sentence)
+		for _, p := range spans {
+			if !entityStart.MatchString(p) && !strings.HasSuffix(p, ")") {
+				spans = nil // a clause, not a list element
+				break
+			}
+		}
+		if len(spans) > len(best) {
+			best = spans
+		}
+	}
+	return best
 }
 
 // determined counts the spans that open like a noun phrase ("an action
@@ -295,3 +334,21 @@ func statedCount(lower, kind string) int {
 }
 
 var countWord = map[string]int{"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5, "both": 2, "several": 3, "multiple": 3}
+
+// statedOne reports the agent counting a single entity of the kind ("one
+// reservation", "a single order", "only one order").
+func statedOne(lower, kind string) bool {
+	if !hasAny(lower, "one ", "single ") {
+		return false
+	}
+	words := strings.FieldsFunc(lower, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	for i := 0; i+1 < len(words); i++ {
+		if words[i] != "one" && words[i] != "single" || i > 0 && (words[i-1] == "than" || words[i-1] == "which") {
+			continue
+		}
+		if k := entityNoun[words[i+1]]; k != "" && (kind == "" || k == kind) {
+			return true
+		}
+	}
+	return false
+}

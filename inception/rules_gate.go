@@ -15,7 +15,7 @@ var (
 	gateAlternative = mustFast(`\b(?:either|whichever|whatever|however|up to you|not sure|or (?:just|maybe|even|at least|else|if))\b`)
 	// gateDescribed: an entity described instead of named ("my May 19
 	// flight", "the Vegas flights").
-	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){0,2}(?:flights?|trips?|reservations?|bookings?|orders?)\b`)
+	gateDescribed = mustFast(`\b(?:my|the) (?:[a-z0-9]+ ){0,2}(?:flights?|trips?|reservations?|bookings?|orders?|passengers?|certificates?)\b`)
 	// gateConsent: agreeing to a read-back while adding to it.
 	gateConsent = mustFast(`^\s*(?:yes|yeah|yep|correct|right|ok|okay|sure)\b[ ,.!]+\S+(?: \S+){2,}`)
 	// gateEndRef: a pronoun that ends the turn ("put the money on that",
@@ -32,7 +32,7 @@ var (
 	gateUpgrade = mustFast(`\bupgrade\b`)
 	cabinWord   = mustFast(`\b(?:business|economy|first|premium|cabin|class)\b`)
 	// gateValue: a payment or option value the tools may not take.
-	gateValue = mustFast(`\b(?:cash|wire|bank|store credit|new card|new gift card|apple|google|venmo|zelle|crypto|bitcoin|premium|first class|plan|multi|segment|leg|size|gb|tb|xxl|xxxl|for a pair|instead of)\b`)
+	gateValue = mustFast(`\b(?:cash|wire|bank|store credit|new card|new gift card|apple|google|venmo|zelle|crypto|bitcoin|premium|first class|plan|multi|segment|leg|size|gb|tb|\d+ ?(?:gb|tb)|xxl|xxxl|for a pair|instead of)\b`)
 	// gateOr: any alternative joined by "or" ("cancel it or push it back").
 	gateOr = mustFast(`\b[a-z']+ or (?:just |maybe |even |else |to |you |i |we )?[a-z']+`)
 	// gateHandedOver: the choice left to the agent in other words ("you
@@ -46,6 +46,15 @@ var (
 	gateOther = mustFast(`\b(?:my (?:wife|husband|partner|son|daughter|kids?|children|child|mom|mother|dad|father|friend|sister|brother|colleague|family|parents)|he|she|his|her|him|they|their)\b`)
 	// gateRef: a reference anywhere in the turn, not only at its end.
 	gateRef = mustFast(`\b(?:(?:that|this|the other|which|the same) ones?|(?:to|on|for|with|from|of|in) (?:it|that|this|them|those|these)|the other)\b`)
+	// gateUnwanted: a wish without the action that fulfils it ("I don't
+	// want my thermostat anymore": cancel, remove or return?).
+	gateUnwanted = mustFast(`\b(?:don'?t|do not|no longer) (?:want|need)\b`)
+	// gateValueOne: an option asked for by a value and unit ("a 2 liter
+	// one", "the 50ft version"), which the product may not have.
+	gateValueOne = mustFast(`\b(?:a|an|the) \d+(?:\.\d+)? ?[a-z]+ (?:one|version|model)\b`)
+	// gateRelativeOne: "the one I moved to", a "one" the turn describes
+	// only by what the user did.
+	gateRelativeOne = mustFast(`\bthe ones? (?:i|we|you) [a-z]+`)
 	// gateThen: a chain of legs ("… then LAX to SEA, then …").
 	gateThen = mustFast(`\bthen (?:from )?[a-z]+ (?:to|back to) [a-z]+`)
 )
@@ -80,15 +89,42 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := denial.FindStringIndex(lower); loc != nil {
 		return TypeContradiction, loc
 	}
-	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne, negatedVerb} {
-		if loc := re.FindStringIndex(lower); loc != nil {
+	for _, check := range []func(string) []int{exceptAlso, soloAndCounted, oppositeActions, selfNegated} {
+		if loc := check(lower); loc != nil {
 			return TypeContradiction, loc
+		}
+	}
+	if loc := oneWayThenReturn(in, lower); loc != nil {
+		return TypeContradiction, loc // the user's turns only
+	}
+	// What the user ruled out or counted in an earlier turn of theirs
+	// ("I have no gift card" … "charge it to my gift card"): the precise
+	// check, which reads the user's turns only.
+	if loc := againstEarlier(in, lower); loc != nil {
+		return TypeContradiction, loc
+	}
+	// As in precise mode, a conflict that follows a correction ("on second
+	// thought, don't cancel. I'll keep it") is the correction itself.
+	corrected := correction.FindStringIndex(lower)
+	for _, re := range []*fastRE{consentThenRefusal, keepVs, bothAndOne} {
+		if loc := re.FindStringIndex(lower); loc != nil && (corrected == nil || loc[0] < corrected[0]) {
+			return TypeContradiction, loc
+		}
+	}
+	// "don't V": a conflict only next to V asked for, or to a consent
+	// (what the agent proposed); a refusal alone ("please don't cancel
+	// anything, just tell me the refund") or a withdrawal ("on second
+	// thought, don't cancel") is a clear wish.
+	if m := negatedVerb.FindStringSubmatchIndex(lower); m != nil && !correction.MatchString(lower) {
+		v := lower[m[2]:m[3]]
+		if affirmed(lower[:m[0]]+" "+lower[m[1]:], v) || consentStart.MatchString(lower) {
+			return TypeContradiction, m[:2]
 		}
 	}
 	if loc := gateConcessive.FindStringIndex(lower); loc != nil && actionVerb.MatchString(lower) {
 		return TypeContradiction, loc
 	}
-	if loc := gateConsent.FindStringIndex(lower); loc != nil {
+	if loc := gateConsent.FindStringIndex(lower); loc != nil && !closing.MatchString(lower) && !thanksOnly(lower[loc[0]:]) {
 		return TypeContradiction, loc
 	}
 	if loc := confirmStart.FindStringIndex(lower); loc != nil && number.MatchString(lower) {
@@ -98,10 +134,14 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := verbOrVerb.FindStringIndex(lower); loc != nil {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := openChoice.FindStringIndex(lower); loc != nil {
+	// One criterion alone ("whichever is cheaper") is settled by the facts.
+	if loc := openChoice.FindStringIndex(lower); loc != nil && !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := gateAlternative.FindStringIndex(lower); loc != nil {
+	if loc := twoCriteria(lower); loc != nil {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateAlternative.FindStringIndex(lower); loc != nil && !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
 		return TypeMultipleInterpretation, loc
 	}
 	if loc := gateUpgrade.FindStringIndex(lower); loc != nil && !cabinWord.MatchString(sentenceAround(lower, loc[0], loc[1])) {
@@ -125,6 +165,15 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateThen.FindStringIndex(lower); loc != nil {
 		return TypeUnsupportedParameter, loc
 	}
+	if loc := gateValueOne.FindStringIndex(lower); loc != nil {
+		return TypeUnsupportedParameter, loc
+	}
+	if loc := gateUnwanted.FindStringIndex(lower); loc != nil && !actionVerb.MatchString(lower) {
+		return TypeMultipleInterpretation, loc
+	}
+	if loc := gateRelativeOne.FindStringIndex(lower); loc != nil {
+		return TypeAnaphora, loc
+	}
 	if dr != nil {
 		if loc := twoEnumValues(m.catalogRules(in.Domain, dr, in.Tools), lower); loc != nil {
 			return TypeContradiction, loc
@@ -134,7 +183,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if loc := gateDescribed.FindStringIndex(lower); loc != nil && !named && !wholeOrCurrent(lower[loc[0]:loc[1]]) {
 		return TypeMultipleInterpretation, loc
 	}
-	if loc := gateOther.FindStringIndex(lower); loc != nil {
+	if loc := gateOther.FindStringIndex(lower); loc != nil && !named {
 		return TypeAnaphora, loc
 	}
 	if loc := gateRef.FindStringIndex(lower); loc != nil && !named {
@@ -144,7 +193,7 @@ func (m *RulesModule) looseCheck(dr *domainRules, in Input, lower string, bg *bi
 	if refs := openRefs(dr, text, lower); len(refs) > 0 {
 		return TypeAnaphora, refs[0]
 	}
-	if ms := openProperties(lower); len(ms) > 0 {
+	if ms := openProperties(lower); len(ms) > 0 && !named {
 		return TypeAnaphora, ms[0][:2]
 	}
 	if loc := gateEndRef.FindStringIndex(lower); loc != nil && !named && !closing.MatchString(lower) {
@@ -196,9 +245,23 @@ func twoEnumValues(cr *catalogRules, lower string) []int {
 func wholeOrCurrent(phrase string) bool {
 	for _, w := range strings.Fields(phrase) {
 		switch w {
-		case "whole", "entire", "current", "same", "cancelled", "canceled", "original", "existing":
+		case "whole", "entire", "current", "same", "cancelled", "canceled", "original", "existing",
+			// a rank picks one whatever is listed ("the earliest flight",
+			// "the 2nd order")
+			"first", "second", "third", "1st", "2nd", "3rd", "last", "earliest", "latest", "cheapest":
 			return true
 		}
 	}
 	return false
+}
+
+// thanksOnly reports a consent followed only by thanks ("yes paypal is
+// ok. thank you"): agreement, nothing added to take back.
+func thanksOnly(s string) bool {
+	i := strings.IndexAny(s, ".!")
+	if i < 0 {
+		return false
+	}
+	rest := strings.TrimSpace(s[i+1:])
+	return strings.HasPrefix(rest, "thank") || strings.HasPrefix(rest, "thx")
 }

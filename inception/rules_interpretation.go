@@ -62,6 +62,9 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 	if loc := openClock(lower); loc != nil {
 		return loc
 	}
+	if loc := twoCriteria(lower); loc != nil {
+		return loc
+	}
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	last := lastAgent(earlier)
 	if last == "" {
@@ -88,8 +91,27 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		}
 		several["flight"] = true // the outbound and the return
 	}
+	// "my flight on the 24th" when two listed entities are on the 24th.
+	// (A bare "the flight" among several listed is left to the checks
+	// below: agents' summaries keep listing what the talk has narrowed.)
 	for _, np := range bareNouns(lower) {
-		if openNounPhrase(lower, np) && (several[np.noun] || sharedModifier(agent, np.noun, several) || distinctlyModified(agent, np.noun) >= 2) {
+		kind := entityNoun[strings.TrimSuffix(np.noun, "s")]
+		if kind == "" || strings.HasSuffix(np.noun, "s") || !descriptorAfter.MatchString(lower[np.end:]) {
+			continue
+		}
+		c := agentCandidates(dr, last, kind)
+		if c.count() < 2 {
+			c = agentCandidates(dr, last, "") // "my flight" among reservations
+		}
+		if sharedAfter(c, lower[np.end:]) {
+			return []int{np.start, np.end}
+		}
+	}
+	for _, np := range bareNouns(lower) {
+		// "the passenger name" with two passengers: the compound's first
+		// word is the owner several listed entities may be.
+		owner := strings.Contains(np.noun, " ") && several[firstWord(np.noun)]
+		if openNounPhrase(lower, np) && (several[np.noun] || owner || sharedModifier(agent, np.noun, several) || distinctlyModified(agent, np.noun) >= 2) {
 			return []int{np.start, np.end}
 		}
 	}

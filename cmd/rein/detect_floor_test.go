@@ -20,20 +20,23 @@ type evalFloor struct {
 }
 
 // The floors were set from the figures of the rules module and gate of
-// issue 22's second pass (dev: core 0.91, mean 0.91, precision 1.00, clean
-// 0 %, gate 97.7 % / 37.5 %; dev2: core 0.97, mean 0.88, precision 1.00,
-// clean 0 %, gate 96.7 % / 29.2 %; test: core 0.47, mean 0.45, precision
-// 0.935, clean 4.3 %, gate 81.7 % / 41.3 %). The test split was measured
-// once, after the rules were final, and never used to tune them; its
-// floors pin what it measured, not the issue's targets, which it does not
-// reach. Its gate clean bound sits just above the measured 41.3 %.
+// issue 22's third pass (dev: core 0.91, mean 0.91, precision 1.00, clean
+// 0 %, gate 98.5 % / 36.5 %; dev2: core 1.00, mean 0.93, precision 1.00,
+// clean 0 %, gate 98.3 % / 29.2 %; dev3, by a second author and tuned on
+// after it was measured once: core 0.82, mean 0.82, precision 1.00, clean
+// 0 %, gate 100 % / 28.6 %; test: core 0.47, mean 0.47, precision 0.939,
+// clean 4.3 %, gate 86.7 % / 39.1 %). The test split was measured once,
+// after the rules were final, and never used to tune them; its floors pin
+// what it measured, not the issue's targets, which its rules figures do
+// not reach.
 var evalFloors = map[string]evalFloor{
-	"dev":  {coreRecall: 0.89, meanRecall: 0.89, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.96, gateClean: 0.39},
-	"dev2": {coreRecall: 0.95, meanRecall: 0.86, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.95, gateClean: 0.31},
-	"test": {coreRecall: 0.45, meanRecall: 0.43, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.80, gateClean: 0.43},
+	"dev":  {coreRecall: 0.89, meanRecall: 0.89, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.97, gateClean: 0.38},
+	"dev2": {coreRecall: 0.97, meanRecall: 0.90, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.96, gateClean: 0.31},
+	"dev3": {coreRecall: 0.80, meanRecall: 0.80, precision: 0.98, cleanFalse: 0.02, gateErroneous: 0.98, gateClean: 0.30},
+	"test": {coreRecall: 0.45, meanRecall: 0.45, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.85, gateClean: 0.41},
 }
 
-// TestDetectEvalCorpusFloors runs rein detect --eval on the three files of the
+// TestDetectEvalCorpusFloors runs rein detect --eval on the four files of the
 // repository's corpus, as CI does, and fails when a figure falls below its
 // floor.
 func TestDetectEvalCorpusFloors(t *testing.T) {
