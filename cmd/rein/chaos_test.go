@@ -119,7 +119,7 @@ func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
 			}
 			o := got.outcomes[k]
 			if len(o) != 1 {
-				problems = append(problems, fmt.Sprintf("%s turn %d: %d agent outcomes %v", conv, turn, len(o), o))
+				problems = append(problems, fmt.Sprintf("%s turn %d: %d agent outcomes %v (%d tasks stored)", conv, turn, len(o), o, got.tasks[k]))
 				continue
 			}
 			seqs = append(seqs, o[0].seq)
@@ -133,6 +133,7 @@ func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
 		problems = append(problems, fmt.Sprintf("%d dead letters", got.deadLetters))
 	}
 	if len(problems) > 0 {
+		logConsumers(t, srv.js)
 		t.Fatalf("seed %d: %d problems, first ones:\n%s", seed, len(problems), strings.Join(problems[:min(20, len(problems))], "\n"))
 	}
 	t.Logf("chaos: %d turns, each with one detection and one outcome, in order; %d superseded", total, got.superseded)
@@ -195,7 +196,7 @@ type chaosServer struct {
 func (s *chaosServer) start() {
 	s.t.Helper()
 	args := []string{"serve", "--data-dir", s.dataDir, "--nats-listen", s.natsAddr, "--http", s.httpAddr,
-		"--agent-script", s.script, "--log-level", "error"}
+		"--agent-script", s.script, "--log-level", cmp.Or(os.Getenv("REIN_CHAOS_LOG_LEVEL"), "error")}
 	// A short ack wait: a killed holder's turns come back in seconds.
 	// REIN_CHAOS_ACK_WAIT=default leaves the stages' own (for a binary
 	// older than the flag).
@@ -291,6 +292,7 @@ type chaosOutcome struct {
 
 type chaosOutcomes struct {
 	detections  map[chaosKey]int
+	tasks       map[chaosKey]int
 	outcomes    map[chaosKey][]chaosOutcome
 	duplicates  []string
 	deadLetters int
@@ -300,7 +302,7 @@ type chaosOutcomes struct {
 // read reads every output stream of the run.
 func (s *chaosServer) read() chaosOutcomes {
 	s.t.Helper()
-	got := chaosOutcomes{detections: map[chaosKey]int{}, outcomes: map[chaosKey][]chaosOutcome{}}
+	got := chaosOutcomes{detections: map[chaosKey]int{}, tasks: map[chaosKey]int{}, outcomes: map[chaosKey][]chaosOutcome{}}
 	ctx := context.Background()
 	each := func(stream string, filters []string, fn func(r streams.Raw, k chaosKey)) {
 		ids := map[string]bool{}
@@ -322,7 +324,7 @@ func (s *chaosServer) read() chaosOutcomes {
 		}
 	}
 	each(streams.StreamDetections, nil, func(_ streams.Raw, k chaosKey) { got.detections[k]++ })
-	each(streams.StreamTasks, nil, func(streams.Raw, chaosKey) {})
+	each(streams.StreamTasks, nil, func(_ streams.Raw, k chaosKey) { got.tasks[k]++ })
 	each(streams.StreamSteps, nil, func(streams.Raw, chaosKey) {})
 	each(streams.StreamTurns, []string{streams.TurnSubject("chaos", "*", schemas.RoleAgent)}, func(r streams.Raw, k chaosKey) {
 		got.outcomes[k] = append(got.outcomes[k], chaosOutcome{"reply", r.Sequence})
