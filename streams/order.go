@@ -32,10 +32,9 @@ import (
 //     decided by this process, or settled: its outputs stored, as the
 //     stage's ConsumerConfig.Settled tells (another replica decided it, but
 //     the floor still waits on an unrelated earlier message). Otherwise the
-//     message is held, costing no
-//     in-flight slot, until the earlier one is redelivered and decided, the
-//     floor passes it, or MaxHold passes (counted, logged: the consumer never
-//     stalls).
+//     message is held, costing no in-flight slot, until the earlier one is
+//     redelivered and decided, the floor passes it, or MaxHold passes
+//     (counted, logged: the consumer never stalls).
 //
 // Outside a zone the gate costs an atomic load per message.
 type orderGate struct {
