@@ -123,7 +123,6 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	}
 }
 
-
 // Run consumes tasks until ctx is cancelled and drains. In sidecar mode
 // (Backend "none") it consumes nothing and returns when ctx ends.
 func (s *Stage) Run(ctx context.Context) error {

@@ -43,15 +43,7 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 		if !strings.Contains(msg.Subject(), ".a.") {
 			continue // x1: never acked, the replica dies
 		}
-		ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", "a", 1), "",
-			schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 1},
-			schemas.Detection{Turn: 1, UserText: "cancel my reservation", Module: "fake", TaxonomyVersion: "test-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamDetections, streams.DetectionSubject("acme", "a"), &ev); err != nil {
-			t.Fatal(err)
-		}
+		storeDetection(t, h, "a", 1, "")
 		if err := msg.DoubleAck(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +73,6 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 // (The gate's hook once looked at the detection alone.)
 func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	ctx := context.Background()
 	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
 	tasks := func(ctx context.Context, _, conv string, turn int) (bool, error) {
@@ -102,15 +93,7 @@ func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	}
 	// The dead replica: a1 delivered, its detection stored, no task, no ack.
 	h.DeliverAbandoned(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 1)
-	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", "a", 1), "",
-		schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 1},
-		schemas.Detection{Turn: 1, UserText: "cancel my reservation", Module: "fake", TaxonomyVersion: "test-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamDetections, streams.DetectionSubject("acme", "a"), &ev); err != nil {
-		t.Fatal(err)
-	}
+	storeDetection(t, h, "a", 1, "")
 	publishTurn(t, h, "a", "user", 2, "the one to Boston")
 
 	rtest.Run(t, "stage", st.Run)

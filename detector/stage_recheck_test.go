@@ -25,19 +25,6 @@ import (
 // whose detection (and, fused, whose task) is stored is acked without a
 // second inception call; any other is judged as usual.
 func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
-	storeDetection := func(t *testing.T, h *rtest.JS, conv string, turn int) {
-		t.Helper()
-		// Stored under another message id, as if its own had left the window.
-		ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", conv, turn)+"-long-ago", "",
-			schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn},
-			schemas.Detection{Turn: turn, UserText: "earlier", Module: "fake", TaxonomyVersion: "test-1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", conv), &ev); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Every turn counts as old: stored over a nanosecond ago.
 	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule {
 		return startJudging(t, h, deps, time.Nanosecond)
@@ -45,7 +32,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 
 	t.Run("detector alone", func(t *testing.T) {
 		h := rtest.StartJetStream(t, "")
-		storeDetection(t, h, "done", 1)
+		storeDetection(t, h, "done", 1, "-long-ago")
 		publishTurn(t, h, "done", "user", 1, "cancel that one")
 		publishTurn(t, h, "fresh", "user", 1, "hello")
 		reg := prometheus.NewRegistry()
@@ -65,8 +52,8 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 
 	t.Run("fused", func(t *testing.T) {
 		h := rtest.StartJetStream(t, "")
-		storeDetection(t, h, "both", 1)
-		storeDetection(t, h, "detection-only", 1)
+		storeDetection(t, h, "both", 1, "-long-ago")
+		storeDetection(t, h, "detection-only", 1, "-long-ago")
 		publishTurn(t, h, "both", "user", 1, "cancel that one")
 		publishTurn(t, h, "detection-only", "user", 1, "hello")
 		reg := prometheus.NewRegistry()
@@ -399,5 +386,21 @@ func TestAConflictingTurnSentAgainIsDeadLettered(t *testing.T) {
 	}
 	if n := unjudged(t, reg, detector.UnjudgedSentAgain); n != 1 {
 		t.Errorf("unjudged{sent_again} = %v, want 1 (turn 1's identical copy)", n)
+	}
+}
+
+// storeDetection stores a detection of acme's conversation conv, turn,
+// under its derived id plus idSuffix ("-long-ago": as if its own id had
+// left the duplicate window).
+func storeDetection(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix string) {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeDetection, schemas.EventID("detection", "acme", conv, turn)+idSuffix, "",
+		schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn},
+		schemas.Detection{Turn: turn, UserText: "earlier", Module: "fake", TaxonomyVersion: "test-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", conv), &ev); err != nil {
+		t.Fatal(err)
 	}
 }
