@@ -113,7 +113,7 @@ func (s *Stage) Tools() []llm.Tool { return s.tools }
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
-		Filter: []string{streams.TasksAll}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
+		Filter: []string{streams.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
 		// No Settled hook: a stored reply does not say that the turn's
 		// other outputs (steps, an escalation) are stored too, and a

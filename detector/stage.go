@@ -223,7 +223,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err := d.Payload(&turn); err != nil {
 		return streams.Permanent(err)
 	}
-	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != d.Subject {
+	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != streams.Unpartitioned(d.Subject) {
 		return streams.Permanent(fmt.Errorf("detector: a %s turn on subject %s", turn.Role, d.Subject))
 	}
 	if turn.Role == schemas.RoleAgent {

@@ -166,8 +166,12 @@ func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta,
 		return nil
 	}
 	s.m.fetches.Inc()
-	subj := streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent)
-	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
+	st, err := s.turnsStream(ctx)
+	if err != nil {
+		return fmt.Errorf("detector: merge agent replies: %w", err)
+	}
+	subj := streams.StoredFilter(st, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	err = streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
 		if t, err := agentTurn(r); err != nil {
 			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", r.Sequence, "err", err)
 		} else {
@@ -238,7 +242,7 @@ var errFound = errors.New("found")
 // detectionStored reads the conversation's detections (batched direct gets;
 // asked only for a turn sent again) for one of this turn.
 func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
-	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.DetectionSubject(tenant, conv), 0, 0, func(r streams.Raw) error {
+	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.StoredFilter(s.detections, streams.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
 		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
 			return errFound
 		}

@@ -46,7 +46,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageInjector, Stream: streams.StreamDetections, Durable: streams.DurableInjector,
-		Filter: []string{streams.DetectionsAll}, MaxInFlight: s.cfg.Workers, AckWait: s.cfg.AckWait, PinTTL: s.cfg.PinTTL,
+		Filter: []string{streams.DetectionsEach}, MaxInFlight: s.cfg.Workers, AckWait: s.cfg.AckWait, PinTTL: s.cfg.PinTTL,
 		Settled: s.settled,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -167,6 +168,7 @@ type stageMetrics struct {
 	queued        *prometheus.GaugeVec
 	conversations *prometheus.GaugeVec
 	holds         *prometheus.CounterVec
+	partitions    *prometheus.GaugeVec
 }
 
 func newStageMetrics(reg prometheus.Registerer) stageMetrics {
@@ -181,6 +183,8 @@ func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 			"Messages delivered to a stage and waiting for their conversation's earlier turn or an in-flight slot.", "stage"),
 		conversations: telemetry.NewGaugeVec(reg, telemetry.MStageConversations,
 			"Conversations a stage has work for now.", "stage"),
+		partitions: telemetry.NewGaugeVec(reg, telemetry.MStagePartitions,
+			"Partitions of the stage's input stream this replica works now (1 on a stream without partitions; 0 while its share is elsewhere).", "stage"),
 		holds: telemetry.NewCounterVec(reg, telemetry.MStageOrderHolds,
 			"Messages the order gate held until an earlier message of their conversation was decided (held), then let run (released, or timeout past MaxHold).", "stage", "outcome"),
 	}
@@ -194,8 +198,10 @@ type Consumer struct {
 	m       stageMetrics
 	outcome map[string]prometheus.Counter
 	handle  prometheus.Observer
-	sched   *scheduler // while running
-	source  jetstream.Stream
+	source  jetstream.Stream // looked up by Run
+
+	mu     sync.Mutex
+	scheds map[*scheduler]struct{} // of the running durables
 }
 
 // NewConsumer checks cfg and prepares a consumer; Run starts it.
@@ -213,7 +219,7 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	// The stage's logger carries "stage" already (serve adds it); the loop
 	// names its durable, so no line holds a key twice.
 	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
-	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer)}
+	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{}}
 	c.outcome = map[string]prometheus.Counter{}
 	for _, o := range []string{"ack", "retry", "dlq", "requeue"} {
 		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
@@ -253,19 +259,40 @@ type job struct {
 
 // Run consumes until ctx is cancelled, then stops pulling, lets in-flight
 // handlers finish (up to ShutdownGrace) and releases queued messages for
-// redelivery. It returns nil after a clean drain.
+// redelivery. It returns nil after a clean drain. On a partitioned stream
+// (StreamPartitions > 1) it works the partitions this replica is assigned
+// among the stage's live replicas (runGroup).
 func (c *Consumer) Run(ctx context.Context) error {
-	cons, err := EnsureConsumer(ctx, c.deps.JS, c.cfg.Stream, c.cfg.ConsumerConfigJS(), c.deps.Logger)
+	s, err := LookupStream(ctx, c.deps.JS, c.cfg.Stream, consumerCreateTimeout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("consumer %s: %w", c.cfg.Durable, err)
+	}
+	c.source = s
+	slots := make(chan struct{}, c.cfg.MaxInFlight)
+	if n := partitionsOf(s); n > 1 {
+		return c.runGroup(ctx, n, slots)
+	}
+	c.m.partitions.WithLabelValues(c.cfg.Stage).Set(1)
+	return c.runOne(ctx, c.cfg, slots)
+}
+
+// runOne consumes one durable (cfg's Durable and Filter) until ctx is
+// cancelled, taking in-flight slots from slots (shared by a replica's
+// partitions), then drains it and hands its pin over.
+func (c *Consumer) runOne(ctx context.Context, cfg ConsumerConfig, slots chan struct{}) error {
+	log := c.deps.Logger
+	if cfg.Durable != c.cfg.Durable {
+		log = log.With("partition_durable", cfg.Durable)
+	}
+	cons, err := EnsureConsumer(ctx, c.deps.JS, cfg.Stream, cfg.ConsumerConfigJS(), log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // cancelled before it started: nothing to drain
 		}
-		return fmt.Errorf("consumer %s on %s: %w", c.cfg.Durable, c.cfg.Stream, err)
-	}
-	if c.cfg.Quarantine {
-		if c.source, err = c.deps.JS.Stream(ctx, c.cfg.Stream); err != nil {
-			return fmt.Errorf("consumer %s: stream %s: %w", c.cfg.Durable, c.cfg.Stream, err)
-		}
+		return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, cfg.Stream, err)
 	}
 	// Handlers run under their own context so that shutdown lets them
 	// finish; it is cancelled after the grace period.
@@ -273,11 +300,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer hcancel()
 	var stopping atomic.Bool
 
-	inFlight := c.m.inFlight.WithLabelValues(c.cfg.Stage)
-	gate := &orderGate{stage: c.cfg.Stage, stream: c.cfg.Stream, js: c.deps.JS, cons: cons, log: c.deps.Logger,
-		settled: c.cfg.Settled, maxHold: c.cfg.MaxHold, recheck: min(time.Second, c.cfg.AckWait/3), holds: c.m.holds}
+	inFlight := c.m.inFlight.WithLabelValues(cfg.Stage)
+	gate := &orderGate{stage: cfg.Stage, stream: cfg.Stream, js: c.deps.JS, cons: cons, log: log,
+		settled: cfg.Settled, maxHold: cfg.MaxHold, recheck: min(time.Second, cfg.AckWait/3), holds: c.m.holds}
 	gate.start(ctx, cons.CachedInfo())
-	sched := newScheduler(c.cfg.MaxInFlight,
+	sched := newScheduler(slots,
 		func(key string, j *job) time.Duration {
 			if stopping.Load() {
 				return 0 // run releases it
@@ -295,7 +322,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 				gate.decided(key, j.seq)
 			}
 		})
-	c.sched = sched
+	c.track(sched, true)
+	defer c.track(sched, false)
 
 	hbDone := make(chan struct{})
 	go c.heartbeats(sched, hbDone)
@@ -312,26 +340,26 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	},
 		jetstream.PullPriorityGroup(priorityGroup),
-		jetstream.PullMaxMessages(min(c.cfg.MaxAckPending, 512)),
-		jetstream.PullExpiry(c.cfg.pullExpiry()),
+		jetstream.PullMaxMessages(min(cfg.MaxAckPending, 512)),
+		jetstream.PullExpiry(cfg.pullExpiry()),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
-				c.deps.Logger.Debug("consume", "err", err)
+				log.Debug("consume", "err", err)
 			}
 		}))
 	if err != nil {
 		close(hbDone)
 		sched.close()
 		sched.wait()
-		return fmt.Errorf("consume %s: %w", c.cfg.Durable, err)
+		return fmt.Errorf("consume %s: %w", cfg.Durable, err)
 	}
-	c.deps.Logger.Info("consumer started", "stream", c.cfg.Stream, "max_in_flight", c.cfg.MaxInFlight)
+	log.Info("consumer started", "stream", cfg.Stream, "max_in_flight", cfg.MaxInFlight)
 
 	<-ctx.Done()
 	cc.Drain()
 	select {
 	case <-cc.Closed():
-	case <-time.After(c.cfg.ShutdownGrace):
+	case <-time.After(cfg.ShutdownGrace):
 		cc.Stop()
 	}
 	stopping.Store(true)
@@ -340,7 +368,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { sched.wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(c.cfg.ShutdownGrace):
+	case <-time.After(cfg.ShutdownGrace):
 		hcancel()
 		<-done
 	}
@@ -349,13 +377,34 @@ func (c *Consumer) Run(ctx context.Context) error {
 	// or standby replica takes over without waiting.
 	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer ucancel()
-	if s, err := c.deps.JS.Stream(uctx, c.cfg.Stream); err == nil {
-		if err := s.UnpinConsumer(uctx, c.cfg.Durable, priorityGroup); err != nil {
-			c.deps.Logger.Debug("unpin", "err", err)
-		}
+	if err := c.source.UnpinConsumer(uctx, cfg.Durable, priorityGroup); err != nil {
+		log.Debug("unpin", "err", err)
 	}
-	c.deps.Logger.Info("consumer drained")
+	log.Info("consumer drained")
 	return nil
+}
+
+// track adds (or removes) a running durable's scheduler to those whose
+// queues the stage's gauges sum.
+func (c *Consumer) track(s *scheduler, add bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if add {
+		c.scheds[s] = struct{}{}
+	} else {
+		delete(c.scheds, s)
+	}
+}
+
+// depth sums the queues of the running durables.
+func (c *Consumer) depth() (queued, conversations int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range c.scheds {
+		q, n := s.depth()
+		queued, conversations = queued+q, conversations+n
+	}
+	return queued, conversations
 }
 
 // key is a message's conversation: <tenant>.<conv> from its subject.
@@ -379,12 +428,12 @@ func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
-			q, n := s.depth()
+			q, n := c.depth()
 			queued.Set(float64(q))
 			convs.Set(float64(n))
 			return
 		case now := <-t.C:
-			q, n := s.depth()
+			q, n := c.depth()
 			queued.Set(float64(q))
 			convs.Set(float64(n))
 			if now.Sub(last) >= every {
@@ -507,7 +556,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 	_ = msg.Term()
 	c.outcome["dlq"].Inc()
 	c.deps.Logger.Warn("dead-lettered", "subject", msg.Subject(), "reason", reason)
-	if undecodable && c.source != nil && seq > 0 {
+	if undecodable && c.cfg.Quarantine && c.source != nil && seq > 0 {
 		if err := c.source.DeleteMsg(ctx, seq); err != nil && !IsNotFound(err) {
 			c.deps.Logger.Warn("quarantine delete failed", "stream", c.cfg.Stream, "seq", seq, "err", err)
 		}

@@ -21,7 +21,14 @@ const (
 const (
 	BucketConversations = "REIN_CONVERSATIONS"
 	StreamConversations = "KV_" + BucketConversations
+	// BucketMembers holds the live replicas of partitioned stages, one
+	// key each (MemberKey); it exists when streams.partitions > 1.
+	BucketMembers = "REIN_MEMBERS"
+	StreamMembers = "KV_" + BucketMembers
 )
+
+// MemberKey is a stage replica's key in the members bucket: <stage>.<id>.
+func MemberKey(stage, id string) string { return stage + "." + id }
 
 // Subject roots; the full subjects are built by the functions below.
 const (
@@ -40,11 +47,15 @@ const (
 
 // Stream subject filters (what each stream stores).
 const (
-	TurnsAll       = subjTurns + ".>"
-	UserTurnsAll   = subjTurns + ".*.*.user"
-	AgentTurnsAll  = subjTurns + ".*.*.agent"
-	DetectionsAll  = subjDetections + ".>"
-	TasksAll       = subjTasks + ".>"
+	TurnsAll      = subjTurns + ".>"
+	UserTurnsAll  = subjTurns + ".*.*.user"
+	AgentTurnsAll = subjTurns + ".*.*.agent"
+	DetectionsAll = subjDetections + ".>"
+	TasksAll      = subjTasks + ".>"
+	// DetectionsEach and TasksEach are the stages' consumer filters: every
+	// conversation's subject, to which a partition token can be added.
+	DetectionsEach = subjDetections + ".*.*"
+	TasksEach      = subjTasks + ".*.*"
 	StepsAll       = subjSteps + ".>"
 	EscalationsAll = subjEscalations + ".>"
 	ReportsAll     = subjReports + ".>"
@@ -60,9 +71,10 @@ func TurnSubject(tenant, conv, role string) string {
 	return subjTurns + "." + tenant + "." + conv + "." + role
 }
 
-// ConversationTurns is the filter of every turn of one conversation.
+// ConversationTurns is the filter of every turn of one conversation, as
+// stored with or without a partition token.
 func ConversationTurns(tenant, conv string) string {
-	return subjTurns + "." + tenant + "." + conv + ".*"
+	return subjTurns + "." + tenant + "." + conv + ".>"
 }
 
 // DetectionSubject is rein.detections.<tenant>.<conv>.
@@ -118,13 +130,15 @@ func SubjectsFor(stream, tenant, conv string) []string {
 	if c == "" {
 		c = "*"
 	}
+	// Turns, detections and tasks may be stored with a partition token
+	// (partition.go).
 	switch stream {
 	case StreamTurns:
-		return []string{subjTurns + "." + t + "." + c + ".*"}
+		return []string{subjTurns + "." + t + "." + c + ".>"}
 	case StreamDetections:
-		return []string{subjDetections + "." + t + "." + c}
+		return AnyPartition(subjDetections + "." + t + "." + c)
 	case StreamTasks:
-		return []string{subjTasks + "." + t + "." + c}
+		return AnyPartition(subjTasks + "." + t + "." + c)
 	case StreamSteps:
 		return []string{subjSteps + "." + t + "." + c}
 	case StreamOutcomes:

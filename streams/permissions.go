@@ -83,21 +83,49 @@ func (g *grant) get(streams ...string) {
 	}
 }
 
-// consume allows creating, reading and acknowledging one durable consumer.
+// consume allows creating, reading and acknowledging one durable consumer
+// (and, on a partitioned stream, its partitions' durables, with the
+// stage's keys in the members bucket).
 func (g *grant) consume(stream, durable string) {
 	g.streamInfo(stream)
 	if g.own == nil {
 		g.own = map[[2]string]bool{}
 	}
-	g.own[[2]string{stream, durable}] = true
-	c := stream + "." + durable
-	g.publish(
-		jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>",
-		jsAPI+".CONSUMER.INFO."+c,
-		jsAPI+".CONSUMER.MSG.NEXT."+c,
-		jsAPI+".CONSUMER.UNPIN."+c,
-		jsAck+"."+c+".>",
-	)
+	for _, d := range stageDurables(stream, durable) {
+		g.own[[2]string{stream, d}] = true
+		c := stream + "." + d
+		g.publish(
+			jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>",
+			jsAPI+".CONSUMER.INFO."+c,
+			jsAPI+".CONSUMER.MSG.NEXT."+c,
+			jsAPI+".CONSUMER.UNPIN."+c,
+			jsAck+"."+c+".>",
+		)
+	}
+	if stage, ok := partitionedStage[durable]; ok {
+		g.get(StreamMembers)
+		g.publish("$KV." + BucketMembers + "." + stage + ".>")
+	}
+}
+
+// partitionedStage is the stage of each durable that is split into
+// partitions on a partitioned stream.
+var partitionedStage = map[string]string{
+	DurableDetector: StageDetector, DurableInjector: StageInjector, DurableAgentWorker: StageAgentWorker,
+}
+
+// stageDurables is a stage's durable and, when its stream can be
+// partitioned, every partition's.
+func stageDurables(stream, durable string) []string {
+	out := []string{durable}
+	if _, ok := PartitionedStreams[stream]; ok {
+		if _, ok := partitionedStage[durable]; ok {
+			for p := range MaxPartitions {
+				out = append(out, PartitionDurable(durable, p))
+			}
+		}
+	}
+	return out
 }
 
 // read allows consumers of the reader's own (ordered ones with generated
@@ -117,7 +145,9 @@ func (g *grant) read(stream string) {
 	}
 	for _, d := range durables {
 		if d.stream == stream {
-			g.denied[[2]string{d.stream, d.durable}] = true
+			for _, name := range stageDurables(d.stream, d.durable) {
+				g.denied[[2]string{d.stream, name}] = true
+			}
 		}
 	}
 }

@@ -50,6 +50,12 @@ type ProvisionConfig struct {
 	// KVReplicas is the conversations bucket's replicas; 0 takes
 	// streams.REIN_CONVERSATIONS.replicas, else the defaults'.
 	KVReplicas int `yaml:"kv_replicas"`
+	// Partitions splits the streams every turn passes through
+	// (PartitionedStreams) into this many partitions by conversation, so
+	// that as many replicas of the detector, injector and agent worker can
+	// work at once (partition.go). 0 or 1: one partition, one active
+	// replica per stage. Fixed when the streams are created.
+	Partitions int `yaml:"partitions"`
 }
 
 // MaxReplicas is the largest replica count any stream or the bucket asks
@@ -89,6 +95,13 @@ func (p *ProvisionConfig) Override(replicas, kvReplicas int, tags []string) {
 	}
 }
 
+// OverridePartitions applies --partitions over the file when n > 0.
+func (p *ProvisionConfig) OverridePartitions(n int) {
+	if n > 0 {
+		p.Partitions = n
+	}
+}
+
 // DefaultProvision is the zero-setup configuration of rein serve.
 func DefaultProvision() ProvisionConfig {
 	return ProvisionConfig{
@@ -113,6 +126,9 @@ func (p ProvisionConfig) Validate() error {
 		}
 		return nil
 	}
+	if p.Partitions < 0 || p.Partitions > MaxPartitions {
+		return fmt.Errorf("%w: streams.partitions %d must be 1..%d", ErrInvalidConfig, p.Partitions, MaxPartitions)
+	}
 	if p.KVReplicas < 0 || p.KVReplicas > 5 {
 		return fmt.Errorf("%w: streams.kv_replicas %d must be 1..5", ErrInvalidConfig, p.KVReplicas)
 	}
@@ -120,7 +136,7 @@ func (p ProvisionConfig) Validate() error {
 		return err
 	}
 	for name, s := range p.Streams {
-		if _, ok := streamSubjects[name]; !ok && name != BucketConversations {
+		if _, ok := streamSubjects[name]; !ok && name != BucketConversations && name != BucketMembers {
 			return fmt.Errorf("%w: streams.%s: no such rein stream", ErrInvalidConfig, name)
 		}
 		if err := check(name, s); err != nil {
@@ -203,6 +219,8 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 		AllowDirect: true,
 		Placement:   s.Placement.js(),
+		// The partition token (partition.go), when partitions > 1.
+		SubjectTransform: subjectTransform(name, p.Partitions),
 	}
 	if s.MaxBytes == 0 {
 		cfg.MaxBytes = -1
@@ -241,6 +259,24 @@ func (p ProvisionConfig) kvConfig() jetstream.KeyValueConfig {
 		TTL:       ttl,
 		Replicas:  s.Replicas,
 		Storage:   jetstream.FileStorage,
+		Placement: s.Placement.js(),
+	}
+}
+
+// membersConfig is the members bucket's configuration: a key lives
+// memberTTL after its last renewal; membership is rebuilt from live
+// replicas, so memory storage is enough.
+func (p ProvisionConfig) membersConfig() jetstream.KeyValueConfig {
+	s := p.settings(BucketMembers)
+	if p.KVReplicas > 0 {
+		s.Replicas = p.KVReplicas
+	}
+	return jetstream.KeyValueConfig{
+		Bucket:    BucketMembers,
+		History:   1,
+		TTL:       memberTTL,
+		Replicas:  s.Replicas,
+		Storage:   jetstream.MemoryStorage,
 		Placement: s.Placement.js(),
 	}
 }

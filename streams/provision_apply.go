@@ -66,6 +66,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, o
 	if _, err := pv.kv(ctx, js, p.kvConfig()); err != nil {
 		return fmt.Errorf("provision KV %s: %w", BucketConversations, err)
 	}
+	if p.Partitions > 1 {
+		if _, err := pv.kv(ctx, js, p.membersConfig()); err != nil {
+			return fmt.Errorf("provision KV %s: %w", BucketMembers, err)
+		}
+	}
 	return nil
 }
 
@@ -97,6 +102,9 @@ func (pv *provisioner) stream(ctx context.Context, js jetstream.JetStream, want 
 		upd.MaxAge, upd.MaxBytes, upd.Duplicates = want.MaxAge, want.MaxBytes, want.Duplicates
 		upd.Discard, upd.AllowDirect = want.Discard, want.AllowDirect
 		upd.Replicas, upd.Placement = pv.keep(want.Name, want.Replicas, cur.Replicas, want.Placement, cur.Placement)
+		if upd.SubjectTransform, err = pv.partitions(s, want); err != nil {
+			return err
+		}
 		if reflect.DeepEqual(upd, cur) {
 			return nil
 		}
@@ -122,6 +130,27 @@ func (pv *provisioner) kv(ctx context.Context, js jetstream.JetStream, want jets
 		return err
 	})
 	return kv, err
+}
+
+// partitions decides an existing stream's partition transform: the
+// configured one on an empty stream; on a stream holding messages, the one
+// it has (a process started without streams.partitions keeps them, as it
+// keeps replicas), and a different count is an error: the conversations
+// would move between partitions with earlier turns in flight.
+func (pv *provisioner) partitions(s jetstream.Stream, want jetstream.StreamConfig) (*jetstream.SubjectTransformConfig, error) {
+	info := s.CachedInfo()
+	cur := info.Config
+	have, asked := StreamPartitions(cur), StreamPartitions(want)
+	switch {
+	case have == asked, info.State.Msgs == 0:
+		return want.SubjectTransform, nil
+	case asked == 1:
+		pv.log.Warn("stream keeps its partitions: rein never changes them on a stream holding messages",
+			"stream", want.Name, "partitions", have)
+		return cur.SubjectTransform, nil
+	}
+	return nil, fmt.Errorf("%w: stream %s holds %d messages in %d partitions; streams.partitions %d would move conversations between partitions (partitions are set on empty streams: drain, then delete the streams or start a new deployment)",
+		ErrInvalidConfig, want.Name, info.State.Msgs, have, asked)
 }
 
 // keep decides a stream's replicas and placement: never fewer replicas

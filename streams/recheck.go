@@ -35,7 +35,7 @@ func LastTurn(ctx context.Context, s jetstream.Stream, subject string) (turn int
 // LastEvent reads the last event stored on subject, as LastTurn does, and
 // returns it decoded.
 func LastEvent(ctx context.Context, s jetstream.Stream, subject string) (d Decoded, found bool, err error) {
-	raw, err := s.GetLastMsgForSubject(ctx, subject)
+	raw, err := s.GetLastMsgForSubject(ctx, StoredFilter(s, subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Decoded{}, false, nil
 	}

@@ -43,8 +43,10 @@ type convQueue struct {
 	wake    chan struct{}
 }
 
-func newScheduler(maxInFlight int, hold func(key string, j *job) time.Duration, run func(key string, j job)) *scheduler {
-	return &scheduler{slots: make(chan struct{}, maxInFlight), hold: hold, run: run, convs: map[string]*convQueue{}}
+// newScheduler makes a scheduler that takes its in-flight slots from
+// slots (a stage's partitions share one pool).
+func newScheduler(slots chan struct{}, hold func(key string, j *job) time.Duration, run func(key string, j job)) *scheduler {
+	return &scheduler{slots: slots, hold: hold, run: run, convs: map[string]*convQueue{}}
 }
 
 // push queues j on its conversation and starts the conversation's

@@ -593,7 +593,7 @@ func chaosRead(t *testing.T, js jetstream.JetStream, stream string) []chaosMsg {
 		err := streams.ReadStream(ctx, js, stream, streams.ReadOptions{}, func(r streams.Raw) error {
 			h := nats.Header(r.Header)
 			turn, _ := strconv.Atoi(h.Get("ce-turn"))
-			out = append(out, chaosMsg{seq: r.Sequence, subject: r.Subject, id: h.Get("ce-id"), typ: h.Get("ce-type"),
+			out = append(out, chaosMsg{seq: r.Sequence, subject: streams.Unpartitioned(r.Subject), id: h.Get("ce-id"), typ: h.Get("ce-type"),
 				tenant: h.Get("ce-tenant"), conv: h.Get("ce-conversation"), turn: turn, data: r.Data})
 			return nil
 		})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,7 +118,15 @@ func TestClusterReplicaKillKeepsOneOutcomePerTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster chaos: starts a 3-node cluster and rein serve processes")
 	}
+	t.Run("standby", func(t *testing.T) { replicaKill(t, 1) })
+	// With 4 partitions both replicas work; the survivor takes the dead
+	// one's partitions once its member key lapses and its pins expire.
+	t.Run("partitioned", func(t *testing.T) { replicaKill(t, 4) })
+}
+
+func replicaKill(t *testing.T, partitions int) {
 	cc := startChaosCluster(t)
+	cc.partitions = partitions
 	bin := chaosBinary(t)
 	var procs []*krServer
 	for i := range 2 {
@@ -130,7 +139,7 @@ func TestClusterReplicaKillKeepsOneOutcomePerTurn(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			for _, s := range procs {
-				s.dumpLog(30)
+				s.dumpLog(envInt("REIN_CHAOS_LOG_LINES", 30))
 			}
 		}
 	}()
@@ -159,6 +168,9 @@ type chaosCluster struct {
 	c                    *rtest.Cluster
 	cfg                  chaosConfig
 	dir, script, taskKey string
+	// partitions, when > 1, is every replica's --partitions: the replicas
+	// share the conversations instead of one standing by.
+	partitions int
 }
 
 func startChaosCluster(t *testing.T) *chaosCluster {
@@ -180,7 +192,7 @@ func startChaosCluster(t *testing.T) *chaosCluster {
 
 // serveArgs are replica i's rein serve flags (after "serve").
 func (cc *chaosCluster) serveArgs(i int, httpAddr string) []string {
-	return []string{"--nats-url", cc.c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3",
+	return []string{"--nats-url", cc.c.URLs(), "--stream-replicas", "3", "--kv-replicas", "3", "--partitions", strconv.Itoa(max(cc.partitions, 1)),
 		"--agent-script", cc.script, "--ack-wait", "3s", "--task-key", cc.taskKey,
 		"--data-dir", filepath.Join(cc.dir, "serve", string(rune('a'+i))), "--http", httpAddr, "--log-level", cmp.Or(os.Getenv("REIN_CHAOS_LOG_LEVEL"), "error")}
 }
@@ -222,19 +234,32 @@ func logConsumers(t *testing.T, js jetstream.JetStream) {
 	defer cancel()
 	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector},
 		{streams.StreamTasks, streams.DurableAgentWorker}, {streams.StreamOutcomes, streams.DurableEscalation}} {
-		c, err := js.Consumer(ctx, sd[0], sd[1])
+		infos, err := stageConsumers(ctx, js, sd[0], sd[1])
 		if err != nil {
 			t.Logf("consumer %s: %v", sd[1], err)
-			continue
 		}
-		i, err := c.Info(ctx)
-		if err != nil {
-			t.Logf("consumer %s: %v", sd[1], err)
-			continue
+		for _, i := range infos {
+			t.Logf("consumer %s: pending %d, ack pending %d, redelivered %d, delivered stream seq %d, ack floor stream seq %d, waiting %d, pin %v",
+				i.Name, i.NumPending, i.NumAckPending, i.NumRedelivered, i.Delivered.Stream, i.AckFloor.Stream, i.NumWaiting, i.PriorityGroups)
 		}
-		t.Logf("consumer %s: pending %d, ack pending %d, redelivered %d, delivered stream seq %d, ack floor stream seq %d, waiting %d, pin %v",
-			sd[1], i.NumPending, i.NumAckPending, i.NumRedelivered, i.Delivered.Stream, i.AckFloor.Stream, i.NumWaiting, i.PriorityGroups)
 	}
+}
+
+// stageConsumers are the states of a stage's durable and, on a partitioned
+// stream, of its partitions' durables.
+func stageConsumers(ctx context.Context, js jetstream.JetStream, stream, durable string) ([]*jetstream.ConsumerInfo, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	var out []*jetstream.ConsumerInfo
+	lister := s.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if ci.Name == durable || strings.HasPrefix(ci.Name, durable+"-p") {
+			out = append(out, ci)
+		}
+	}
+	return out, lister.Err()
 }
 
 // ackFloors are the consumer ack floors of the stages that have work
@@ -244,15 +269,13 @@ func ackFloors(ctx context.Context, js jetstream.JetStream) map[string]uint64 {
 	defer cancel()
 	out := map[string]uint64{}
 	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}} {
-		c, err := js.Consumer(ctx, sd[0], sd[1])
-		if err != nil {
-			continue
+		infos, _ := stageConsumers(ctx, js, sd[0], sd[1])
+		for _, info := range infos {
+			if info.NumPending == 0 && info.NumAckPending == 0 {
+				continue
+			}
+			out[info.Name] = info.AckFloor.Consumer
 		}
-		info, err := c.Info(ctx)
-		if err != nil || (info.NumPending == 0 && info.NumAckPending == 0) {
-			continue
-		}
-		out[sd[1]] = info.AckFloor.Consumer
 	}
 	return out
 }

@@ -136,6 +136,8 @@ type serverFlags struct {
 	streamReplicas int
 	kvReplicas     int
 	placementTags  []string
+	// partitions overrides streams.partitions (0: keep it).
+	partitions int
 	// natsKeysDir holds the seeds of rein's identities, for an external
 	// NATS whose authorization is `rein keys server-config`'s.
 	natsKeysDir string
@@ -171,6 +173,7 @@ func (f *serverFlags) bindStreams(fs *pflag.FlagSet) {
 	fs.StringVar(&f.configPath, "config", "", "rein.yaml with flag values and the streams and sinks sections")
 	fs.IntVar(&f.streamReplicas, "stream-replicas", 0, "replicas of every rein stream (1 on the embedded server, 3 on a JetStream cluster); 0: rein.yaml's streams section, else 1. Existing streams are never lowered")
 	fs.IntVar(&f.kvReplicas, "kv-replicas", 0, "replicas of the conversations KV bucket; 0: as the streams")
+	fs.IntVar(&f.partitions, "partitions", 0, fmt.Sprintf("split the turns, detections and tasks streams into this many partitions by conversation (1..%d), so that as many replicas of the detector, injector and agent worker work at once, each on its share of the conversations; set when the streams are created, never changed on streams holding messages; 0: rein.yaml's streams.partitions, else 1 (one active replica per stage, the others standing by)", streams.MaxPartitions))
 	fs.StringSliceVar(&f.placementTags, "placement-tags", nil, "server tags the streams' and the bucket's replicas must be placed on (nats-server server_tags)")
 	fs.StringVar(&f.natsKeysDir, "nats-keys-dir", "", "with --nats-url: a directory of rein's identity seeds (<identity>.nk from rein keys; the external server configured with rein keys server-config): each stage connects as its own identity, the process itself as admin (and provisions) when admin.nk is there, else as reader (then run rein provision first). Replaces --nats-nkey/--nats-creds/--nats-user")
 }

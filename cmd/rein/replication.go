@@ -15,7 +15,11 @@ func replicationConfig(f *serverFlags, p *streams.ProvisionConfig) error {
 	if f.streamReplicas < 0 || f.kvReplicas < 0 {
 		return fmt.Errorf("%w: --stream-replicas and --kv-replicas must be 1..5", streams.ErrInvalidConfig)
 	}
+	if f.partitions < 0 {
+		return fmt.Errorf("%w: --partitions must be 1..%d", streams.ErrInvalidConfig, streams.MaxPartitions)
+	}
 	p.Override(f.streamReplicas, f.kvReplicas, f.placementTags)
+	p.OverridePartitions(f.partitions)
 	if err := p.Validate(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ const (
 	MStageQueued        = "rein_stage_queued_messages"   // {stage} delivered, waiting for their conversation or a slot
 	MStageConversations = "rein_stage_conversations"     // {stage} conversations with work
 	MStageOrderHolds    = "rein_stage_order_holds_total" // {stage,outcome} held, released, timeout
+	MStagePartitions    = "rein_stage_partitions"        // {stage} partitions this replica works
 	MPublished          = "rein_published_total"         // {stream}
 	MIngressRequests    = "rein_ingress_requests_total"  // {transport,outcome}
 

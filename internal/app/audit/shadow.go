@@ -258,7 +258,7 @@ func recordedDetections(ctx context.Context, js jetstream.JetStream, cfg ShadowC
 	out := map[turnKey]schemas.Detection{}
 	sel := Selection{Stream: streams.StreamDetections, Tenant: cfg.Tenant}
 	for _, c := range cfg.Conversations {
-		sel.Filters = append(sel.Filters, streams.DetectionSubject(c.Tenant, c.Conversation))
+		sel.Filters = append(sel.Filters, streams.AnyPartition(streams.DetectionSubject(c.Tenant, c.Conversation))...)
 	}
 	err := Read(ctx, js, sel, nil, func(r *Record) error {
 		if r.Type() != schemas.TypeDetection {

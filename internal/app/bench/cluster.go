@@ -29,15 +29,22 @@ type ClusterPlan struct {
 	Nodes int
 	// Replicas are the replicas per stage of each run, in order.
 	Replicas []int
+	// Partitions splits the turns, detections and tasks streams (as
+	// --partitions): with 1 a stage's replicas stand by for one active one.
+	Partitions int
 }
 
 // ClusterResult is what `rein bench --cluster --json` prints.
 type ClusterResult struct {
-	ClusterNodes   int          `json:"cluster_nodes"`
-	StreamReplicas int          `json:"stream_replicas"`
-	Conversations  int          `json:"conversations"`
-	ModelLatencyMs float64      `json:"model_latency_ms"`
-	Runs           []ClusterRun `json:"runs"`
+	ClusterNodes   int `json:"cluster_nodes"`
+	StreamReplicas int `json:"stream_replicas"`
+	Partitions     int `json:"partitions"`
+	// WorkersPerReplica bounds each stage's turns in flight per replica
+	// (0: the stages' default).
+	WorkersPerReplica int          `json:"workers_per_replica,omitempty"`
+	Conversations     int          `json:"conversations"`
+	ModelLatencyMs    float64      `json:"model_latency_ms"`
+	Runs              []ClusterRun `json:"runs"`
 }
 
 // ClusterRun is one run of a ClusterPlan.
@@ -58,8 +65,9 @@ type ClusterRun struct {
 	CPUSecPer1000  float64 `json:"cpu_s_per_1000_turns"`
 	InFlightMax    int     `json:"in_flight_max,omitempty"`
 	// ActiveReplicas is, per stage, how many of its replicas handled any
-	// message: each stage's durable consumer delivers to one pinned
-	// replica at a time, the others stand by.
+	// message: without partitions a stage's durable delivers to one pinned
+	// replica at a time, the others stand by; with them each replica
+	// works its share of the partitions.
 	ActiveReplicas map[string]int `json:"active_replicas"`
 }
 
@@ -70,12 +78,12 @@ func RunCluster(ctx context.Context, plan ClusterPlan, progress io.Writer) (Clus
 		return ClusterResult{}, fmt.Errorf("bench: a cluster needs at least one node and one replica count")
 	}
 	res := ClusterResult{ClusterNodes: plan.Nodes, StreamReplicas: min(plan.Nodes, 3), Conversations: plan.Conversations,
-		ModelLatencyMs: eval.Ms(plan.ModelLatency)}
+		ModelLatencyMs: eval.Ms(plan.ModelLatency), Partitions: max(plan.Partitions, 1), WorkersPerReplica: plan.Workers}
 	for _, n := range plan.Replicas {
 		if n < 1 {
 			return res, fmt.Errorf("bench: %d replicas per stage", n)
 		}
-		fmt.Fprintf(progress, "cluster of %d nodes, R%d streams, %d replica(s) of every stage: %d turns…\n", plan.Nodes, res.StreamReplicas, n, plan.Conversations*plan.Turns)
+		fmt.Fprintf(progress, "cluster of %d nodes, R%d streams, %d partition(s), %d replica(s) of every stage: %d turns…\n", plan.Nodes, res.StreamReplicas, res.Partitions, n, plan.Conversations*plan.Turns)
 		run, err := runOnCluster(ctx, plan, res.StreamReplicas, n, progress)
 		if err != nil {
 			return res, fmt.Errorf("bench: %d replicas per stage: %w", n, err)
@@ -111,6 +119,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	}
 	prov := streams.DefaultProvision()
 	prov.Defaults.Replicas = streamReplicas
+	prov.Partitions = plan.Partitions
 	if plan.Duplicates > 0 {
 		prov.Defaults.Duplicate = plan.Duplicates
 	}
@@ -163,7 +172,10 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
-	if err := waitPulling(ctx, js, done, !plan.Separate); err != nil {
+	if err := waitPulling(ctx, js, done, !plan.Separate, plan.Partitions); err != nil {
+		return ClusterRun{}, errors.Join(err, stopped())
+	}
+	if err := waitShared(ctx, procs, plan.Partitions); err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	turns, err := js.Stream(ctx, streams.StreamTurns)
@@ -182,6 +194,67 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	}
 	run.Outcomes, err = storedOutcomes(ctx, js)
 	return run, err
+}
+
+// waitShared waits, with partitions, until every process works its share
+// of every pulling stage's partitions (rein_stage_partitions), so that the
+// load does not start while the first process holds them all.
+func waitShared(ctx context.Context, procs []*pipeline.Process, partitions int) error {
+	if partitions <= 1 {
+		return nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		total, least := map[string]float64{}, map[string]float64{}
+		for i, p := range procs {
+			for stage, n := range gaugeByStage(p, telemetry.MStagePartitions) {
+				if stage == streams.StageEscalation {
+					continue // its stream has no partitions
+				}
+				total[stage] += n
+				if i == 0 || n < least[stage] {
+					least[stage] = n
+				}
+			}
+		}
+		settled := len(total) > 0
+		for stage, n := range total {
+			settled = settled && n == float64(partitions) && (least[stage] > 0 || len(procs) > partitions)
+		}
+		if settled {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: the replicas did not share the partitions within 60s (%v)", total)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// gaugeByStage reads a gauge of one process by its stage label.
+func gaugeByStage(p *pipeline.Process, name string) map[string]float64 {
+	out := map[string]float64{}
+	mfs, err := p.Reg.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
 
 // activeReplicas counts, per stage, the processes whose consume loop
@@ -218,7 +291,7 @@ func activeReplicas(procs []*pipeline.Process) map[string]int {
 func storedOutcomes(ctx context.Context, js jetstream.JetStream) (int, error) {
 	n := 0
 	for stream, subjects := range map[string][]string{
-		streams.StreamTurns:    {streams.TurnSubject(tenant, "*", schemas.RoleAgent)},
+		streams.StreamTurns:    streams.AnyPartition(streams.TurnSubject(tenant, "*", schemas.RoleAgent)),
 		streams.StreamOutcomes: {streams.EscalationSubject(tenant, "*"), streams.UnansweredSubject(tenant, "*")},
 	} {
 		s, err := js.Stream(ctx, stream)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -105,8 +106,12 @@ type Plan struct {
 	// in waves of Active conversations, each wave's turns interleaved,
 	// the next wave starting when the last turn of this one is offered
 	// (0: one wave of every conversation, the worst case for caches).
-	Active  int
-	Rate    float64 // offered turns/s; 0: maximum rate
+	Active int
+	Rate   float64 // offered turns/s; 0: maximum rate
+	// Workers bounds each stage's turns in flight in each process (0: the
+	// stages' default, or REIN_BENCH_WORKERS): a replica's share of a
+	// model's concurrency.
+	Workers int
 	RawMsgs int
 	Persist string
 	// Separate runs the injector as its own consumer (--fuse-injector=false).
@@ -140,8 +145,8 @@ type Plan struct {
 
 // Validate refuses a plan that cannot be played.
 func (p Plan) Validate() error {
-	if p.Conversations < 1 || p.Turns < 1 || p.Active < 0 || p.Rate < 0 || p.Duplicates < 0 {
-		return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate and --duplicates not negative")
+	if p.Conversations < 1 || p.Turns < 1 || p.Active < 0 || p.Rate < 0 || p.Duplicates < 0 || p.Workers < 0 {
+		return fmt.Errorf("bench: --conversations and --turns must be positive, --active, --rate, --duplicates and --workers not negative")
 	}
 	return nil
 }
@@ -190,7 +195,7 @@ func agentModel(plan Plan) (llm.Client, error) {
 // stages are the bench pipeline's stage options: the rules module, the
 // airline domain's tools, the given agent.
 func stages(plan Plan, agent llm.Client) pipeline.Stages {
-	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: workers(), MaxSteps: 30,
+	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: cmp.Or(plan.Workers, workers()), MaxSteps: 30,
 		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
 		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
 		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
@@ -241,7 +246,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(sctx, so, names) }()
-	err = waitPulling(ctx, rt.JS, done, !plan.Separate)
+	err = waitPulling(ctx, rt.JS, done, !plan.Separate, 1)
 	var res Result
 	if err == nil {
 		res, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
@@ -350,12 +355,21 @@ func writeHeapProfile(path string) error {
 // waitPulling waits until the stages' consumers are pulling, so that the
 // offered load does not queue behind their start-up (consumers created,
 // first pull requests out), which would count as latency of the first turns.
-func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, fused bool) error {
+func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, fused bool, partitions int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	type durable struct{ stream, durable string }
-	pulling := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
+	stageDurables := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
 	if !fused {
-		pulling = append(pulling, durable{streams.StreamDetections, streams.DurableInjector})
+		stageDurables = append(stageDurables, durable{streams.StreamDetections, streams.DurableInjector})
+	}
+	pulling := stageDurables
+	if partitions > 1 {
+		pulling = nil
+		for _, d := range stageDurables {
+			for p := range partitions {
+				pulling = append(pulling, durable{d.stream, streams.PartitionDurable(d.durable, p)})
+			}
+		}
 	}
 	for _, c := range pulling {
 		for {
@@ -556,7 +570,7 @@ func eventHeaders(ctx context.Context, rt *pipeline.Process, persist string) (He
 	if err != nil {
 		return h, fmt.Errorf("bench: %w", err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, streams.TurnSubject(tenant, convName(0), schemas.RoleUser))
+	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, streams.TurnSubject(tenant, convName(0), schemas.RoleUser)))
 	if err != nil {
 		return h, fmt.Errorf("bench: a stored user turn: %w", err)
 	}

@@ -53,6 +53,7 @@ func (d *Dashboard) Search(ctx context.Context, query string) ([]Match, error) {
 	for subj, n := range info.State.Subjects {
 		// rein.turns.<tenant>.<conv>.<role>: the tenant is the token that
 		// rebuilds the subject.
+		subj = streams.Unpartitioned(subj)
 		parts := strings.Split(subj, ".")
 		if len(parts) != 5 {
 			continue

@@ -1,0 +1,159 @@
+package streams
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Partitions let several replicas of a stage work at once while each
+// conversation keeps one holder. With streams.partitions N > 1, the streams
+// every turn passes through (PartitionedStreams) store each message under
+// its subject with one more token: the partition, 0..N-1, that the server's
+// subject transform computes from the tenant and conversation tokens
+// (partition(N, tenant, conversation)). The stage consuming such a stream
+// has one durable per partition (PartitionDurable), each a pinned-client
+// group, and its live replicas share the partitions between them (see
+// members.go): a conversation's messages are all in one partition, so one
+// replica handles them, in order, as with one durable.
+//
+// Only the stored subject changes: publishers and core NATS subscribers
+// keep the subjects of names.go, and readers of a partitioned stream look a
+// subject up with StoredFilter. The partition count is fixed when a
+// stream is created (Provision refuses to change it on a stream holding
+// messages: a conversation would move between partitions while its
+// earlier turns are in flight).
+
+// MaxPartitions bounds streams.partitions; the permission table names
+// every partition's durable.
+const MaxPartitions = 16
+
+// PartitionedStreams are the streams that take the partition token when
+// streams.partitions > 1, with the subject each transform applies to and
+// how many tokens that subject has before the partition.
+var PartitionedStreams = map[string]struct {
+	source string
+	tokens int
+}{
+	StreamTurns:      {subjTurns + ".*.*.*", 5},
+	StreamDetections: {subjDetections + ".*.*", 4},
+	StreamTasks:      {subjTasks + ".*.*", 4},
+}
+
+// subjectTransform is the stream transform adding the partition token, or
+// nil when partitions <= 1 or the stream is not partitioned.
+func subjectTransform(stream string, partitions int) *jetstream.SubjectTransformConfig {
+	ps, ok := PartitionedStreams[stream]
+	if !ok || partitions <= 1 {
+		return nil
+	}
+	dest := strings.TrimSuffix(ps.source, strings.Repeat(".*", ps.tokens-2))
+	for i := 1; i <= ps.tokens-2; i++ {
+		dest += fmt.Sprintf(".{{wildcard(%d)}}", i)
+	}
+	dest += fmt.Sprintf(".{{partition(%d,1,2)}}", partitions)
+	return &jetstream.SubjectTransformConfig{Source: ps.source, Destination: dest}
+}
+
+var partitionArg = regexp.MustCompile(`\{\{\s*partition\(\s*(\d+)\s*,`)
+
+// StreamPartitions reads a stream's partition count from its
+// configuration: N from rein's transform, 1 when it has none.
+func StreamPartitions(cfg jetstream.StreamConfig) int {
+	if cfg.SubjectTransform == nil {
+		return 1
+	}
+	m := partitionArg.FindStringSubmatch(cfg.SubjectTransform.Destination)
+	if m == nil {
+		return 1
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// partitionsOf is StreamPartitions of a looked-up stream.
+func partitionsOf(s jetstream.Stream) int {
+	if s == nil || s.CachedInfo() == nil {
+		return 1
+	}
+	return StreamPartitions(s.CachedInfo().Config)
+}
+
+// StoredFilter is the filter that finds, in stream s, the messages
+// published on subject: the subject itself, or subject.* when s stores a
+// partition token after it.
+func StoredFilter(s jetstream.Stream, subject string) string {
+	if partitionsOf(s) > 1 {
+		return subject + ".*"
+	}
+	return subject
+}
+
+// AnyPartition is the filters matching subject as stored in a stream with
+// or without partitions, for readers that do not look the stream up
+// (replay, audit). The two never overlap.
+func AnyPartition(subject string) []string { return []string{subject, subject + ".*"} }
+
+// Unpartitioned is the subject a message was published on: its stored
+// subject without the partition token.
+func Unpartitioned(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) < 2 || parts[0] != "rein" {
+		return subject
+	}
+	for _, ps := range PartitionedStreams {
+		if strings.HasPrefix(ps.source, "rein."+parts[1]+".") && len(parts) == ps.tokens+1 {
+			return strings.Join(parts[:ps.tokens], ".")
+		}
+	}
+	return subject
+}
+
+// PartitionDurable names partition p's durable of a stage's durable.
+func PartitionDurable(durable string, p int) string { return durable + "-p" + strconv.Itoa(p) }
+
+// partitionFilters are the filters of partition p's durable: each of the
+// stage's filters with the partition token.
+func partitionFilters(filters []string, p int) []string {
+	out := make([]string, len(filters))
+	for i, f := range filters {
+		out[i] = f + "." + strconv.Itoa(p)
+	}
+	return out
+}
+
+// assigned is the partitions, of n, that member self works when the live
+// members are members (self included or not): partition p belongs to the
+// (p mod k)-th member in sorted order, so k members get n/k each, and
+// every member computes the same split from the same list.
+func assigned(self string, members []string, n int) []int {
+	ms := append([]string(nil), members...)
+	found := false
+	for _, m := range ms {
+		found = found || m == self
+	}
+	if !found {
+		ms = append(ms, self)
+	}
+	slices.Sort(ms)
+	idx := 0
+	for i, m := range ms {
+		if m == self {
+			idx = i
+		}
+	}
+	var out []int
+	for p := 0; p < n; p++ {
+		if p%len(ms) == idx {
+			out = append(out, p)
+		}
+	}
+	return out
+}

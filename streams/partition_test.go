@@ -1,0 +1,186 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// partitioned provisions the harness's (empty) streams with n partitions.
+func partitioned(t *testing.T, h *rtest.JS, n int) {
+	t.Helper()
+	p := streams.DefaultProvision()
+	p.Partitions = n
+	if err := streams.Provision(t.Context(), h.JS, p); err != nil {
+		t.Fatalf("provision %d partitions: %v", n, err)
+	}
+}
+
+// The server stores a partitioned stream's messages under their subject
+// and a partition token computed from tenant and conversation: every
+// message of one conversation in one partition, the conversations spread
+// over all of them; readers find them by the published subject.
+func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	partitioned(t, h, 4)
+	var outs []streams.Out
+	for c := range 40 {
+		for turn := 1; turn <= 2; turn++ {
+			outs = append(outs, *turnEvent(t, "acme", fmt.Sprintf("c%02d", c), turn, "hello"))
+		}
+	}
+	publishTurns(t, h, outs)
+	s, err := h.JS.Stream(t.Context(), streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := streams.StreamPartitions(s.CachedInfo().Config); n != 4 {
+		t.Fatalf("StreamPartitions = %d, want 4", n)
+	}
+	byConv := map[string]string{}
+	used := map[string]bool{}
+	err = streams.ReadStream(t.Context(), h.JS, streams.StreamTurns, streams.ReadOptions{}, func(r streams.Raw) error {
+		tokens := strings.Split(r.Subject, ".")
+		if len(tokens) != 6 {
+			return fmt.Errorf("stored subject %s: want rein.turns.<tenant>.<conv>.<role>.<partition>", r.Subject)
+		}
+		p := tokens[5]
+		if prev, ok := byConv[tokens[3]]; ok && prev != p {
+			return fmt.Errorf("conversation %s in partitions %s and %s", tokens[3], prev, p)
+		}
+		byConv[tokens[3]], used[p] = p, true
+		if got, want := streams.Unpartitioned(r.Subject), streams.TurnSubject("acme", tokens[3], schemas.RoleUser); got != want {
+			return fmt.Errorf("Unpartitioned(%s) = %s, want %s", r.Subject, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(used) != 4 {
+		t.Fatalf("40 conversations used partitions %v, want all 4", used)
+	}
+	turn, found, err := streams.LastTurn(t.Context(), s, streams.TurnSubject("acme", "c07", schemas.RoleUser))
+	if err != nil || !found || turn != 2 {
+		t.Fatalf("LastTurn through the partition token = %d, %v, %v; want 2", turn, found, err)
+	}
+}
+
+// Partitions are fixed once a stream holds messages: another count is a
+// clear error (conversations would move between partitions with turns in
+// flight), and a process started without the setting keeps them.
+func TestProvisionNeverRepartitionsAStreamHoldingMessages(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	partitioned(t, h, 4)
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c1", 1, "hello")})
+	p := streams.DefaultProvision()
+	p.Partitions = 8
+	err := streams.Provision(t.Context(), h.JS, p)
+	if !errors.Is(err, streams.ErrInvalidConfig) || !strings.Contains(err.Error(), "4 partitions") {
+		t.Fatalf("repartitioning a stream holding messages: err = %v, want ErrInvalidConfig naming its 4 partitions", err)
+	}
+	if err := streams.Provision(t.Context(), h.JS, streams.DefaultProvision()); err != nil {
+		t.Fatalf("a process without streams.partitions: %v", err)
+	}
+	s, err := h.JS.Stream(t.Context(), streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := streams.StreamPartitions(s.CachedInfo().Config); n != 4 {
+		t.Fatalf("after a provision without partitions the stream has %d, want its 4 kept", n)
+	}
+}
+
+// Two replicas of a stage on a partitioned stream share the partitions and
+// both work at once; every turn is handled once, in its conversation's
+// order; when one replica stops, the other takes every partition and the
+// turns published after go on.
+func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	partitioned(t, h, 4)
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
+		Filter: []string{streams.UserTurnsAll}, AckWait: 30 * time.Second}
+	var mu sync.Mutex
+	handled := map[string][]int{} // conversation → turns, in handling order
+	by := map[string]map[string]bool{}
+	replica := func(name string) (stop func(), reg *prometheus.Registry) {
+		reg = prometheus.NewRegistry()
+		return runConsumer(t, h, cfg, reg, func(_ context.Context, d streams.Decoded) error {
+			mu.Lock()
+			defer mu.Unlock()
+			c := d.Meta.Conversation
+			handled[c] = append(handled[c], d.Meta.Turn)
+			if by[name] == nil {
+				by[name] = map[string]bool{}
+			}
+			by[name][c] = true
+			return nil
+		}), reg
+	}
+	partitionsOf := func(reg *prometheus.Registry) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			return -1
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "rein_stage_partitions" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	_, regA := replica("a")
+	stopB, regB := replica("b")
+	rtest.CheckFor(t, 30*time.Second, "two replicas with two partitions each", func() bool {
+		return partitionsOf(regA) == 2 && partitionsOf(regB) == 2
+	})
+	publish := func(from, to int) {
+		var outs []streams.Out
+		for turn := from; turn <= to; turn++ {
+			for c := range 40 {
+				outs = append(outs, *turnEvent(t, "acme", fmt.Sprintf("c%02d", c), turn, "hello"))
+			}
+		}
+		publishTurns(t, h, outs)
+	}
+	all := func(turns int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			n := 0
+			for _, ts := range handled {
+				n += len(ts)
+			}
+			return n >= 40*turns
+		}
+	}
+	publish(1, 3)
+	rtest.CheckFor(t, 30*time.Second, "every turn handled", all(3))
+	mu.Lock()
+	if len(by["a"]) == 0 || len(by["b"]) == 0 {
+		t.Errorf("conversations handled by a: %d, by b: %d; want both replicas working", len(by["a"]), len(by["b"]))
+	}
+	mu.Unlock()
+
+	stopB()
+	rtest.CheckFor(t, 30*time.Second, "the remaining replica works every partition", func() bool { return partitionsOf(regA) == 4 })
+	publish(4, 5)
+	rtest.CheckFor(t, 30*time.Second, "every turn handled after the stop", all(5))
+	mu.Lock()
+	defer mu.Unlock()
+	for c, ts := range handled {
+		if fmt.Sprint(ts) != "[1 2 3 4 5]" {
+			t.Errorf("conversation %s handled turns %v, want [1 2 3 4 5] once each, in order", c, ts)
+		}
+	}
+}
