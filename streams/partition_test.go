@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -183,4 +185,128 @@ func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
 			t.Errorf("conversation %s handled turns %v, want [1 2 3 4 5] once each, in order", c, ts)
 		}
 	}
+}
+
+// A replica of a partitioned stage that dies without a word (its
+// connection cut: no leave, no drain, no unpin) while turns flow: the other
+// takes its partitions once its member key lapses and its pins expire, and
+// every partition makes progress again within 15 s.
+func TestPartitionedReplicaCrashIsTakenOverWithinSeconds(t *testing.T) {
+	t.Run("settled", func(t *testing.T) { partitionedCrash(t, false) })
+	// The crash right after the replica handed half its partitions over.
+	t.Run("right after a hand-over", func(t *testing.T) { partitionedCrash(t, true) })
+}
+
+func partitionedCrash(t *testing.T, early bool) {
+	h := rtest.StartJetStream(t, "")
+	partitioned(t, h, 4)
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
+		Filter: []string{streams.UserTurnsAll}, AckWait: 3 * time.Second}
+	var mu sync.Mutex
+	handled := map[string][]int{}
+	last := map[string]time.Time{} // replica → last handled
+	replica := func(name string) (crash func(), reg *prometheus.Registry) {
+		reg = prometheus.NewRegistry()
+		nc, js := h.ConnectAs(t, streams.IdentityAdmin, nil)
+		c, err := streams.NewConsumer(cfg, streams.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: testLogger(t), Registerer: reg},
+			func(_ context.Context, d streams.Decoded) error {
+				mu.Lock()
+				defer mu.Unlock()
+				handled[d.Meta.Conversation] = append(handled[d.Meta.Conversation], d.Meta.Turn)
+				last[name] = time.Now()
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go func() { _ = c.Run(ctx) }()
+		return nc.Close, reg
+	}
+	crashA, regA := replica("a")
+	var regB *prometheus.Registry
+	if !early {
+		_, regB = replica("b")
+		rtest.CheckFor(t, 30*time.Second, "two replicas with two partitions each", func() bool {
+			return gaugeValue(regA, "rein_stage_partitions") == 2 && gaugeValue(regB, "rein_stage_partitions") == 2
+		})
+	}
+	const convs, turns = 40, 6
+	stop := make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		for turn := 1; turn <= turns; turn++ {
+			for c := range convs {
+				publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", fmt.Sprintf("c%02d", c), turn, "hello")})
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}
+	}()
+	rtest.CheckFor(t, 30*time.Second, "a third handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, ts := range handled {
+			n += len(ts)
+		}
+		return n >= convs*turns/3
+	})
+	if early {
+		_, regB = replica("b")
+		rtest.CheckFor(t, 30*time.Second, "a hands two partitions over", func() bool { return gaugeValue(regA, "rein_stage_partitions") == 2 })
+	}
+	crashA()
+	crashed := time.Now()
+	<-published
+	rtest.CheckFor(t, 60*time.Second, "every turn handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, ts := range handled {
+			n += len(ts)
+		}
+		return n >= convs*turns
+	})
+	t.Logf("every turn handled %s after the crash", time.Since(crashed).Round(100*time.Millisecond))
+	if took := time.Since(crashed); took > 20*time.Second {
+		t.Errorf("the turns published after the crash took %s to be handled, want within 20 s (member TTL 6 s, pin TTL 10 s)", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for c, ts := range handled {
+		for i, turn := range ts {
+			if turn != i+1 {
+				t.Errorf("conversation %s handled turns %v, want 1..%d once each, in order", c, ts, turns)
+				break
+			}
+		}
+	}
+}
+
+// gaugeValue is the value of a gauge with one series in reg (-1 if none).
+func gaugeValue(reg *prometheus.Registry, name string) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// testLogger is quiet unless REIN_TEST_LOG is set (then info to stderr).
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("REIN_TEST_LOG") == "" {
+		return quiet
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test", t.Name())
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/app/bench"
+	"github.com/reinception/rein/streams"
 )
 
 func init() { register(newBenchCmd) }
@@ -19,7 +21,7 @@ func newBenchCmd() *cobra.Command {
 	var plan bench.Plan
 	var quick, asJSON bool
 	var cpuProfile string
-	var clusterNodes int
+	var clusterNodes, partitions int
 	var replicas []int
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -43,14 +45,18 @@ they are offered open-loop at N turns/s. --quick finishes within a minute.
 With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store
 directory per node, routes between them) with R3 streams, and plays the load once per --replicas
 count, each time on a fresh cluster with that many processes running every stage; the scripted agent
-takes --model-latency per call (default 50ms there). It reports turns/s and p50/p99 per replica count,
-the outcomes stored per turn, and how many replicas of each stage handled anything (a stage's consumer
-delivers to one pinned replica at a time). No raw reference chains run. --quick finishes within four
+takes --model-latency per call (default 50ms there). The streams are split into --partitions partitions
+(default: the largest --replicas count), so the replicas of a stage share the conversations; with
+--partitions 1 one replica of each stage works and the others stand by. --workers bounds each stage's
+turns in flight per replica, as a replica's share of a model's concurrency would: with it the load is
+bound by the model's latency rather than by this machine's cores, and throughput follows the
+replicas. It reports turns/s and p50/p99 per replica count, the outcomes stored per turn, and how many
+replicas of each stage handled anything. No raw reference chains run. --quick finishes within four
 minutes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusterNodes > 0 {
-				return benchCluster(cmd, bench.ClusterPlan{Plan: plan, Nodes: clusterNodes, Replicas: replicas}, quick, asJSON)
+				return benchCluster(cmd, bench.ClusterPlan{Plan: plan, Nodes: clusterNodes, Replicas: replicas, Partitions: partitions}, quick, asJSON)
 			}
 			if quick {
 				if !cmd.Flags().Changed("conversations") {
@@ -132,6 +138,8 @@ minutes.`,
 	fs.DurationVar(&plan.ModelLatency, "model-latency", 0, "each scripted agent model call takes this long (two calls per turn): the scenario of a real model's time, reporting in-flight turns, rein's added latency and Little's-law ceiling (0: the CPU scenario)")
 	fs.IntVar(&clusterNodes, "cluster", 0, "run on a real JetStream cluster of this many nodes started in this process, with R3 streams, once per --replicas count (0: the single-server bench)")
 	fs.IntSliceVar(&replicas, "replicas", []int{1, 2, 4}, "with --cluster: replicas of every stage, one run each")
+	fs.IntVar(&partitions, "partitions", 0, "with --cluster: partitions of the turns, detections and tasks streams (0: the largest --replicas count; 1: one active replica per stage)")
+	fs.IntVar(&plan.Workers, "workers", 0, "turns in flight per stage in each process (0: the stages' default, 4096): a replica's share of a model's concurrency")
 	fs.StringVar(&plan.MemProfile, "memprofile", "", "write a heap profile of the pipeline, taken when the last reply is stored, to this file (go tool pprof -sample_index=inuse_space for what is live then, alloc_space for what the run allocated)")
 	return cmd
 }
@@ -156,6 +164,15 @@ func benchCluster(cmd *cobra.Command, plan bench.ClusterPlan, quick, asJSON bool
 	if !fs.Changed("model-latency") {
 		plan.ModelLatency = 50 * time.Millisecond
 	}
+	if len(plan.Replicas) == 0 {
+		return fmt.Errorf("bench: --replicas needs at least one count")
+	}
+	if plan.Partitions == 0 {
+		plan.Partitions = slices.Max(plan.Replicas)
+	}
+	if plan.Partitions < 1 || plan.Partitions > streams.MaxPartitions {
+		return fmt.Errorf("bench: --partitions %d must be 1..%d", plan.Partitions, streams.MaxPartitions)
+	}
 	if err := plan.Validate(); err != nil {
 		return err
 	}
@@ -170,8 +187,12 @@ func benchCluster(cmd *cobra.Command, plan bench.ClusterPlan, quick, asJSON bool
 	if asJSON {
 		return writeJSON(out, res)
 	}
-	fmt.Fprintf(out, "rein on a %d-node JetStream cluster, R%d streams: %d conversations, scripted agent %.0f ms × %d calls per turn\n",
-		res.ClusterNodes, res.StreamReplicas, res.Conversations, res.ModelLatencyMs, bench.ModelCalls)
+	fmt.Fprintf(out, "rein on a %d-node JetStream cluster, R%d streams, %d partition(s): %d conversations, scripted agent %.0f ms × %d calls per turn",
+		res.ClusterNodes, res.StreamReplicas, res.Partitions, res.Conversations, res.ModelLatencyMs, bench.ModelCalls)
+	if res.WorkersPerReplica > 0 {
+		fmt.Fprintf(out, ", %d turns in flight per stage per replica", res.WorkersPerReplica)
+	}
+	fmt.Fprintln(out)
 	for _, r := range res.Runs {
 		fmt.Fprintf(out, "  %d replica(s) per stage: %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %d of %d turns with an outcome · active replicas %v\n",
 			r.ReplicasPerStage, r.TurnsPerSec, r.P50Ms, r.P99Ms, r.Outcomes, r.Turns, r.ActiveReplicas)
