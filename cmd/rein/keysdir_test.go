@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,13 @@ import (
 // --nats-keys-dir, every connection of a process on an external NATS used
 // one set of credentials, so a deployment gave every stage one user.
 func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
+	t.Run("one partition", func(t *testing.T) { stagesUnderOwnIdentities(t, 1) })
+	// Partitioned: each stage's partition durables and its key in the
+	// members bucket are within its identity's permissions.
+	t.Run("two partitions", func(t *testing.T) { stagesUnderOwnIdentities(t, 2) })
+}
+
+func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	url, keys := externalServerWithReinAuth(t)
 	// Two mounts, as a deployment would make them: admin's alone for the
 	// provisioning job; every other identity for the stage process.
@@ -48,7 +56,7 @@ func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
 	if _, err := runCLI(t, ctx, append(serveArgs, "--http", freePort(t))...); err == nil || !strings.Contains(err.Error(), "rein provision") {
 		t.Fatalf("serve as reader before provisioning: %v; want an error that says to run rein provision", err)
 	}
-	out, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", adminDir)
+	out, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", adminDir, "--partitions", strconv.Itoa(partitions))
 	if err != nil {
 		t.Fatalf("provision: %v", err)
 	}
@@ -81,6 +89,13 @@ func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
 		_, found, err := streams.LastEvent(ctx, s, streams.TurnSubject("acme", "c1", "agent"))
 		return err == nil && found
 	})
+	s, err := js.Stream(ctx, streams.StreamTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := streams.StreamPartitions(s.CachedInfo().Config); got != partitions {
+		t.Errorf("REIN_TASKS has %d partitions, want %d", got, partitions)
+	}
 }
 
 // A stage's process holds only its own seed and reader's, as deploy/compose
