@@ -3,11 +3,13 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,6 +37,7 @@ type composeService struct {
 	Ports       []string // host_ip:published:target
 	Secrets     []composeSecret
 	DependsOn   map[string]string // service → condition
+	Replicas    int               // deploy.replicas; 0 when unset
 }
 
 // composeSecret is a service's secret.
@@ -101,6 +104,9 @@ func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
 		for dep, d := range sc.DependsOn {
 			s.DependsOn[dep] = d.Condition
 		}
+		if sc.Deploy != nil && sc.Deploy.Replicas != nil {
+			s.Replicas = *sc.Deploy.Replicas
+		}
 		services[name] = s
 	}
 	secrets := map[string]string{}
@@ -129,6 +135,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	nats := 0
 	stages := map[string]bool{}
+	partitions := map[string]bool{}
 	var admins []string
 	for name, s := range services {
 		where := "compose service " + name
@@ -159,6 +166,12 @@ func TestComposeFile(t *testing.T) {
 			if s.Environment["REIN_STREAM_REPLICAS"] != "3" {
 				t.Errorf("%s: streams must be R3 on the cluster", where)
 			}
+			// provision creates the streams with these partitions; the
+			// stages' replicas share them.
+			partitions[s.Environment["REIN_PARTITIONS"]] = true
+			if n, _ := strconv.Atoi(s.Environment["REIN_PARTITIONS"]); n < 2 || n < s.Replicas {
+				t.Errorf("%s: REIN_PARTITIONS %q must be at least 2 and at least its %d replicas, or replicas only stand by", where, s.Environment["REIN_PARTITIONS"], s.Replicas)
+			}
 			if n := strings.Count(s.Environment["REIN_NATS_URL"], "nats://"); n != 3 {
 				t.Errorf("%s: REIN_NATS_URL names %d servers, want the 3 nodes", where, n)
 			}
@@ -180,6 +193,9 @@ func TestComposeFile(t *testing.T) {
 	}
 	if nats != 3 {
 		t.Errorf("%d NATS services, want 3", nats)
+	}
+	if len(partitions) != 1 {
+		t.Errorf("rein services disagree on REIN_PARTITIONS: %v", slices.Collect(maps.Keys(partitions)))
 	}
 	if !slices.Equal(admins, []string{"provision"}) {
 		t.Errorf("services holding admin.nk: %v; want the provision service alone", admins)
