@@ -27,7 +27,8 @@
 //     auth.conf `rein keys server-config` generates), a one-shot provision
 //     service holding admin.nk, each stage and the ingress as its own
 //     service on R3 streams holding reader.nk and its own identity's seed,
-//     Prometheus with rein's rules and Grafana with its dashboard.
+//     Prometheus with rein's rules (scraping with a metrics-role token
+//     that make compose-secrets writes) and Grafana with its dashboard.
 //
 //   - k8s/: a kustomize base: a Deployment per stage and for the ingress
 //     (probes on /healthz and /readyz, resources, non-root read-only
