@@ -3,11 +3,16 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +21,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
 )
 
@@ -35,6 +41,7 @@ type composeService struct {
 	Ports       []string // host_ip:published:target
 	Secrets     []composeSecret
 	DependsOn   map[string]string // service → condition
+	Replicas    int               // deploy.replicas; 0 when unset
 }
 
 // composeSecret is a service's secret.
@@ -101,6 +108,9 @@ func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
 		for dep, d := range sc.DependsOn {
 			s.DependsOn[dep] = d.Condition
 		}
+		if sc.Deploy != nil && sc.Deploy.Replicas != nil {
+			s.Replicas = *sc.Deploy.Replicas
+		}
 		services[name] = s
 	}
 	secrets := map[string]string{}
@@ -129,6 +139,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	nats := 0
 	stages := map[string]bool{}
+	partitions := map[string]bool{}
 	var admins []string
 	for name, s := range services {
 		where := "compose service " + name
@@ -159,6 +170,12 @@ func TestComposeFile(t *testing.T) {
 			if s.Environment["REIN_STREAM_REPLICAS"] != "3" {
 				t.Errorf("%s: streams must be R3 on the cluster", where)
 			}
+			// provision creates the streams with these partitions; the
+			// stages' replicas share them.
+			partitions[s.Environment["REIN_PARTITIONS"]] = true
+			if n, _ := strconv.Atoi(s.Environment["REIN_PARTITIONS"]); n < 2 || n < s.Replicas {
+				t.Errorf("%s: REIN_PARTITIONS %q must be at least 2 and at least its %d replicas, or replicas only stand by", where, s.Environment["REIN_PARTITIONS"], s.Replicas)
+			}
 			if n := strings.Count(s.Environment["REIN_NATS_URL"], "nats://"); n != 3 {
 				t.Errorf("%s: REIN_NATS_URL names %d servers, want the 3 nodes", where, n)
 			}
@@ -180,6 +197,9 @@ func TestComposeFile(t *testing.T) {
 	}
 	if nats != 3 {
 		t.Errorf("%d NATS services, want 3", nats)
+	}
+	if len(partitions) != 1 {
+		t.Errorf("rein services disagree on REIN_PARTITIONS: %v", slices.Collect(maps.Keys(partitions)))
 	}
 	if !slices.Equal(admins, []string{"provision"}) {
 		t.Errorf("services holding admin.nk: %v; want the provision service alone", admins)
@@ -267,6 +287,9 @@ func TestComposeNATSAndPrometheus(t *testing.T) {
 				Names []string `yaml:"names"`
 				Port  int      `yaml:"port"`
 			} `yaml:"dns_sd_configs"`
+			Authorization struct {
+				CredentialsFile string `yaml:"credentials_file"`
+			} `yaml:"authorization"`
 		} `yaml:"scrape_configs"`
 	}
 	b, err := os.ReadFile(filepath.Join(composeDir, "prometheus.yml"))
@@ -284,6 +307,101 @@ func TestComposeNATSAndPrometheus(t *testing.T) {
 		if !slices.Contains(names, s) {
 			t.Errorf("prometheus.yml does not scrape %s", s)
 		}
+	}
+	// rein's /metrics on 0.0.0.0 answers 401 without a metrics token:
+	// Prometheus reads one from the secret compose-secrets writes.
+	services, secrets := loadCompose(t)
+	cred := prom.ScrapeConfigs[0].Authorization.CredentialsFile
+	mounted := slices.ContainsFunc(services["prometheus"].Secrets, func(s composeSecret) bool {
+		target := s.Target
+		if target == "" {
+			target = "/run/secrets/" + s.Source
+		}
+		return target == cred && secrets[s.Source] == "./"+metricsTokenFile
+	})
+	if cred == "" || !mounted {
+		t.Errorf("prometheus.yml scrapes rein without the metrics token (authorization.credentials_file %q is not the prometheus service's secret of %s)", cred, metricsTokenFile)
+	}
+	runPromtool(t, "check", "config", "--syntax-only", filepath.Join(composeDir, "prometheus.yml"))
+}
+
+// metricsTokenFile is the token Prometheus scrapes rein with, in the
+// compose directory.
+const metricsTokenFile = "secrets/metrics-token"
+
+// make compose-secrets (run in a scratch copy of the tree, with the rein
+// the tests built) writes an HTTP tokens file rein accepts, in which the
+// ingress token speaks for tenant acme and the token Prometheus reads
+// from secrets/metrics-token, readable by Prometheus's user, may read
+// /metrics; running it again changes nothing.
+func TestComposeSecretsTokens(t *testing.T) {
+	mk, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make not on PATH")
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "deploy", "compose")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		t.Helper()
+		// -o build: use the rein the tests built (BIN) as it is.
+		cmd := exec.CommandContext(t.Context(), mk, "-s", "-f", "Makefile", "-o", "build", "compose-secrets", "ROOT="+root, "BIN="+rein(t))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("make compose-secrets: %v\n%s", err, out)
+		}
+	}
+	run()
+	first, err := os.ReadFile(filepath.Join(dir, "secrets", "http-tokens.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run()
+	b, err := os.ReadFile(filepath.Join(dir, "secrets", "http-tokens.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, first) {
+		t.Errorf("a second make compose-secrets changed http-tokens.yaml:\n%s\nthen\n%s", first, b)
+	}
+	var file struct {
+		Tokens []telemetry.Token `yaml:"tokens"`
+	}
+	if err := yaml.UnmarshalWithOptions(b, &file, yaml.Strict()); err != nil {
+		t.Fatalf("http-tokens.yaml: %v\n%s", err, b)
+	}
+	tokens, err := telemetry.NewTokens(file.Tokens)
+	if err != nil {
+		t.Fatalf("http-tokens.yaml: %v\n%s", err, b)
+	}
+	metricsToken, err := os.ReadFile(filepath.Join(dir, metricsTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, metricsTokenFile)); err != nil || fi.Mode().Perm()&0o004 == 0 {
+		t.Errorf("%s is not readable by Prometheus's user (nobody): %v", metricsTokenFile, fi.Mode())
+	}
+	var ingressToken string
+	for _, tk := range file.Tokens {
+		if tk.Token != "" {
+			ingressToken = tk.Token
+		}
+	}
+	authorize := func(token, role, tenant string) int {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		code, _ := tokens.Authorize(r, role, tenant)
+		return code
+	}
+	if code := authorize(string(metricsToken), telemetry.RoleMetrics, ""); code != 0 {
+		t.Errorf("the metrics token does not read /metrics: %d", code)
+	}
+	if code := authorize(ingressToken, telemetry.RoleIngress, "acme"); code != 0 {
+		t.Errorf("the ingress token does not post turns for acme: %d", code)
+	}
+	if code := authorize(string(metricsToken), telemetry.RoleIngress, "acme"); code == 0 {
+		t.Errorf("the metrics token may post turns")
 	}
 }
 

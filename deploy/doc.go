@@ -27,28 +27,41 @@
 //     auth.conf `rein keys server-config` generates), a one-shot provision
 //     service holding admin.nk, each stage and the ingress as its own
 //     service on R3 streams holding reader.nk and its own identity's seed,
-//     Prometheus with rein's rules and Grafana with its dashboard.
+//     Prometheus with rein's rules (scraping with a metrics-role token
+//     that make compose-secrets writes) and Grafana with its dashboard.
 //
 //   - k8s/: a kustomize base: a Deployment per stage and for the ingress
 //     (probes on /healthz and /readyz, resources, non-root read-only
 //     containers, reader.nk and the stage's own seed from Secret
 //     rein-nats-keys, HTTP tokens from Secret rein-http-tokens), the
 //     rein-provision Job (admin.nk alone), PodDisruptionBudgets, the
-//     ingress Service, NetworkPolicies, the rein.yaml ConfigMap;
-//     nats-values.yaml for the official NATS Helm chart, with rein's
-//     identities from `rein keys server-config --helm-values`.
+//     ingress Service and a headless Service per stage, NetworkPolicies,
+//     the rein.yaml ConfigMap (R3 streams in 8 partitions), a
+//     ServiceMonitor scraping every Service's /metrics, and a KEDA
+//     ScaledObject per partitioned stage (detector, injector, agent
+//     worker: 2 to 8 replicas on the stage's consumer lag, summed over its
+//     partition durables by a Prometheus query); nats-values.yaml for the
+//     official NATS Helm chart, with rein's identities from `rein keys
+//     server-config --helm-values`.
 //
 // The tests check that every rein_* metric the dashboard and the rules
 // query is one rein exports (internal/telemetry/names.go), that the
 // dashboard is well formed and its queries parse, and run promtool when it
 // is installed; with REIN_REQUIRE_PROMTOOL=1 (set by .ci/run) or CI set, a
 // missing promtool fails those tests instead of skipping them.
-// They parse every manifest and
-// check probes, resources, security contexts, secret references, the NATS
-// seeds each workload mounts (exactly its own and reader's; admin only in
-// the provision job) and selectors; check the compose file, nats.conf, prometheus.yml, the
-// Dockerfile and the Makefile; and build rein once to check that every
-// flag and REIN_* variable the artefacts use is one `rein serve --help`
-// (or `rein health --help`) lists. kubectl kustomize renders the base when
-// kubectl is installed. No Kubernetes cluster or Docker daemon is needed.
+// The Kubernetes base is rendered with kustomize's own library (krusty,
+// what kubectl kustomize runs) and every rendered object is decoded
+// strictly (an unknown field or a value of the wrong type fails) into
+// the Kubernetes API's Go types, the Prometheus Operator's ServiceMonitor
+// type, and a ScaledObject type written out in the test (KEDA's own lives
+// in the operator's module). The tests then check probes, resources,
+// security contexts, secret references, the NATS seeds each workload
+// mounts (exactly its own and reader's; admin only in the provision job),
+// selectors, the ServiceMonitor's Services and port, and the
+// ScaledObjects' bounds (2 to the partitions) and queries, which promtool
+// evaluates on series two replicas export; they check the compose file,
+// nats.conf, prometheus.yml, the Dockerfile and the Makefile; and build
+// rein once to check that every flag and REIN_* variable the artefacts
+// use is one `rein serve --help` (or `rein health --help`) lists. No
+// Kubernetes cluster or Docker daemon is needed.
 package deploy
