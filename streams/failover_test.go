@@ -21,19 +21,10 @@ func TestStandbyReplicaTakesOverACrashedOne(t *testing.T) {
 	// replica starts one replica on its own connection and returns what
 	// crashes it: closing the socket, so that Run never unpins.
 	replica := func(name string) (crash func()) {
-		nc, js := h.ConnectAs(t, streams.IdentityAdmin, nil)
-		c, err := streams.NewConsumer(cfg, streams.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: quiet},
-			func(_ context.Context, d streams.Decoded) error {
-				handled <- name + ":" + d.Meta.Conversation
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		go func() { _ = c.Run(ctx) }()
-		return nc.Close
+		return crashableReplica(t, h, cfg, nil, func(_ context.Context, d streams.Decoded) error {
+			handled <- name + ":" + d.Meta.Conversation
+			return nil
+		})
 	}
 	crash := replica("active")
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c1", 1, "first")})

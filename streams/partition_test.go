@@ -204,25 +204,25 @@ func partitionedCrash(t *testing.T, early bool) {
 		Filter: []string{streams.UserTurnsAll}, AckWait: 3 * time.Second}
 	var mu sync.Mutex
 	handled := map[string][]int{}
-	last := map[string]time.Time{} // replica → last handled
-	replica := func(name string) (crash func(), reg *prometheus.Registry) {
+	replica := func(string) (crash func(), reg *prometheus.Registry) {
 		reg = prometheus.NewRegistry()
-		nc, js := h.ConnectAs(t, streams.IdentityAdmin, nil)
-		c, err := streams.NewConsumer(cfg, streams.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: testLogger(t), Registerer: reg},
-			func(_ context.Context, d streams.Decoded) error {
-				mu.Lock()
-				defer mu.Unlock()
-				handled[d.Meta.Conversation] = append(handled[d.Meta.Conversation], d.Meta.Turn)
-				last[name] = time.Now()
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
+		return crashableReplica(t, h, cfg, reg, func(_ context.Context, d streams.Decoded) error {
+			mu.Lock()
+			defer mu.Unlock()
+			handled[d.Meta.Conversation] = append(handled[d.Meta.Conversation], d.Meta.Turn)
+			return nil
+		}), reg
+	}
+	atLeast := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			got := 0
+			for _, ts := range handled {
+				got += len(ts)
+			}
+			return got >= n
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		go func() { _ = c.Run(ctx) }()
-		return nc.Close, reg
 	}
 	crashA, regA := replica("a")
 	var regB *prometheus.Registry
@@ -248,15 +248,7 @@ func partitionedCrash(t *testing.T, early bool) {
 			}
 		}
 	}()
-	rtest.CheckFor(t, 30*time.Second, "a third handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, ts := range handled {
-			n += len(ts)
-		}
-		return n >= convs*turns/3
-	})
+	rtest.CheckFor(t, 30*time.Second, "a third handled", atLeast(convs*turns/3))
 	if early {
 		_, regB = replica("b")
 		rtest.CheckFor(t, 30*time.Second, "a hands two partitions over", func() bool { return gaugeValue(regA, "rein_stage_partitions") == 2 })
@@ -264,15 +256,7 @@ func partitionedCrash(t *testing.T, early bool) {
 	crashA()
 	crashed := time.Now()
 	<-published
-	rtest.CheckFor(t, 60*time.Second, "every turn handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, ts := range handled {
-			n += len(ts)
-		}
-		return n >= convs*turns
-	})
+	rtest.CheckFor(t, 60*time.Second, "every turn handled", atLeast(convs*turns))
 	t.Logf("every turn handled %s after the crash", time.Since(crashed).Round(100*time.Millisecond))
 	if took := time.Since(crashed); took > 20*time.Second {
 		t.Errorf("the turns published after the crash took %s to be handled, want within 20 s (member TTL 6 s, pin TTL 10 s)", took)
@@ -309,4 +293,20 @@ func testLogger(t *testing.T) *slog.Logger {
 		return quiet
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test", t.Name())
+}
+
+// crashableReplica starts a replica of cfg's stage on a connection of its
+// own and returns what crashes it: closing the socket, so that Run never
+// unpins, drains or leaves.
+func crashableReplica(t *testing.T, h *rtest.JS, cfg streams.ConsumerConfig, reg prometheus.Registerer, fn streams.Handler) (crash func()) {
+	t.Helper()
+	nc, js := h.ConnectAs(t, streams.IdentityAdmin, nil)
+	c, err := streams.NewConsumer(cfg, streams.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: testLogger(t), Registerer: reg}, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Run(ctx) }()
+	return nc.Close
 }
