@@ -88,6 +88,9 @@ turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2,
 			if err := applySources(cmd, nil); err != nil {
 				return err
 			}
+			if o.eval.trainGate != "" {
+				return runTrainGate(o, cmd.ErrOrStderr())
+			}
 			if o.eval.path != "" {
 				return runDetectEval(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}

@@ -36,6 +36,10 @@ type evalOptions struct {
 	split      string
 	json       bool
 	showErrors bool
+	// trainGate and trainSplits: --train-gate writes a gate classifier
+	// trained on --eval's --train-splits.
+	trainGate   string
+	trainSplits []string
 }
 
 func (e *evalOptions) bind(fs *pflag.FlagSet) {
@@ -43,6 +47,8 @@ func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&e.split, "split", "dev", "with --eval on a directory: the split to read (dev, dev2, dev3 or test; never tune on test)")
 	fs.BoolVar(&e.json, "json", false, "with --eval: print the report as JSON instead of a table")
 	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
+	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")
+	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
 }
 
 // file resolves --eval and --split to the JSONL file to read.
@@ -72,8 +78,62 @@ func (o detectOptions) build() (inception.Module, *inception.Taxonomy, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	gate, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall})
+	gate, err := o.modules.options().Gate(tax)
 	return gate, tax, err
+}
+
+// runTrainGate trains the cascade gate's classifier on the labelled files
+// of --train-splits and writes it to --train-gate. The test split is
+// refused: it is for reporting only.
+func runTrainGate(o detectOptions, stderr io.Writer) error {
+	if o.eval.path == "" {
+		return errors.New("--train-gate needs --eval (a corpus directory or labelled file)")
+	}
+	_, tax, src, err := o.setup()
+	if err != nil {
+		return err
+	}
+	paths := []string{o.eval.path}
+	if st, err := os.Stat(o.eval.path); err == nil && st.IsDir() {
+		paths = nil
+		for _, split := range o.eval.trainSplits {
+			if split == "test" {
+				return errors.New("--train-splits: the test split is never trained on")
+			}
+			e := o.eval
+			e.split = split
+			path, err := e.file()
+			if err != nil {
+				return err
+			}
+			paths = append(paths, path)
+		}
+	}
+	var examples []inception.Example
+	var sources []string
+	for _, path := range paths {
+		ex, err := loadLabelled(path, o.domain, src)
+		if err != nil {
+			return err
+		}
+		examples = append(examples, ex...)
+		sources = append(sources, filepath.Base(path))
+	}
+	model, err := inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources})
+	if err != nil {
+		return err
+	}
+	data, err := model.Encode()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.eval.trainGate, data, 0o644); err != nil {
+		return fmt.Errorf("--train-gate: %w", err)
+	}
+	t := model.Training
+	fmt.Fprintf(stderr, "gate model: %d turns of %s, %d features, threshold %.4f; cross-validated pass %.1f%% erroneous, %.1f%% clean\n",
+		t.Examples, strings.Join(sources, ", "), len(model.Weights), model.Threshold, 100*t.CVErroneous, 100*t.CVClean)
+	return nil
 }
 
 // runDetectEval scores the module on a labelled file and prints the report.
