@@ -58,7 +58,8 @@ func (c *GateTrainConfig) defaults() {
 func TrainGate(examples []Example, cfg GateTrainConfig) (*GateModel, error) {
 	cfg.defaults()
 	if cfg.TargetRecall <= 0 || cfg.TargetRecall > 1 || cfg.Folds < 2 || cfg.Epochs < 1 || cfg.L2 < 0 || cfg.MinCount < 1 {
-		return nil, fmt.Errorf("%w: gate training config %+v", ErrInvalidConfig, cfg)
+		return nil, fmt.Errorf("%w: gate training: target recall %v (want (0, 1]), %d folds (want 2 or more), %d epochs, L2 %v, min count %d",
+			ErrInvalidConfig, cfg.TargetRecall, cfg.Folds, cfg.Epochs, cfg.L2, cfg.MinCount)
 	}
 	rules, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Mode: RulesRecall})
 	if err != nil {

@@ -40,6 +40,7 @@ type evalOptions struct {
 	// trained on --eval's --train-splits.
 	trainGate   string
 	trainSplits []string
+	gateRecall  float64
 }
 
 func (e *evalOptions) bind(fs *pflag.FlagSet) {
@@ -48,6 +49,7 @@ func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.json, "json", false, "with --eval: print the report as JSON instead of a table")
 	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
 	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")
+	fs.Float64Var(&e.gateRecall, "gate-recall", 0.97, "with --train-gate: the share of erroneous turns the classifier alone must pass in cross-validation; its threshold is the highest that does")
 	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
 }
 
@@ -119,7 +121,7 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 		examples = append(examples, ex...)
 		sources = append(sources, filepath.Base(path))
 	}
-	model, err := inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources})
+	model, err := inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
 	if err != nil {
 		return err
 	}
