@@ -84,6 +84,11 @@ type RulesConfig struct {
 // a party, a thing asked for and refused in one turn, one way then a
 // return, an item excluded and included; a chain of arrows.
 //
+// Fourth-pass precision (dev4, a third author's clean turns): a reference
+// after a noun phrase of the same turn that picks one entity (a rank and an
+// entity noun, or a number and unit only one listed entity has) is
+// resolved; "either" under a negation is neither, not a choice handed over.
+//
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
 // expressions carry a literal prefilter, so a turn costs microseconds.
