@@ -145,19 +145,22 @@ func TestGateModelFileIsCurrent(t *testing.T) {
 	}
 }
 
-// TestGateHeldOutAuthor is the gate's leave-one-author-out yardstick:
-// trained on one author's dev splits (threshold chosen by cross-validation
-// there for 97 % recall), its classifier is scored on the other author's.
-// The floors are a little below what was measured when the classifier was
-// built (dev+dev2 → dev3: 100 % of erroneous turns passed, 71.4 % of clean
-// ones; dev3 → dev+dev2: 99.5 % / 85.2 %).
+// TestGateHeldOutAuthor is the gate's leave-one-author-out yardstick: the
+// corpus's dev side has three authors (dev and dev2, dev3, dev4); trained
+// on two of them (threshold chosen by cross-validation there for 97 %
+// recall), the classifier is scored on the third. The floors are a little
+// below what was measured when the classifier was built (logged by the
+// test with the gate's rules alone and with both; the rules were tuned by
+// hand on dev, dev2 and dev3, so only dev4's rules figure is out of
+// author; see testdata/corpus/README.md).
 func TestGateHeldOutAuthor(t *testing.T) {
 	for _, c := range []struct {
 		train, held         string
 		erroneous, cleanMax float64
 	}{
-		{"dev,dev2", "dev3", 0.97, 0.80},
-		{"dev3", "dev,dev2", 0.97, 0.90},
+		{"dev3,dev4", "dev,dev2", 0.97, 0.98}, // measured 99.5 % / 96.1 %
+		{"dev,dev2,dev4", "dev3", 0.97, 0.85}, // 100 % / 80.4 %
+		{"dev,dev2,dev3", "dev4", 0.95, 0.80}, // 97.1 % / 76.8 %
 	} {
 		train, held := corpusExamples(t, splitNames(c.train)...), corpusExamples(t, splitNames(c.held)...)
 		g, err := TrainGate(train, GateTrainConfig{})

@@ -22,7 +22,7 @@ import (
 // the gate's rules it reads the user's turns only, so the gate still never
 // needs the agent's replies, and scoring a turn is a few map look-ups.
 
-//go:generate go run ../cmd/rein detect --train-gate gate_model.json --eval testdata/corpus --train-splits dev,dev2,dev3
+//go:generate go run ../cmd/rein detect --train-gate gate_model.json --eval testdata/corpus --train-splits dev,dev2,dev3,dev4
 
 //go:embed gate_model.json
 var defaultGateModelJSON []byte

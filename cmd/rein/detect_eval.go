@@ -50,7 +50,7 @@ func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
 	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")
 	fs.Float64Var(&e.gateRecall, "gate-recall", 0.97, "with --train-gate: the share of erroneous turns the classifier alone must pass in cross-validation; its threshold is the highest that does")
-	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
+	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3", "dev4"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
 }
 
 // file resolves --eval and --split to the JSONL file to read.
