@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -81,7 +80,7 @@ func (g *GateModel) Validate() error {
 // ParseGateModel decodes and validates a gate model file's contents.
 func ParseGateModel(data []byte) (*GateModel, error) {
 	var g GateModel
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&g); err != nil {
 		return nil, fmt.Errorf("%w: gate model: %w", ErrInvalidConfig, err)
