@@ -35,6 +35,13 @@
 //     latency and, with EvalConfig.Gate, the cascade gate's pass rates on
 //     erroneous and clean turns. rein detect --eval runs it on the labelled
 //     corpus in testdata/corpus (its README has the figures).
+//   - GateModel (gate_model.go): an optional learned half of the cascade's
+//     gate, a logistic regression over the user turn's words and the rules'
+//     structural signals (RulesConfig.GateModel; DefaultGateModel is the one
+//     trained on the corpus's dev splits, gate_model.json). TrainGate
+//     (gate_train.go) fits it reproducibly and picks its threshold by
+//     cross-validation; rein detect --train-gate runs it, go generate
+//     rebuilds the shipped file.
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //   - Cascade.Fallback: the rules module's decision when the model cannot

@@ -35,6 +35,11 @@ type RulesConfig struct {
 	Taxonomy *Taxonomy // default DefaultTaxonomy()
 	Mode     string    // RulesPrecise (default) or RulesRecall
 	Window   int       // default DefaultRulesWindow
+	// GateModel is the gate's classifier (RulesRecall only): a turn the
+	// gate's rules hold back still passes when it scores at least the
+	// model's threshold. Nil leaves the gate to its rules alone;
+	// DefaultGateModel() is the one trained on the corpus's dev splits.
+	GateModel *GateModel
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
@@ -79,6 +84,11 @@ type RulesConfig struct {
 // a party, a thing asked for and refused in one turn, one way then a
 // return, an item excluded and included; a chain of arrows.
 //
+// Fourth-pass precision (dev4, a third author's clean turns): a reference
+// after a noun phrase of the same turn that picks one entity (a rank and an
+// entity noun, or a number and unit only one listed entity has) is
+// resolved; "either" under a negation is neither, not a choice handed over.
+//
 // Each decision quotes the sentence holding its evidence. Everything is
 // compiled at construction (and once per tool catalogue) and the hot
 // expressions carry a literal prefilter, so a turn costs microseconds.
@@ -91,6 +101,8 @@ type RulesModule struct {
 	ambiguous []ErrorType      // non-held-out ambiguous types in tie-break order
 	recall    map[string][]cue // extra recall-mode cues per type
 	domains   map[string]*domainRules
+
+	gateModel *GateModel // RulesRecall: the gate's classifier, nil for none
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -159,6 +171,9 @@ func (cfg RulesConfig) Validate() error {
 	if cfg.Window < 0 {
 		return fmt.Errorf("%w: rules window %d is negative", ErrInvalidConfig, cfg.Window)
 	}
+	if cfg.GateModel != nil {
+		return cfg.GateModel.Validate()
+	}
 	return nil
 }
 
@@ -192,6 +207,9 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 		m.cues[et.Name] = compileCues(et.Cues)
 	}
 	m.ambiguous = ambiguityOrder(cfg.Taxonomy)
+	if cfg.Mode == RulesRecall {
+		m.gateModel = cfg.GateModel
+	}
 	for name, d := range cfg.Taxonomy.Domains {
 		dr := &domainRules{params: d.Parameters}
 		for _, e := range d.Entities {
@@ -324,6 +342,9 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		// The gate reads the user's turns only: its checks are supersets
 		// of the precise ambiguity checks without the agent's words.
 		if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+			return name, span(loc), true
+		}
+		if name, loc := m.gateClassify(dr, in, lower); name != "" {
 			return name, span(loc), true
 		}
 		return "", "", true

@@ -2,6 +2,7 @@ package inception
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -235,6 +236,12 @@ func anaphora(dr *domainRules, in Input, lower string) []int {
 			return loc // nothing said before: nothing to refer to
 		}
 		c := play(refKind(ref))
+		// "the second order … change the address on it", "the 4 ft
+		// bookshelf - swap it": the turn picked one entity itself before
+		// the reference, by rank or by a phrase only one listed entity fits.
+		if pickedInTurn(c, lower[:loc[0]]) {
+			return nil
+		}
 		if fit, entity := c.antecedent(words); fit > 0 || entity {
 			// "the kettle … cancel it": the antecedent is the noun phrase,
 			// ambiguous only if several listed entities fit it; a plural
@@ -579,4 +586,51 @@ func weakDescriptor(rest string) bool {
 		return true
 	}
 	return false
+}
+
+// pickedPhrase: a determiner and up to three words before a reference, a
+// noun phrase that may pick one listed entity.
+var pickedPhrase = mustFast(`\b(?:the|my|our)((?: [a-z0-9-]+){1,3})`)
+
+// pickedInTurn reports a noun phrase before the reference, in the same
+// turn, that picks one entity: a rank word followed by an entity noun ("the
+// second order", "the last reservation"), or words (numbers and units
+// included) that all appear in exactly one listed entity ("the 4 ft
+// bookshelf" among a 3 ft and a 4 ft one).
+func pickedInTurn(c candidates, before string) bool {
+	for _, m := range pickedPhrase.FindAllStringSubmatchIndex(before, -1) {
+		words := strings.Fields(before[m[2]:m[3]])
+		if len(words) >= 2 && resolvingWords[words[0]] && words[0] != "same" && entityNoun[strings.TrimSuffix(words[1], "s")] != "" {
+			return true
+		}
+		if len(words) >= 2 && len(c.spans) >= 2 && c.fitsOne(words) {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsOne reports words that all appear, as whole tokens, in exactly one
+// listed entity, with a number or a unit among them (a bare noun fits
+// several entities of one kind: "the bookshelf").
+func (c candidates) fitsOne(words []string) bool {
+	if !slices.ContainsFunc(words, func(w string) bool { return hasDigit(w) }) {
+		return false
+	}
+	n := 0
+	for _, s := range c.spans {
+		toks := map[string]bool{}
+		forEachToken(s, func(a, b int) { toks[s[a:b]] = true })
+		all := true
+		for _, w := range words {
+			if !toks[w] && !toks[strings.TrimSuffix(w, "s")] {
+				all = false
+				break
+			}
+		}
+		if all {
+			n++
+		}
+	}
+	return n == 1
 }

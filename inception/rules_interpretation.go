@@ -55,7 +55,7 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in Input, lower s
 		return m[:2]
 	}
 	if loc := findIf(hasAny(lower, "whichever", "whatever", "either", "however", "up to you", "or at least", "you pick", "you choose", "you decide", "your call", "you need"), openChoice, lower); loc != nil {
-		if !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) {
+		if !singleCriterion.MatchString(sentenceAround(lower, loc[0], loc[1])) && !negatedChoice(lower, loc[0]) {
 			return loc
 		}
 	}
@@ -410,3 +410,20 @@ func sharedModifier(agent, noun string, several map[string]bool) bool {
 
 // legWord names one leg of a trip.
 var legWord = map[string]bool{"outgoing": true, "outbound": true, "return": true, "returning": true, "inbound": true, "departing": true, "connecting": true}
+
+// negatedChoice reports "either" under a negation in its clause ("I don't
+// want to keep either of them"): neither, a clear wish, not a choice
+// handed over.
+func negatedChoice(lower string, at int) bool {
+	if !strings.HasPrefix(lower[at:], "either") {
+		return false
+	}
+	clause := lower[:at]
+	if i := strings.LastIndexAny(clause, ".!?;,"); i >= 0 {
+		clause = clause[i+1:]
+	}
+	return negation.MatchString(clause)
+}
+
+// negation: a negated verb in a clause.
+var negation = mustFast(`\b(?:don'?t|do not|doesn'?t|does not|didn'?t|did not|won'?t|will not|can'?t|cannot|not|never|no longer)\b`)

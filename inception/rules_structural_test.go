@@ -107,6 +107,14 @@ func TestRulesStructuralSignals(t *testing.T) {
 		{"no domain: passport details for a passenger", "airline", []string{"Do you need my passport number for the booking of 4WQ150?"}, ""},
 		{"domain: food at the retailer", "retail", []string{"while you're at it, order me a pizza lol"}, TypeUnsupportedDomain},
 		{"no domain: an order by id", "retail", []string{"order #W2611340 never arrived, where is it?"}, ""},
+		// Fourth pass (dev4, a third author): a turn that picks its own
+		// antecedent before the reference, and a negated "either".
+		{"no anaphora: a rank picks the order before 'it'", "retail", []string{"Hi", "Your orders:\n1. #W1111111 - Desk Lamp, pending\n2. #W2222222 - Kettle, pending", "The second order please, I need to change the delivery address on it to my brother's: 5 Elm Rd, Mesa AZ 85201"}, ""},
+		{"anaphora: 'on it' with no pick", "retail", []string{"Hi", "Your orders:\n1. #W1111111 - Desk Lamp, pending\n2. #W2222222 - Kettle, pending", "please, I need to change the delivery address on it to my brother's: 5 Elm Rd, Mesa AZ 85201"}, TypeAnaphora},
+		{"no anaphora: a size picks one listed item", "retail", []string{"Hi", "Order #W3333333 holds:\n- Bookshelf (wood, brown, 3 ft)\n- Bookshelf (wood, brown, 5 ft)", "the 5 ft bookshelf - could you return it? it does not fit"}, ""},
+		{"anaphora: the bare noun fits both listed items", "retail", []string{"Hi", "Order #W3333333 holds:\n- Bookshelf (wood, brown, 3 ft)\n- Bookshelf (wood, brown, 5 ft)", "the bookshelf - please swap it for a white one"}, TypeAnaphora},
+		{"no multiple: 'not … either' is neither", "retail", []string{"Hi", "Both lamps in #W4444444 were delivered.", "I do not need either of them now, send both back please"}, ""},
+		{"multiple: either of them handed over", "retail", []string{"Hi", "Both lamps in #W4444444 were delivered.", "either of them is fine, send one back please"}, TypeMultipleInterpretation},
 		// unsupported action: varied shapes of the catalogue's gaps.
 		{"action: seated together", "airline", []string{"can you make sure we're seated together"}, TypeUnsupportedAction},
 		{"action: a diet stated for the meal", "airline", []string{"please note I'm vegetarian for the meal on my flight"}, TypeUnsupportedAction},

@@ -10,11 +10,17 @@ import (
 // rules module fires on the user turns of 200 recorded τ-bench airline
 // conversations (GPT-4o agent and user simulator), which contain none of
 // the injected errors: activations there are (almost all) false alarms.
+// It also reports what the cascade's gate passes there, with its rules
+// alone and with the classifier (DefaultGateModel) beside them.
 func TestRulesActivationOnCleanTrajectories(t *testing.T) {
 	turns := trajectoryTurns(t)
 	tools := domainTools(t, "airline")
-	for _, mode := range []string{RulesPrecise, RulesRecall} {
-		m, err := NewRules(RulesConfig{Mode: mode})
+	for _, mode := range []string{RulesPrecise, RulesRecall, RulesRecall + "+classifier"} {
+		cfg := RulesConfig{Mode: mode}
+		if mode != RulesPrecise && mode != RulesRecall {
+			cfg = RulesConfig{Mode: RulesRecall, GateModel: DefaultGateModel()}
+		}
+		m, err := NewRules(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,9 +6,13 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/reinception/rein/inception"
 )
 
 // A tiny labelled set whose scores are worked out by hand below: the rules
@@ -238,4 +242,51 @@ func TestDetectEvalLLMAgainstOpenAICompatibleServer(t *testing.T) {
 	if !near(rep.Detected, 1) || !near(rep.ExactType, 1) || !near(rep.Precision, 1) || !near(rep.CleanFalseActivation, 0) {
 		t.Errorf("detected %v exact %v precision %v clean %v", rep.Detected, rep.ExactType, rep.Precision, rep.CleanFalseActivation)
 	}
+}
+
+// TestDetectTrainGateRoundTrip trains a gate classifier with --train-gate
+// and scores the cascade gate with it through --gate-model: the classifier
+// can only add passes to the gate's rules. Training on test is refused.
+func TestDetectTrainGateRoundTrip(t *testing.T) {
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	model := filepath.Join(t.TempDir(), "gate.json")
+	if _, stderr, err := runDetectCLI(t, "--eval", in, "--train-gate", model); err != nil || !strings.Contains(stderr, "gate model: 6 turns of labelled.jsonl") {
+		t.Fatalf("--train-gate: %v\n%s", err, stderr)
+	}
+	rulesOnly := evalGate(t, in)
+	withModel := evalGate(t, in, "--gate-model", model)
+	if withModel.PassedErroneous < rulesOnly.PassedErroneous || withModel.PassedClean < rulesOnly.PassedClean {
+		t.Errorf("with the classifier the gate passes %+v, fewer than its rules alone %+v", withModel, rulesOnly)
+	}
+	builtin := evalGate(t, in, "--gate-model", "builtin")
+	if builtin.PassedErroneous < rulesOnly.PassedErroneous {
+		t.Errorf("builtin classifier: %+v, rules alone %+v", builtin, rulesOnly)
+	}
+
+	dir := t.TempDir()
+	for _, split := range []string{"dev", "test"} {
+		if err := os.WriteFile(filepath.Join(dir, split+".jsonl"), []byte(evalFixture), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := runDetectCLI(t, "--eval", dir, "--train-gate", model, "--train-splits", "dev,test"); err == nil || !strings.Contains(err.Error(), "never trained on") {
+		t.Errorf("training on test: %v", err)
+	}
+	bad := writeFile(t, "bad-gate.json", `{"format": 1}`)
+	if _, _, err := runDetectCLI(t, "--eval", in, "--module", "cascade-gate", "--gate-model", bad); err == nil || !strings.Contains(err.Error(), "--gate-model") {
+		t.Errorf("a bad --gate-model file: %v", err)
+	}
+}
+
+func evalGate(t *testing.T, in string, args ...string) inception.GateScore {
+	t.Helper()
+	stdout, stderr, err := runDetectCLI(t, append([]string{"--eval", in, "--module", "cascade-gate", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep := decodeEvalJSON(t, stdout)
+	if rep.Gate == nil {
+		t.Fatal("no gate figures")
+	}
+	return *rep.Gate
 }

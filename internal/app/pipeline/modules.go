@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,6 +19,10 @@ type Modules struct {
 	Module   string
 	Taxonomy string
 	Plan     string
+	// GateModel adds a classifier to the cascade's rules gate: "" for
+	// none (the rules alone), "builtin" for the one rein ships, or the
+	// path of a weights file rein detect --train-gate wrote.
+	GateModel string
 	// Provider, Model and BaseURL override REIN_LLM_*.
 	Provider string
 	Model    string
@@ -93,7 +98,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		m, err := newLLM()
 		return m, tax, err
 	case inception.ModuleCascade:
-		gate, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall})
+		gate, err := f.Gate(tax)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -114,3 +119,26 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 	}
 	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.Module)
 }
+
+// Gate returns the cascade's recall gate: the rules module in RulesRecall
+// mode with the classifier GateModel names.
+func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
+	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall}
+	switch f.GateModel {
+	case "":
+	case GateModelBuiltin:
+		cfg.GateModel = inception.DefaultGateModel()
+	default:
+		data, err := os.ReadFile(f.GateModel)
+		if err != nil {
+			return nil, fmt.Errorf("--gate-model: %w", err)
+		}
+		if cfg.GateModel, err = inception.ParseGateModel(data); err != nil {
+			return nil, fmt.Errorf("--gate-model %s: %w", f.GateModel, err)
+		}
+	}
+	return inception.NewRules(cfg)
+}
+
+// GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).
+const GateModelBuiltin = "builtin"

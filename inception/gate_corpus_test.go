@@ -1,0 +1,197 @@
+package inception
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/internal/llm"
+)
+
+// corpusExamples loads dev splits of the labelled corpus as examples with
+// each domain's built-in tool catalogue, as rein detect --eval does. It
+// refuses the test split.
+func corpusExamples(t testing.TB, splits ...string) []Example {
+	t.Helper()
+	tools := map[string][]llm.Tool{}
+	var out []Example
+	for _, split := range splits {
+		if split == "test" {
+			t.Fatal("the test split is never trained or tuned on")
+		}
+		ds, err := loadCorpusSplit(filepath.Join(corpusDir, split+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if tools[d.Domain] == nil {
+				if tools[d.Domain], err = taubench.ToolCatalogue(d.Domain); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := Input{Tenant: "corpus", Domain: d.Domain, Tools: tools[d.Domain]}
+			for _, m := range d.Messages {
+				role := RoleUser
+				if m.Role == "assistant" {
+					role = RoleAgent
+				}
+				in.Dialogue = append(in.Dialogue, Utterance{Role: role, Text: m.Content})
+			}
+			out = append(out, Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType})
+		}
+	}
+	return out
+}
+
+// gatePasses returns, per example, whether the gate sends it to the model.
+func gatePasses(t testing.TB, gate *RulesModule, examples []Example) []bool {
+	t.Helper()
+	out := make([]bool, len(examples))
+	for i, e := range examples {
+		d, err := gate.Detect(context.Background(), e.Input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = d.Rein
+	}
+	return out
+}
+
+// passRates returns the shares of erroneous and clean examples passed.
+func passRates(examples []Example, passed []bool) (erroneous, clean float64) {
+	var ne, nc, pe, pc int
+	for i, e := range examples {
+		if e.Rein {
+			ne++
+			if passed[i] {
+				pe++
+			}
+		} else {
+			nc++
+			if passed[i] {
+				pc++
+			}
+		}
+	}
+	return float64(pe) / float64(max(ne, 1)), float64(pc) / float64(max(nc, 1))
+}
+
+func splitNames(s string) []string { return strings.Split(s, ",") }
+
+// TestTrainGateReproducible: the same turns and config give the same model
+// file, byte for byte, whatever order the turns come in.
+func TestTrainGateReproducible(t *testing.T) {
+	examples := corpusExamples(t, "dev2")
+	a, err := TrainGate(examples, GateTrainConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reversed := slices.Clone(examples)
+	slices.Reverse(reversed)
+	b, err := TrainGate(reversed, GateTrainConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, err := a.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, _ := b.Encode()
+	if !bytes.Equal(ea, eb) {
+		t.Error("two trainings on the same turns gave different models")
+	}
+	back, err := ParseGateModel(ea)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := back.Encode(); !bytes.Equal(ea, again) {
+		t.Error("a model file does not survive a parse and an encode")
+	}
+}
+
+// TestGateModelFileIsCurrent: the shipped gate_model.json is what training
+// on the splits it names gives (go generate ./inception rebuilds it).
+func TestGateModelFileIsCurrent(t *testing.T) {
+	shipped := DefaultGateModel()
+	var splits []string
+	for _, s := range shipped.Training.Sources {
+		splits = append(splits, strings.TrimSuffix(s, ".jsonl"))
+	}
+	a, err := TrainGate(corpusExamples(t, splits...), GateTrainConfig{Sources: shipped.Training.Sources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Equal up to the last rounded digit (a platform that fuses
+	// multiply-adds may differ there).
+	if math.Abs(a.Threshold-shipped.Threshold) > 1e-5 || len(a.Weights) != len(shipped.Weights) {
+		t.Fatalf("gate_model.json is stale: retrained threshold %v, %d features; shipped %v, %d (run go generate ./inception)",
+			a.Threshold, len(a.Weights), shipped.Threshold, len(shipped.Weights))
+	}
+	for name, w := range a.Weights {
+		s, ok := shipped.Weights[name]
+		if !ok {
+			t.Fatalf("gate_model.json lacks feature %q (run go generate ./inception)", name)
+		}
+		for c := range w {
+			if math.Abs(w[c]-s[c]) > 1e-5 {
+				t.Fatalf("gate_model.json feature %q: retrained %v, shipped %v (run go generate ./inception)", name, w, s)
+			}
+		}
+	}
+}
+
+// TestGateHeldOutAuthor is the gate's leave-one-author-out yardstick: the
+// corpus's dev side has three authors (dev and dev2, dev3, dev4); trained
+// on two of them (threshold chosen by cross-validation there for 97 %
+// recall), the classifier is scored on the third. The floors are a little
+// below what was measured when the classifier was built (logged by the
+// test with the gate's rules alone and with both; the rules were tuned by
+// hand on dev, dev2 and dev3, so only dev4's rules figure is out of
+// author; see testdata/corpus/README.md).
+func TestGateHeldOutAuthor(t *testing.T) {
+	for _, c := range []struct {
+		train, held         string
+		erroneous, cleanMax float64
+	}{
+		{"dev3,dev4", "dev,dev2", 0.97, 0.98}, // measured 99.5 % / 96.1 %
+		{"dev,dev2,dev4", "dev3", 0.97, 0.85}, // 100 % / 80.4 %
+		{"dev,dev2,dev3", "dev4", 0.95, 0.80}, // 97.1 % / 76.8 %
+	} {
+		train, held := corpusExamples(t, splitNames(c.train)...), corpusExamples(t, splitNames(c.held)...)
+		g, err := TrainGate(train, GateTrainConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		classifier, err := NewRules(RulesConfig{Mode: RulesRecall, GateModel: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules, err := NewRules(RulesConfig{Mode: RulesRecall})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := make([]bool, len(held))
+		for i, e := range held {
+			text, _ := e.Input.lastUser()
+			lower := strings.ToLower(text)
+			alone[i] = g.judge(classifier.gateFeatures(classifier.domains[e.Input.Domain], e.Input, lower), nil).score >= g.Threshold
+		}
+		ce, cc := passRates(held, alone)
+		oe, oc := passRates(held, gatePasses(t, classifier, held))
+		re, rc := passRates(held, gatePasses(t, rules, held))
+		t.Logf("train %s → %s: classifier alone %.1f%% erroneous / %.1f%% clean; rules gate %.1f%% / %.1f%%; rules or classifier %.1f%% / %.1f%% (threshold %.4f, cross-validated %.1f%% / %.1f%%)",
+			c.train, c.held, 100*ce, 100*cc, 100*re, 100*rc, 100*oe, 100*oc, g.Threshold, 100*g.Training.CVErroneous, 100*g.Training.CVClean)
+		if ce < c.erroneous || cc > c.cleanMax {
+			t.Errorf("train %s → %s: classifier passes %.3f of erroneous and %.3f of clean turns, want at least %.2f and at most %.2f",
+				c.train, c.held, ce, cc, c.erroneous, c.cleanMax)
+		}
+		if oe < max(ce, re) {
+			t.Errorf("rules or classifier passes %.3f of erroneous turns, less than either alone", oe)
+		}
+	}
+}
