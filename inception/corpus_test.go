@@ -41,10 +41,10 @@ const (
 )
 
 var (
-	// dev2 and dev3 are held-aside sets written later on the dev side
-	// (never test): the test share is measured against the one split of
-	// v1, dev and test.
-	corpusSplits     = []string{"dev", "dev2", "dev3", "test"}
+	// dev2, dev3 and dev4 are held-aside sets written later on the dev
+	// side (never test): the test share is measured against the one split
+	// of v1, dev and test.
+	corpusSplits     = []string{"dev", "dev2", "dev3", "dev4", "test"}
 	corpusDomains    = []string{"airline", "retail"}
 	corpusErrorTypes = []string{
 		"anaphora", "multiple_interpretation", "contradiction",
@@ -223,7 +223,7 @@ func TestCorpusFormat(t *testing.T) {
 			counts[split+" "+d.Domain+" "+corpusClass(d)]++
 		}
 	}
-	t.Logf("dev %d, dev2 %d, dev3 %d, test %d; per split, domain and class: %v", len(splits["dev"]), len(splits["dev2"]), len(splits["dev3"]), len(splits["test"]), counts)
+	t.Logf("dev %d, dev2 %d, dev3 %d, dev4 %d, test %d; per split, domain and class: %v", len(splits["dev"]), len(splits["dev2"]), len(splits["dev3"]), len(splits["dev4"]), len(splits["test"]), counts)
 }
 
 // TestCorpusCleanShare keeps the mix near what users produce: clean turns are
