@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,63 @@ func (m *members) live(ctx context.Context) ([]string, error) {
 // whose member key the bucket still holds (it drops a key memberTTL after
 // its last renewal, by the server's clock).
 func LiveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]string, error) {
+	ms, err := liveMembers(ctx, js, stage)
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids, err
+}
+
+// Member is a live replica of a partitioned stage.
+type Member struct {
+	ID      string    `json:"id"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+// PartitionOwners tells, for a stage whose input stream has n partitions,
+// which live replica works each partition (by the assignment every
+// replica computes); a partition is missing while the stage has no live
+// replica.
+func PartitionOwners(ctx context.Context, js jetstream.JetStream, stage string, n int) (map[int]Member, error) {
+	ms, err := liveMembers(ctx, js, stage)
+	if err != nil || len(ms) == 0 {
+		return nil, err
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	out := map[int]Member{}
+	for _, m := range ms {
+		for _, p := range assigned(m.ID, ids, n) {
+			out[p] = m
+		}
+	}
+	return out, nil
+}
+
+// ParsePartitionDurable splits a partition's durable name into the stage
+// it belongs to and its partition (ok false for any other consumer).
+func ParsePartitionDurable(name string) (stage string, partition int, ok bool) {
+	i := strings.LastIndex(name, "-p")
+	if i < 0 {
+		return "", 0, false
+	}
+	stage, ok = partitionedStage[name[:i]]
+	if !ok {
+		return "", 0, false
+	}
+	p, err := strconv.Atoi(name[i+2:])
+	if err != nil || p < 0 || PartitionDurable(name[:i], p) != name {
+		return "", 0, false
+	}
+	return stage, p, true
+}
+
+func liveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]Member, error) {
 	prefix := "$KV." + BucketMembers + "." + stage + "."
 	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, StreamMembers, []string{prefix + "*"})
 	if err != nil {
@@ -101,7 +159,7 @@ func LiveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]s
 		}
 		return nil, fmt.Errorf("members of %s: %w", stage, err)
 	}
-	var ids []string
+	var out []Member
 	for msg, err := range msgs {
 		if errors.Is(err, jetstreamext.ErrNoMessages) {
 			break
@@ -112,8 +170,13 @@ func LiveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]s
 		if op := msg.Header.Get("KV-Operation"); op != "" {
 			continue // left (a lapsed key the server has removed)
 		}
-		ids = append(ids, strings.TrimPrefix(msg.Subject, prefix))
+		m := Member{ID: strings.TrimPrefix(msg.Subject, prefix)}
+		var info memberInfo
+		if json.Unmarshal(msg.Data, &info) == nil {
+			m.Host, m.PID, m.Started = info.Host, info.PID, info.Started
+		}
+		out = append(out, m)
 	}
-	slices.Sort(ids)
-	return ids, nil
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }

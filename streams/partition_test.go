@@ -146,6 +146,17 @@ func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
 	rtest.CheckFor(t, 30*time.Second, "two replicas with two partitions each", func() bool {
 		return partitionsOf(regA) == 2 && partitionsOf(regB) == 2
 	})
+	owners, err := streams.PartitionOwners(t.Context(), h.JS, "test", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]int{}
+	for _, m := range owners {
+		distinct[m.ID]++
+	}
+	if len(owners) != 4 || len(distinct) != 2 || distinct[owners[0].ID] != 2 {
+		t.Errorf("PartitionOwners = %v; want the 4 partitions split 2 and 2 between the replicas", owners)
+	}
 	publish := func(from, to int) {
 		var outs []streams.Out
 		for turn := from; turn <= to; turn++ {
@@ -309,4 +320,26 @@ func crashableReplica(t *testing.T, h *rtest.JS, cfg streams.ConsumerConfig, reg
 	t.Cleanup(cancel)
 	go func() { _ = c.Run(ctx) }()
 	return nc.Close
+}
+
+func TestParsePartitionDurable(t *testing.T) {
+	for _, tc := range []struct {
+		name, stage string
+		p           int
+		ok          bool
+	}{
+		{"detector-p3", streams.StageDetector, 3, true},
+		{"agentworker-p12", streams.StageAgentWorker, 12, true},
+		{"injector-p0", streams.StageInjector, 0, true},
+		{"detector", "", 0, false},
+		{"detector-p03", "", 0, false},
+		{"detector-p-1", "", 0, false},
+		{"escalation-p1", "", 0, false}, // not partitioned
+		{"reader-p1", "", 0, false},
+	} {
+		stage, p, ok := streams.ParsePartitionDurable(tc.name)
+		if stage != tc.stage || p != tc.p || ok != tc.ok {
+			t.Errorf("ParsePartitionDurable(%q) = %q, %d, %v; want %q, %d, %v", tc.name, stage, p, ok, tc.stage, tc.p, tc.ok)
+		}
+	}
 }

@@ -250,6 +250,12 @@ func readerGrant(g *grant) {
 		g.get(s)
 		g.read(s)
 	}
+	// Which replica works which partition (rein streams).
+	g.get(StreamMembers)
+	// The conversations bucket's size, replicas and consumers (rein
+	// streams), not its records: they are the agent worker's state.
+	g.streamInfo(StreamConversations)
+	g.publish(jsAPI+".CONSUMER.LIST."+StreamConversations, jsAPI+".CONSUMER.NAMES."+StreamConversations)
 	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, DLQAll, HandoffItems, HandoffTimeout)
 }
 

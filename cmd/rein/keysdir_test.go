@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -95,6 +96,32 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	}
 	if got := streams.StreamPartitions(s.CachedInfo().Config); got != partitions {
 		t.Errorf("REIN_TASKS has %d partitions, want %d", got, partitions)
+	}
+	if partitions == 1 {
+		return
+	}
+	// The reader sees which replica works each partition.
+	out, err = runCLI(t, ctx, "streams", "--json", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityReader+".nk"))
+	if err != nil {
+		t.Fatalf("rein streams as reader: %v\n%s", err, out)
+	}
+	var rows []streamReport
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("rein streams --json: %v\n%s", err, out)
+	}
+	worked := 0
+	for _, r := range rows {
+		for _, c := range r.Consumers {
+			if _, _, ok := streams.ParsePartitionDurable(c.Name); ok && c.WorkedBy != nil && c.WorkedBy.PID == os.Getpid() {
+				worked++
+			}
+		}
+	}
+	// The detector's and the agent worker's partitions, all worked by this
+	// test's serve (the injector runs fused into the detector, serve's
+	// default, with no durable of its own).
+	if worked != 2*partitions {
+		t.Errorf("rein streams names the replica of %d partition durables, want %d:\n%s", worked, 2*partitions, out)
 	}
 }
 

@@ -71,6 +71,9 @@ type consumerReport struct {
 	// OldestPendingS is how long, in seconds, the oldest message it has
 	// not had acknowledged has been in the stream (its lag in time).
 	OldestPendingS float64 `json:"oldest_pending_s"`
+	// WorkedBy is, for a partition's durable, the live replica that works
+	// it (empty while the stage has none).
+	WorkedBy *streams.Member `json:"worked_by,omitempty"`
 }
 
 func newStreamsCmd() *cobra.Command {
@@ -88,6 +91,8 @@ Traffic is the whole deployment's, read from the streams (each stored message's 
 not from any process: the messages stored in the last minute, 15 minutes and hour, the last minute's
 rate, and the trend (the later half of the last 15 minutes against the earlier: rising, falling,
 steady, idle).
+
+A partition's durable (detector-p3, with --partitions) names the replica that works it (host and pid).
 
 Each stream must answer within --timeout: a cluster that has lost its meta leader, or a stream whose
 replicas are down, is shown as such and the command exits non-zero instead of waiting.`,
@@ -160,15 +165,29 @@ func streamReportOf(ctx context.Context, js jetstream.JetStream, name string, ti
 		return row, err
 	}
 	now := time.Now()
-	if err := streamRates(ctx, js, &row, now); err != nil {
+	// The rates take at most half the time, so that an identity that may
+	// not read a stream's messages (the reader, the conversations bucket)
+	// still gets its consumers.
+	rctx, rcancel := context.WithTimeout(ctx, timeout/2)
+	if err := streamRates(rctx, js, &row, now); err != nil {
 		row.RatesError = err.Error()
 	}
+	rcancel()
 	lister := s.ListConsumers(ctx)
+	owners := map[string]map[int]streams.Member{} // by stage, read once
 	for ci := range lister.Info() {
 		c := consumerReport{Name: ci.Name, Pending: ci.NumPending,
 			AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered, AckFloor: ci.AckFloor.Stream}
 		if age, err := dashboard.OldestPending(ctx, js, ci, now); err == nil {
 			c.OldestPendingS = age.Seconds()
+		}
+		if stage, p, ok := streams.ParsePartitionDurable(ci.Name); ok {
+			if _, read := owners[stage]; !read {
+				owners[stage], _ = streams.PartitionOwners(ctx, js, stage, streams.StreamPartitions(s.CachedInfo().Config))
+			}
+			if m, ok := owners[stage][p]; ok {
+				c.WorkedBy = &m
+			}
 		}
 		row.Consumers = append(row.Consumers, c)
 	}
@@ -220,7 +239,11 @@ func printStreams(out io.Writer, rows []streamReport, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t\t\t\t\t\n", r.Name, r.Replicas, leader, peerSummary(r.Peers), r.Messages, r.Bytes, stored, rate, trend)
 		for _, c := range r.Consumers {
 			age := (time.Duration(c.OldestPendingS * float64(time.Second))).Round(time.Second)
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t%s\t%d\t%d\t%d\t%s\n", c.Name, c.Pending, c.AckPending, c.Redelivered, age)
+			name := c.Name
+			if c.WorkedBy != nil {
+				name += fmt.Sprintf(" (%s pid %d)", c.WorkedBy.Host, c.WorkedBy.PID)
+			}
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t%s\t%d\t%d\t%d\t%s\n", name, c.Pending, c.AckPending, c.Redelivered, age)
 		}
 	}
 	return tw.Flush()
