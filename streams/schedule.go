@@ -65,6 +65,10 @@ func (s *scheduler) push(key string, j job) bool {
 		s.wg.Add(1)
 		go s.drain(key, q)
 	}
+	if q.redelivered(j) {
+		s.mu.Unlock()
+		return true
+	}
 	q.insert(j)
 	s.waiting++
 	s.mu.Unlock()
@@ -73,6 +77,28 @@ func (s *scheduler) push(key string, j job) bool {
 	default:
 	}
 	return true
+}
+
+// redelivered tells whether j is another delivery of a message the
+// conversation holds already (its heartbeat came too late, and the server
+// delivered it again after AckWait): a queued one takes the new delivery
+// in its place, one being handled keeps its own (an ack names the stream
+// sequence, so either delivery's ack settles the message). Either way the
+// message runs once.
+func (q *convQueue) redelivered(j job) bool {
+	if j.seq == 0 {
+		return false
+	}
+	if q.current != nil && q.current.seq == j.seq {
+		return true
+	}
+	for i := range q.jobs {
+		if q.jobs[i].seq == j.seq {
+			q.jobs[i].msg, q.jobs[i].at = j.msg, j.at
+			return true
+		}
+	}
+	return false
 }
 
 // insert places j by stream sequence: deliveries arrive in order except

@@ -48,7 +48,7 @@ func envHelp() string {
 			b.WriteString("  " + padRight(v.name, 22) + v.help + "\n")
 		}
 	}
-	names := append(append([]string{}, streams.StreamNames...), streams.StreamReplay, streams.BucketConversations)
+	names := append(append([]string{}, streams.StreamNames...), streams.StreamReplay, streams.BucketConversations, streams.BucketMembers)
 	b.WriteString("\nStream and bucket names (not variables): " + strings.Join(names, ", ") + ".")
 	return b.String()
 }
