@@ -30,19 +30,24 @@ func TestSchedulerRunsARedeliveredMessageOnce(t *testing.T) {
 			var mu sync.Mutex
 			var ran []int // delivery numbers run
 			holding := make(chan struct{})
+			pushed := make(chan struct{}) // the redelivery is in
 			running := make(chan struct{})
 			finish := make(chan struct{})
-			holds := 0
+			var holdOnce sync.Once
 			s := newScheduler(make(chan struct{}, 4),
 				func(_ string, j *job) time.Duration {
-					mu.Lock()
-					defer mu.Unlock()
-					holds++
-					if tc.held && holds == 1 {
-						close(holding)
-						return time.Hour // until the queue changes
+					select {
+					case <-pushed:
+						return 0
+					default:
 					}
-					return 0
+					if !tc.held {
+						return 0
+					}
+					// Held until the redelivery is in (a hold also ends
+					// when the queue changes: asked again, it holds again).
+					holdOnce.Do(func() { close(holding) })
+					return time.Hour
 				},
 				func(_ string, j job) {
 					mu.Lock()
@@ -61,6 +66,7 @@ func TestSchedulerRunsARedeliveredMessageOnce(t *testing.T) {
 				<-running
 			}
 			s.push("acme.c1", job{msg: delivery{n: 2}, seq: 7, at: time.Now()})
+			close(pushed)
 			if !tc.held {
 				close(finish)
 			}
