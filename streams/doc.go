@@ -42,6 +42,9 @@
 //	REIN_DLQ         rein.dlq.<stage>                        dead letters
 //	REIN_HANDOFF     rein.handoff.items|timeout.<tenant>.<conv> (work queue)
 //	KV REIN_CONVERSATIONS  <tenant>.<conv>                   agent state, a record per write (history 64)
+//	KV REIN_MEMBERS        <stage>.<id>                      live replicas of partitioned stages (TTL 6 s; partitions > 1)
+//
+// With partitions, the first three store <subject>.<partition>.
 //
 // # The consume loop
 //
@@ -71,8 +74,17 @@
 //     of its conversation only. Queued messages get heartbeats too.
 //   - Across replicas, every durable consumer uses a pinned-client priority
 //     group: the server delivers to one replica at a time and moves the pin
-//     to another when the pinned one stops pulling (PinnedTTL = 2×AckWait),
-//     or at once when it drains cleanly and unpins.
+//     to another when the pinned one stops pulling (ConsumerConfig.PinTTL,
+//     default 10 s), or at once when it drains cleanly and unpins.
+//   - Partitions (partition.go, members.go, consume_group.go): with
+//     streams.partitions N > 1, REIN_TURNS, REIN_DETECTIONS and REIN_TASKS
+//     store each message under its subject plus a partition token the
+//     server computes from tenant and conversation, and the stage consuming
+//     one has a pinned durable per partition (<durable>-p<k>). Its live
+//     replicas renew keys in the REIN_MEMBERS bucket and split the
+//     partitions evenly; a replica drains what it gives up. A conversation
+//     is in one partition, so it keeps one holder while up to N replicas
+//     work. Readers of those streams look a subject up with StoredFilter.
 //   - Across a crash (order.go): a dead holder's unacked messages come back
 //     only after AckWait, while the next holder already receives the later
 //     ones. The order gate notices that deliveries may be outstanding
