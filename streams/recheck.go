@@ -100,9 +100,10 @@ var errTurnFound = errors.New("turn found")
 // holdsSince tells whether a stream still holds every message stored since
 // t: limits remove messages from the head only, so its first message being
 // its first ever, or no younger than t, says so — unless a per-subject
-// limit removes them from within.
+// limit removes them from within, or acks do (a work-queue or interest
+// stream).
 func holdsSince(info *jetstream.StreamInfo, t time.Time) bool {
-	if info.Config.MaxMsgsPerSubject > 0 {
+	if info.Config.MaxMsgsPerSubject > 0 || info.Config.Retention != jetstream.LimitsPolicy {
 		return false
 	}
 	return info.State.FirstSeq <= 1 || (!t.IsZero() && !info.State.FirstTime.After(t))
