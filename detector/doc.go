@@ -28,8 +28,11 @@
 //     durable created anew replays REIN_TURNS from its start), is first
 //     checked against the conversation's last stored detection (one direct
 //     get) and, fused, its task (Deps.ThenStored): when they are of this
-//     turn or a later one the turn is acked with no second inception call
-//     and no output; when only this turn's detection is stored, the task
+//     turn, or of a later one and this turn's own are stored too
+//     (streams.TurnStored reads the conversation's for them: a later turn
+//     that overtook this one past the order gate's MaxHold proves nothing
+//     about it), the turn is acked with no second inception call and no
+//     output; when only this turn's detection is stored, the task
 //     is built from it, so that what the agent is told is what was
 //     recorded (a second call could answer otherwise). A publish that
 //     fails after the module answered is retried with that answer. A user

@@ -115,7 +115,8 @@ type Deps struct {
 	// ThenStored nil, Then's event of such a turn is built again from its
 	// stored detection and published (its id drops it within the duplicate
 	// window).
-	ThenStored func(ctx context.Context, tenant, conv string, turn int) (bool, error)
+	// since is when the user turn was stored (zero: unknown).
+	ThenStored func(ctx context.Context, tenant, conv string, turn int, since time.Time) (bool, error)
 }
 
 // Stage is the detector: a durable consumer on user turns that keeps each
@@ -192,7 +193,7 @@ func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
 	if n < 1 {
 		return false, nil
 	}
-	st, err := s.storedOutputs(ctx, d.Meta.Tenant, d.Meta.Conversation, n)
+	st, err := s.storedOutputs(ctx, d.Meta.Tenant, d.Meta.Conversation, n, d.Stored)
 	return st.done, err
 }
 
@@ -242,7 +243,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if d.Delivered > 1 || d.OlderThan(s.recheck) {
 		// Delivered before without an ack, or older than the duplicate
 		// window covers: its outputs may be stored already.
-		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn)
+		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn, d.Stored)
 		if err != nil {
 			return err // retried
 		}

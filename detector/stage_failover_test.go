@@ -3,6 +3,7 @@ package detector_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -75,7 +77,7 @@ func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
-	tasks := func(ctx context.Context, _, conv string, turn int) (bool, error) {
+	tasks := func(ctx context.Context, _, conv string, turn int, _ time.Time) (bool, error) {
 		s, err := h.JS.Stream(ctx, streams.StreamTasks)
 		if err != nil {
 			return false, err
@@ -100,5 +102,46 @@ func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	rtest.CheckFor(t, 30*time.Second, "both tasks stored", func() bool { return len(storedTasks(t, h)) == 2 })
 	if got := storedTasks(t, h); got[0].Turn != 1 || got[1].Turn != 2 {
 		t.Fatalf("tasks stored for turns %d then %d; a1's must come first", got[0].Turn, got[1].Turn)
+	}
+}
+
+// A later turn whose outputs are stored does not prove that an earlier
+// one's are. When a2 ran before a1 was decided (the order gate gave up
+// waiting: MaxHold), a1 comes back with nothing of its own stored, while
+// its conversation's last detection and last task are a2's. a1 must still
+// get its detection and its task (the agent worker then ends it with an
+// explicit superseded record), never be acked as handled with neither.
+func TestATurnOvertakenByALaterOneStillGetsItsOutputs(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
+	publishTurn(t, h, "a", "user", 2, "the one to Boston")
+	inj, err := injector.New(injector.Config{}, injector.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, m := newJudging(t, h, detector.Deps{Then: inj.Task, ThenStored: inj.TaskStored}, time.Hour)
+	// Both turns were delivered before; a2's outputs are stored, a1 has none.
+	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
+	storeDetection(t, h, "a", 2, "")
+	task, _, err := inj.Task(schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 2}, schemas.Detection{Turn: 2, UserText: "the one to Boston"},
+		schemas.EventID("detection", "acme", "a", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).PublishAll(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+
+	rtest.Run(t, "stage", st.Run)
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	if _, ok := detections(t, h)[schemas.EventID("detection", "acme", "a", 1)]; !ok {
+		t.Errorf("a1 acked without its detection (the module judged %d turns)", judgedTurns(m))
+	}
+	var turns []int
+	for _, task := range storedTasks(t, h) {
+		turns = append(turns, task.Turn)
+	}
+	if !slices.Equal(turns, []int{2, 1}) {
+		t.Errorf("tasks stored for turns %v, want a2's then a1's", turns)
 	}
 }

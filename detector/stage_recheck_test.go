@@ -61,7 +61,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 			StageDeps: streams.StageDeps{Registerer: reg},
 			Then:      taskThen,
 			// Only "both" has its task stored too.
-			ThenStored: func(_ context.Context, _, conv string, _ int) (bool, error) { return conv == "both", nil },
+			ThenStored: func(_ context.Context, _, conv string, _ int, _ time.Time) (bool, error) { return conv == "both", nil },
 		})
 		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 		if n := judgedTurns(m); n != 0 {
@@ -125,7 +125,7 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	st, m := newJudging(t, h, detector.Deps{
 		StageDeps:  streams.StageDeps{Registerer: reg},
 		Then:       taskThen,
-		ThenStored: func(context.Context, string, string, int) (bool, error) { return false, nil },
+		ThenStored: func(context.Context, string, string, int, time.Time) (bool, error) { return false, nil },
 	}, time.Hour)
 	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	rtest.Run(t, "stage", st.Run)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -267,31 +268,33 @@ type stored struct {
 	id  string
 }
 
-// storedOutputs reads the conversation's last detection (detections are
-// stored in turn order): of a later turn, or of this one with Then's event
-// stored too (Deps.ThenStored), the turn is done; of this one otherwise,
-// it is returned to be handed on as decided. With ThenStored nil, Then's
-// event is published again (its id drops it within the duplicate window).
-func (s *Stage) storedOutputs(ctx context.Context, tenant, conv string, turn int) (stored, error) {
-	last, found, err := streams.LastEvent(ctx, s.detections, streams.DetectionSubject(tenant, conv))
+// storedOutputs tells what of a user turn's outputs is stored: its
+// detection (streams.TurnStored: the conversation's last detection, and
+// only when that is of a later turn, the turn's own) and, with Deps.Then,
+// Then's event (Deps.ThenStored). Both stored, the turn is done; its
+// detection alone, it is returned to be handed on as decided. With
+// ThenStored nil, Then's event is published again (its id drops it within
+// the duplicate window). since is when the user turn was stored.
+func (s *Stage) storedOutputs(ctx context.Context, tenant, conv string, turn int, since time.Time) (stored, error) {
+	own, found, err := streams.TurnStored(ctx, s.deps.JS, s.detections, streams.DetectionSubject(tenant, conv), turn, since)
 	if err != nil {
 		return stored{}, fmt.Errorf("detector: %w", err)
 	}
-	if !found || last.Meta.Turn < turn {
+	if !found {
 		return stored{}, nil
 	}
 	if s.deps.Then == nil {
 		return stored{done: true}, nil
 	}
 	if s.deps.ThenStored != nil {
-		ok, err := s.deps.ThenStored(ctx, tenant, conv, turn)
+		ok, err := s.deps.ThenStored(ctx, tenant, conv, turn, since)
 		if err != nil || ok {
 			return stored{done: ok}, err
 		}
 	}
 	var det schemas.Detection
-	if last.Meta.Turn > turn || last.Event.Type() != schemas.TypeDetection || last.Payload(&det) != nil {
+	if own.Meta.Turn != turn || own.Event.Type() != schemas.TypeDetection || own.Payload(&det) != nil {
 		return stored{}, nil // this turn's detection is not at hand: judged again
 	}
-	return stored{det: &det, id: last.Event.ID()}, nil
+	return stored{det: &det, id: own.Event.ID()}, nil
 }

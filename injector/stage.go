@@ -58,7 +58,7 @@ func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
 	if err := d.Payload(&det); err != nil {
 		return false, nil
 	}
-	return s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn))
+	return s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn), d.Stored)
 }
 
 // Run consumes detections (and answers sidecar requests when configured)
@@ -110,7 +110,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(err)
 	}
 	if d.OlderThan(s.recheck) {
-		exists, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn))
+		exists, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn), d.Stored)
 		if err != nil {
 			return err // transient: retried
 		}
@@ -155,20 +155,23 @@ func (s *Stage) Task(meta schemas.Meta, det schemas.Detection, detectionID strin
 }
 
 // TaskStored tells whether REIN_TASKS already holds the task of a user
-// turn: a conversation's tasks are stored in turn order, so its last one
-// being of this turn or a later one means this turn's was published. The
-// stage asks it for detections older than Config.RecheckAfter, and a
-// detector fused with the stage for user turns older than its own.
-func (s *Stage) TaskStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
+// turn (streams.TurnStored): the conversation's last task being of this
+// turn says so at once; being of a later turn, this turn's own is looked
+// for, since a later turn that overtook this one (the order gate's
+// MaxHold) proves nothing about it. since is when the turn's detection
+// (fused: its user turn) was stored; zero when unknown. The stage asks it
+// for detections older than Config.RecheckAfter, and a detector fused with
+// the stage for user turns older than its own or delivered again.
+func (s *Stage) TaskStored(ctx context.Context, tenant, conv string, turn int, since time.Time) (bool, error) {
 	tasks, err := s.taskStream(ctx)
 	if err != nil {
 		return false, err
 	}
-	last, found, err := streams.LastTurn(ctx, tasks, streams.TaskSubject(tenant, conv))
+	_, found, err := streams.TurnStored(ctx, s.deps.JS, tasks, streams.TaskSubject(tenant, conv), turn, since)
 	if err != nil {
 		return false, fmt.Errorf("injector: %w", err)
 	}
-	return found && last >= turn, nil
+	return found, nil
 }
 
 // taskStream is REIN_TASKS, looked up once.

@@ -105,9 +105,10 @@
 //     window the ids no longer protect: an input stored longer ago than
 //     half of it (Decoded.Stored, the server's timestamp) (RecheckAfter) is
 //     checked against the conversation's last stored output (LastTurn or
-//     LastEvent, one direct get) before it is handled again; so is, by the
-//     detector, an input delivered before without an ack (Decoded.Delivered
-//     > 1). What the window still covers — a turn cut short by a crash,
+//     LastEvent, one direct get; TurnStored, when the last is of a later
+//     turn, also looks for the turn's own) before it is handled again; so
+//     is, by the detector, an input delivered before without an ack
+//     (Decoded.Delivered > 1). What the window still covers — a turn cut short by a crash,
 //     its stored outputs published again AckWait later — is why a stage
 //     warns at start when the window is shorter than its AckWait
 //     (WarnShortWindow).

@@ -155,7 +155,7 @@ func (g *orderGate) settledElsewhere(ctx context.Context, key string, prev *jets
 	if err != nil {
 		return false // whoever holds it dead-letters it: wait for the floor
 	}
-	d.Sequence = prev.Sequence
+	d.Sequence, d.Stored = prev.Sequence, prev.Time
 	ok, err := g.settled(ctx, d)
 	if err != nil {
 		g.log.Warn("order check: are the earlier message's outputs stored?", "subject", prev.Subject, "seq", prev.Sequence, "err", err)

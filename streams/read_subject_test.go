@@ -104,6 +104,58 @@ func TestLastTurn(t *testing.T) {
 	}
 }
 
+// TestTurnStored: a turn's event is found as the subject's last, or,
+// when a later turn's is last (it ran first), among the subject's events;
+// its absence then counts only while the stream provably still holds
+// everything stored since the turn's input: otherwise it may have aged out
+// and the turn counts as stored.
+func TestTurnStored(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	before := time.Now().Add(-time.Hour)
+	// x1 first; a's turn 2 never stored; b's turn 2 stored after its turn 3.
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "x", 1, "w"), *turnEvent(t, "acme", "a", 1, "x"), *turnEvent(t, "acme", "a", 3, "y"),
+		*turnEvent(t, "acme", "b", 3, "z"), *turnEvent(t, "acme", "b", 2, "v")})
+	after := time.Now()
+	st, err := h.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(conv string, turn int, since time.Time, want bool) {
+		t.Helper()
+		d, found, err := streams.TurnStored(ctx, h.JS, st, streams.TurnSubject("acme", conv, "user"), turn, since)
+		if err != nil || found != want {
+			t.Errorf("TurnStored(%s, %d) = %v, %v; want %v", conv, turn, found, err, want)
+		}
+		if found && d.Event != nil && d.Meta.Turn != turn {
+			t.Errorf("TurnStored(%s, %d) returned turn %d's event", conv, turn, d.Meta.Turn)
+		}
+	}
+	check("a", 3, time.Time{}, true)
+	check("a", 1, time.Time{}, true) // read back from under a3
+	check("a", 2, time.Time{}, false)
+	check("a", 4, time.Time{}, false)
+	check("b", 2, time.Time{}, true)
+	check("none", 1, time.Time{}, false)
+
+	// The head removed (as a max age or size limit does): a2's event may
+	// be gone, unless the stream's first message is no younger than a2's
+	// input.
+	if err := st.DeleteMsg(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	check("a", 2, time.Time{}, true)
+	check("a", 2, before, true)
+	check("a", 2, after, false)
+	// A per-subject limit removes events from within.
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgsPerSubject = 100
+	if _, err := h.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	check("a", 2, after, true)
+}
+
 // TestWarnShortWindow: a stage whose output stream's duplicate window is
 // shorter than its AckWait is warned about; rein's default window is not.
 func TestWarnShortWindow(t *testing.T) {

@@ -50,6 +50,65 @@ func LastEvent(ctx context.Context, s jetstream.Stream, subject string) (d Decod
 	return d, true, nil
 }
 
+// TurnStored tells whether subject holds an event of turn, and returns it
+// when one was read. A conversation's outputs on a subject are stored in
+// turn order while its inputs are handled in order, so the subject's last
+// event answers with one direct get: of this turn, stored; of an earlier
+// turn, or none, not stored. A later turn's proves nothing: that turn ran
+// first when the order gate stopped waiting for this one (MaxHold), and
+// this one's output may never have been stored. The subject is then read
+// for this turn's event. When it holds none, the turn counts as not stored
+// only if the stream still holds everything stored since since (when the
+// turn's input was stored; its output, if any, came later): nothing
+// removed from the stream's head after it, no per-subject limit. Otherwise
+// the event may have aged out, and the turn counts as stored, as the later
+// turn's suggests (handling it again would store a second output); the
+// Decoded returned is then zero.
+func TurnStored(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, subject string, turn int, since time.Time) (Decoded, bool, error) {
+	last, found, err := LastEvent(ctx, s, subject)
+	if err != nil || !found || last.Meta.Turn < turn {
+		return Decoded{}, false, err
+	}
+	if last.Meta.Turn == turn {
+		return last, true, nil
+	}
+	name := s.CachedInfo().Config.Name
+	var own Decoded
+	err = ReadSubject(ctx, js, name, subject, 0, last.Sequence, func(r Raw) error {
+		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
+			own = *r.Decoded
+			return errTurnFound
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errTurnFound):
+		return own, true, nil
+	case err != nil:
+		return Decoded{}, false, fmt.Errorf("streams: turn %d on %s: %w", turn, subject, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return Decoded{}, false, fmt.Errorf("streams: %s: %w", name, err)
+	}
+	return Decoded{}, !holdsSince(info, since), nil
+}
+
+// errTurnFound stops TurnStored's read at the turn's event.
+var errTurnFound = errors.New("turn found")
+
+// holdsSince tells whether a stream still holds every message stored since
+// t: limits remove messages from the head only, so its first message being
+// its first ever, or no younger than t, says so — unless a per-subject
+// limit removes them from within, or acks do (a work-queue or interest
+// stream).
+func holdsSince(info *jetstream.StreamInfo, t time.Time) bool {
+	if info.Config.MaxMsgsPerSubject > 0 || info.Config.Retention != jetstream.LimitsPolicy {
+		return false
+	}
+	return info.State.FirstSeq <= 1 || (!t.IsZero() && !info.State.FirstTime.After(t))
+}
+
 // WarnShortWindow logs a warning when the duplicate window of out, the
 // stream a stage's outputs go to, is shorter than the stage's AckWait. An
 // input is redelivered AckWait after a crash: the outputs of a turn cut

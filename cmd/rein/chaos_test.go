@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/agentworker"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -119,7 +120,7 @@ func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
 			}
 			o := got.outcomes[k]
 			if len(o) != 1 {
-				problems = append(problems, fmt.Sprintf("%s turn %d: %d agent outcomes %v (%d tasks stored)", conv, turn, len(o), o, got.tasks[k]))
+				problems = append(problems, fmt.Sprintf("%s turn %d: %d agent outcomes %v (%d tasks stored); %s", conv, turn, len(o), o, got.tasks[k], srv.describe(conv, got)))
 				continue
 			}
 			seqs = append(seqs, o[0].seq)
@@ -293,6 +294,7 @@ type chaosOutcome struct {
 type chaosOutcomes struct {
 	detections  map[chaosKey]int
 	tasks       map[chaosKey]int
+	order       map[string][]string // conversation → its detections, tasks and outcomes in stream order (report)
 	outcomes    map[chaosKey][]chaosOutcome
 	duplicates  []string
 	deadLetters int
@@ -302,7 +304,7 @@ type chaosOutcomes struct {
 // read reads every output stream of the run.
 func (s *chaosServer) read() chaosOutcomes {
 	s.t.Helper()
-	got := chaosOutcomes{detections: map[chaosKey]int{}, tasks: map[chaosKey]int{}, outcomes: map[chaosKey][]chaosOutcome{}}
+	got := chaosOutcomes{detections: map[chaosKey]int{}, tasks: map[chaosKey]int{}, outcomes: map[chaosKey][]chaosOutcome{}, order: map[string][]string{}}
 	ctx := context.Background()
 	each := func(stream string, filters []string, fn func(r streams.Raw, k chaosKey)) {
 		ids := map[string]bool{}
@@ -316,7 +318,11 @@ func (s *chaosServer) read() chaosOutcomes {
 			} else {
 				ids[id] = true
 			}
-			fn(r, chaosKey{r.Decoded.Meta.Conversation, r.Decoded.Meta.Turn})
+			k := chaosKey{r.Decoded.Meta.Conversation, r.Decoded.Meta.Turn}
+			if typ := r.Decoded.Event.Type(); typ != schemas.TypeStep {
+				got.order[k.conv] = append(got.order[k.conv], fmt.Sprintf("%s#%d:%d", strings.TrimPrefix(typ, "dev.rein."), r.Sequence, k.turn))
+			}
+			fn(r, k)
 			return nil
 		})
 		if err != nil {
@@ -344,4 +350,19 @@ func (s *chaosServer) read() chaosOutcomes {
 		}
 	}
 	return got
+}
+
+// describe is what a failed run reports of a conversation: its outputs in
+// each stream's order (type#sequence:turn) and the agent worker's stored
+// state (the turn it is at, whether done, the turns it remembers finished).
+func (s *chaosServer) describe(conv string, got chaosOutcomes) string {
+	st, ok, err := agentworker.LoadState(context.Background(), s.js, "chaos", conv)
+	state := "no agent state"
+	switch {
+	case err != nil:
+		state = "agent state: " + err.Error()
+	case ok:
+		state = fmt.Sprintf("agent state: turn %d, done %v, outcome %q, finished %v", st.Turn, st.TurnDone, st.Outcome, st.Recent)
+	}
+	return fmt.Sprintf("stored %v; %s", got.order[conv], state)
 }
