@@ -110,7 +110,17 @@ func TestLastTurn(t *testing.T) {
 // everything stored since the turn's input: otherwise it may have aged out
 // and the turn counts as stored.
 func TestTurnStored(t *testing.T) {
+	t.Run("one partition", func(t *testing.T) { turnStored(t, 1) })
+	// The read for an overtaken turn's own output finds it under its
+	// partition token.
+	t.Run("four partitions", func(t *testing.T) { turnStored(t, 4) })
+}
+
+func turnStored(t *testing.T, partitions int) {
 	h := rtest.StartJetStream(t, "")
+	if partitions > 1 {
+		partitioned(t, h, partitions)
+	}
 	ctx := context.Background()
 	before := time.Now().Add(-time.Hour)
 	// x1 first; a's turn 2 never stored; b's turn 2 stored after its turn 3.

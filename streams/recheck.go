@@ -74,7 +74,7 @@ func TurnStored(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	}
 	name := s.CachedInfo().Config.Name
 	var own Decoded
-	err = ReadSubject(ctx, js, name, subject, 0, last.Sequence, func(r Raw) error {
+	err = ReadSubject(ctx, js, name, StoredFilter(s, subject), 0, last.Sequence, func(r Raw) error {
 		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
 			own = *r.Decoded
 			return errTurnFound
