@@ -28,7 +28,7 @@
 // produces (and its own rein.dlq.<stage>), holds the JetStream API of its
 // own durable only (create, info, next, unpin, its $JS.ACK subjects), gets
 // and reads only the streams it reads, and takes replies on _INBOX.>; a
-// tenant's ingress identity stores only rein.turns.<tenant>.>. A
+// tenant's ingress identity stores only rein.turns.<tenant>.<conv>.<role>. A
 // non-loopback client port needs TLS (ServerConfig.TLSCert) unless
 // explicitly insecure.
 //

@@ -47,7 +47,11 @@ const (
 
 // Stream subject filters (what each stream stores).
 const (
-	TurnsAll      = subjTurns + ".>"
+	TurnsAll = subjTurns + ".>"
+	// TurnsEach is every turn subject a client may publish on,
+	// rein.turns.<tenant>.<conv>.<role>: no more tokens, so that no client
+	// picks a stored partition token itself (partition.go).
+	TurnsEach     = subjTurns + ".*.*.*"
 	UserTurnsAll  = subjTurns + ".*.*.user"
 	AgentTurnsAll = subjTurns + ".*.*.agent"
 	DetectionsAll = subjDetections + ".>"

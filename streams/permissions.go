@@ -209,7 +209,7 @@ var grants = map[string]func(*grant){
 		g.client()
 		// A duplicate Msg-Id is compared with the turn stored under it.
 		g.get(StreamTurns)
-		g.publish(TurnsAll)
+		g.publish(TurnsEach)
 	},
 	IdentityDetector:       detectorGrant,
 	IdentityReader:         readerGrant,
@@ -299,7 +299,7 @@ func dedupe(s []string) []string {
 
 // TenantIngressPermissions are the permissions of a platform connecting
 // directly for one tenant: it may store that tenant's turns
-// (rein.turns.<tenant>.>) and ask the sidecar for that tenant's inception
+// (rein.turns.<tenant>.<conv>.<role>) and ask the sidecar for that tenant's inception
 // blocks (rein.inception.get.<tenant>.>), nothing else.
 func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	if err := schemas.CheckIDs(tenant, "x"); err != nil {
@@ -308,7 +308,7 @@ func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	var g grant
 	g.client()
 	g.streamInfo(StreamTurns)
-	g.publish(subjTurns+"."+tenant+".>", subjInception+"."+tenant+".>")
+	g.publish(subjTurns+"."+tenant+".*.*", subjInception+"."+tenant+".>")
 	return g.permissions(), nil
 }
 

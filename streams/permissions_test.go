@@ -154,6 +154,8 @@ func TestStagePermissions(t *testing.T) {
 		// Ingress: turns only.
 		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), true},
 		{streams.IdentityIngress, pub, streams.TaskSubject("acme", "c1"), false},
+		// A client may not pick a stored partition token itself.
+		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser) + ".3", false},
 		{streams.IdentityIngress, sub, streams.DetectionsAll, false},
 		// A duplicate Msg-Id is compared with the stored turn.
 		{streams.IdentityIngress, pub, "$JS.API.DIRECT.GET." + streams.StreamTurns, true},

@@ -20,7 +20,7 @@ start; each may only publish and subscribe to what its stage consumes and produc
 (streams/permissions.go).
 
 A platform that publishes turns straight to NATS gets an identity of its own, bound to one
-tenant: it may store only rein.turns.<tenant>.> and ask the sidecar only for that tenant.
+tenant: it may store only rein.turns.<tenant>.<conv>.<role> and ask the sidecar only for that tenant.
 
   rein keys list --data-dir ./data
   rein keys add-tenant acme --data-dir ./data     then restart rein serve, and give the platform
