@@ -76,6 +76,14 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 	if err != nil || !found || turn != 2 {
 		t.Fatalf("LastTurn through the partition token = %d, %v, %v; want 2", turn, found, err)
 	}
+	// A publisher may not choose the partition: the stream takes the
+	// published form only.
+	forged := turnEvent(t, "acme", "c07", 3, "forged")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second) // no stream answers: the publisher would retry
+	defer cancel()
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, forged.Stream, forged.Subject+".0", forged.Event); err == nil {
+		t.Errorf("a turn published with a partition token of its own was stored")
+	}
 }
 
 // Partitions are fixed once a stream holds messages: another count is a
@@ -100,6 +108,9 @@ func TestProvisionNeverRepartitionsAStreamHoldingMessages(t *testing.T) {
 	}
 	if n := streams.StreamPartitions(s.CachedInfo().Config); n != 4 {
 		t.Fatalf("after a provision without partitions the stream has %d, want its 4 kept", n)
+	}
+	if got := s.CachedInfo().Config.Subjects; len(got) != 1 || got[0] != "rein.turns.*.*.*" {
+		t.Fatalf("after a provision without partitions the stream takes %v, want the published form only", got)
 	}
 }
 

@@ -225,6 +225,12 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	if s.MaxBytes == 0 {
 		cfg.MaxBytes = -1
 	}
+	if cfg.SubjectTransform != nil {
+		// Partitioned: the stream takes the published form only, so that
+		// no client stores a message under a partition token of its own
+		// choosing (one conversation in two partitions has two holders).
+		cfg.Subjects = []string{cfg.SubjectTransform.Source}
+	}
 	if s.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}

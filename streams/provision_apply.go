@@ -105,6 +105,9 @@ func (pv *provisioner) stream(ctx context.Context, js jetstream.JetStream, want 
 		if upd.SubjectTransform, err = pv.partitions(s, want); err != nil {
 			return err
 		}
+		if upd.SubjectTransform != nil { // kept: the published form only, as StreamConfig says
+			upd.Subjects = []string{upd.SubjectTransform.Source}
+		}
 		if reflect.DeepEqual(upd, cur) {
 			return nil
 		}
