@@ -84,22 +84,19 @@ func (m *members) leave(ctx context.Context) error {
 	return nil
 }
 
-// live lists the ids of the stage's replicas whose keys are renewed
-// within memberTTL, sorted (one batched direct get).
+// live lists the ids of the stage's live replicas, sorted (one batched
+// direct get; see liveMembers).
 func (m *members) live(ctx context.Context) ([]string, error) {
-	return LiveMembers(ctx, m.js, m.stage)
+	ms, err := liveMembers(ctx, m.js, m.stage)
+	return memberIDs(ms), err
 }
 
-// LiveMembers lists the ids of a stage's live replicas, sorted: those
-// whose member key the bucket still holds (it drops a key memberTTL after
-// its last renewal, by the server's clock).
-func LiveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]string, error) {
-	ms, err := liveMembers(ctx, js, stage)
+func memberIDs(ms []Member) []string {
 	ids := make([]string, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
 	}
-	return ids, err
+	return ids
 }
 
 // Member is a live replica of a partitioned stage.
@@ -119,10 +116,7 @@ func PartitionOwners(ctx context.Context, js jetstream.JetStream, stage string, 
 	if err != nil || len(ms) == 0 {
 		return nil, err
 	}
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-	}
+	ids := memberIDs(ms)
 	out := map[int]Member{}
 	for _, m := range ms {
 		for _, p := range assigned(m.ID, ids, n) {
@@ -150,6 +144,9 @@ func ParsePartitionDurable(name string) (stage string, partition int, ok bool) {
 	return stage, p, true
 }
 
+// liveMembers lists a stage's live replicas, sorted by id: those whose
+// member key the bucket still holds (it drops a key memberTTL after its
+// last renewal, by the server's clock).
 func liveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]Member, error) {
 	prefix := "$KV." + BucketMembers + "." + stage + "."
 	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, StreamMembers, []string{prefix + "*"})

@@ -123,35 +123,12 @@ func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
 	partitioned(t, h, 4)
 	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
 		Filter: []string{streams.UserTurnsAll}, AckWait: 30 * time.Second}
-	var mu sync.Mutex
-	handled := map[string][]int{} // conversation → turns, in handling order
-	by := map[string]map[string]bool{}
+	log := newTurnLog()
 	replica := func(name string) (stop func(), reg *prometheus.Registry) {
 		reg = prometheus.NewRegistry()
-		return runConsumer(t, h, cfg, reg, func(_ context.Context, d streams.Decoded) error {
-			mu.Lock()
-			defer mu.Unlock()
-			c := d.Meta.Conversation
-			handled[c] = append(handled[c], d.Meta.Turn)
-			if by[name] == nil {
-				by[name] = map[string]bool{}
-			}
-			by[name][c] = true
-			return nil
-		}), reg
+		return runConsumer(t, h, cfg, reg, log.handler(name)), reg
 	}
-	partitionsOf := func(reg *prometheus.Registry) float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			return -1
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "rein_stage_partitions" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		return -1
-	}
+	partitionsOf := func(reg *prometheus.Registry) float64 { return gaugeValue(reg, "rein_stage_partitions") }
 	_, regA := replica("a")
 	stopB, regB := replica("b")
 	rtest.CheckFor(t, 30*time.Second, "two replicas with two partitions each", func() bool {
@@ -177,36 +154,17 @@ func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
 		}
 		publishTurns(t, h, outs)
 	}
-	all := func(turns int) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			n := 0
-			for _, ts := range handled {
-				n += len(ts)
-			}
-			return n >= 40*turns
-		}
-	}
 	publish(1, 3)
-	rtest.CheckFor(t, 30*time.Second, "every turn handled", all(3))
-	mu.Lock()
-	if len(by["a"]) == 0 || len(by["b"]) == 0 {
-		t.Errorf("conversations handled by a: %d, by b: %d; want both replicas working", len(by["a"]), len(by["b"]))
+	rtest.CheckFor(t, 30*time.Second, "every turn handled", log.atLeast(40*3))
+	if a, b := log.conversationsOf("a"), log.conversationsOf("b"); a == 0 || b == 0 {
+		t.Errorf("conversations handled by a: %d, by b: %d; want both replicas working", a, b)
 	}
-	mu.Unlock()
 
 	stopB()
 	rtest.CheckFor(t, 30*time.Second, "the remaining replica works every partition", func() bool { return partitionsOf(regA) == 4 })
 	publish(4, 5)
-	rtest.CheckFor(t, 30*time.Second, "every turn handled after the stop", all(5))
-	mu.Lock()
-	defer mu.Unlock()
-	for c, ts := range handled {
-		if fmt.Sprint(ts) != "[1 2 3 4 5]" {
-			t.Errorf("conversation %s handled turns %v, want [1 2 3 4 5] once each, in order", c, ts)
-		}
-	}
+	rtest.CheckFor(t, 30*time.Second, "every turn handled after the stop", log.atLeast(40*5))
+	log.checkInOrder(t, 5)
 }
 
 // A replica of a partitioned stage that dies without a word (its
@@ -224,27 +182,10 @@ func partitionedCrash(t *testing.T, early bool) {
 	partitioned(t, h, 4)
 	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
 		Filter: []string{streams.UserTurnsAll}, AckWait: 3 * time.Second}
-	var mu sync.Mutex
-	handled := map[string][]int{}
-	replica := func(string) (crash func(), reg *prometheus.Registry) {
+	log := newTurnLog()
+	replica := func(name string) (crash func(), reg *prometheus.Registry) {
 		reg = prometheus.NewRegistry()
-		return crashableReplica(t, h, cfg, reg, func(_ context.Context, d streams.Decoded) error {
-			mu.Lock()
-			defer mu.Unlock()
-			handled[d.Meta.Conversation] = append(handled[d.Meta.Conversation], d.Meta.Turn)
-			return nil
-		}), reg
-	}
-	atLeast := func(n int) func() bool {
-		return func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			got := 0
-			for _, ts := range handled {
-				got += len(ts)
-			}
-			return got >= n
-		}
+		return crashableReplica(t, h, cfg, reg, log.handler(name)), reg
 	}
 	crashA, regA := replica("a")
 	var regB *prometheus.Registry
@@ -255,42 +196,106 @@ func partitionedCrash(t *testing.T, early bool) {
 		})
 	}
 	const convs, turns = 40, 6
-	stop := make(chan struct{})
-	published := make(chan struct{})
+	// Published at a pace, so that turns still arrive when A dies.
+	var outs []streams.Out
+	for turn := 1; turn <= turns; turn++ {
+		for c := range convs {
+			outs = append(outs, *turnEvent(t, "acme", fmt.Sprintf("c%02d", c), turn, "hello"))
+		}
+	}
+	published := make(chan error, 1)
 	go func() {
-		defer close(published)
-		for turn := 1; turn <= turns; turn++ {
-			for c := range convs {
-				publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", fmt.Sprintf("c%02d", c), turn, "hello")})
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
+		pub := streams.NewPublisher(h.JS, nil)
+		for _, o := range outs {
+			if _, err := pub.Publish(t.Context(), o.Stream, o.Subject, o.Event); err != nil {
+				published <- err
+				return
+			}
+			select {
+			case <-t.Context().Done():
+				published <- t.Context().Err()
+				return
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
+		published <- nil
 	}()
-	rtest.CheckFor(t, 30*time.Second, "a third handled", atLeast(convs*turns/3))
+	rtest.CheckFor(t, 30*time.Second, "a third handled", log.atLeast(convs*turns/3))
 	if early {
 		_, regB = replica("b")
 		rtest.CheckFor(t, 30*time.Second, "a hands two partitions over", func() bool { return gaugeValue(regA, "rein_stage_partitions") == 2 })
 	}
 	crashA()
 	crashed := time.Now()
-	<-published
-	rtest.CheckFor(t, 60*time.Second, "every turn handled", atLeast(convs*turns))
+	if err := <-published; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	rtest.CheckFor(t, 60*time.Second, "every turn handled", log.atLeast(convs*turns))
 	t.Logf("every turn handled %s after the crash", time.Since(crashed).Round(100*time.Millisecond))
 	if took := time.Since(crashed); took > 20*time.Second {
 		t.Errorf("the turns published after the crash took %s to be handled, want within 20 s (member TTL 6 s, pin TTL 10 s)", took)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for c, ts := range handled {
+	log.checkInOrder(t, turns)
+}
+
+// turnLog records the turns a test's replicas handle.
+type turnLog struct {
+	mu      sync.Mutex
+	handled map[string][]int           // conversation → turns, in handling order
+	by      map[string]map[string]bool // replica → conversations it handled
+}
+
+func newTurnLog() *turnLog {
+	return &turnLog{handled: map[string][]int{}, by: map[string]map[string]bool{}}
+}
+
+// handler records each turn as handled by replica.
+func (l *turnLog) handler(replica string) streams.Handler {
+	return func(_ context.Context, d streams.Decoded) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		c := d.Meta.Conversation
+		l.handled[c] = append(l.handled[c], d.Meta.Turn)
+		if l.by[replica] == nil {
+			l.by[replica] = map[string]bool{}
+		}
+		l.by[replica][c] = true
+		return nil
+	}
+}
+
+// atLeast polls for n handlings in all.
+func (l *turnLog) atLeast(n int) func() bool {
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		got := 0
+		for _, ts := range l.handled {
+			got += len(ts)
+		}
+		return got >= n
+	}
+}
+
+func (l *turnLog) conversationsOf(replica string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.by[replica])
+}
+
+// checkInOrder fails unless every conversation's turns 1..turns were each
+// handled once, in order.
+func (l *turnLog) checkInOrder(t *testing.T, turns int) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c, ts := range l.handled {
+		ok := len(ts) == turns
 		for i, turn := range ts {
-			if turn != i+1 {
-				t.Errorf("conversation %s handled turns %v, want 1..%d once each, in order", c, ts, turns)
-				break
-			}
+			ok = ok && turn == i+1
+		}
+		if !ok {
+			t.Errorf("conversation %s handled turns %v, want 1..%d once each, in order", c, ts, turns)
 		}
 	}
 }

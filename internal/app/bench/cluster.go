@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/app/eval"
@@ -237,6 +239,11 @@ func waitShared(ctx context.Context, procs []*pipeline.Process, partitions int) 
 
 // gaugeByStage reads a gauge of one process by its stage label.
 func gaugeByStage(p *pipeline.Process, name string) map[string]float64 {
+	return sumByStage(p, name, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+}
+
+// sumByStage sums one metric of a process's series by their stage label.
+func sumByStage(p *pipeline.Process, name string, value func(*dto.Metric) float64) map[string]float64 {
 	out := map[string]float64{}
 	mfs, err := p.Reg.Gather()
 	if err != nil {
@@ -249,7 +256,7 @@ func gaugeByStage(p *pipeline.Process, name string) map[string]float64 {
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "stage" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
+					out[l.GetValue()] += value(m)
 				}
 			}
 		}
@@ -262,25 +269,10 @@ func gaugeByStage(p *pipeline.Process, name string) map[string]float64 {
 func activeReplicas(procs []*pipeline.Process) map[string]int {
 	active := map[string]int{}
 	for _, p := range procs {
-		mfs, err := p.Reg.Gather()
-		if err != nil {
-			continue
-		}
-		handled := map[string]bool{}
-		for _, mf := range mfs {
-			if mf.GetName() != telemetry.MStageMessages {
-				continue
+		for stage, n := range sumByStage(p, telemetry.MStageMessages, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() }) {
+			if n > 0 {
+				active[stage]++
 			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "stage" && m.GetCounter().GetValue() > 0 {
-						handled[l.GetValue()] = true
-					}
-				}
-			}
-		}
-		for stage := range handled {
-			active[stage]++
 		}
 	}
 	return active
