@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinception/rein/agentworker"
@@ -68,7 +69,7 @@ func (e evalRuntime) starter() run.Starter {
 		}
 		names, _ := pipeline.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
-		p := &evalPipeline{rt: rt, col: col, dir: dir, cancel: cancel, done: make(chan error, 1)}
+		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()
 		return p, nil
 	}
@@ -79,8 +80,12 @@ type evalPipeline struct {
 	rt     *proc
 	col    *demo.Collector
 	dir    string
+	cond   string // condition and domain, for reports
 	cancel context.CancelFunc
 	done   chan error
+	// keep is set when a turn got no outcome: Close then leaves the
+	// JetStream store in dir as evidence.
+	keep atomic.Bool
 }
 
 // Turn publishes the user turn to REIN_TURNS, as a platform does, and
@@ -106,7 +111,8 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
 	}
 	if err != nil {
-		return run.Outcome{}, fmt.Errorf("no outcome: %w", err)
+		p.keep.Store(true)
+		return run.Outcome{}, fmt.Errorf("no outcome: %w (pipeline %s, store kept in %s)\n%s", err, p.cond, p.dir, p.stuck(conv, turn, &t))
 	}
 	return outcomeOf(&t), nil
 }
@@ -159,13 +165,16 @@ func outcomeOf(t *demo.Turn) run.Outcome {
 	return out
 }
 
-// Close stops the stages, then the server, and removes its storage.
+// Close stops the stages, then the server, and removes its storage
+// unless a turn got no outcome.
 func (p *evalPipeline) Close() error {
 	p.cancel()
 	err := <-p.done
 	p.col.Close()
 	p.rt.Close()
-	if rerr := os.RemoveAll(p.dir); err == nil {
+	if p.keep.Load() {
+		p.rt.Log.Error("a turn got no outcome: the pipeline's JetStream store is kept", "dir", p.dir)
+	} else if rerr := os.RemoveAll(p.dir); err == nil {
 		err = rerr
 	}
 	if errors.Is(err, context.Canceled) {
