@@ -400,6 +400,7 @@ func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
 		streams.StreamTasks + " [task#1:1 task#2:2]",
 		streams.StreamTasks + "/" + streams.DurableAgentWorker + ": pending 0, ack pending 1",
 		"agent state: ",
+		"in_flight{agentworker} 1",
 		"connections: rein-eval-none",
 		"server slow consumers 0",
 	} {

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/app/demo"
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -15,7 +18,8 @@ import (
 // stuck describes, for a turn whose outcome did not come, where the turn
 // is: what the collector heard of it, what each stream stores for the
 // conversation in stream order, what each stage's durable holds, the
-// agent worker's stored state and the connections' reconnects. It is
+// agent worker's stored state, the consume loops' counters and gauges
+// and the connections' reconnects. It is
 // the error's text, so that the failure explains itself.
 func (p *evalPipeline) stuck(conv string, turn int, seen *demo.Turn) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -64,8 +68,40 @@ func (p *evalPipeline) stuck(conv string, turn int, seen *demo.Turn) string {
 	default:
 		b.WriteString("\nno agent state")
 	}
+	fmt.Fprintf(&b, "\nstages: %s", stageGauges(p.rt.Reg))
 	fmt.Fprintf(&b, "\nconnections: %s", p.rt.Connections())
 	return b.String()
+}
+
+// stageGauges lists the non-zero samples of the consume loops' metrics
+// that tell a turn being handled from one queued behind its conversation
+// or held by the order gate: messages by outcome, in flight, queued, and
+// the gate's holds.
+func stageGauges(g prometheus.Gatherer) string {
+	mfs, err := g.Gather()
+	if err != nil {
+		return err.Error()
+	}
+	want := map[string]bool{telemetry.MStageMessages: true, telemetry.MStageInFlight: true,
+		telemetry.MStageQueued: true, telemetry.MStageOrderHolds: true}
+	var out []string
+	for _, mf := range mfs {
+		if !want[mf.GetName()] {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			if v == 0 {
+				continue
+			}
+			labels := make([]string, 0, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			out = append(out, fmt.Sprintf("%s{%s} %g", strings.TrimPrefix(mf.GetName(), "rein_stage_"), strings.Join(labels, ","), v))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // stepKinds lists the kinds of a turn's steps in the order heard.
