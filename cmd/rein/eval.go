@@ -75,6 +75,10 @@ func (e evalRuntime) starter() run.Starter {
 	}
 }
 
+// refillEvery is how long a turn's wait goes without an outcome before the
+// collector reads what the streams store for the conversation.
+const refillEvery = 10 * time.Second
+
 // evalPipeline is one running pipeline of `rein eval run`.
 type evalPipeline struct {
 	rt     *proc
@@ -102,11 +106,34 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 	if err != nil {
 		return run.Outcome{}, fmt.Errorf("publish user turn: %w", err)
 	}
-	t, why, err := col.Wait(ctx, conv, turn, func(t *demo.Turn) bool {
+	done := func(t *demo.Turn) bool {
 		return t.Unanswered != nil ||
 			(t.Escalated != nil && t.Escalated.Reason == schemas.ReasonAgentUnavailable) ||
 			(t.Reply != nil && hasReplyStep(t.Steps))
-	})
+	}
+	var (
+		t   demo.Turn
+		why string
+	)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, refillEvery)
+		t, why, err = col.Wait(wctx, conv, turn, done)
+		cancel()
+		if err == nil || why != "" || ctx.Err() != nil {
+			break
+		}
+		// The collector's subscription is at most once (a connection the
+		// server dropped as a slow consumer loses what was sent meanwhile):
+		// read what the streams store.
+		n, rerr := col.Refill(ctx, p.rt.JS, conv)
+		if n > 0 {
+			p.rt.Log.Error("the outcome collector had not heard events the streams store; read them from the streams",
+				"conversation", conv, "turn", turn, "events", n, "connections", p.rt.Connections())
+		}
+		if rerr != nil && ctx.Err() == nil {
+			p.rt.Log.Error("reading a turn's outputs from the streams", "conversation", conv, "turn", turn, "err", rerr)
+		}
+	}
 	if why != "" {
 		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
 	}
