@@ -69,8 +69,12 @@ func (e evalRuntime) starter() run.Starter {
 		}
 		names, _ := pipeline.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
-		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, cancel: cancel, done: make(chan error, 1)}
+		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, refillEvery: refillEvery,
+			cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()
+		if evalPipelineStarted != nil {
+			evalPipelineStarted(p)
+		}
 		return p, nil
 	}
 }
@@ -79,14 +83,21 @@ func (e evalRuntime) starter() run.Starter {
 // collector reads what the streams store for the conversation.
 const refillEvery = 10 * time.Second
 
+// evalPipelineStarted, when set (by a test), is called with every
+// pipeline the starter starts.
+var evalPipelineStarted func(*evalPipeline)
+
 // evalPipeline is one running pipeline of `rein eval run`.
 type evalPipeline struct {
-	rt     *proc
-	col    *demo.Collector
-	dir    string
-	cond   string // condition and domain, for reports
-	cancel context.CancelFunc
-	done   chan error
+	rt   *proc
+	col  *demo.Collector
+	dir  string
+	cond string // condition and domain, for reports
+	// refillEvery is how long a turn waits for its outcome on the
+	// collector's subscription before reading the streams.
+	refillEvery time.Duration
+	cancel      context.CancelFunc
+	done        chan error
 	// keep is set when a turn got no outcome: Close then leaves the
 	// JetStream store in dir as evidence.
 	keep atomic.Bool
@@ -116,7 +127,7 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 		why string
 	)
 	for {
-		wctx, cancel := context.WithTimeout(ctx, refillEvery)
+		wctx, cancel := context.WithTimeout(ctx, p.refillEvery)
 		t, why, err = col.Wait(wctx, conv, turn, done)
 		cancel()
 		if err == nil || why != "" || ctx.Err() != nil {

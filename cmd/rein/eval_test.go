@@ -416,3 +416,39 @@ func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
 		t.Errorf("the pipeline's store was not kept: %v", err)
 	}
 }
+
+// The player's collector hears outcomes on a core NATS subscription, which
+// delivers at most once: a connection the server drops loses them. Here
+// the collector hears nothing at all, and every turn's outcome is read
+// from the streams instead (every 100 ms without one): the play ends as
+// it would have, detection and injection included.
+func TestEvalReadsOutcomesTheCollectorMissed(t *testing.T) {
+	evalPipelineStarted = func(p *evalPipeline) {
+		p.refillEvery = 100 * time.Millisecond
+		p.col.Close()
+	}
+	t.Cleanup(func() { evalPipelineStarted = nil })
+	scen := subsetScenarios(t, "ret-ana-1")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein",
+		"--out", dir, "--taubench", rtest.TauBench(t), "--turn-timeout", "30s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, "rein", "ret-ana-1.t1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p run.Play
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Turns) < 2 || !p.Turns[0].Injected || p.Turns[0].Detection.ErrorType != "anaphora" {
+		t.Fatalf("play %+v", p)
+	}
+	for _, turn := range p.Turns {
+		if turn.Reply == "" && turn.Escalation == "" {
+			t.Errorf("turn %d has no outcome: %+v", turn.Turn, turn)
+		}
+	}
+}
