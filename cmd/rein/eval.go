@@ -69,7 +69,7 @@ func (e evalRuntime) starter() run.Starter {
 		}
 		names, _ := pipeline.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
-		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, refillEvery: refillEvery,
+		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, refillEvery: demo.RefillEvery,
 			cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()
 		if evalPipelineStarted != nil {
@@ -78,10 +78,6 @@ func (e evalRuntime) starter() run.Starter {
 		return p, nil
 	}
 }
-
-// refillEvery is how long a turn's wait goes without an outcome before the
-// collector reads what the streams store for the conversation.
-const refillEvery = 10 * time.Second
 
 // evalPipelineStarted, when set (by a test), is called with every
 // pipeline the starter starts.
@@ -122,29 +118,12 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 			(t.Escalated != nil && t.Escalated.Reason == schemas.ReasonAgentUnavailable) ||
 			(t.Reply != nil && hasReplyStep(t.Steps))
 	}
-	var (
-		t   demo.Turn
-		why string
-	)
-	for {
-		wctx, cancel := context.WithTimeout(ctx, p.refillEvery)
-		t, why, err = col.Wait(wctx, conv, turn, done)
-		cancel()
-		if err == nil || why != "" || ctx.Err() != nil {
-			break
-		}
-		// The collector's subscription is at most once (a connection the
-		// server dropped as a slow consumer loses what was sent meanwhile):
-		// read what the streams store.
-		n, rerr := col.Refill(ctx, p.rt.JS, conv)
-		if n > 0 {
-			p.rt.Log.Error("the outcome collector had not heard events the streams store; read them from the streams",
-				"conversation", conv, "turn", turn, "events", n, "connections", p.rt.Connections())
-		}
-		if rerr != nil && ctx.Err() == nil {
-			p.rt.Log.Error("reading a turn's outputs from the streams", "conversation", conv, "turn", turn, "err", rerr)
-		}
-	}
+	t, why, err := col.WaitRead(ctx, p.rt.JS, conv, turn, p.refillEvery, done, func(events int, err error) {
+		// The subscription is at most once: a connection the server
+		// dropped as a slow consumer loses what was sent meanwhile.
+		p.rt.Log.Error("the outcome collector had not heard events the streams store; read them from the streams",
+			"conversation", conv, "turn", turn, "events", events, "err", err, "connections", p.rt.Connections())
+	})
 	if why != "" {
 		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
 	}

@@ -213,6 +213,30 @@ func (c *Collector) Wait(ctx context.Context, conv string, n int, done func(*Tur
 	return t, c.failed[conv], err
 }
 
+// RefillEvery is how long WaitRead's callers wait on the subscription
+// before reading the streams.
+const RefillEvery = 10 * time.Second
+
+// WaitRead is Wait that does not rely on the subscription alone: after
+// every period without done holding, it reads what the streams store for
+// the conversation (Refill). missed, when set, is told how many events a
+// read applied (when any) and its error.
+func (c *Collector) WaitRead(ctx context.Context, js jetstream.JetStream, conv string, n int, every time.Duration,
+	done func(*Turn) bool, missed func(events int, err error)) (Turn, string, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, every)
+		t, why, err := c.Wait(wctx, conv, n, done)
+		cancel()
+		if err == nil || why != "" || ctx.Err() != nil {
+			return t, why, err
+		}
+		events, err := c.Refill(ctx, js, conv)
+		if missed != nil && (events > 0 || err != nil && ctx.Err() == nil) {
+			missed(events, err)
+		}
+	}
+}
+
 // wait blocks until cond (called under the lock) holds or ctx ends.
 func (c *Collector) wait(ctx context.Context, cond func() bool) error {
 	for {

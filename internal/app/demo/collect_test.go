@@ -73,4 +73,21 @@ func TestCollectorRefillsWhatTheSubscriptionMissed(t *testing.T) {
 	if len(got.Steps) != 2 {
 		t.Errorf("steps %+v, want each once", got.Steps)
 	}
+
+	// WaitRead does not wait on the subscription alone.
+	late, err := NewCollector(h.Conn, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(late.Close)
+	read := 0
+	got, _, err = late.WaitRead(wctx, h.JS, "c1", 1, 50*time.Millisecond, answered, func(events int, err error) {
+		if err != nil {
+			t.Errorf("refill: %v", err)
+		}
+		read += events
+	})
+	if err != nil || read != 4 || len(got.Steps) != 2 {
+		t.Errorf("WaitRead: %v, read %d events, want 4; turn %+v", err, read, got)
+	}
 }
