@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinception/rein/agentworker"
@@ -68,19 +69,34 @@ func (e evalRuntime) starter() run.Starter {
 		}
 		names, _ := pipeline.ResolveStages([]string{"all"})
 		sctx, cancel := context.WithCancel(context.Background())
-		p := &evalPipeline{rt: rt, col: col, dir: dir, cancel: cancel, done: make(chan error, 1)}
+		p := &evalPipeline{rt: rt, col: col, dir: dir, cond: spec.Condition + " " + spec.Domain, refillEvery: demo.RefillEvery,
+			cancel: cancel, done: make(chan error, 1)}
 		go func() { p.done <- runStages(sctx, rt, names) }()
+		if evalPipelineStarted != nil {
+			evalPipelineStarted(p)
+		}
 		return p, nil
 	}
 }
 
+// evalPipelineStarted, when set (by a test), is called with every
+// pipeline the starter starts.
+var evalPipelineStarted func(*evalPipeline)
+
 // evalPipeline is one running pipeline of `rein eval run`.
 type evalPipeline struct {
-	rt     *proc
-	col    *demo.Collector
-	dir    string
-	cancel context.CancelFunc
-	done   chan error
+	rt   *proc
+	col  *demo.Collector
+	dir  string
+	cond string // condition and domain, for reports
+	// refillEvery is how long a turn waits for its outcome on the
+	// collector's subscription before reading the streams.
+	refillEvery time.Duration
+	cancel      context.CancelFunc
+	done        chan error
+	// keep is set when a turn got no outcome: Close then leaves the
+	// JetStream store in dir as evidence.
+	keep atomic.Bool
 }
 
 // Turn publishes the user turn to REIN_TURNS, as a platform does, and
@@ -97,16 +113,23 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 	if err != nil {
 		return run.Outcome{}, fmt.Errorf("publish user turn: %w", err)
 	}
-	t, why, err := col.Wait(ctx, conv, turn, func(t *demo.Turn) bool {
+	done := func(t *demo.Turn) bool {
 		return t.Unanswered != nil ||
 			(t.Escalated != nil && t.Escalated.Reason == schemas.ReasonAgentUnavailable) ||
 			(t.Reply != nil && hasReplyStep(t.Steps))
+	}
+	t, why, err := col.WaitRead(ctx, p.rt.JS, conv, turn, p.refillEvery, done, func(events int, err error) {
+		// The subscription is at most once: a connection the server
+		// dropped as a slow consumer loses what was sent meanwhile.
+		p.rt.Log.Error("the outcome collector had not heard events the streams store; read them from the streams",
+			"conversation", conv, "turn", turn, "events", events, "err", err, "connections", p.rt.Connections())
 	})
 	if why != "" {
 		return run.Outcome{}, fmt.Errorf("dead-lettered: %s", why)
 	}
 	if err != nil {
-		return run.Outcome{}, fmt.Errorf("no outcome: %w", err)
+		p.keep.Store(true)
+		return run.Outcome{}, fmt.Errorf("no outcome: %w (pipeline %s, store kept in %s)\n%s", err, p.cond, p.dir, p.stuck(conv, turn, &t))
 	}
 	return outcomeOf(&t), nil
 }
@@ -159,13 +182,16 @@ func outcomeOf(t *demo.Turn) run.Outcome {
 	return out
 }
 
-// Close stops the stages, then the server, and removes its storage.
+// Close stops the stages, then the server, and removes its storage
+// unless a turn got no outcome.
 func (p *evalPipeline) Close() error {
 	p.cancel()
 	err := <-p.done
 	p.col.Close()
 	p.rt.Close()
-	if rerr := os.RemoveAll(p.dir); err == nil {
+	if p.keep.Load() {
+		p.rt.Log.Error("a turn got no outcome: the pipeline's JetStream store is kept", "dir", p.dir)
+	} else if rerr := os.RemoveAll(p.dir); err == nil {
 		err = rerr
 	}
 	if errors.Is(err, context.Canceled) {

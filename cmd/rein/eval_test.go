@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/eval/run"
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
 )
 
 // subsetScenarios writes the bundled scenarios with the given ids to a
@@ -46,6 +49,25 @@ func subsetScenarios(t *testing.T, ids ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// keptOnFailure is a temporary directory that is removed when the test
+// passes and kept (and named) when it fails, with the pipelines' stores a
+// run kept in it.
+func keptOnFailure(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
 }
 
 func readReport(t *testing.T, dir string) (map[string]any, []byte) {
@@ -242,7 +264,7 @@ func TestEvalRecordedRunReplays(t *testing.T) {
 	if err := os.WriteFile(script, []byte(testAgentScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec := filepath.Join(t.TempDir(), "recorded")
+	rec := filepath.Join(keptOnFailure(t), "recorded")
 	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein,self-refine", "--trials", "2",
 		"--out", rec, "--taubench", rtest.TauBench(t), "--agent-provider", "scripted", "--agent-script", script, "--record")
 	if err != nil {
@@ -255,7 +277,7 @@ func TestEvalRecordedRunReplays(t *testing.T) {
 	}
 	// The replay names providers that would need a network: every call
 	// must come from the cassettes.
-	rep := filepath.Join(t.TempDir(), "replayed")
+	rep := filepath.Join(keptOnFailure(t), "replayed")
 	out, err = runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein,self-refine", "--trials", "2",
 		"--out", rep, "--taubench", rtest.TauBench(t), "--replay-from", rec,
 		"--agent-provider", "openai", "--agent-base-url", "http://127.0.0.1:1/v1", "--user-provider", "openai", "--user-base-url", "http://127.0.0.1:1/v1")
@@ -341,5 +363,92 @@ func TestEvalRunTriggerModes(t *testing.T) {
 	written, _ := os.ReadFile(cmp)
 	if !strings.Contains(out, "fixed") || !strings.Contains(out, "dynamic") || !strings.Contains(out, "anaphora") || string(written) != out {
 		t.Errorf("comparison:\n%s", out)
+	}
+}
+
+// A turn whose outcome never comes fails its play with a report of where
+// the turn is (what each stream stores for the conversation, what each
+// stage's durable holds, the agent worker's state, the connections), and
+// the pipeline's JetStream store is kept, so that a failure under load
+// explains itself. The agent's model here never answers.
+func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
+	release := make(chan struct{})
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "stopped", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(model.Close)
+	t.Cleanup(func() { close(release) })
+	scen := subsetScenarios(t, "air-ana-2")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none", "--trials", "1",
+		"--out", dir, "--taubench", rtest.TauBench(t), "--turn-timeout", "8s", "--log-level", "error",
+		"--agent-provider", "openai", "--agent-model", "m", "--agent-base-url", model.URL+"/v1")
+	if err == nil {
+		t.Fatalf("the run succeeded with a model that never answers:\n%s", out)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		// Turn 1's reply is the scenario's recorded opening; turn 2 needs
+		// the model.
+		"turn 2: no outcome: context deadline exceeded",
+		"turn 2 heard: detection true, task true, steps [], reply false",
+		streams.StreamTurns + " [user#1:1 agent#2:1 user#3:2]",
+		streams.StreamTasks + " [task#1:1 task#2:2]",
+		streams.StreamTasks + "/" + streams.DurableAgentWorker + ": pending 0, ack pending 1",
+		"agent state: ",
+		"in_flight{agentworker} 1",
+		"connections: rein-eval-none",
+		"server slow consumers 0",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, msg)
+		}
+	}
+	kept := filepath.Join(dir, run.PipelinesDir, "none-airline")
+	if !strings.Contains(msg, "store kept in "+kept) {
+		t.Errorf("the failure does not name the kept store %s:\n%s", kept, msg)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "jetstream")); err != nil {
+		t.Errorf("the pipeline's store was not kept: %v", err)
+	}
+}
+
+// The player's collector hears outcomes on a core NATS subscription, which
+// delivers at most once: a connection the server drops loses them. Here
+// the collector hears nothing at all, and every turn's outcome is read
+// from the streams instead (every 100 ms without one): the play ends as
+// it would have, detection and injection included.
+func TestEvalReadsOutcomesTheCollectorMissed(t *testing.T) {
+	evalPipelineStarted = func(p *evalPipeline) {
+		p.refillEvery = 100 * time.Millisecond
+		p.col.Close()
+	}
+	t.Cleanup(func() { evalPipelineStarted = nil })
+	scen := subsetScenarios(t, "ret-ana-1")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein",
+		"--out", dir, "--taubench", rtest.TauBench(t), "--turn-timeout", "30s")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, "rein", "ret-ana-1.t1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p run.Play
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Turns) < 2 || !p.Turns[0].Injected || p.Turns[0].Detection.ErrorType != "anaphora" {
+		t.Fatalf("play %+v", p)
+	}
+	for _, turn := range p.Turns {
+		if turn.Reply == "" && turn.Escalation == "" {
+			t.Errorf("turn %d has no outcome: %+v", turn.Turn, turn)
+		}
 	}
 }

@@ -3,11 +3,13 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -31,11 +33,16 @@ type Turn struct {
 
 // Collector gathers a tenant's events from a core NATS subscription
 // (JetStream stores are also delivered to plain subscribers), keyed by
-// conversation and turn, and the dead letters of its conversations.
+// conversation and turn, and the dead letters of its conversations. Core
+// NATS delivers at most once: a connection the server drops (a slow
+// consumer) loses what was sent meanwhile, so Refill reads what the
+// streams store. Each event counts once, by its id.
 type Collector struct {
-	mu    sync.Mutex
-	turns map[string]map[int]*Turn
-	dlq   int
+	tenant string
+	mu     sync.Mutex
+	seen   map[string]bool // events applied: type and id
+	turns  map[string]map[int]*Turn
+	dlq    int
 	// failed holds, per conversation, why its work was dead-lettered.
 	failed map[string]string
 	ch     chan struct{} // signalled on every event
@@ -45,7 +52,7 @@ type Collector struct {
 // NewCollector subscribes to the tenant's subjects and the dead letters;
 // Close ends it.
 func NewCollector(nc *nats.Conn, tenant string) (*Collector, error) {
-	c := &Collector{turns: map[string]map[int]*Turn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
+	c := &Collector{tenant: tenant, seen: map[string]bool{}, turns: map[string]map[int]*Turn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
 	for _, subj := range []string{streams.TenantAll(tenant), streams.DLQAll} {
 		s, err := nc.Subscribe(subj, c.onMsg)
 		if err != nil {
@@ -79,8 +86,38 @@ func (c *Collector) turn(conv string, n int) *Turn {
 }
 
 func (c *Collector) onMsg(msg *nats.Msg) {
-	now := time.Now()
-	d, err := streams.Decode(msg.Subject, msg.Header, msg.Data, 0)
+	c.apply(msg.Subject, msg.Header, msg.Data, time.Now())
+}
+
+// Refill reads what the streams store for conversation conv (its turns,
+// detections, tasks, steps and outcomes) and the dead letters, and applies
+// the events not heard yet, timed when they were stored. It returns how
+// many it applied: events the subscription missed, or that were stored
+// after it was made.
+func (c *Collector) Refill(ctx context.Context, js jetstream.JetStream, conv string) (int, error) {
+	n := 0
+	for _, stream := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes, streams.StreamDLQ} {
+		var filters []string
+		if stream != streams.StreamDLQ {
+			filters = streams.SubjectsFor(stream, c.tenant, conv)
+		}
+		err := streams.ReadStream(ctx, js, stream, streams.ReadOptions{Filters: filters}, func(r streams.Raw) error {
+			if c.apply(r.Subject, nats.Header(r.Header), r.Data, r.Time) {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("refill %s from %s: %w", conv, stream, err)
+		}
+	}
+	return n, nil
+}
+
+// apply records one event, heard at (or stored at) now, unless it was
+// applied already; it reports whether it applied it.
+func (c *Collector) apply(subject string, header nats.Header, data []byte, now time.Time) bool {
+	d, err := streams.Decode(subject, header, data, 0)
 	c.mu.Lock()
 	defer func() {
 		c.mu.Unlock()
@@ -89,17 +126,27 @@ func (c *Collector) onMsg(msg *nats.Msg) {
 		default:
 		}
 	}()
+	key := header.Get("ce-type") + " " + header.Get("ce-id")
+	if err == nil {
+		key = d.Event.Type() + " " + d.Event.ID()
+	}
+	if key != " " {
+		if c.seen[key] {
+			return false
+		}
+		c.seen[key] = true
+	}
 	if err != nil {
-		if msg.Header.Get("ce-type") == schemas.TypeDeadLetter {
+		if header.Get("ce-type") == schemas.TypeDeadLetter {
 			c.dlq++
 			var dl schemas.DeadLetter
-			if json.Unmarshal(msg.Data, &dl) == nil {
+			if json.Unmarshal(data, &dl) == nil {
 				if _, conv, ok := streams.SubjectIDs(dl.Subject); ok {
 					c.failed[conv] = dl.Stage + ": " + dl.Reason
 				}
 			}
 		}
-		return
+		return true
 	}
 	conv, data := d.Meta.Conversation, d.Event.Data()
 	switch d.Event.Type() {
@@ -143,6 +190,7 @@ func (c *Collector) onMsg(msg *nats.Msg) {
 			tt.Reports = append(tt.Reports, x)
 		}
 	}
+	return true
 }
 
 // Sent records that the user turn n of conv, saying text, is published now.
@@ -163,6 +211,30 @@ func (c *Collector) Wait(ctx context.Context, conv string, n int, done func(*Tur
 	t := *c.turn(conv, n)
 	t.Steps, t.Reports = slices.Clone(t.Steps), slices.Clone(t.Reports)
 	return t, c.failed[conv], err
+}
+
+// RefillEvery is how long WaitRead's callers wait on the subscription
+// before reading the streams.
+const RefillEvery = 10 * time.Second
+
+// WaitRead is Wait that does not rely on the subscription alone: after
+// every period without done holding, it reads what the streams store for
+// the conversation (Refill). missed, when set, is told how many events a
+// read applied (when any) and its error.
+func (c *Collector) WaitRead(ctx context.Context, js jetstream.JetStream, conv string, n int, every time.Duration,
+	done func(*Turn) bool, missed func(events int, err error)) (Turn, string, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, every)
+		t, why, err := c.Wait(wctx, conv, n, done)
+		cancel()
+		if err == nil || why != "" || ctx.Err() != nil {
+			return t, why, err
+		}
+		events, err := c.Refill(ctx, js, conv)
+		if missed != nil && (events > 0 || err != nil && ctx.Err() == nil) {
+			missed(events, err)
+		}
+	}
 }
 
 // wait blocks until cond (called under the lock) holds or ctx ends.

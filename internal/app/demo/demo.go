@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
@@ -108,7 +109,11 @@ func Play(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, convs []Co
 		return Summary{}, err
 	}
 	defer col.Close()
-	err = play(ctx, pub, col, convs, o.TurnTimeout)
+	js, err := streams.NewJetStream(nc)
+	if err != nil {
+		return Summary{}, err
+	}
+	err = play(ctx, pub, js, col, convs, o.TurnTimeout)
 	sum := summarize(col, convs, o.Module, o.Agent)
 	if o.JSON {
 		enc := json.NewEncoder(w)
@@ -124,7 +129,7 @@ func Play(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, convs []Co
 // play publishes each conversation's user turns one at a time
 // (conversations in parallel) and waits for each turn to finish: the agent
 // replied, or the conversation is with a human and the turn's task exists.
-func play(ctx context.Context, pub *streams.Publisher, col *Collector, convs []Conversation, timeout time.Duration) error {
+func play(ctx context.Context, pub *streams.Publisher, js jetstream.JetStream, col *Collector, convs []Conversation, timeout time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(convs))
 	for _, c := range convs {
@@ -145,9 +150,9 @@ func play(ctx context.Context, pub *streams.Publisher, col *Collector, convs []C
 					return
 				}
 				wctx, cancel := context.WithTimeout(ctx, timeout)
-				t, why, err := col.Wait(wctx, c.ID, turn, func(t *Turn) bool {
+				t, why, err := col.WaitRead(wctx, js, c.ID, turn, RefillEvery, func(t *Turn) bool {
 					return t.Reply != nil || (escalated && t.Task != nil)
-				})
+				}, nil)
 				cancel()
 				switch {
 				case why != "":

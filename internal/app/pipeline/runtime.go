@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -353,4 +354,28 @@ func dashboardReveal(reveal bool, tokens *telemetry.Tokens) func(*http.Request) 
 		code, _ := tokens.Authorize(r, telemetry.RoleOperator, "")
 		return code == 0
 	}
+}
+
+// Connections describes the process's NATS connections for a report of a
+// stuck run: how often each reconnected (a connection the server dropped,
+// e.g. as a slow consumer, loses the core messages sent meanwhile) and its
+// last error, and the embedded server's count of slow consumers.
+func (rt *Process) Connections() string {
+	var b strings.Builder
+	for _, nc := range append([]*nats.Conn{rt.NC}, rt.conns...) {
+		if nc == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: reconnects %d", nc.Opts.Name, nc.Stats().Reconnects)
+		if err := nc.LastError(); err != nil {
+			fmt.Fprintf(&b, " (last error %v)", err)
+		}
+		b.WriteString("; ")
+	}
+	if rt.srv != nil {
+		if v, err := rt.srv.Varz(nil); err == nil {
+			fmt.Fprintf(&b, "server slow consumers %d", v.SlowConsumers)
+		}
+	}
+	return b.String()
 }
