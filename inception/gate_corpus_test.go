@@ -42,7 +42,7 @@ func corpusExamples(t testing.TB, splits ...string) []Example {
 				}
 				in.Dialogue = append(in.Dialogue, Utterance{Role: role, Text: m.Content})
 			}
-			out = append(out, Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType})
+			out = append(out, Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType, Author: CorpusAuthor(split)})
 		}
 	}
 	return out
