@@ -32,18 +32,18 @@ const GateModelFormat = 1
 // GateModel is a trained gate classifier: per feature, one weight per
 // class; Classes[0] is CleanClass.
 type GateModel struct {
-	Format    int                  `json:"format"`
-	Classes   []string             `json:"classes"`
-	Threshold float64              `json:"threshold"`
+	Format    int      `json:"format"`
+	Classes   []string `json:"classes"`
+	Threshold float64  `json:"threshold"`
 	// Features is "" for the gate's features (gateFeatures) or
 	// TypedFeatures for the typed classifier's (typedFeatures), whose
 	// Threshold bounds the likeliest error type's probability and whose
 	// GateThreshold bounds 1 − P(clean) as a gate score.
-	Features      string  `json:"features,omitempty"`
-	GateThreshold float64 `json:"gate_threshold,omitempty"`
-	Bias      []float64            `json:"bias"`
-	Training  GateTraining         `json:"training"`
-	Weights   map[string][]float64 `json:"weights,omitempty"`
+	Features      string               `json:"features,omitempty"`
+	GateThreshold float64              `json:"gate_threshold,omitempty"`
+	Bias          []float64            `json:"bias"`
+	Training      GateTraining         `json:"training"`
+	Weights       map[string][]float64 `json:"weights,omitempty"`
 }
 
 // GateTraining records how a gate model was trained, so a file says what

@@ -19,6 +19,18 @@ import (
 // typedFeatures returns the typed classifier's features of the judged turn.
 func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string) []gateFeature {
 	out := m.gateFeatures(dr, in, lower)
+	// Word pairs left out: they carry one author's phrasing (measured
+	// leave-one-author-out, they cost dev4 3.6 points of clean false
+	// activations for no core recall; character 4-grams for typos gained
+	// nothing either).
+	k := 0
+	for _, f := range out {
+		if !strings.HasPrefix(f.name, "b:") {
+			out[k] = f
+			k++
+		}
+	}
+	out = out[:k]
 	add := func(name string, span []int) {
 		out = append(out, gateFeature{name: name, span: span, val: 1})
 	}
@@ -85,3 +97,4 @@ func bucket(n int) string {
 	}
 	return strconv.Itoa(n)
 }
+
