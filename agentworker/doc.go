@@ -72,7 +72,8 @@
 // last event there) tells, and only when this worker did not publish the
 // turn itself; one whose outputs are not all stored republishes them
 // (duplicates are dropped by Nats-Msg-Id within the streams' duplicate
-// window). A durable created anew replays REIN_TASKS from its
+// window); while they cannot be stored, even past every retry, the task goes
+// back for redelivery instead of to the dead letters. A durable created anew replays REIN_TASKS from its
 // start, past the duplicate window and perhaps past the state's expiry: a
 // task stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
 // duplicate window) of a turn the state does not know of is first checked

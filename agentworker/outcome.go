@@ -44,7 +44,18 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 	if err != nil {
 		return err
 	}
-	if st.Turn > turn || (st.Turn == turn && st.TurnDone) {
+	switch {
+	case st.Turn == turn && st.TurnDone:
+		// The turn finished, yet its handler failed past every retry: its
+		// outputs could not all be stored (an output stream without a
+		// leader for that long). They are its outcome, so publish them
+		// now; while that fails, the consumer hands the task back rather
+		// than dead-lettering a turn whose reply was never stored.
+		if err := s.republish(ctx, meta, st); err != nil && !errors.Is(err, streams.ErrPermanent) {
+			return err
+		}
+		return nil
+	case st.Turn > turn:
 		return nil // it has its outcome already
 	}
 	if st.Turn != turn {

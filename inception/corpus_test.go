@@ -41,10 +41,10 @@ const (
 )
 
 var (
-	// dev2, dev3 and dev4 are held-aside sets written later on the dev
+	// dev2 to dev6 are held-aside sets written later on the dev
 	// side (never test): the test share is measured against the one split
 	// of v1, dev and test.
-	corpusSplits     = []string{"dev", "dev2", "dev3", "dev4", "test"}
+	corpusSplits     = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "test"}
 	corpusDomains    = []string{"airline", "retail"}
 	corpusErrorTypes = []string{
 		"anaphora", "multiple_interpretation", "contradiction",
@@ -223,7 +223,11 @@ func TestCorpusFormat(t *testing.T) {
 			counts[split+" "+d.Domain+" "+corpusClass(d)]++
 		}
 	}
-	t.Logf("dev %d, dev2 %d, dev3 %d, dev4 %d, test %d; per split, domain and class: %v", len(splits["dev"]), len(splits["dev2"]), len(splits["dev3"]), len(splits["dev4"]), len(splits["test"]), counts)
+	sizes := make([]string, 0, len(corpusSplits))
+	for _, split := range corpusSplits {
+		sizes = append(sizes, fmt.Sprintf("%s %d", split, len(splits[split])))
+	}
+	t.Logf("%s; per split, domain and class: %v", strings.Join(sizes, ", "), counts)
 }
 
 // TestCorpusCleanShare keeps the mix near what users produce: clean turns are

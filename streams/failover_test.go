@@ -45,6 +45,19 @@ func TestStandbyReplicaTakesOverACrashedOne(t *testing.T) {
 	})
 	crash()
 	start := time.Now()
+	// A turn published before the server has seen the socket close can be
+	// delivered to the dead replica's last pull and waits out AckWait like
+	// any turn in flight at a crash; this test measures the pin's hand-over
+	// of what arrives after the crash, so it publishes once the dead
+	// replica's pulls are gone.
+	rtest.CheckFor(t, 30*time.Second, "the crashed replica's pulls gone", func() bool {
+		c, err := h.JS.Consumer(t.Context(), cfg.Stream, cfg.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(t.Context())
+		return err == nil && info.NumWaiting < 2
+	})
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c2", 1, "after the crash")})
 	select {
 	case got := <-handled:
