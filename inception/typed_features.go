@@ -97,4 +97,3 @@ func bucket(n int) string {
 	}
 	return strconv.Itoa(n)
 }
-
