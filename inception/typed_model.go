@@ -20,7 +20,7 @@ import (
 // gate model's file format (GateModel, Features "typed"), and its
 // 1 − P(clean) is a gate score too.
 
-//go:generate go run ../cmd/rein detect --train-typed typed_model.json --eval testdata/corpus --train-splits dev,dev2,dev3,dev4
+//go:generate go run ../cmd/rein detect --train-typed typed_model.json --eval testdata/corpus --train-splits dev,dev2,dev3,dev4,dev5,dev6
 
 //go:embed typed_model.json
 var defaultTypedModelJSON []byte
