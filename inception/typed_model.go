@@ -57,7 +57,7 @@ type TypedTrainConfig struct {
 	MinCount int       // default 2
 	Folds    int       // hash folds when the turns have fewer than two authors (default 5)
 	// CleanBudget is the share of clean turns the classifier may add as
-	// false activations in cross-validation (default 0.03).
+	// false activations in cross-validation (default 0.01).
 	CleanBudget float64
 	// GateRecall is the share of erroneous turns 1 − P(clean) must pass in
 	// cross-validation; it sets GateThreshold (default 0.97).
@@ -69,7 +69,7 @@ func (c *TypedTrainConfig) defaults() {
 		c.Taxonomy = DefaultTaxonomy()
 	}
 	if c.CleanBudget == 0 {
-		c.CleanBudget = 0.03
+		c.CleanBudget = 0.01
 	}
 	if c.GateRecall == 0 {
 		c.GateRecall = 0.97

@@ -59,7 +59,7 @@ func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")
 	fs.Float64Var(&e.gateRecall, "gate-recall", 0.97, "with --train-gate: the share of erroneous turns the classifier alone must pass in cross-validation; its threshold is the highest that does")
 	fs.StringVar(&e.trainTyped, "train-typed", "", "train the rules module's typed classifier on --eval's --train-splits (folds by author choose its threshold) and write its weights to this file")
-	fs.Float64Var(&e.cleanBudget, "clean-budget", 0.03, "with --train-typed or --loao: the share of clean turns the typed classifier may add as false activations in cross-validation")
+	fs.Float64Var(&e.cleanBudget, "clean-budget", 0.01, "with --train-typed or --loao: the share of clean turns the typed classifier may add as false activations in cross-validation")
 	fs.StringSliceVar(&e.loao, "loao", nil, "with --eval DIR: measure leave-one-author-out over these authors, each a split or splits joined by + (dev+dev2,dev3,dev4): rules alone and with the typed classifier, and the gate (never test)")
 	fs.StringSliceVar(&e.outOfAuthor, "out-of-author", nil, "with --loao: also train on all of --loao's splits and measure on each of these splits (a new author's, before training on it)")
 	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
