@@ -182,7 +182,7 @@ func TrainTyped(examples []Example, cfg TypedTrainConfig) (*GateModel, error) {
 	// 0.2 (a type that likely is no decision).
 	threshold := 0.2
 	if allow < len(cleanAdded) {
-		threshold = max(math.Floor(cleanAdded[allow]*1e6)/1e6+1e-6, threshold)
+		threshold = max(round6(math.Floor(cleanAdded[allow]*1e6)/1e6+1e-6), threshold)
 	}
 	sort.Sort(sort.Reverse(sort.Float64Slice(errScores)))
 	need := int(math.Ceil(cfg.GateRecall*float64(len(errScores)))) - 1
