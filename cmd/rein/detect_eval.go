@@ -109,7 +109,7 @@ func trainingExamples(o detectOptions, splits []string) ([]inception.Example, []
 		paths = nil
 		for _, split := range splits {
 			if split == "test" {
-				return nil, nil, nil, errors.New("--train-splits: the test split is never trained on")
+				return nil, nil, nil, errors.New("the test split is never trained on nor measured against while training (--train-splits, --loao, --out-of-author)")
 			}
 			e := o.eval
 			e.split = split
