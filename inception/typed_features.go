@@ -16,8 +16,11 @@ import (
 // what may carry to a new author's wording. None of them changes a rule's
 // decision: they are computed beside it.
 
-// typedFeatures returns the typed classifier's features of the judged turn.
-func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string) []gateFeature {
+// typedFeatures returns the typed classifier's features of the judged
+// turn. missed says the precise rules already ran on it and found
+// nothing (the module's own call, after its rules), so the verdicts of
+// their checks are not computed again.
+func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string, missed bool) []gateFeature {
 	out := m.gateFeatures(dr, in, lower)
 	// Word pairs left out: they carry one author's phrasing (measured
 	// leave-one-author-out, they cost dev4 3.6 points of clean false
@@ -36,15 +39,15 @@ func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string) []g
 	}
 	var bg bigrams
 	bg.build(lower)
-	if name, loc, _ := m.unsupported(in, dr, lower, &bg); name != "" {
-		add("r:unsupported:"+name, loc)
+	if !missed {
+		if name, loc, _ := m.unsupported(in, dr, lower, &bg); name != "" {
+			add("r:unsupported:"+name, loc)
+		}
 	}
 	if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
 		add("r:loose:"+name, loc)
 	}
-	if loc := contradiction(in, lower); loc != nil {
-		add("r:contradiction", loc)
-	}
+	checked := missed && m.checksAll()
 	if loc := againstEarlier(in, lower); loc != nil {
 		add("r:against_earlier", loc)
 	}
@@ -52,15 +55,20 @@ func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string) []g
 		return out
 	}
 	cr := m.catalogRules(in.Domain, dr, in.Tools)
-	if loc := enumConflict(cr, lower); loc != nil {
-		add("r:enum_conflict", loc)
-	}
-	if loc := multipleInterpretation(dr, cr, in, lower); loc != nil {
-		add("r:multiple_interpretation", loc)
-	}
 	win := m.windowed(in)
-	if loc := anaphora(dr, win, lower); loc != nil {
-		add("r:anaphora", loc)
+	if !checked {
+		if loc := contradiction(in, lower); loc != nil {
+			add("r:contradiction", loc)
+		}
+		if loc := enumConflict(cr, lower); loc != nil {
+			add("r:enum_conflict", loc)
+		}
+		if loc := multipleInterpretation(dr, cr, in, lower); loc != nil {
+			add("r:multiple_interpretation", loc)
+		}
+		if loc := anaphora(dr, win, lower); loc != nil {
+			add("r:anaphora", loc)
+		}
 	}
 	earlier := win.Dialogue[:len(win.Dialogue)-1]
 	// The references of the turn and the candidates of their kind.
@@ -88,6 +96,18 @@ func (m *RulesModule) typedFeatures(dr *domainRules, in Input, lower string) []g
 		add("c:agent_people", nil)
 	}
 	return out
+}
+
+// checksAll reports whether the precise mode runs all three default
+// ambiguity checks (none of their types is held out).
+func (m *RulesModule) checksAll() bool {
+	n := 0
+	for _, et := range m.ambiguous {
+		if defaultAmbiguity[et.Name] {
+			n++
+		}
+	}
+	return n == len(defaultAmbiguity)
 }
 
 // bucket folds a count into 0, 1 or 2+.

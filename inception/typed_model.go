@@ -126,7 +126,7 @@ func TrainTyped(examples []Example, cfg TypedTrainConfig) (*GateModel, error) {
 			return nil, fmt.Errorf("%w: training turn %s has type %q, not in the taxonomy", ErrInvalidInput, e.ID, e.ErrorType)
 		}
 		name, _, _ := rules.judge(e.Input, text)
-		feats := rules.typedFeatures(rules.domains[e.Input.Domain], e.Input, strings.ToLower(text))
+		feats := rules.typedFeatures(rules.domains[e.Input.Domain], e.Input, strings.ToLower(text), false)
 		rows = append(rows, typedRow{gateRow: gateRow{id: e.ID, feats: feats, y: y}, fired: name != ""})
 		if _, ok := authors[e.Author]; !ok {
 			authors[e.Author] = len(authors)
@@ -234,7 +234,7 @@ func (m *RulesModule) typedClassify(dr *domainRules, in Input, lower string) (st
 	if g == nil {
 		return "", nil
 	}
-	feats := m.typedFeatures(dr, in, lower)
+	feats := m.typedFeatures(dr, in, lower, true)
 	p := softmax(g.logits(feats))
 	best := -1
 	for c := 1; c < len(g.Classes); c++ {
@@ -302,5 +302,5 @@ func weightiest(g *GateModel, feats []gateFeature, c int, lower string) []int {
 func (m *RulesModule) typedScore(g *GateModel, in Input) float64 {
 	text, _ := in.lastUser()
 	lower := strings.ToLower(text)
-	return 1 - softmax(g.logits(m.typedFeatures(m.domains[in.Domain], in, lower)))[0]
+	return 1 - softmax(g.logits(m.typedFeatures(m.domains[in.Domain], in, lower, false)))[0]
 }
