@@ -90,14 +90,16 @@ func OutOfAuthor(ctx context.Context, train, held []Example, cfg TypedTrainConfi
 		}
 	}
 	sort.Strings(s.Trained)
+	var heldAuthors []string
 	for _, e := range held {
 		if slices.Contains(s.Trained, e.Author) {
 			return s, fmt.Errorf("%w: turn %s's author %q is also trained on", ErrInvalidInput, e.ID, e.Author)
 		}
-		if !strings.Contains(s.Held, e.Author) {
-			s.Held = strings.TrimPrefix(s.Held+"+"+e.Author, "+")
+		if !slices.Contains(heldAuthors, e.Author) {
+			heldAuthors = append(heldAuthors, e.Author)
 		}
 	}
+	s.Held = strings.Join(heldAuthors, "+")
 	s.Turns = len(held)
 	cfg.defaults()
 	typed, err := TrainTyped(train, cfg)

@@ -191,3 +191,24 @@ func TestTypedHeldOutAuthor(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfAuthorRefusesASharedAuthor: measuring on an author the models
+// were trained on is refused, and the held-out authors are named whole.
+func TestOutOfAuthorRefusesASharedAuthor(t *testing.T) {
+	train := corpusExamples(t, "dev3")
+	if _, err := OutOfAuthor(context.Background(), train, train[:5], TypedTrainConfig{}); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("held turns of a trained author: %v", err)
+	}
+	held := corpusExamples(t, "dev2")
+	for i := range held {
+		held[i].Author = "dev2"
+	}
+	held[len(held)-1].Author = "dev" // a name inside another author's
+	s, err := OutOfAuthor(context.Background(), train, held, TypedTrainConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Held != "dev2+dev" || s.Turns != len(held) || len(s.Trained) != 1 {
+		t.Errorf("held %q (%d turns), trained on %v", s.Held, s.Turns, s.Trained)
+	}
+}
