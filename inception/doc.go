@@ -42,6 +42,15 @@
 //     (gate_train.go) fits it reproducibly and picks its threshold by
 //     cross-validation; rein detect --train-gate runs it, go generate
 //     rebuilds the shipped file.
+//   - Typed classifier (typed_model.go, typed_features.go): an optional
+//     learned complement of the precise rules, a 7-class logistic
+//     regression over the rules' intermediate signals and the user turn's
+//     words (RulesConfig.TypedModel; DefaultTypedModel, typed_model.json).
+//     Where the rules find nothing it activates with its likeliest type
+//     above a threshold TrainTyped picks by author-fold cross-validation
+//     for a clean false-activation budget; LeaveOneAuthorOut and
+//     OutOfAuthor measure it on authors it never saw (rein detect
+//     --train-typed, --loao, --out-of-author).
 //   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
 //     recovery plan with a sanitised evidence quote as its only slot.
 //   - Cascade.Fallback: the rules module's decision when the model cannot

@@ -23,6 +23,9 @@ type Example struct {
 	Input     Input
 	Rein      bool
 	ErrorType string // "" when Rein is false
+	// Author groups turns by who wrote them (CorpusAuthor), for
+	// training and measuring out of author; "" when unknown.
+	Author string
 }
 
 // class is the example's gold class: its error type or CleanClass.

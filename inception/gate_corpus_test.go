@@ -42,7 +42,7 @@ func corpusExamples(t testing.TB, splits ...string) []Example {
 				}
 				in.Dialogue = append(in.Dialogue, Utterance{Role: role, Text: m.Content})
 			}
-			out = append(out, Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType})
+			out = append(out, Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType, Author: CorpusAuthor(split)})
 		}
 	}
 	return out
@@ -126,20 +126,26 @@ func TestGateModelFileIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Equal up to the last rounded digit (a platform that fuses
-	// multiply-adds may differ there).
+	sameModel(t, "gate_model.json", a, shipped)
+}
+
+// sameModel fails unless the retrained model a equals the shipped one up
+// to the last rounded digit (a platform that fuses multiply-adds may
+// differ there).
+func sameModel(t *testing.T, file string, a, shipped *GateModel) {
+	t.Helper()
 	if math.Abs(a.Threshold-shipped.Threshold) > 1e-5 || len(a.Weights) != len(shipped.Weights) {
-		t.Fatalf("gate_model.json is stale: retrained threshold %v, %d features; shipped %v, %d (run go generate ./inception)",
-			a.Threshold, len(a.Weights), shipped.Threshold, len(shipped.Weights))
+		t.Fatalf("%s is stale: retrained threshold %v, %d features; shipped %v, %d (run go generate ./inception)",
+			file, a.Threshold, len(a.Weights), shipped.Threshold, len(shipped.Weights))
 	}
 	for name, w := range a.Weights {
 		s, ok := shipped.Weights[name]
 		if !ok {
-			t.Fatalf("gate_model.json lacks feature %q (run go generate ./inception)", name)
+			t.Fatalf("%s lacks feature %q (run go generate ./inception)", file, name)
 		}
 		for c := range w {
 			if math.Abs(w[c]-s[c]) > 1e-5 {
-				t.Fatalf("gate_model.json feature %q: retrained %v, shipped %v (run go generate ./inception)", name, w, s)
+				t.Fatalf("%s feature %q: retrained %v, shipped %v (run go generate ./inception)", file, name, w, s)
 			}
 		}
 	}

@@ -32,12 +32,18 @@ const GateModelFormat = 1
 // GateModel is a trained gate classifier: per feature, one weight per
 // class; Classes[0] is CleanClass.
 type GateModel struct {
-	Format    int                  `json:"format"`
-	Classes   []string             `json:"classes"`
-	Threshold float64              `json:"threshold"`
-	Bias      []float64            `json:"bias"`
-	Training  GateTraining         `json:"training"`
-	Weights   map[string][]float64 `json:"weights,omitempty"`
+	Format    int      `json:"format"`
+	Classes   []string `json:"classes"`
+	Threshold float64  `json:"threshold"`
+	// Features is "" for the gate's features (gateFeatures) or
+	// TypedFeatures for the typed classifier's (typedFeatures), whose
+	// Threshold bounds the likeliest error type's probability and whose
+	// GateThreshold bounds 1 − P(clean) as a gate score.
+	Features      string               `json:"features,omitempty"`
+	GateThreshold float64              `json:"gate_threshold,omitempty"`
+	Bias          []float64            `json:"bias"`
+	Training      GateTraining         `json:"training"`
+	Weights       map[string][]float64 `json:"weights,omitempty"`
 }
 
 // GateTraining records how a gate model was trained, so a file says what
@@ -55,6 +61,12 @@ type GateTraining struct {
 	TargetRecall float64 `json:"target_recall"`
 	CVErroneous  float64 `json:"cv_erroneous_pass"`
 	CVClean      float64 `json:"cv_clean_pass"`
+	// The typed classifier's: folds by "author" or "hash", the clean
+	// false-activation budget its threshold was chosen for and the share
+	// of clean turns it added in cross-validation at that threshold.
+	FoldsBy      string  `json:"folds_by,omitempty"`
+	CleanBudget  float64 `json:"clean_budget,omitempty"`
+	CVAddedClean float64 `json:"cv_added_clean_activations,omitempty"`
 }
 
 // Validate reports an unusable model.
@@ -68,6 +80,10 @@ func (g *GateModel) Validate() error {
 		return fmt.Errorf("%w: gate model has %d biases for %d classes", ErrInvalidConfig, len(g.Bias), len(g.Classes))
 	case g.Threshold <= 0 || g.Threshold > 1:
 		return fmt.Errorf("%w: gate model threshold %v is not in (0, 1]", ErrInvalidConfig, g.Threshold)
+	case g.Features != "" && g.Features != TypedFeatures:
+		return fmt.Errorf("%w: gate model features %q: want none or %q", ErrInvalidConfig, g.Features, TypedFeatures)
+	case g.GateThreshold < 0 || g.GateThreshold > 1:
+		return fmt.Errorf("%w: gate model gate threshold %v is not in [0, 1]", ErrInvalidConfig, g.GateThreshold)
 	}
 	for f, w := range g.Weights {
 		if len(w) != len(g.Classes) {

@@ -40,6 +40,12 @@ type RulesConfig struct {
 	// model's threshold. Nil leaves the gate to its rules alone;
 	// DefaultGateModel() is the one trained on the corpus's dev splits.
 	GateModel *GateModel
+	// TypedModel is the precise mode's learned complement (typed_model.go;
+	// Features TypedFeatures): when the rules find nothing, its likeliest
+	// error type activates if its probability reaches the model's
+	// threshold. Nil leaves the rules alone; DefaultTypedModel() is the
+	// one trained on the corpus's dev splits.
+	TypedModel *GateModel
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
@@ -102,7 +108,8 @@ type RulesModule struct {
 	recall    map[string][]cue // extra recall-mode cues per type
 	domains   map[string]*domainRules
 
-	gateModel *GateModel // RulesRecall: the gate's classifier, nil for none
+	gateModel  *GateModel // RulesRecall: the gate's classifier, nil for none
+	typedModel *GateModel // RulesPrecise: the typed classifier, nil for none
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -171,8 +178,18 @@ func (cfg RulesConfig) Validate() error {
 	if cfg.Window < 0 {
 		return fmt.Errorf("%w: rules window %d is negative", ErrInvalidConfig, cfg.Window)
 	}
-	if cfg.GateModel != nil {
-		return cfg.GateModel.Validate()
+	if cfg.GateModel != nil && cfg.GateModel.Features != "" {
+		return fmt.Errorf("%w: the gate's classifier has %q features, want the gate's", ErrInvalidConfig, cfg.GateModel.Features)
+	}
+	if cfg.TypedModel != nil && cfg.TypedModel.Features != TypedFeatures {
+		return fmt.Errorf("%w: the typed classifier has %q features, want %q", ErrInvalidConfig, cfg.TypedModel.Features, TypedFeatures)
+	}
+	for _, g := range []*GateModel{cfg.GateModel, cfg.TypedModel} {
+		if g != nil {
+			if err := g.Validate(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -209,6 +226,8 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 	m.ambiguous = ambiguityOrder(cfg.Taxonomy)
 	if cfg.Mode == RulesRecall {
 		m.gateModel = cfg.GateModel
+	} else {
+		m.typedModel = cfg.TypedModel
 	}
 	for name, d := range cfg.Taxonomy.Domains {
 		dr := &domainRules{params: d.Parameters}
@@ -372,6 +391,9 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		if loc != nil {
 			return et.Name, span(loc), false
 		}
+	}
+	if name, loc := m.typedClassify(dr, in, lower); name != "" {
+		return name, span(loc), false
 	}
 	return "", "", false
 }

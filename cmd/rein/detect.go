@@ -88,8 +88,11 @@ turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2,
 			if err := applySources(cmd, nil); err != nil {
 				return err
 			}
-			if o.eval.trainGate != "" {
+			if o.eval.trainGate != "" || o.eval.trainTyped != "" {
 				return runTrainGate(o, cmd.ErrOrStderr())
+			}
+			if len(o.eval.loao) > 0 {
+				return runLOAO(cmd.Context(), o, cmd.OutOrStdout())
 			}
 			if o.eval.path != "" {
 				return runDetectEval(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())

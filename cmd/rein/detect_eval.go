@@ -41,6 +41,14 @@ type evalOptions struct {
 	trainGate   string
 	trainSplits []string
 	gateRecall  float64
+	// trainTyped writes the typed classifier trained on --train-splits;
+	// loao measures leave-one-author-out over author groups of splits,
+	// and outOfAuthor measures models trained on all of loao's splits on
+	// other splits.
+	trainTyped  string
+	cleanBudget float64
+	loao        []string
+	outOfAuthor []string
 }
 
 func (e *evalOptions) bind(fs *pflag.FlagSet) {
@@ -50,7 +58,11 @@ func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
 	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")
 	fs.Float64Var(&e.gateRecall, "gate-recall", 0.97, "with --train-gate: the share of erroneous turns the classifier alone must pass in cross-validation; its threshold is the highest that does")
-	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3", "dev4"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
+	fs.StringVar(&e.trainTyped, "train-typed", "", "train the rules module's typed classifier on --eval's --train-splits (folds by author choose its threshold) and write its weights to this file")
+	fs.Float64Var(&e.cleanBudget, "clean-budget", 0.01, "with --train-typed or --loao: the share of clean turns the typed classifier may add as false activations in cross-validation")
+	fs.StringSliceVar(&e.loao, "loao", nil, "with --eval DIR: measure leave-one-author-out over these authors, each a split or splits joined by + (dev+dev2,dev3,dev4): rules alone and with the typed classifier, and the gate (never test)")
+	fs.StringSliceVar(&e.outOfAuthor, "out-of-author", nil, "with --loao: also train on all of --loao's splits and measure on each of these splits (a new author's, before training on it)")
+	fs.StringSliceVar(&e.trainSplits, "train-splits", []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6"}, "with --train-gate and a corpus directory: the splits to train on (never test)")
 }
 
 // file resolves --eval and --split to the JSONL file to read.
@@ -84,29 +96,26 @@ func (o detectOptions) build() (inception.Module, *inception.Taxonomy, error) {
 	return gate, tax, err
 }
 
-// runTrainGate trains the cascade gate's classifier on the labelled files
-// of --train-splits and writes it to --train-gate. The test split is
-// refused: it is for reporting only.
-func runTrainGate(o detectOptions, stderr io.Writer) error {
-	if o.eval.path == "" {
-		return errors.New("--train-gate needs --eval (a corpus directory or labelled file)")
-	}
+// trainingExamples loads the labelled turns to train on: --eval's file,
+// or a corpus directory's splits (each turn's Author from its split). The
+// test split is refused: it is for reporting only.
+func trainingExamples(o detectOptions, splits []string) ([]inception.Example, []string, *inception.Taxonomy, error) {
 	_, tax, src, err := o.setup()
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	paths := []string{o.eval.path}
 	if st, err := os.Stat(o.eval.path); err == nil && st.IsDir() {
 		paths = nil
-		for _, split := range o.eval.trainSplits {
+		for _, split := range splits {
 			if split == "test" {
-				return errors.New("--train-splits: the test split is never trained on")
+				return nil, nil, nil, errors.New("the test split is never trained on nor measured against while training (--train-splits, --loao, --out-of-author)")
 			}
 			e := o.eval
 			e.split = split
 			path, err := e.file()
 			if err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 			paths = append(paths, path)
 		}
@@ -116,12 +125,39 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 	for _, path := range paths {
 		ex, err := loadLabelled(path, o.domain, src)
 		if err != nil {
-			return err
+			return nil, nil, nil, err
+		}
+		author := inception.CorpusAuthor(strings.TrimSuffix(filepath.Base(path), ".jsonl"))
+		for i := range ex {
+			ex[i].Author = author
 		}
 		examples = append(examples, ex...)
 		sources = append(sources, filepath.Base(path))
 	}
-	model, err := inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
+	return examples, sources, tax, nil
+}
+
+// runTrainGate trains the cascade gate's classifier (--train-gate) or the
+// rules module's typed classifier (--train-typed) on the labelled files
+// of --train-splits and writes it.
+func runTrainGate(o detectOptions, stderr io.Writer) error {
+	flag, out := "--train-gate", o.eval.trainGate
+	if o.eval.trainTyped != "" {
+		flag, out = "--train-typed", o.eval.trainTyped
+	}
+	if o.eval.path == "" {
+		return fmt.Errorf("%s needs --eval (a corpus directory or labelled file)", flag)
+	}
+	examples, sources, tax, err := trainingExamples(o, o.eval.trainSplits)
+	if err != nil {
+		return err
+	}
+	var model *inception.GateModel
+	if o.eval.trainTyped != "" {
+		model, err = inception.TrainTyped(examples, inception.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall})
+	} else {
+		model, err = inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
+	}
 	if err != nil {
 		return err
 	}
@@ -129,13 +165,81 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(o.eval.trainGate, data, 0o644); err != nil {
-		return fmt.Errorf("--train-gate: %w", err)
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	t := model.Training
+	if o.eval.trainTyped != "" {
+		fmt.Fprintf(stderr, "typed model: %d turns of %s, %d features, threshold %.4f (cross-validated by %s: %.1f%% of clean turns added); gate threshold %.4f passes %.1f%% erroneous, %.1f%% clean\n",
+			t.Examples, strings.Join(sources, ", "), len(model.Weights), model.Threshold, t.FoldsBy, 100*t.CVAddedClean, model.GateThreshold, 100*t.CVErroneous, 100*t.CVClean)
+		return nil
+	}
 	fmt.Fprintf(stderr, "gate model: %d turns of %s, %d features, threshold %.4f; cross-validated pass %.1f%% erroneous, %.1f%% clean\n",
 		t.Examples, strings.Join(sources, ", "), len(model.Weights), model.Threshold, 100*t.CVErroneous, 100*t.CVClean)
 	return nil
+}
+
+// runLOAO prints the leave-one-author-out table (--loao), then, for each
+// --out-of-author split, what models trained on all of --loao's splits do
+// on it.
+func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
+	// Each group is one author, whatever CorpusAuthor says of its splits.
+	var examples []inception.Example
+	var tax *inception.Taxonomy
+	for _, g := range o.eval.loao {
+		ex, _, t, err := trainingExamples(o, strings.Split(g, "+"))
+		if err != nil {
+			return err
+		}
+		for i := range ex {
+			ex[i].Author = g
+		}
+		examples, tax = append(examples, ex...), t
+	}
+	cfg := inception.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall}
+	scores, err := inception.LeaveOneAuthorOut(ctx, examples, cfg)
+	if err != nil {
+		return err
+	}
+	for _, split := range o.eval.outOfAuthor {
+		held, _, _, err := trainingExamples(o, []string{split})
+		if err != nil {
+			return err
+		}
+		for i := range held {
+			held[i].Author = split
+		}
+		s, err := inception.OutOfAuthor(ctx, examples, held, cfg)
+		if err != nil {
+			return err
+		}
+		scores = append(scores, s)
+	}
+	if o.eval.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(scores); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "held out\tturns\tmodule\tcore recall\tmean recall\tprecision\tclean false act.\tthreshold")
+	for _, s := range scores {
+		for _, r := range []struct {
+			name string
+			f    inception.AuthorFigures
+		}{{"rules", s.Rules}, {"rules+typed", s.Combined}} {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.1f%%\t%.1f%%\t%.3f\n", s.Held, s.Turns, r.name, r.f.CoreRecall, r.f.MeanRecall, 100*r.f.Precision, 100*r.f.CleanFalse, s.Threshold)
+		}
+	}
+	fmt.Fprintln(tw, "\nheld out\tgate rules (err/clean)\t+gate model\t+typed 1-P(clean)\tAUC gate model\tAUC typed")
+	for _, s := range scores {
+		fmt.Fprintf(tw, "%s\t%.1f%% / %.1f%%\t%.1f%% / %.1f%%\t%.1f%% / %.1f%%\t%.3f\t%.3f\n", s.Held,
+			100*s.GateRules.Erroneous, 100*s.GateRules.Clean, 100*s.GateModel.Erroneous, 100*s.GateModel.Clean,
+			100*s.GateTyped.Erroneous, 100*s.GateTyped.Clean, s.AUCGate, s.AUCTyped)
+	}
+	return tw.Flush()
 }
 
 // runDetectEval scores the module on a labelled file and prints the report.

@@ -290,3 +290,50 @@ func evalGate(t *testing.T, in string, args ...string) inception.GateScore {
 	}
 	return *rep.Gate
 }
+
+// TestDetectTrainTypedRoundTrip trains the typed classifier with
+// --train-typed and scores the rules module with it through
+// --typed-model (it can only add activations to the rules'); --loao
+// prints one row per author group and, like training, refuses test.
+func TestDetectTrainTypedRoundTrip(t *testing.T) {
+	in := writeFile(t, "labelled.jsonl", evalFixture)
+	model := filepath.Join(t.TempDir(), "typed.json")
+	if _, stderr, err := runDetectCLI(t, "--eval", in, "--train-typed", model); err != nil || !strings.Contains(stderr, "typed model: 6 turns of labelled.jsonl") {
+		t.Fatalf("--train-typed: %v\n%s", err, stderr)
+	}
+	detected := func(args ...string) float64 {
+		t.Helper()
+		stdout, stderr, err := runDetectCLI(t, append([]string{"--eval", in, "--module", "rules", "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		return decodeEvalJSON(t, stdout).Detected
+	}
+	if alone, with := detected(), detected("--typed-model", model); with < alone {
+		t.Errorf("with the typed classifier the rules detect %v, less than alone (%v)", with, alone)
+	}
+	detected("--typed-model", "builtin")
+	if _, _, err := runDetectCLI(t, "--eval", in, "--module", "rules", "--typed-model", model, "--gate-model", model, "--module", "cascade-gate"); err == nil || !strings.Contains(err.Error(), "--gate-model") {
+		t.Errorf("a typed model as --gate-model: %v", err)
+	}
+
+	dir := t.TempDir()
+	for _, split := range []string{"dev", "dev2", "test"} {
+		if err := os.WriteFile(filepath.Join(dir, split+".jsonl"), []byte(evalFixture), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, err := runDetectCLI(t, "--eval", dir, "--loao", "dev,dev2", "--json")
+	if err != nil {
+		t.Fatalf("--loao: %v\n%s", err, stderr)
+	}
+	var scores []inception.AuthorScore
+	if err := json.Unmarshal([]byte(stdout), &scores); err != nil || len(scores) != 2 || scores[0].Held != "dev" || scores[0].Turns != 6 {
+		t.Fatalf("--loao: %v, %+v", err, scores)
+	}
+	for _, args := range [][]string{{"--loao", "dev,test"}, {"--loao", "dev,dev2", "--out-of-author", "test"}, {"--train-typed", model, "--train-splits", "dev,test"}} {
+		if _, _, err := runDetectCLI(t, append([]string{"--eval", dir}, args...)...); err == nil || !strings.Contains(err.Error(), "never trained on") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

@@ -188,6 +188,7 @@ type moduleFlags struct {
 	taxonomy string
 	plan     string
 	gate     string // --gate-model
+	typed    string // --typed-model
 	provider string
 	model    string
 	baseURL  string
@@ -206,6 +207,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML file replacing the six embedded default error types")
 	fs.StringVar(&f.plan, "plan", inception.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
 	fs.StringVar(&f.gate, "gate-model", "", "cascade gate: add a classifier to its rules, builtin (the one rein ships) or a weights file rein detect --train-gate wrote (default: the rules alone)")
+	fs.StringVar(&f.typed, "typed-model", "", "rules module: add the typed classifier where its rules find nothing, builtin (the one rein ships) or a weights file rein detect --train-typed wrote (default: the rules alone)")
 	fs.StringVar(&f.provider, "provider", "", "model provider for llm/cascade: openai, anthropic, replay or scripted (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.model, "model", "", "model name (default $REIN_LLM_MODEL)")
 	fs.StringVar(&f.baseURL, "base-url", "", "provider base URL, e.g. http://127.0.0.1:8000/v1 for an OpenAI-compatible server (default $REIN_LLM_BASE_URL)")
@@ -213,7 +215,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 

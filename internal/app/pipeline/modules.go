@@ -23,6 +23,11 @@ type Modules struct {
 	// none (the rules alone), "builtin" for the one rein ships, or the
 	// path of a weights file rein detect --train-gate wrote.
 	GateModel string
+	// TypedModel adds the typed classifier to the rules module's precise
+	// mode (the rules module, and the cascade's fallback): "" for none,
+	// "builtin" for the one rein ships, or the path of a weights file rein
+	// detect --train-typed wrote.
+	TypedModel string
 	// Provider, Model and BaseURL override REIN_LLM_*.
 	Provider string
 	Model    string
@@ -90,10 +95,17 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		return inception.NewLLM(inception.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
 	}
+	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
+	if err != nil {
+		return nil, nil, err
+	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax})
-		return m, tax, err
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--typed-model: %w", err)
+		}
+		return m, tax, nil
 	case inception.ModuleLLM:
 		m, err := newLLM()
 		return m, tax, err
@@ -112,7 +124,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax}); err != nil {
+		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed}); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
@@ -124,20 +136,35 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 // mode with the classifier GateModel names.
 func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
 	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall}
-	switch f.GateModel {
-	case "":
-	case GateModelBuiltin:
-		cfg.GateModel = inception.DefaultGateModel()
-	default:
-		data, err := os.ReadFile(f.GateModel)
-		if err != nil {
-			return nil, fmt.Errorf("--gate-model: %w", err)
-		}
-		if cfg.GateModel, err = inception.ParseGateModel(data); err != nil {
-			return nil, fmt.Errorf("--gate-model %s: %w", f.GateModel, err)
-		}
+	var err error
+	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, inception.DefaultGateModel); err != nil {
+		return nil, err
 	}
-	return inception.NewRules(cfg)
+	m, err := inception.NewRules(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--gate-model: %w", err)
+	}
+	return m, nil
+}
+
+// loadModel returns the classifier a --gate-model or --typed-model value
+// names: nil for "", the built-in one, or a weights file's.
+func loadModel(flag, name string, builtin func() *inception.GateModel) (*inception.GateModel, error) {
+	switch name {
+	case "":
+		return nil, nil
+	case GateModelBuiltin:
+		return builtin(), nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	g, err := inception.ParseGateModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
+	}
+	return g, nil
 }
 
 // GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).
