@@ -40,6 +40,10 @@ type RulesConfig struct {
 	// model's threshold. Nil leaves the gate to its rules alone;
 	// DefaultGateModel() is the one trained on the corpus's dev splits.
 	GateModel *GateModel
+	// Products is the store's product catalogue (rules_options.go): with
+	// it an option value the named product does not come in is an
+	// unsupported parameter. Nil leaves the option values unchecked.
+	Products *ProductCatalogue
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
@@ -102,7 +106,8 @@ type RulesModule struct {
 	recall    map[string][]cue // extra recall-mode cues per type
 	domains   map[string]*domainRules
 
-	gateModel *GateModel // RulesRecall: the gate's classifier, nil for none
+	gateModel *GateModel   // RulesRecall: the gate's classifier, nil for none
+	options   *optionRules // the product catalogue's options, nil for none
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -207,6 +212,7 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 		m.cues[et.Name] = compileCues(et.Cues)
 	}
 	m.ambiguous = ambiguityOrder(cfg.Taxonomy)
+	m.options = compileOptions(cfg.Products)
 	if cfg.Mode == RulesRecall {
 		m.gateModel = cfg.GateModel
 	}
@@ -305,6 +311,9 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	}
 	d.Evidence = SanitizeEvidence(ev)
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
+	if note := m.optionNote(in, name, text); note != "" {
+		d.Reasoning += " " + note
+	}
 	return d, nil
 }
 
@@ -448,6 +457,13 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 	}
 	if loc := otherProduct(cr, lower); loc != nil {
 		return TypeUnsupportedParameter, loc, true
+	}
+	mm, pending := m.options.check(in, lower)
+	if mm.loc != nil {
+		return TypeUnsupportedParameter, mm.loc, !mm.fromContext
+	}
+	if pending {
+		free = false // a value whose product only the dialogue names
 	}
 	// Nothing found: the agent's question could frame a phrase only with
 	// the dialogue, which the first pass did not need.

@@ -23,6 +23,10 @@ type Modules struct {
 	// none (the rules alone), "builtin" for the one rein ships, or the
 	// path of a weights file rein detect --train-gate wrote.
 	GateModel string
+	// TauBench is a τ-bench-format data directory (the root or its retail
+	// directory): its products.json gives the rules module the product
+	// catalogue's options. "" leaves option values unchecked.
+	TauBench string
 	// Provider, Model and BaseURL override REIN_LLM_*.
 	Provider string
 	Model    string
@@ -69,6 +73,10 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 			return nil, nil, err
 		}
 	}
+	products, err := f.Products()
+	if err != nil {
+		return nil, nil, err
+	}
 	newLLM := func() (inception.Module, error) {
 		lc := f.LLMConfig()
 		lc.Endpoint = llm.PurposeInception
@@ -92,7 +100,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax})
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, Products: products})
 		return m, tax, err
 	case inception.ModuleLLM:
 		m, err := newLLM()
@@ -112,7 +120,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax}); err != nil {
+		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, Products: products}); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
@@ -123,7 +131,11 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 // Gate returns the cascade's recall gate: the rules module in RulesRecall
 // mode with the classifier GateModel names.
 func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
-	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall}
+	products, err := f.Products()
+	if err != nil {
+		return nil, err
+	}
+	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall, Products: products}
 	switch f.GateModel {
 	case "":
 	case GateModelBuiltin:
@@ -138,6 +150,18 @@ func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
 		}
 	}
 	return inception.NewRules(cfg)
+}
+
+// Products loads the product catalogue TauBench names (nil when unset).
+func (f Modules) Products() (*inception.ProductCatalogue, error) {
+	if f.TauBench == "" {
+		return nil, nil
+	}
+	pc, err := inception.LoadProductCatalogue(f.TauBench)
+	if err != nil {
+		return nil, fmt.Errorf("--taubench: %w", err)
+	}
+	return pc, nil
 }
 
 // GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).
