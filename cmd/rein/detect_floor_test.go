@@ -3,6 +3,8 @@ package main
 import (
 	"path/filepath"
 	"testing"
+
+	rtest "github.com/reinception/rein/internal/testutil"
 )
 
 // corpusDir is the labelled corpus in the repository (see its README).
@@ -77,7 +79,9 @@ func TestDetectEvalCorpusFloors(t *testing.T) {
 
 func evalSplit(t *testing.T, split, module string) evalJSON {
 	t.Helper()
-	stdout, stderr, err := runDetectCLI(t, "--eval", corpusDir, "--split", split, "--module", module, "--json")
+	// The retail product catalogue from the τ-bench data, as a deployment
+	// with a store's data gives it.
+	stdout, stderr, err := runDetectCLI(t, "--eval", corpusDir, "--split", split, "--module", module, "--json", "--taubench", rtest.TauBench(t))
 	if err != nil {
 		t.Fatalf("rein detect --eval %s --split %s --module %s: %v\n%s", corpusDir, split, module, err, stderr)
 	}

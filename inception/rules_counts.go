@@ -1,0 +1,145 @@
+package inception
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Passenger counts (contradiction): the number of travellers the user
+// states against the people they name or count, in the same turn ("me and
+// my 2 kids, so 2 passengers total") or against an earlier turn ("just
+// the two of us" … three names with dates of birth; "just me" … "put my
+// husband on it as well"). A correction ("actually", "sorry, make that")
+// replaces the earlier count and is allowed.
+
+var (
+	// statedTotal: a number of travellers stated outright.
+	statedTotal = regexp.MustCompile(`\b(\d|one|two|three|four|five|six)\s+(?:passengers?|people|persons|travell?ers|adults|tickets|seats|of us)\b|\b(?:in )?total(?: of)?\s+(\d|one|two|three|four|five|six)\s*(?:[,.!?;]|$)|\b(?:just|only) (?:the )?(two|three|four) of us\b|\b(both) of us\b`)
+	// statedSolo: one traveller.
+	statedSolo = regexp.MustCompile(`\b(?:just me|only me|(?:just|only) myself|by myself|solo|alone|one passenger|1 passenger)\b`)
+	// selfIncluded: the user counts themself in the party.
+	selfIncluded = regexp.MustCompile(`\b(?:me and|and me|myself and|and myself|me,|i and|i'?m (?:flying|travell?ing|going|coming) with|(?:for|with) me)\b`)
+	// relativeCount: "my two kids", "my wife", "our son".
+	relativeCount = regexp.MustCompile(`\b(?:my|our) (?:(\d|one|two|three|four|five) )?(husband|wife|partner|friend|son|daughter|kid|child|children|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend|fiancee?)(s|'s)?\b`)
+	// personAdded: a person put on the booking now.
+	personAdded = regexp.MustCompile(`\b(?:put|add|include|book|bring|booking)\s+(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)\b[^.!?]*?\b(?:too|as well|also|on it|on the|to the|to it|with me)\b|\b(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)(?:'s (?:name|details|ticket))?[^.!?]*?\b(?:too|as well)\b`)
+	// birthDate: a date of birth as passengers are listed.
+	birthDate = regexp.MustCompile(`\b(?:19|20)\d\d-\d\d-\d\d\b`)
+	// pluralRelative: a group whose size is not said ("my kids").
+	pluralRelative = map[string]bool{"kid": true, "child": true, "children": true, "friend": true, "colleague": true}
+)
+
+var smallNumbers = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "both": 2}
+
+func smallNumber(s string) int {
+	if n, ok := smallNumbers[s]; ok {
+		return n
+	}
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// partyTotal is the number of travellers the text states, and where; 0
+// when it states none.
+func partyTotal(lower string) (int, []int) {
+	if m := statedTotal.FindStringSubmatchIndex(lower); m != nil {
+		for g := 1; g < len(m)/2; g++ {
+			if m[2*g] >= 0 {
+				return smallNumber(lower[m[2*g]:m[2*g+1]]), m[:2]
+			}
+		}
+	}
+	if loc := statedSolo.FindStringIndex(lower); loc != nil && !negatedBefore(lower, loc[0]) {
+		return 1, loc
+	}
+	return 0, nil
+}
+
+// partyNamed is the number of travellers the text enumerates ("me and my
+// two kids" is three), 0 when it enumerates none or a group of unsaid size.
+func partyNamed(lower string) (int, []int) {
+	self := selfIncluded.FindStringIndex(lower)
+	if self == nil {
+		return 0, nil
+	}
+	n, loc := 1, []int{self[0], self[1]}
+	for _, m := range relativeCount.FindAllStringSubmatchIndex(lower, -1) {
+		k := 1
+		if m[2] >= 0 {
+			k = smallNumber(lower[m[2]:m[3]])
+		} else if rel := lower[m[4]:m[5]]; pluralRelative[rel] && (m[6] >= 0 && lower[m[6]:m[7]] == "s" || rel == "children") {
+			return 0, nil // "my kids": how many is not said
+		}
+		n += k
+		loc[0], loc[1] = min(loc[0], m[0]), max(loc[1], m[1])
+	}
+	if n == 1 {
+		return 0, nil // only the user: a total says that better
+	}
+	return n, loc
+}
+
+// countConflict finds a passenger count that conflicts with the people
+// counted in the same turn or with a count of an earlier user turn.
+func countConflict(in Input, lower string) []int {
+	if !hasAny(lower, "passenger", "people", "of us", "total", "me", "my", "our", "alone", "solo", "adult", "ticket", "seat", "-") {
+		return nil
+	}
+	corrected := hasCorrection(lower)
+	total, tloc := partyTotal(lower)
+	named, nloc := partyNamed(lower)
+	if total > 0 && named > 0 && total != named && !corrected {
+		return []int{min(tloc[0], nloc[0]), max(tloc[1], nloc[1])}
+	}
+	// The earlier count: the latest user turn that states or enumerates one.
+	earlier, earlierText := 0, ""
+	for i := len(in.Dialogue) - 2; i >= 0 && earlier == 0; i-- {
+		u := in.Dialogue[i]
+		if u.Role != RoleUser {
+			continue
+		}
+		prev := strings.ToLower(u.Text)
+		if earlier, _ = partyTotal(prev); earlier == 0 {
+			earlier, _ = partyNamed(prev)
+		}
+		earlierText = prev
+	}
+	if earlier == 0 || corrected {
+		return nil
+	}
+	now, loc := total, tloc
+	if now == 0 {
+		now, loc = named, nloc
+	}
+	if now > 0 && now != earlier {
+		return loc
+	}
+	// Passengers listed with their dates of birth, more than were counted.
+	if dates := birthDate.FindAllStringIndex(lower, -1); len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {
+		return []int{dates[0][0], dates[len(dates)-1][1]}
+	}
+	// A person added to a party the user said was smaller.
+	if m := personAdded.FindStringSubmatchIndex(lower); m != nil {
+		rel := ""
+		for g := 1; g < len(m)/2; g++ {
+			if m[2*g] >= 0 {
+				rel = lower[m[2*g]:m[2*g+1]]
+			}
+		}
+		if rel != "" && wordIndex(earlierText, rel) < 0 && (earlier == 1 || !mentionedBefore(in, rel)) {
+			return m[:2]
+		}
+	}
+	return nil
+}
+
+// mentionedBefore reports a word in any earlier user turn.
+func mentionedBefore(in Input, w string) bool {
+	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
+		if u.Role == RoleUser && wordIndex(strings.ToLower(u.Text), w) >= 0 {
+			return true
+		}
+	}
+	return false
+}
