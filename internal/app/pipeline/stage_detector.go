@@ -21,12 +21,7 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	o.Modules.OnClient = rt.watchModel
 	m, taxVersion := o.Module, o.TaxonomyVersion
 	if m == nil {
-		// A retail agent's data directory holds the store's product
-		// catalogue: the rules module checks option values against it.
-		if o.Modules.TauBench == "" && o.Domain == "retail" && o.AgentData != "" {
-			o.Modules.TauBench = o.AgentData
-		}
-		built, tax, err := o.Modules.Build(rt.Reg)
+		built, tax, err := o.detectorModules().Build(rt.Reg)
 		if err != nil {
 			return nil, err
 		}
