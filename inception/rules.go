@@ -366,6 +366,9 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 			if loc == nil {
 				loc = countConflict(in, lower) // rules_counts.go
 			}
+			if loc == nil {
+				loc = sizeAgainstDirection(in, lower)
+			}
 			if loc == nil && dr != nil {
 				loc = enumConflict(m.catalogRules(in.Domain, dr, in.Tools), lower)
 			}
@@ -546,7 +549,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil || countConflict(in, lower) != nil {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil || countConflict(in, lower) != nil || sizeAsked(lower) {
 				return true
 			}
 		case TypeMultipleInterpretation:

@@ -143,3 +143,84 @@ func mentionedBefore(in Input, w string) bool {
 	}
 	return false
 }
+
+// Sizes asked for against the way the user said the size should go: "it's
+// huge on me, a smaller size … let's go with XL" for a size L item.
+
+var (
+	sizeDown = regexp.MustCompile(`\b(?:smaller|a size down|size down|too (?:big|large|loose|long|wide)|huge on me|way too big)\b`)
+	sizeUp   = regexp.MustCompile(`\b(?:bigger|larger|a size up|size up|too (?:small|tight|short|narrow)|pinch(?:es)?)\b`)
+	// sizeNamed: a size named in a sentence ("size L", "an XXL", "a 10").
+	sizeNamed  = regexp.MustCompile(`\bsize\s+(?:an?\s+)?(x{0,4}[sl]|m|\d{1,2}(?:\.5)?)\b|\b(xs|x{1,4}l)\b`)
+	letterRank = map[string]float64{"xs": 1, "s": 2, "m": 3, "l": 4, "xl": 5, "xxl": 6, "xxxl": 7, "xxxxl": 8}
+)
+
+// sizeRank orders a size token; ok is false for no size.
+func sizeRank(tok string) (float64, bool) {
+	if r, ok := letterRank[tok]; ok {
+		return r, true
+	}
+	n, err := strconv.ParseFloat(tok, 64)
+	return n, err == nil
+}
+
+// sizesIn returns the sizes a text names, in order, with their spans.
+func sizesIn(lower string) (ranks []float64, locs [][]int) {
+	for _, m := range sizeNamed.FindAllStringSubmatchIndex(lower, -1) {
+		g := 2
+		if m[2] < 0 {
+			g = 4
+		}
+		if r, ok := sizeRank(lower[m[g]:m[g+1]]); ok {
+			ranks, locs = append(ranks, r), append(locs, m[:2])
+		}
+	}
+	return ranks, locs
+}
+
+// sizeAgainstDirection finds a size asked for that goes the other way from
+// the one the user said the item needs, measured from the size the agent
+// last stated.
+func sizeAgainstDirection(in Input, lower string) []int {
+	if !hasAny(lower, "size", "xl", "xs") || hasCorrection(lower) {
+		return nil
+	}
+	target, tlocs := sizesIn(lower)
+	if len(target) == 0 {
+		return nil
+	}
+	earlier := in.Dialogue[:len(in.Dialogue)-1]
+	current, _ := sizesIn(strings.ToLower(lastAgent(earlier)))
+	if len(current) != 1 {
+		return nil // none stated, or several items' sizes
+	}
+	dir := 0
+	for i := len(in.Dialogue) - 1; i >= 0 && dir == 0 && i >= len(in.Dialogue)-4; i-- {
+		if in.Dialogue[i].Role != RoleUser {
+			continue
+		}
+		t := strings.ToLower(in.Dialogue[i].Text)
+		down, up := sizeDown.MatchString(t), sizeUp.MatchString(t)
+		switch {
+		case down && !up:
+			dir = -1
+		case up && !down:
+			dir = 1
+		}
+	}
+	want, loc := target[len(target)-1], tlocs[len(tlocs)-1]
+	if dir < 0 && want > current[0] || dir > 0 && want < current[0] {
+		return loc
+	}
+	return nil
+}
+
+// sizeAsked reports a size named in the turn, which sizeAgainstDirection
+// judges against the size the agent stated.
+func sizeAsked(lower string) bool {
+	if !hasAny(lower, "size", "xl", "xs") {
+		return false
+	}
+	r, _ := sizesIn(lower)
+	return len(r) > 0
+}

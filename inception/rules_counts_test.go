@@ -48,3 +48,37 @@ func TestRulesPassengerCounts(t *testing.T) {
 		})
 	}
 }
+
+func TestRulesSizeAgainstDirection(t *testing.T) {
+	cases := []struct {
+		name     string
+		dialogue []string
+		want     string
+	}{
+		{"smaller, then a larger size", []string{"Hi", "The Fleece Jacket in #W1234567 is size M, black.", "it's too big on me, can I swap it for a smaller size? XL please"}, TypeContradiction},
+		{"too big earlier, then a larger number", []string{"my boots from #W1234567 are too big", "Your order shows Hiking Boots in size 9. Exchange for a different size?", "yes, swap them for a size 10"}, TypeContradiction},
+		{"too small, then a larger size", []string{"Hi", "The Fleece Jacket in #W1234567 is size M, black.", "it's too small, could I get it in XL?"}, ""},
+		{"smaller, then a smaller size", []string{"Hi", "The Fleece Jacket in #W1234567 is size L, black.", "a smaller size please, size M"}, ""},
+		{"corrected", []string{"Hi", "The Fleece Jacket in #W1234567 is size M, black.", "too big, so XL, sorry I mean S"}, ""},
+		{"several sizes stated", []string{"Hi", "Your order has a T-Shirt in size M and a Jacket in size L.", "the shirt is too big, size L for the jacket stays, so make the shirt XL"}, ""},
+	}
+	m, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Tenant: "acme", Domain: "retail", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "retail")}
+			d, err := m.Detect(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
+				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
+			}
+			if tc.want != "" && !m.NeedsContext(in) {
+				t.Error("NeedsContext = false for a size judged against the agent's")
+			}
+		})
+	}
+}

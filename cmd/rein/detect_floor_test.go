@@ -40,8 +40,8 @@ var evalFloors = map[string]evalFloor{
 	// 55.4 %; after the fourth pass's precision fixes precision 0.976 and
 	// clean 1.8 %, the rest unchanged. With the product catalogue and the
 	// passenger counts (dev: core 0.94, mean 0.93; dev3: 0.87, 0.86; dev4:
-	// 0.62, 0.61, precision 0.978, clean 1.8 %) the dev floors rose.
-	"dev4": {coreRecall: 0.60, meanRecall: 0.59, precision: 0.96, cleanFalse: 0.02, gateErroneous: 0.90, gateClean: 0.56},
+	// 0.62, 0.64, precision 0.979, clean 1.8 %) the dev floors rose.
+	"dev4": {coreRecall: 0.60, meanRecall: 0.62, precision: 0.96, cleanFalse: 0.02, gateErroneous: 0.90, gateClean: 0.56},
 	"test": {coreRecall: 0.45, meanRecall: 0.45, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.85, gateClean: 0.41},
 }
 
