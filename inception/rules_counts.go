@@ -1,7 +1,6 @@
 package inception
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -15,17 +14,17 @@ import (
 
 var (
 	// statedTotal: a number of travellers stated outright.
-	statedTotal = regexp.MustCompile(`\b(\d|one|two|three|four|five|six)\s+(?:passengers?|people|persons|travell?ers|adults|tickets|seats|of us)\b|\b(?:in )?total(?: of)?\s+(\d|one|two|three|four|five|six)\s*(?:[,.!?;]|$)|\b(?:just|only) (?:the )?(two|three|four) of us\b|\b(both) of us\b`)
+	statedTotal = mustFast(`\b(\d|one|two|three|four|five|six)\s+(?:passengers?|people|persons|travell?ers|adults|tickets|seats|of us)\b|\b(?:in )?total(?: of)?\s+(\d|one|two|three|four|five|six)\s*(?:[,.!?;]|$)|\b(?:just|only) (?:the )?(two|three|four) of us\b|\b(both) of us\b`)
 	// statedSolo: one traveller.
-	statedSolo = regexp.MustCompile(`\b(?:just me|only me|(?:just|only) myself|by myself|solo|alone|one passenger|1 passenger)\b`)
+	statedSolo = mustFast(`\b(?:just me|only me|(?:just|only) myself|by myself|solo|alone|one passenger|1 passenger)\b`)
 	// selfIncluded: the user counts themself in the party.
-	selfIncluded = regexp.MustCompile(`\b(?:me and|and me|myself and|and myself|me,|i and|i'?m (?:flying|travell?ing|going|coming) with|(?:for|with) me)\b`)
+	selfIncluded = mustFast(`\b(?:me and|and me|myself and|and myself|me,|i and|i'?m (?:flying|travell?ing|going|coming) with|(?:for|with) me)\b`)
 	// relativeCount: "my two kids", "my wife", "our son".
-	relativeCount = regexp.MustCompile(`\b(?:my|our) (?:(\d|one|two|three|four|five) )?(husband|wife|partner|friend|son|daughter|kid|child|children|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend|fiancee?)(s|'s)?\b`)
+	relativeCount = mustFast(`\b(?:my|our) (?:(\d|one|two|three|four|five) )?(husband|wife|partner|friend|son|daughter|kid|child|children|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend|fiancee?)(s|'s)?\b`)
 	// personAdded: a person put on the booking now.
-	personAdded = regexp.MustCompile(`\b(?:put|add|include|book|bring|booking)\s+(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)\b[^.!?]*?\b(?:too|as well|also|on it|on the|to the|to it|with me)\b|\b(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)(?:'s (?:name|details|ticket))?[^.!?]*?\b(?:too|as well)\b`)
+	personAdded = mustFast(`\b(?:put|add|include|book|bring|booking)\s+(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)\b[^.!?]*?\b(?:too|as well|also|on it|on the|to the|to it|with me)\b|\b(?:my|our) (husband|wife|partner|friend|son|daughter|kid|mom|dad|mother|father|brother|sister|colleague|boss|boyfriend|girlfriend)(?:'s (?:name|details|ticket))?[^.!?]*?\b(?:too|as well)\b`)
 	// birthDate: a date of birth as passengers are listed.
-	birthDate = regexp.MustCompile(`\b(?:19|20)\d\d-\d\d-\d\d\b`)
+	birthDate = mustFast(`\b(?:19|20)\d\d-\d\d-\d\d\b`)
 	// pluralRelative: a group whose size is not said ("my kids").
 	pluralRelative = map[string]bool{"kid": true, "child": true, "children": true, "friend": true, "colleague": true}
 )
@@ -83,12 +82,14 @@ func partyNamed(lower string) (int, []int) {
 // countConflict finds a passenger count that conflicts with the people
 // counted in the same turn or with a count of an earlier user turn.
 func countConflict(in Input, lower string) []int {
-	if !hasAny(lower, "passenger", "people", "of us", "total", "me", "my", "our", "alone", "solo", "adult", "ticket", "seat", "-") {
-		return nil
-	}
-	corrected := hasCorrection(lower)
 	total, tloc := partyTotal(lower)
 	named, nloc := partyNamed(lower)
+	dates := birthDate.FindAllStringIndex(lower, -1)
+	added := personAdded.FindStringSubmatchIndex(lower)
+	if total == 0 && named == 0 && len(dates) < 2 && added == nil {
+		return nil // the turn counts no one: nothing to compare
+	}
+	corrected := hasCorrection(lower)
 	if total > 0 && named > 0 && total != named && !corrected {
 		return []int{min(tloc[0], nloc[0]), max(tloc[1], nloc[1])}
 	}
@@ -116,11 +117,11 @@ func countConflict(in Input, lower string) []int {
 		return loc
 	}
 	// Passengers listed with their dates of birth, more than were counted.
-	if dates := birthDate.FindAllStringIndex(lower, -1); len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {
+	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {
 		return []int{dates[0][0], dates[len(dates)-1][1]}
 	}
 	// A person added to a party the user said was smaller.
-	if m := personAdded.FindStringSubmatchIndex(lower); m != nil {
+	if m := added; m != nil {
 		rel := ""
 		for g := 1; g < len(m)/2; g++ {
 			if m[2*g] >= 0 {
@@ -148,10 +149,10 @@ func mentionedBefore(in Input, w string) bool {
 // huge on me, a smaller size … let's go with XL" for a size L item.
 
 var (
-	sizeDown = regexp.MustCompile(`\b(?:smaller|a size down|size down|too (?:big|large|loose|long|wide)|huge on me|way too big)\b`)
-	sizeUp   = regexp.MustCompile(`\b(?:bigger|larger|a size up|size up|too (?:small|tight|short|narrow)|pinch(?:es)?)\b`)
+	sizeDown = mustFast(`\b(?:smaller|a size down|size down|too (?:big|large|loose|long|wide)|huge on me|way too big)\b`)
+	sizeUp   = mustFast(`\b(?:bigger|larger|a size up|size up|too (?:small|tight|short|narrow)|pinch(?:es)?)\b`)
 	// sizeNamed: a size named in a sentence ("size L", "an XXL", "a 10").
-	sizeNamed  = regexp.MustCompile(`\bsize\s+(?:an?\s+)?(x{0,4}[sl]|m|\d{1,2}(?:\.5)?)\b|\b(xs|x{1,4}l)\b`)
+	sizeNamed  = mustFast(`\bsize\s+(?:an?\s+)?(x{0,4}[sl]|m|\d{1,2}(?:\.5)?)\b|\b(xs|x{1,4}l)\b`)
 	letterRank = map[string]float64{"xs": 1, "s": 2, "m": 3, "l": 4, "xl": 5, "xxl": 6, "xxxl": 7, "xxxxl": 8}
 )
 
