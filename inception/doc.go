@@ -23,7 +23,9 @@
 //     answer validated against a JSON Schema), NewRules (offline: candidate
 //     entities in the dialogue, the tool catalogue's names, descriptions and
 //     JSON Schemas, conflict and alternative markers and the taxonomy's
-//     domain notes; RulesPrecise, or RulesRecall, the cascade's gate, which
+//     domain notes, and, given RulesConfig.Products (LoadProductCatalogue
+//     reads a τ-bench products.json), the store's product options;
+//     RulesPrecise, or RulesRecall, the cascade's gate, which
 //     loosens each precise check) and NewCascade (recall gate, then the
 //     model; Gate returns the gate). ContextFree: a module that tells per
 //     turn whether its decision needs the agent's replies (rules and cascade

@@ -46,6 +46,10 @@ type RulesConfig struct {
 	// threshold. Nil leaves the rules alone; DefaultTypedModel() is the
 	// one trained on the corpus's dev splits.
 	TypedModel *GateModel
+	// Products is the store's product catalogue (rules_options.go): with
+	// it an option value the named product does not come in is an
+	// unsupported parameter. Nil leaves the option values unchecked.
+	Products *ProductCatalogue
 }
 
 // RulesModule is the offline inception module: no model, grounded in the
@@ -108,8 +112,9 @@ type RulesModule struct {
 	recall    map[string][]cue // extra recall-mode cues per type
 	domains   map[string]*domainRules
 
-	gateModel  *GateModel // RulesRecall: the gate's classifier, nil for none
-	typedModel *GateModel // RulesPrecise: the typed classifier, nil for none
+	gateModel  *GateModel   // RulesRecall: the gate's classifier, nil for none
+	typedModel *GateModel   // RulesPrecise: the typed classifier, nil for none
+	options    *optionRules // the product catalogue's options, nil for none
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -224,6 +229,7 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 		m.cues[et.Name] = compileCues(et.Cues)
 	}
 	m.ambiguous = ambiguityOrder(cfg.Taxonomy)
+	m.options = compileOptions(cfg.Products)
 	if cfg.Mode == RulesRecall {
 		m.gateModel = cfg.GateModel
 	} else {
@@ -324,6 +330,9 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	}
 	d.Evidence = SanitizeEvidence(ev)
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
+	if note := m.optionNote(in, name, text); note != "" {
+		d.Reasoning += " " + note
+	}
 	return d, nil
 }
 
@@ -373,6 +382,12 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 		switch et.Name {
 		case TypeContradiction:
 			loc = contradiction(in, lower)
+			if loc == nil {
+				loc = countConflict(in, lower) // rules_counts.go
+			}
+			if loc == nil {
+				loc = sizeAgainstDirection(in, lower)
+			}
 			if loc == nil && dr != nil {
 				loc = enumConflict(m.catalogRules(in.Domain, dr, in.Tools), lower)
 			}
@@ -471,6 +486,13 @@ func (m *RulesModule) unsupported(in Input, dr *domainRules, lower string, bg *b
 	if loc := otherProduct(cr, lower); loc != nil {
 		return TypeUnsupportedParameter, loc, true
 	}
+	mm, pending := m.options.check(in, lower)
+	if mm.loc != nil {
+		return TypeUnsupportedParameter, mm.loc, !mm.fromContext
+	}
+	if pending {
+		free = false // a value whose product only the dialogue names
+	}
 	// Nothing found: the agent's question could frame a phrase only with
 	// the dialogue, which the first pass did not need.
 	for i := range cr.params {
@@ -549,7 +571,7 @@ func (m *RulesModule) readsAgent(in Input, text string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil || countConflict(in, lower) != nil || sizeAsked(lower) {
 				return true
 			}
 		case TypeMultipleInterpretation:

@@ -254,7 +254,7 @@ func againstEarlier(in Input, lower string) []int {
 			continue
 		}
 		prev := strings.ToLower(u.Text)
-		if justMe.MatchString(prev) {
+		if justMe.MatchString(prev) && !hasCorrection(lower) {
 			if loc := withOthers.FindStringIndex(lower); loc != nil {
 				return loc
 			}

@@ -110,6 +110,7 @@ turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2,
 	fs.StringVar(&o.input, "input", "", "JSONL file of dialogues (- for stdin)")
 	fs.BoolVar(&o.summary, "summary", false, "print a per-error-type table on stderr")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of one inception call")
+	fs.StringVar(&o.modules.tauBench, "taubench", "", "τ-bench data directory (the root or its retail directory): the rules module, and the cascade's gate, check the product options a user asks for against its products.json (default: no catalogue, option values unchecked)")
 	o.eval.bind(fs)
 	cmd.MarkFlagsMutuallyExclusive("input", "eval")
 	return cmd

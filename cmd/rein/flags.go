@@ -189,6 +189,9 @@ type moduleFlags struct {
 	plan     string
 	gate     string // --gate-model
 	typed    string // --typed-model
+	// tauBench (detect --taubench): the τ-bench data directory whose
+	// retail products.json gives the rules the product catalogue.
+	tauBench string
 	provider string
 	model    string
 	baseURL  string
@@ -215,7 +218,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 

@@ -28,6 +28,10 @@ type Modules struct {
 	// "builtin" for the one rein ships, or the path of a weights file rein
 	// detect --train-typed wrote.
 	TypedModel string
+	// TauBench is a τ-bench-format data directory (the root or its retail
+	// directory): its products.json gives the rules module the product
+	// catalogue's options. "" leaves option values unchecked.
+	TauBench string
 	// Provider, Model and BaseURL override REIN_LLM_*.
 	Provider string
 	Model    string
@@ -74,6 +78,10 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 			return nil, nil, err
 		}
 	}
+	products, err := f.Products()
+	if err != nil {
+		return nil, nil, err
+	}
 	newLLM := func() (inception.Module, error) {
 		lc := f.LLMConfig()
 		lc.Endpoint = llm.PurposeInception
@@ -101,7 +109,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed})
+		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--typed-model: %w", err)
 		}
@@ -124,7 +132,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed}); err != nil {
+		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products}); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
@@ -135,8 +143,11 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 // Gate returns the cascade's recall gate: the rules module in RulesRecall
 // mode with the classifier GateModel names.
 func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
-	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall}
-	var err error
+	products, err := f.Products()
+	if err != nil {
+		return nil, err
+	}
+	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall, Products: products}
 	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, inception.DefaultGateModel); err != nil {
 		return nil, err
 	}
@@ -165,6 +176,29 @@ func loadModel(flag, name string, builtin func() *inception.GateModel) (*incepti
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
 	return g, nil
+}
+
+// Products loads the product catalogue TauBench names (nil when unset).
+func (f Modules) Products() (*inception.ProductCatalogue, error) {
+	if f.TauBench == "" {
+		return nil, nil
+	}
+	pc, err := inception.LoadProductCatalogue(f.TauBench)
+	if err != nil {
+		return nil, fmt.Errorf("--taubench: %w", err)
+	}
+	return pc, nil
+}
+
+// detectorModules are the detector's module options: a retail agent's
+// data directory holds the store's product catalogue, which the rules
+// then check option values against unless Modules.TauBench names one.
+func (o Stages) detectorModules() Modules {
+	m := o.Modules
+	if m.TauBench == "" && o.Domain == "retail" && o.AgentData != "" {
+		m.TauBench = o.AgentData
+	}
+	return m
 }
 
 // GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).

@@ -41,3 +41,50 @@ func TestModulesGate(t *testing.T) {
 		}
 	}
 }
+
+// TestModulesProductCatalogue: the rules module, the gate and the
+// cascade's fallback read the product catalogue TauBench names; a
+// directory without one is refused with the flag's name; a retail
+// agent's data directory gives the detector its catalogue.
+func TestModulesProductCatalogue(t *testing.T) {
+	dir := t.TempDir()
+	catalogue := `{"1": {"name": "Trail Shoes", "variants": {"11": {"options": {"size": "8"}}, "12": {"options": {"size": "9"}}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "products.json"), []byte(catalogue), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := inception.Input{Tenant: "t", Domain: "retail", Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "Please exchange my trail shoes for size 12."}}}
+	for _, tc := range []struct {
+		dir  string
+		want bool
+	}{{"", false}, {dir, true}} {
+		m, _, err := Modules{Module: inception.ModuleRules, TauBench: tc.dir}.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Detect(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rein != tc.want || tc.want && d.ErrorType != inception.TypeUnsupportedParameter {
+			t.Errorf("catalogue %q: %+v", tc.dir, d)
+		}
+		g, err := Modules{TauBench: tc.dir}.Gate(inception.DefaultTaxonomy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The gate passes such a turn on its loose cues even without a
+		// catalogue; with one it must pass it too.
+		if gd, _ := g.Detect(t.Context(), in); tc.want && !gd.Rein {
+			t.Errorf("gate, catalogue %q: %+v", tc.dir, gd)
+		}
+	}
+	if _, _, err := (Modules{Module: inception.ModuleRules, TauBench: t.TempDir()}).Build(nil); err == nil || !strings.Contains(err.Error(), "--taubench") {
+		t.Errorf("no products.json: %v", err)
+	}
+	if m := (Stages{Domain: "retail", AgentData: dir}).detectorModules(); m.TauBench != dir {
+		t.Errorf("retail agent data: %q", m.TauBench)
+	}
+	if m := (Stages{Domain: "airline", AgentData: dir}).detectorModules(); m.TauBench != "" {
+		t.Errorf("airline agent data: %q", m.TauBench)
+	}
+}

@@ -21,7 +21,7 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	o.Modules.OnClient = rt.watchModel
 	m, taxVersion := o.Module, o.TaxonomyVersion
 	if m == nil {
-		built, tax, err := o.Modules.Build(rt.Reg)
+		built, tax, err := o.detectorModules().Build(rt.Reg)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDetectTauBenchCatalogue: rein detect --taubench gives the rules the
+// store's product catalogue (a size the product does not come in is an
+// unsupported parameter, its values named in the reasoning); without it
+// the turn is judged as before; a directory without products.json fails
+// with the flag's name.
+func TestDetectTauBenchCatalogue(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "products.json"), []byte(`{"1": {"name": "Trail Shoes", "variants": {"11": {"options": {"size": "8"}}, "12": {"options": {"size": "9"}}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	input := writeFile(t, "in.jsonl", `{"id":"r1","domain":"retail","messages":[{"role":"user","content":"Please exchange my trail shoes for size 12."}]}`+"\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{nil, ""}, {[]string{"--taubench", dir}, "unsupported_parameter"}} {
+		stdout, stderr, err := runDetectCLI(t, append([]string{"--module", "rules", "--input", input}, tc.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+		}
+		var out detectOutput
+		if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &out); err != nil {
+			t.Fatalf("%v: %v: %s", tc.args, err, stdout)
+		}
+		got := ""
+		if out.ErrorType != nil {
+			got = *out.ErrorType
+		}
+		if got != tc.want || tc.want != "" && !strings.Contains(out.Reasoning, "8, 9") {
+			t.Errorf("%v: %+v", tc.args, out)
+		}
+	}
+	if _, _, err := runDetectCLI(t, "--module", "rules", "--input", input, "--taubench", t.TempDir()); err == nil || !strings.Contains(err.Error(), "--taubench") {
+		t.Errorf("no products.json: %v", err)
+	}
+}
