@@ -28,7 +28,7 @@ const moduleCascadeGate = "cascade-gate"
 // Corpus splits --split accepts: dev and its held-aside extensions dev2 to
 // dev8 (all for tuning; dev3 to dev8 each by another author), and test
 // (reporting only).
-var evalSplits = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev8", "test"}
+var evalSplits = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "test"}
 
 // evalOptions are rein detect's --eval flags.
 type evalOptions struct {
