@@ -67,6 +67,9 @@ type GateTraining struct {
 	FoldsBy      string  `json:"folds_by,omitempty"`
 	CleanBudget  float64 `json:"clean_budget,omitempty"`
 	CVAddedClean float64 `json:"cv_added_clean_activations,omitempty"`
+	// Catalogue says the rules read a product catalogue while the typed
+	// classifier was trained (its signals then include the option checks).
+	Catalogue bool `json:"catalogue,omitempty"`
 }
 
 // Validate reports an unusable model.

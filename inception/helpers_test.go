@@ -38,3 +38,14 @@ func trajectoryTurns(t testing.TB) [][]Utterance {
 	}
 	return out
 }
+
+// testProducts loads the τ-bench store's product catalogue (skipping as
+// taubenchDir does when ../shared/taubench is missing).
+func testProducts(t testing.TB) *ProductCatalogue {
+	t.Helper()
+	pc, err := LoadProductCatalogue(taubenchDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}

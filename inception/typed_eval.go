@@ -112,7 +112,7 @@ func OutOfAuthor(ctx context.Context, train, held []Example, cfg TypedTrainConfi
 	}
 	s.Threshold = typed.Threshold
 	figures := func(typed *GateModel) (AuthorFigures, error) {
-		m, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, TypedModel: typed})
+		m, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, TypedModel: typed, Products: cfg.Products})
 		if err != nil {
 			return AuthorFigures{}, err
 		}
@@ -125,11 +125,11 @@ func OutOfAuthor(ctx context.Context, train, held []Example, cfg TypedTrainConfi
 	if s.Combined, err = figures(typed); err != nil {
 		return s, err
 	}
-	gateRules, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Mode: RulesRecall})
+	gateRules, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Mode: RulesRecall, Products: cfg.Products})
 	if err != nil {
 		return s, err
 	}
-	withModel, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Mode: RulesRecall, GateModel: gateModel})
+	withModel, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Mode: RulesRecall, GateModel: gateModel, Products: cfg.Products})
 	if err != nil {
 		return s, err
 	}

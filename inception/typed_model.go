@@ -24,7 +24,7 @@ import (
 // model added 25 activations on the 1,490 clean trajectory turns (17 at a
 // 0.5 % budget) against 14 without it; it is measured, held out, instead.
 //
-//go:generate go run ../cmd/rein detect --train-typed typed_model.json --eval testdata/corpus --train-splits dev,dev2,dev3,dev4,dev5,dev6
+//go:generate go run ../cmd/rein detect --train-typed typed_model.json --eval testdata/corpus --train-splits dev,dev2,dev3,dev4,dev5,dev6 --taubench ../../shared/taubench --clean-budget 0.0075
 
 //go:embed typed_model.json
 var defaultTypedModelJSON []byte
@@ -70,6 +70,10 @@ type TypedTrainConfig struct {
 	// GateRecall is the share of erroneous turns 1 − P(clean) must pass in
 	// cross-validation; it sets GateThreshold (default 0.97).
 	GateRecall float64
+	// Products is the store's catalogue the rules read while training and
+	// scoring (as RulesConfig.Products); nil for none. Train with the
+	// catalogue the model will be served with.
+	Products *ProductCatalogue
 }
 
 func (c *TypedTrainConfig) defaults() {
@@ -109,7 +113,7 @@ func TrainTyped(examples []Example, cfg TypedTrainConfig) (*GateModel, error) {
 		return nil, fmt.Errorf("%w: typed training: clean budget %v (want (0, 1)), gate recall %v (want (0, 1]), %d folds, %d epochs, L2 %v, min count %d",
 			ErrInvalidConfig, cfg.CleanBudget, cfg.GateRecall, gc.Folds, gc.Epochs, gc.L2, gc.MinCount)
 	}
-	rules, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy})
+	rules, err := NewRules(RulesConfig{Taxonomy: cfg.Taxonomy, Products: cfg.Products})
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +211,7 @@ func TrainTyped(examples []Example, cfg TypedTrainConfig) (*GateModel, error) {
 		Folds: folds, FoldsBy: by, TargetRecall: cfg.GateRecall, CleanBudget: cfg.CleanBudget,
 		CVErroneous: round6(passShare(errScores, gateThreshold)), CVClean: round6(passShare(cleanScores, gateThreshold)),
 		CVAddedClean: round6(float64(countAtLeast(cleanAdded, threshold)) / float64(nClean)),
+		Catalogue:    cfg.Products != nil,
 	}
 	return g, g.Validate()
 }

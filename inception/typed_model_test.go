@@ -53,7 +53,11 @@ func TestTypedModelFileIsCurrent(t *testing.T) {
 	for _, s := range shipped.Training.Sources {
 		splits = append(splits, strings.TrimSuffix(s, ".jsonl"))
 	}
-	a, err := TrainTyped(corpusExamples(t, splits...), TypedTrainConfig{Sources: shipped.Training.Sources, CleanBudget: shipped.Training.CleanBudget})
+	cfg := TypedTrainConfig{Sources: shipped.Training.Sources, CleanBudget: shipped.Training.CleanBudget}
+	if shipped.Training.Catalogue {
+		cfg.Products = testProducts(t)
+	}
+	a, err := TrainTyped(corpusExamples(t, splits...), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

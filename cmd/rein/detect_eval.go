@@ -154,7 +154,11 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 	}
 	var model *inception.GateModel
 	if o.eval.trainTyped != "" {
-		model, err = inception.TrainTyped(examples, inception.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall})
+		products, perr := o.modules.options().Products()
+		if perr != nil {
+			return perr
+		}
+		model, err = inception.TrainTyped(examples, inception.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products})
 	} else {
 		model, err = inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
 	}
@@ -196,7 +200,11 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 		}
 		examples, tax = append(examples, ex...), t
 	}
-	cfg := inception.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall}
+	products, err := o.modules.options().Products()
+	if err != nil {
+		return err
+	}
+	cfg := inception.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products}
 	scores, err := inception.LeaveOneAuthorOut(ctx, examples, cfg)
 	if err != nil {
 		return err
