@@ -1,10 +1,8 @@
 package inception
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -13,32 +11,9 @@ import (
 // model file, byte for byte, whatever order the turns come in, and a file
 // survives a parse and an encode.
 func TestTrainTypedReproducible(t *testing.T) {
-	examples := corpusExamples(t, "dev2", "dev3")
-	a, err := TrainTyped(examples, TypedTrainConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reversed := slices.Clone(examples)
-	slices.Reverse(reversed)
-	b, err := TrainTyped(reversed, TypedTrainConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ea, err := a.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, _ := b.Encode()
-	if !bytes.Equal(ea, eb) {
-		t.Error("two trainings on the same turns gave different models")
-	}
-	back, err := ParseGateModel(ea)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := back.Encode(); !bytes.Equal(ea, again) {
-		t.Error("a model file does not survive a parse and an encode")
-	}
+	a := checkReproducible(t, corpusExamples(t, "dev2", "dev3"), func(ex []Example) (*GateModel, error) {
+		return TrainTyped(ex, TypedTrainConfig{})
+	})
 	if a.Features != TypedFeatures || a.Training.FoldsBy != "author" || a.Training.Folds != 2 {
 		t.Errorf("features %q, folds %d by %q: want %q, 2 by author", a.Features, a.Training.Folds, a.Training.FoldsBy, TypedFeatures)
 	}

@@ -70,6 +70,20 @@ func keptOnFailure(t *testing.T) string {
 	return dir
 }
 
+// readPlay reads one stored play of a run directory.
+func readPlay(t *testing.T, dir, condition, name string) run.Play {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, condition, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p run.Play
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func readReport(t *testing.T, dir string) (map[string]any, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, eval.ReportJSON))
@@ -333,14 +347,7 @@ func TestEvalRunTriggerModes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", trigger, err, out)
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, "rein", "ret-ana-1.t1.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var p run.Play
-		if err := json.Unmarshal(raw, &p); err != nil {
-			t.Fatal(err)
-		}
+		p := readPlay(t, dir, "rein", "ret-ana-1.t1")
 		if len(p.Turns) < 2 {
 			t.Fatalf("%s: %d turns", trigger, len(p.Turns))
 		}
@@ -435,14 +442,7 @@ func TestEvalReadsOutcomesTheCollectorMissed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, run.PlaysDir, "rein", "ret-ana-1.t1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p run.Play
-	if err := json.Unmarshal(raw, &p); err != nil {
-		t.Fatal(err)
-	}
+	p := readPlay(t, dir, "rein", "ret-ana-1.t1")
 	if len(p.Turns) < 2 || !p.Turns[0].Injected || p.Turns[0].Detection.ErrorType != "anaphora" {
 		t.Fatalf("play %+v", p)
 	}
