@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinception/rein/inception"
+	rtest "github.com/reinception/rein/internal/testutil"
 )
 
 // TestDetectTauBenchCatalogue: rein detect --taubench gives the rules the
@@ -41,5 +45,35 @@ func TestDetectTauBenchCatalogue(t *testing.T) {
 	}
 	if _, _, err := runDetectCLI(t, "--module", "rules", "--input", input, "--taubench", t.TempDir()); err == nil || !strings.Contains(err.Error(), "--taubench") {
 		t.Errorf("no products.json: %v", err)
+	}
+}
+
+// rein eval plays the rules with the store's catalogue when its τ-bench
+// directory has one, as a retail detector stage does, and without one
+// otherwise (an airline-only directory).
+func TestEvalModuleReadsTheStoreCatalogue(t *testing.T) {
+	if got := storeCatalogue(rtest.TauBench(t)); got != rtest.TauBench(t) {
+		t.Errorf("storeCatalogue(τ-bench) = %q, want the directory", got)
+	}
+	airlineOnly := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(airlineOnly, "airline"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := storeCatalogue(airlineOnly); got != "" {
+		t.Errorf("storeCatalogue(airline only) = %q, want none", got)
+	}
+	f := moduleFlags{module: "rules", tauBench: storeCatalogue(rtest.TauBench(t))}
+	m, _, err := f.build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Detect(context.Background(), inception.Input{Domain: "retail", Dialogue: []inception.Utterance{
+		{Role: inception.RoleAgent, Text: "Your order has one pair of running shoes, size 9."},
+		{Role: inception.RoleUser, Text: "Please exchange the running shoes for a size 11 pair."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Rein || d.ErrorType != inception.TypeUnsupportedParameter {
+		t.Errorf("eval's module on a size the store does not sell: %+v, want unsupported_parameter", d)
 	}
 }

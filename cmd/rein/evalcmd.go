@@ -269,6 +269,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 			f.modules.provider = llm.ProviderReplay
 		}
 		f.modules.wrapClient = run.Estimating
+		f.modules.tauBench = storeCatalogue(f.tauBench)
 		m, mtax, err := f.modules.build(telemetry.NewRegistry())
 		if err != nil {
 			return err
@@ -406,4 +407,15 @@ and per error type, with the Pass@1 difference (B − A), printed as Markdown (a
 	cmd.Flags().BoolVar(&compare, "compare", false, "compare two run directories")
 	cmd.Flags().StringVar(&out, "out", "", "with --compare, also write the comparison to this file")
 	return cmd
+}
+
+// storeCatalogue is the directory whose product catalogue the played
+// module reads: the τ-bench directory when it has a store, as the detector
+// stage of a retail deployment reads the agent's data ("" for none; the
+// options apply to retail dialogues only).
+func storeCatalogue(tauBench string) string {
+	if _, err := os.Stat(filepath.Join(tauBench, "retail", "products.json")); err != nil {
+		return ""
+	}
+	return tauBench
 }
