@@ -64,7 +64,12 @@ type ConsumerConfig struct {
 	// Attempts is how many times a failing handler runs before the message
 	// is dead-lettered (default 5). Retries happen in place, with
 	// exponential backoff from Backoff (default 100ms, capped at 5s), so the
-	// conversation's later turns wait behind it and order holds.
+	// conversation's later turns wait behind it and order holds. A handler
+	// whose last attempt failed because JetStream could not serve it
+	// (IsUnavailable: an output stream that took nothing through the
+	// publisher's retries, a stream it reads without a leader) is not
+	// dead-lettered: the message is handed back, redelivered after the
+	// backoff, and tried again until the streams serve it.
 	Attempts int
 	Backoff  time.Duration
 	// MaxBytes is the largest accepted body (default 256 KiB).
@@ -484,6 +489,17 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 				return false
 			}
 			return c.deadLetter(ctx, msg, err.Error(), attempt, false)
+		case attempt >= c.cfg.Attempts && IsUnavailable(err):
+			// The input is fine; the streams it reads or writes are not.
+			// Dead-lettering it would end its turn without its outputs (and
+			// the dead-letter stream is most often on the same servers):
+			// hand it back.
+			span.SetStatus(codes.Error, "handed back: output stream unavailable")
+			c.deps.Logger.Error("an output stream took nothing through every attempt; handing the message back for redelivery",
+				"subject", msg.Subject(), "attempts", attempt, "err", err)
+			_ = msg.NakWithDelay(backoff)
+			c.outcome["requeue"].Inc()
+			return false
 		case attempt >= c.cfg.Attempts:
 			span.SetStatus(codes.Error, "dead-lettered")
 			if !c.recordOutcome(ctx, msg, d, err) {

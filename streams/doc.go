@@ -114,6 +114,11 @@
 //     (WarnShortWindow).
 //   - An input about to be dead-lettered first has its outcome recorded
 //     (ConsumerConfig.OnDeadLetter): every user turn ends with one.
+//   - An input whose outputs could not be stored, or whose context could
+//     not be read (its handler's last attempt failed with IsUnavailable:
+//     the publisher gave up on an output stream, a stream answered
+//     nothing or had no leader), is never dead-lettered: the loop hands
+//     it back, and it is redelivered until the streams are back.
 //
 // # Replication
 //

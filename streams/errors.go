@@ -1,6 +1,11 @@
 package streams
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // Sentinel errors of the streams package.
 var (
@@ -26,9 +31,26 @@ var (
 	// ErrNoLeader: a stream has no leader (its servers are down or
 	// electing one), so nothing can be written to it.
 	ErrNoLeader = errors.New("stream has no leader")
+	// ErrUnavailable: a publish gave up on failures that may pass (the
+	// stream answered nothing, had no leader, or took nothing in time)
+	// after retrying for the publisher's RetryFor. A handler that fails
+	// with it failed for where its outputs go, not for what its input is:
+	// the consume loop hands such an input back instead of dead-lettering
+	// it, so that a turn is never ended without its outputs by an outage.
+	ErrUnavailable = errors.New("stream unavailable")
 	// ErrNotReady is returned when the embedded server does not come up in time.
 	ErrNotReady = errors.New("embedded NATS server not ready")
 )
+
+// IsUnavailable tells whether err says that JetStream could not serve a
+// handler, rather than that its input is wrong: a publish that gave up
+// (ErrUnavailable), a stream or bucket that answered nothing or has no
+// leader. No timeout counts, since a handler's model calls time out too.
+func IsUnavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNoLeader) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || (errors.As(err, &apiErr) && apiErr.Code == 503)
+}
 
 // permanentError wraps an error so that errors.Is(err, ErrPermanent) holds
 // while the original stays reachable.

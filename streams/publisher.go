@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -154,7 +155,14 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		var failed []int
 		acksBy := time.NewTimer(p.ackTimeout)
 		for k, i := range pending {
-			f, err := p.js.PublishMsgAsync(msgs[i], jetstream.WithExpectStream(outs[i].Stream))
+			m := msgs[i]
+			if attempt > 0 {
+				// An earlier attempt's message may still be in the client's
+				// hands (it resends one answered "no responders" on its
+				// own), and publishing sets headers: a copy each time.
+				m = retryCopy(m)
+			}
+			f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(outs[i].Stream))
 			if err != nil {
 				if !transient(err) {
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
@@ -216,10 +224,19 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		pending = failed
 	}
 	if len(pending) > 0 {
-		return nil, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w%s", msgs[pending[0]].Subject, attempt,
-			time.Since(start).Round(time.Millisecond), lastErr, leaderHint(lastErr))
+		return nil, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w: %w%s", msgs[pending[0]].Subject, attempt,
+			time.Since(start).Round(time.Millisecond), ErrUnavailable, lastErr, leaderHint(lastErr))
 	}
 	return seqs, nil
+}
+
+// retryCopy is msg with a header of its own (the body is never written).
+func retryCopy(msg *nats.Msg) *nats.Msg {
+	h := make(nats.Header, len(msg.Header))
+	for k, v := range msg.Header {
+		h[k] = slices.Clone(v)
+	}
+	return &nats.Msg{Subject: msg.Subject, Header: h, Data: msg.Data}
 }
 
 // leaderHint says what an error left after every retry most likely means.

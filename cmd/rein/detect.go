@@ -78,7 +78,7 @@ With --eval, detect scores a module on a labelled corpus instead (lines that als
 "label": {"rein", "error_type"}, see inception/testdata/corpus/README.md): per-type precision,
 recall and F1, false activations on clean turns, the confusion matrix, latency and, for the cascade
 and its gate alone (--module cascade-gate, offline), the gate's pass rate on erroneous and clean
-turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2, dev3, dev4, test) is read.`,
+turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2 … dev8, or test) is read.`,
 		Example: `  rein detect --module rules --domain airline --input dialogues.jsonl --summary
   rein detect --eval inception/testdata/corpus --split dev --module cascade-gate
   rein detect --eval labelled.jsonl --module rules --json

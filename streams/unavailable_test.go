@@ -1,0 +1,82 @@
+package streams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// A publish that gave up on an outage says so (ErrUnavailable); one the
+// stream refused for what it is does not. Under -race this also proves
+// that a retry does not write the headers of a message the client is still
+// resending from an earlier attempt (it did: a data race on the header
+// map, which outside -race can end the process with a concurrent map
+// write).
+func TestAPublishThatGaveUpOnAnOutageIsUnavailable(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	p := streams.NewPublisher(h.JS, nil)
+	p.SetRetryFor(time.Millisecond) // the eight quick attempts alone
+	p.SetAckTimeout(100 * time.Millisecond)
+	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	_, err := p.Publish(context.Background(), "NOWHERE", "rein.nowhere.acme.c1", ev.Event)
+	if !errors.Is(err, streams.ErrUnavailable) {
+		t.Errorf("publish to a stream that answers nothing: %v, want ErrUnavailable", err)
+	}
+	// The turns stream exists and answers, but not for this expectation:
+	// no retry can help, so it is not an outage.
+	_, err = p.Publish(context.Background(), streams.StreamDLQ, ev.Subject, ev.Event)
+	if err == nil || errors.Is(err, streams.ErrUnavailable) {
+		t.Errorf("publish into the wrong stream: %v, want a refusal that is not ErrUnavailable", err)
+	}
+}
+
+// A turn whose outputs could not be stored (every attempt's publish gave
+// up on an output stream without a leader), or whose context could not be
+// read, was dead-lettered once its attempts were spent: the turn then had no detection, task or outcome
+// until someone redrove it, and the conversation's later turns ran past
+// it. It must be handed back and handled once the stream is back.
+func TestAnInputWhoseOutputsCouldNotBeStoredIsHandedBackNotDeadLettered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	var down atomic.Bool
+	down.Store(true)
+	var calls atomic.Int32
+	runConsumer(t, h, streams.ConsumerConfig{Attempts: 2, Backoff: time.Millisecond}, reg, func(_ context.Context, d streams.Decoded) error {
+		calls.Add(1)
+		switch {
+		case !down.Load():
+			return nil
+		case d.Meta.Conversation == "write":
+			return fmt.Errorf("publish detection: %w", streams.ErrUnavailable)
+		default: // a read of the agent's replies from a stream without a leader
+			return fmt.Errorf("read replies: %w", nats.ErrNoResponders)
+		}
+	})
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "write", 1, "cancel it"), *turnEvent(t, "acme", "read", 1, "cancel it")})
+	rtest.CheckFor(t, 20*time.Second, "each turn handed back twice", func() bool {
+		return testutil.ToFloat64(counter(reg, "requeue")) >= 4 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+	})
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Fatalf("%d dead letters while the output stream was down: the turn was given up on", n)
+	}
+	down.Store(false)
+	rtest.CheckFor(t, 20*time.Second, "the turn handled once the stream is back", func() bool {
+		return testutil.ToFloat64(counter(reg, "ack")) == 2
+	})
+	if got := calls.Load(); got < 10 {
+		t.Errorf("handler ran %d times, want two attempts per delivery over at least two deliveries of each turn, then one", got)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Errorf("%d dead letters, want none", n)
+	}
+}
