@@ -16,7 +16,8 @@
 //     from its stored user and agent turns.
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection.<tenant>.<conv>.<turn>,
-//     yes or no; a module error or deadline gives failed=true, no activation.
+//     yes or no; a module error, deadline or panic gives failed=true, no
+//     activation (fail-open; a panic is logged with its stack).
 //     With Deps.Then set (cmd/rein fuses the injector into this stage when
 //     both run in one process), the event Then builds from the detection —
 //     the turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv> — is

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -357,11 +358,26 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Dete
 	return nil
 }
 
+// detectRecovered runs the module, turning a panic into an error (its
+// stack logged here, not carried into the detection): a module that breaks
+// on some input fails open for that turn like one that errs, rather than
+// taking the turn to the dead letters with no detection.
+func (s *Stage) detectRecovered(ctx context.Context, meta schemas.Meta, in inception.Input) (dec inception.Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrModulePanic, r)
+			s.deps.Logger.Error("inception module panicked; turn proceeds without injection", "tenant", meta.Tenant,
+				"conversation", meta.Conversation, "turn", meta.Turn, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	return s.deps.Module.Detect(ctx, in)
+}
+
 // detect runs the module under the deadline and fails open.
 func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in inception.Input) schemas.Detection {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	start := time.Now()
-	dec, err := s.deps.Module.Detect(mctx, in)
+	dec, err := s.detectRecovered(mctx, meta, in)
 	cancel()
 	elapsed := time.Since(start)
 	s.m.inception.Observe(elapsed.Seconds())
@@ -372,7 +388,9 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 	if err != nil {
 		// Fail open: the turn proceeds without injection.
 		det.Failed, det.FailReason = true, inception.FailReason(err)
-		s.deps.Logger.Warn("inception failed; turn proceeds without injection", "tenant", meta.Tenant, "err", err)
+		if !errors.Is(err, ErrModulePanic) { // logged with its stack already
+			s.deps.Logger.Warn("inception failed; turn proceeds without injection", "tenant", meta.Tenant, "err", err)
+		}
 	} else {
 		det.Rein, det.ErrorType, det.Category, det.RecoveryTool = dec.Rein, dec.ErrorType, dec.Category, dec.RecoveryTool
 		det.Evidence, det.Reasoning, det.Model, det.Tokens = dec.Evidence, dec.Reasoning, dec.Model, dec.Tokens

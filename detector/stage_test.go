@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,5 +186,33 @@ func TestStageFailsOpen(t *testing.T) {
 	}
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
 		t.Errorf("fail-open must not dead-letter; DLQ = %d", n)
+	}
+}
+
+// A module that panics on some input once took the turn to the dead
+// letters (the consume loop turns a handler panic into a permanent
+// failure): no detection, no task, no outcome. It must fail open like a
+// module that errs.
+func TestAModuleThatPanicsFailsOpen(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	m := &fakeModule{answer: func(ctx context.Context, in inception.Input) (inception.Decision, error) {
+		if in.Dialogue[len(in.Dialogue)-1].Text == "crash it" {
+			var ids []string
+			_ = ids[3] // an index out of range, as a module bug would
+		}
+		return inception.Decision{}, nil
+	}}
+	startStage(t, h, m, nil, time.Second)
+	publishTurn(t, h, "p1", "user", 1, "crash it")
+	publishTurn(t, h, "p2", "user", 1, "hello")
+	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool {
+		return len(detections(t, h)) == 2 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+	})
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Fatalf("a module panic dead-lettered the turn (DLQ = %d): it must fail open", n)
+	}
+	d := detections(t, h)[schemas.EventID("detection", "acme", "p1", 1)]
+	if d.Rein || !d.Failed || !strings.Contains(d.FailReason, "panicked") {
+		t.Errorf("the panicking turn's detection = %+v, want failed (module panicked), not activated", d)
 	}
 }
