@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -35,6 +36,9 @@ type ServerConfig struct {
 	StartTimeout time.Duration
 	// SyncAlways fsyncs every JetStream write (the durable profile).
 	SyncAlways bool
+	// Logger receives the server's own warnings and errors (and, at debug,
+	// its notices); nil discards them.
+	Logger *slog.Logger
 }
 
 // DefaultListen is the embedded server's default client address.
@@ -150,6 +154,9 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	if c.Logger != nil {
+		s.SetLoggerV2(serverLog{c.Logger}, false, false, false)
 	}
 	go s.Start()
 	timeout := c.StartTimeout

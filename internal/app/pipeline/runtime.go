@@ -230,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: cfg.Listen,
 			Users: users, SyncAlways: rt.Prov.AnyDurable(),
-			TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey, Insecure: cfg.Insecure})
+			TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey, Insecure: cfg.Insecure, Logger: log})
 		if err != nil {
 			rt.Close()
 			return nil, err
