@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reinception/rein/internal/llm"
 )
@@ -354,13 +356,16 @@ func (m *RulesModule) judge(in Input, text string) (name, evidence string, ctxFr
 	lower := strings.ToLower(text)
 	var bg bigrams
 	bg.build(lower)
-	// The evidence is the sentence holding the cue.
+	// The evidence is the sentence holding the cue, quoted as the user
+	// wrote it.
 	span := func(loc []int) string {
-		src := text
-		if len(lower) != len(text) {
-			src = lower
+		if len(lower) == len(text) {
+			return sentenceAround(text, loc[0], loc[1])
 		}
-		return sentenceAround(src, loc[0], loc[1])
+		if off := lowerOffsets(text); len(off) == len(lower)+1 {
+			return sentenceAround(text, off[loc[0]], off[loc[1]])
+		}
+		return sentenceAround(lower, loc[0], loc[1])
 	}
 	dr := m.domains[in.Domain]
 	if name, loc, free := m.unsupported(in, dr, lower, &bg); name != "" {
@@ -641,6 +646,21 @@ func (m *RulesModule) catalogRules(domain string, dr *domainRules, tools []llm.T
 	m.catalog[key] = cr
 	m.mu.Unlock()
 	return cr
+}
+
+// lowerOffsets maps each byte offset of strings.ToLower(text), and its
+// end, to the offset in text of the rune it came from. Lower-casing can
+// change a rune's length (an invalid byte, such as a stray Windows-1252
+// apostrophe, becomes U+FFFD; 'İ' grows; the Kelvin sign shrinks), and
+// evidence is quoted from what the user wrote: ids keep their case.
+func lowerOffsets(text string) []int {
+	out := make([]int, 0, len(text)+8)
+	for i, r := range text {
+		for range utf8.RuneLen(unicode.ToLower(r)) {
+			out = append(out, i)
+		}
+	}
+	return append(out, len(text))
 }
 
 // sentenceAround widens [start, end) to the sentence that holds it.
