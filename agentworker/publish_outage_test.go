@@ -51,7 +51,8 @@ func TestAReplyThatCouldNotBeStoredIsPublishedOnceTheStreamIsBack(t *testing.T) 
 	// attempts, each publish retried eight times with backoff: about 25 s.)
 	rtest.CheckFor(t, 120*time.Second, "the turn given up on once", func() bool {
 		return len(readAll(t, h, streams.StreamDLQ)) > 0 ||
-			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "requeue"}) > 0
+			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "requeue"}) > 0 ||
+			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "unavailable"}) > 0
 	})
 	if js.failed.Load() == 0 {
 		t.Fatal("the reply's publish never failed: the outage did not apply")

@@ -179,7 +179,7 @@ type stageMetrics struct {
 func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 	return stageMetrics{
 		messages: telemetry.NewCounterVec(reg, telemetry.MStageMessages,
-			"Messages handled by a stage, by outcome (ack, retry, dlq, requeue).", "stage", "outcome"),
+			"Messages handled by a stage, by outcome (ack, retry, dlq, requeue, unavailable).", "stage", "outcome"),
 		handle: telemetry.NewHistogramVec(reg, telemetry.MStageHandleSeconds,
 			"Time from a message's delivery to its ack or dead letter.", telemetry.LatencyBuckets, "stage"),
 		inFlight: telemetry.NewGaugeVec(reg, telemetry.MStageInFlight,
@@ -226,7 +226,7 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
 	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{}}
 	c.outcome = map[string]prometheus.Counter{}
-	for _, o := range []string{"ack", "retry", "dlq", "requeue"} {
+	for _, o := range []string{"ack", "retry", "dlq", "requeue", "unavailable"} {
 		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
 	}
 	c.handle = c.m.handle.WithLabelValues(cfg.Stage)
@@ -498,7 +498,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			c.deps.Logger.Error("an output stream took nothing through every attempt; handing the message back for redelivery",
 				"subject", msg.Subject(), "attempts", attempt, "err", err)
 			_ = msg.NakWithDelay(backoff)
-			c.outcome["requeue"].Inc()
+			c.outcome["unavailable"].Inc()
 			return false
 		case attempt >= c.cfg.Attempts:
 			span.SetStatus(codes.Error, "dead-lettered")

@@ -127,7 +127,7 @@ func TestRetryThenSuccessYieldsOneOutput(t *testing.T) {
 }
 
 func counter(reg *prometheus.Registry, outcome string) prometheus.Collector {
-	return telemetry.NewCounterVec(reg, telemetry.MStageMessages, "Messages handled by a stage, by outcome (ack, retry, dlq, requeue).", "stage", "outcome").WithLabelValues("test", outcome)
+	return telemetry.NewCounterVec(reg, telemetry.MStageMessages, "Messages handled by a stage, by outcome (ack, retry, dlq, requeue, unavailable).", "stage", "outcome").WithLabelValues("test", outcome)
 }
 
 func TestMalformedInputGoesToDLQAndConsumerKeepsGoing(t *testing.T) {

@@ -64,7 +64,7 @@ func TestAnInputWhoseOutputsCouldNotBeStoredIsHandedBackNotDeadLettered(t *testi
 	})
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "write", 1, "cancel it"), *turnEvent(t, "acme", "read", 1, "cancel it")})
 	rtest.CheckFor(t, 20*time.Second, "each turn handed back twice", func() bool {
-		return testutil.ToFloat64(counter(reg, "requeue")) >= 4 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+		return testutil.ToFloat64(counter(reg, "unavailable")) >= 4 || h.StreamMsgs(t, streams.StreamDLQ) > 0
 	})
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
 		t.Fatalf("%d dead letters while the output stream was down: the turn was given up on", n)
