@@ -494,8 +494,8 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			// Dead-lettering it would end its turn without its outputs (and
 			// the dead-letter stream is most often on the same servers):
 			// hand it back.
-			span.SetStatus(codes.Error, "handed back: output stream unavailable")
-			c.deps.Logger.Error("an output stream took nothing through every attempt; handing the message back for redelivery",
+			span.SetStatus(codes.Error, "handed back: JetStream unavailable")
+			c.deps.Logger.Error("JetStream could not serve the handler through every attempt (a stream without a leader, or answering nothing); handing the message back for redelivery",
 				"subject", msg.Subject(), "attempts", attempt, "err", err)
 			_ = msg.NakWithDelay(backoff)
 			c.outcome["unavailable"].Inc()
