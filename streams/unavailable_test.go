@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -75,6 +76,43 @@ func TestAnInputWhoseOutputsCouldNotBeStoredIsHandedBackNotDeadLettered(t *testi
 	})
 	if got := calls.Load(); got < 10 {
 		t.Errorf("handler ran %d times, want two attempts per delivery over at least two deliveries of each turn, then one", got)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Errorf("%d dead letters, want none", n)
+	}
+}
+
+// The same through a real outage: the handler's publisher finds its output
+// stream gone (it answers nothing, as one without a leader does) until the
+// stream is back; the turn then has its one output and no dead letter.
+func TestATurnWaitsThroughAnOutputStreamOutage(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	reg := prometheus.NewRegistry()
+	ctx := context.Background()
+	outs := jetstream.StreamConfig{Name: "OUTS", Subjects: []string{"rein.outs.>"}}
+	pub := streams.NewPublisher(h.JS, nil)
+	pub.SetRetryFor(time.Millisecond) // the eight quick attempts alone
+	pub.SetAckTimeout(100 * time.Millisecond)
+	runConsumer(t, h, streams.ConsumerConfig{Attempts: 2, Backoff: time.Millisecond}, reg, func(ctx context.Context, d streams.Decoded) error {
+		ev := turnEvent(t, d.Meta.Tenant, d.Meta.Conversation, d.Meta.Turn, "the answer")
+		_, err := pub.Publish(ctx, "OUTS", "rein.outs."+d.Meta.Conversation, ev.Event)
+		return err
+	})
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "outage", 1, "cancel it")})
+	rtest.CheckFor(t, 60*time.Second, "the turn handed back", func() bool {
+		return testutil.ToFloat64(counter(reg, "unavailable")) >= 1 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+	})
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Fatalf("%d dead letters while the output stream was gone", n)
+	}
+	if _, err := h.JS.CreateStream(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	rtest.CheckFor(t, 60*time.Second, "the turn handled once the stream is back", func() bool {
+		return testutil.ToFloat64(counter(reg, "ack")) == 1
+	})
+	if n := h.StreamMsgs(t, "OUTS"); n != 1 {
+		t.Errorf("OUTS holds %d messages, want the turn's one output", n)
 	}
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
