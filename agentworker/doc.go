@@ -81,6 +81,12 @@
 // gets), and acked without running when that reply is of this turn or a
 // later one, or when the conversation was handed to a human.
 //
+// After a fail-over the order gate holds a task whose conversation's
+// earlier task is unacked; the stage tells it (ConsumerConfig.Settled) when
+// that earlier turn is done all the same: the stored State finished it and
+// each of its outputs is stored (the same direct gets), so only
+// conversations whose earlier turn is really undecided wait.
+//
 // Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
 // human_path), rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}
 // (tool: a declared tool name or "_unknown"; outcome ok, error, failed).

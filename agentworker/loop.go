@@ -1,6 +1,7 @@
 package agentworker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,6 +158,32 @@ func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
 		return false, fmt.Errorf("agentworker: %w", err)
 	}
 	return escalated, nil
+}
+
+// taskSettled tells the order gate whether an earlier task of a
+// conversation was handled, perhaps by a replica that died before its ack
+// counted: the stored state (read from REIN_CONVERSATIONS, which another
+// replica's writes reach and this process's memory may not) has finished
+// that very turn, and every output the turn yields — steps, reply,
+// escalation or report — is stored. A stored reply alone would not do: a
+// predecessor redelivered after a later turn began is taken as finished
+// and its missing outputs never published. Anything else waits for the
+// ack floor (or MaxHold).
+func (s *Stage) taskSettled(ctx context.Context, d streams.Decoded) (bool, error) {
+	var task schemas.Task
+	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
+		return false, nil
+	}
+	turn := cmp.Or(task.Turn, d.Meta.Turn)
+	if turn < 1 {
+		return false, nil
+	}
+	st, ok, err := s.store.load(ctx, d.Meta.Tenant, d.Meta.Conversation)
+	if err != nil || !ok || st.Turn != turn || !st.TurnDone {
+		return false, err
+	}
+	outs, _ := turnOutputs(schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn}, st, s.cfg.MaxSteps)
+	return s.allStored(ctx, outs, turn)
 }
 
 // replyStored tells whether the turn is answered: the conversation's last

@@ -115,11 +115,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
-		// No Settled hook: a stored reply does not say that the turn's
-		// other outputs (steps, an escalation) are stored too, and a
-		// predecessor redelivered after a later turn began is taken as
-		// finished without publishing them again. The gate waits for the
-		// ack floor (or MaxHold) instead.
+		Settled: s.taskSettled,
 	}
 }
 

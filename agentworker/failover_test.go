@@ -1,0 +1,60 @@
+package agentworker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reinception/rein/agentworker"
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/streams"
+)
+
+// A replica dies holding conversation x's task unacked, after it answered
+// and acked conversation a's turn 1. The consumer's ack floor stays below
+// x1 until the server redelivers it, an ack wait later (two minutes here).
+// The standby receives a's turn 2 at once; its order gate must see that a1
+// is answered, every output stored, and run a2 now, not after x1 comes
+// back. Without the stage's Settled hook it held every such conversation
+// for the whole ack wait.
+func TestStandbyAnswersATurnWhosePredecessorTheDeadReplicaAnswered(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	cfg := agentworker.Config{AckWait: 2 * time.Minute, SystemPrompt: prompt}
+	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet()}, Model: scripted(t)}
+	probe, err := agentworker.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishTask(t, h, "x", 1, "show reservation Q7RM2K", nil)
+	publishTask(t, h, "a", 1, "show reservation Q7RM2K", nil)
+	// The dying replica takes x1 and never acks it.
+	h.DeliverAbandoned(t, streams.StreamTasks, probe.ConsumerConfig().ConsumerConfigJS(), 1)
+
+	// It answers a1 and acks it, then is gone.
+	_, stop := startWorker(t, h, cfg, agentworker.Deps{Model: scripted(t)})
+	rtest.CheckFor(t, wait, "a1 answered", func() bool { return len(agentTurns(t, h, "a")) == 1 })
+	rtest.CheckFor(t, wait, "a1 acked", func() bool { return taskAcked(t, h, 2) })
+	stop()
+
+	publishTask(t, h, "a", 2, "show reservation Q7RM2K", nil)
+	startWorker(t, h, cfg, agentworker.Deps{Model: scripted(t)})
+	rtest.CheckFor(t, 30*time.Second, "a2 answered before x1 comes back", func() bool { return len(agentTurns(t, h, "a")) == 2 })
+	if n := len(agentTurns(t, h, "x")); n != 0 {
+		t.Fatalf("x1 was answered (%d replies) before a2: the test did not keep it out for the ack wait", n)
+	}
+}
+
+// taskAcked tells whether the agent worker's durable has acked the task
+// at stream sequence seq.
+func taskAcked(t *testing.T, h *rtest.JS, seq uint64) bool {
+	t.Helper()
+	c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+	if err != nil {
+		return false
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		return false
+	}
+	return info.NumAckPending == 1 && info.Delivered.Stream >= seq // x1 alone is out
+}
