@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/reinception/rein/agentworker"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
@@ -57,4 +59,49 @@ func taskAcked(t *testing.T, h *rtest.JS, seq uint64) bool {
 		return false
 	}
 	return info.NumAckPending == 1 && info.Delivered.Stream >= seq // x1 alone is out
+}
+
+// The other side: a replica that stored a1's state as finished but died
+// before a1's reply was stored. a1 is not settled, and the standby must
+// hold a2 (until a1 comes back), or a2's reply would be stored before a1's.
+// A hook that trusted the state alone would run a2 at once.
+func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	cfg := agentworker.Config{AckWait: 2 * time.Minute, SystemPrompt: prompt}
+	nc, js1 := h.ConnectAs(t, streams.IdentityAdmin, nil)
+	down := &outageJS{JetStream: js1, prefix: streams.TurnSubject(tenant, "a", "agent")}
+	down.down.Store(true)
+	dying, err := agentworker.New(cfg, agentworker.Deps{StageDeps: streams.StageDeps{JS: down, Publisher: streams.NewPublisher(down, nil), Logger: quiet()}, Model: scripted(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishTask(t, h, "a", 1, "show reservation Q7RM2K", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = dying.Run(ctx) }()
+	rtest.CheckFor(t, wait, "a1's state stored as finished while its reply is not", func() bool {
+		st, ok := storedState(t, h, "a")
+		return ok && st.Turn == 1 && st.TurnDone && down.failed.Load() > 0
+	})
+	nc.Close() // the replica is gone: a1 stays unacked until the ack wait passes
+	cancel()
+	cc := dying.ConsumerConfig().ConsumerConfigJS()
+	s, err := h.JS.Stream(context.Background(), streams.StreamTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnpinConsumer(context.Background(), cc.Durable, cc.PriorityGroups[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	publishTask(t, h, "a", 2, "show reservation Q7RM2K", nil)
+	reg := prometheus.NewRegistry()
+	startWorker(t, h, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: scripted(t)})
+	rtest.CheckFor(t, wait, "a2 held by the order gate", func() bool {
+		return counter(t, reg, "rein_stage_order_holds_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "held"}) > 0 ||
+			len(agentTurns(t, h, "a")) > 0
+	})
+	if n := len(agentTurns(t, h, "a")); n != 0 {
+		t.Fatalf("%d replies stored for a while a1's was not: a2 ran before a1", n)
+	}
 }
