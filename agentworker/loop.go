@@ -37,10 +37,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err := d.Payload(&task); err != nil {
 		return streams.Permanent(err)
 	}
-	turn := task.Turn
-	if turn == 0 {
-		turn = d.Meta.Turn
-	}
+	turn := cmp.Or(task.Turn, d.Meta.Turn)
 	if turn < 1 {
 		// Turn numbers name the turn's state, steps and reply; rein numbers
 		// every task from its user turn.
@@ -170,12 +167,8 @@ func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
 // and its missing outputs never published. Anything else waits for the
 // ack floor (or MaxHold).
 func (s *Stage) taskSettled(ctx context.Context, d streams.Decoded) (bool, error) {
-	var task schemas.Task
-	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
-		return false, nil
-	}
-	turn := cmp.Or(task.Turn, d.Meta.Turn)
-	if turn < 1 {
+	_, turn, ok := taskOf(d)
+	if !ok || turn < 1 {
 		return false, nil
 	}
 	st, ok, err := s.store.load(ctx, d.Meta.Tenant, d.Meta.Conversation)
@@ -184,6 +177,16 @@ func (s *Stage) taskSettled(ctx context.Context, d streams.Decoded) (bool, error
 	}
 	outs, _ := turnOutputs(schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn}, st, s.cfg.MaxSteps)
 	return s.allStored(ctx, outs, turn)
+}
+
+// taskOf decodes d as a task and names its turn: the payload's, else the
+// event's turn extension. ok is false for another event type or a payload
+// that does not decode.
+func taskOf(d streams.Decoded) (task schemas.Task, turn int, ok bool) {
+	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
+		return task, 0, false
+	}
+	return task, cmp.Or(task.Turn, d.Meta.Turn), true
 }
 
 // replyStored tells whether the turn is answered: the conversation's last

@@ -28,16 +28,9 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 		// real task may still come (and must then run).
 		return nil
 	}
-	var task schemas.Task
-	if d.Event.Type() != schemas.TypeTask || d.Payload(&task) != nil {
+	task, turn, ok := taskOf(d)
+	if !ok || turn < 1 {
 		return nil // not a task: the dead letter is all there is to record
-	}
-	turn := task.Turn
-	if turn == 0 {
-		turn = d.Meta.Turn
-	}
-	if turn < 1 {
-		return nil
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn, Traceparent: d.Meta.Traceparent}
 	st, err := s.load(ctx, meta)

@@ -50,19 +50,11 @@ func FuzzLLMAnswer(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s: %v", plan, err)
 			}
+			if p := decisionProblem(tax, d, last); p != "" {
+				t.Fatalf("%s: %s", plan, p)
+			}
 			if !d.Rein {
-				if d.ErrorType != "" || d.Reasoning != "" || d.Evidence != "" {
-					t.Fatalf("%s: no activation, yet %+v", plan, d)
-				}
 				continue
-			}
-			typ, ok := tax.Type(d.ErrorType)
-			if !ok || typ.HeldOut || d.Category != typ.Category || d.RecoveryTool != typ.RecoveryTool {
-				t.Fatalf("%s: malformed activation %+v", plan, d)
-			}
-			user := strings.Join(strings.Fields(sanitizeUncapped(last)), " ")
-			if q := strings.TrimSuffix(d.Evidence, "…"); q != "" && !strings.Contains(user, q) {
-				t.Fatalf("%s: evidence %q is not a quote of %q", plan, d.Evidence, user)
 			}
 			if !containsWord(d.Reasoning, d.RecoveryTool) || utf8.RuneCountInString(d.Reasoning) > 2000 {
 				t.Fatalf("%s: reasoning %q does not name %s, or is too long", plan, d.Reasoning, d.RecoveryTool)

@@ -1,7 +1,6 @@
 package inception
 
 import (
-	"context"
 	"testing"
 )
 
@@ -35,13 +34,7 @@ func TestRulesPassengerCounts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Tenant: "acme", Domain: "airline", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "airline")}
-			d, err := m.Detect(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
-				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
-			}
+			judgeAs(t, m, in, tc.want)
 			if tc.want != "" && len(tc.dialogue) > 1 && !m.NeedsContext(in) {
 				t.Error("NeedsContext = false for a count judged against an earlier turn")
 			}
@@ -69,13 +62,7 @@ func TestRulesSizeAgainstDirection(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Tenant: "acme", Domain: "retail", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "retail")}
-			d, err := m.Detect(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
-				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
-			}
+			judgeAs(t, m, in, tc.want)
 			if tc.want != "" && !m.NeedsContext(in) {
 				t.Error("NeedsContext = false for a size judged against the agent's")
 			}

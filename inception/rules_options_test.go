@@ -79,13 +79,7 @@ func TestRulesProductOptions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Tenant: "acme", Domain: "retail", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "retail")}
-			d, err := m.Detect(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
-				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
-			}
+			d := judgeAs(t, m, in, tc.want)
 			if tc.want != "" {
 				if d.Evidence == "" || !strings.Contains(d.Reasoning, tc.values) {
 					t.Errorf("evidence %q, reasoning %q: want the values %q named", d.Evidence, d.Reasoning, tc.values)

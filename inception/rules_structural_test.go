@@ -168,13 +168,7 @@ func TestRulesStructuralSignals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.dialogue...), Tools: domainTools(t, tc.domain)}
-			d, err := m.Detect(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
-				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
-			}
+			d := judgeAs(t, m, in, tc.want)
 			if d.Rein && d.Evidence == "" {
 				t.Errorf("no evidence quoted: %+v", d)
 			}

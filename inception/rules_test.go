@@ -107,13 +107,7 @@ func TestRulesPerType(t *testing.T) {
 			if tc.domain != "bank" {
 				in.Tools = miniTools(t, tc.domain)
 			}
-			d, err := m.Detect(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.ErrorType != tc.want || d.Rein != (tc.want != "") {
-				t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, tc.want)
-			}
+			d := judgeAs(t, m, in, tc.want)
 			if d.Rein {
 				et := mustType(t, d.ErrorType)
 				if d.Evidence == "" || d.Reasoning != RenderPlan(et.RecoveryPlan, d.Evidence) || d.RecoveryTool != et.RecoveryTool || d.Category != et.Category {

@@ -2,7 +2,9 @@ package inception
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -64,4 +66,40 @@ func dialogue(texts ...string) []Utterance {
 		out[i] = Utterance{Role: role, Text: s}
 	}
 	return out
+}
+
+// judgeAs runs m on in and fails the test unless it decides want (an
+// error type, or "" for no activation); it returns the decision.
+func judgeAs(t *testing.T, m Module, in Input, want string) Decision {
+	t.Helper()
+	d, err := m.Detect(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ErrorType != want || d.Rein != (want != "") {
+		t.Fatalf("got %q (evidence %q), want %q", d.ErrorType, d.Evidence, want)
+	}
+	return d
+}
+
+// decisionProblem says what is wrong with a decision planted as is, or ""
+// when nothing is: no activation carries nothing; an activation is a type
+// of tax (not held out) with its category and recovery tool, a reasoning,
+// and evidence that is empty or a quote of what the user said.
+func decisionProblem(tax *Taxonomy, d Decision, said string) string {
+	if !d.Rein {
+		if d.ErrorType != "" || d.Evidence != "" || d.Reasoning != "" {
+			return fmt.Sprintf("no activation, yet %+v", d)
+		}
+		return ""
+	}
+	typ, ok := tax.Type(d.ErrorType)
+	if !ok || typ.HeldOut || d.Category != typ.Category || d.RecoveryTool != typ.RecoveryTool || d.Reasoning == "" {
+		return fmt.Sprintf("malformed activation %+v", d)
+	}
+	user := strings.Join(strings.Fields(sanitizeUncapped(said)), " ")
+	if q := strings.TrimSuffix(d.Evidence, "…"); q != "" && !strings.Contains(user, q) {
+		return fmt.Sprintf("evidence %q is not a quote of the user's %q", d.Evidence, user)
+	}
+	return ""
 }
