@@ -181,25 +181,9 @@ func BenchmarkRules(b *testing.B) {
 	}
 }
 
-// TestRulesUnder20Microseconds guards the 20 µs budget outside benchmarks.
-// Timing on shared CI machines is noisy, so the test fails only at five
-// times the budget (ten under -race); BenchmarkRules gives the real figure.
-func TestRulesUnder20Microseconds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	r := testing.Benchmark(BenchmarkRulesClean)
-	per := r.NsPerOp()
-	t.Logf("rules: %d ns/turn, %d allocs/turn", per, r.AllocsPerOp())
-	limit := int64(5 * 20_000)
-	if raceEnabled {
-		limit *= 10
-	}
-	if per > limit {
-		t.Errorf("rules take %d ns per turn, budget %d ns", per, limit)
-	}
-}
-
+// BenchmarkRulesClean is the rules module's cost on a clean turn (the
+// budget is a benchmark figure, never a timed test: `go test -run x
+// -bench RulesClean ./inception/`).
 func BenchmarkRulesClean(b *testing.B) {
 	m, _ := NewRules(RulesConfig{})
 	in := Input{Domain: "airline", Tools: miniTools(b, "airline"), Dialogue: dialogue(
