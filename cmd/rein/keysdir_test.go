@@ -70,7 +70,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 
 	// The platform's turn, published under the ingress identity.
 	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityIngress+".nk"),
-		"--tenant", "acme", "--conversation", "c1", "--text", "I want to cancel my reservation"); err != nil {
+		"--tenant", "acme", "--conversation", "c1", "--next-turn", "--text", "I want to cancel my reservation"); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(streams.IdentityAdmin)})

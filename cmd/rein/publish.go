@@ -33,7 +33,7 @@ func newPublishCmd() *cobra.Command {
 	var nf natsFlags
 	var one publishLine
 	var file string
-	var continueOnError bool
+	var continueOnError, nextTurn bool
 	var badLines int
 	cmd := &cobra.Command{
 		Use:   "publish",
@@ -41,13 +41,14 @@ func newPublishCmd() *cobra.Command {
 		Long: `publish stores turns on rein.turns.<tenant>.<conversation>.<role> as dev.rein.turn.v1 CloudEvents and
 prints the stream sequence of each ("<seq> duplicate" for a turn stored before).
 
-One turn:   rein publish --tenant acme --conversation c1 --text "cancel that one"
+One turn:   rein publish --tenant acme --conversation c1 --turn 1 --text "cancel that one"
 Many turns: rein publish --file turns.jsonl   (each line {"tenant","conversation","role","text","turn"})
 
 A turn's text is valid UTF-8 (anything else is refused, never rewritten) of at most 65,536
 characters, and the whole event at most the server's --max-event-bytes (256 KiB by default).
 
-One turn: --turn defaults to the conversation's next user turn (the agent's reply carries its user
+One turn: give --turn N, so that running the command again stores nothing twice, or --next-turn
+for the conversation's next user turn (a new turn every run; the agent's reply carries its user
 turn's number).
 
 A file is all or nothing: every line is checked first and every bad line reported (line number,
@@ -85,8 +86,13 @@ text is a conflict: refused, dead-lettered (conflicting_duplicate) and reported.
 				if one.Tenant == "" || one.Conversation == "" || one.Text == "" {
 					return errors.New("publish needs --tenant, --conversation and --text, or --file")
 				}
-				if cmd.Flags().Changed("turn") && one.Turn < 1 {
-					return fmt.Errorf("--turn %d: turn numbers start at 1 (leave --turn out for the conversation's next turn)", one.Turn)
+				switch turnSet := cmd.Flags().Changed("turn"); {
+				case turnSet && nextTurn:
+					return errors.New("give --turn N or --next-turn, not both")
+				case !turnSet && !nextTurn:
+					return errors.New("publish needs --turn N (the same turn published again is then stored once) or --next-turn (the conversation's next turn: a new turn every run)")
+				case turnSet && one.Turn < 1:
+					return fmt.Errorf("--turn %d: turn numbers start at 1 (or --next-turn for the conversation's next turn)", one.Turn)
 				}
 				if err := one.check(); err != nil {
 					var le lineError
@@ -120,7 +126,8 @@ text is a conflict: refused, dead-lettered (conflicting_duplicate) and reported.
 	fs.StringVar(&one.Conversation, "conversation", "", "conversation id ([A-Za-z0-9_-]{1,128})")
 	fs.StringVar(&one.Role, "role", schemas.RoleUser, "user or agent")
 	fs.StringVar(&one.Text, "text", "", "what was said")
-	fs.IntVar(&one.Turn, "turn", 0, "turn number (default: the conversation's next)")
+	fs.IntVar(&one.Turn, "turn", 0, "turn number; publishing the same turn again stores it once (one of --turn or --next-turn is needed)")
+	fs.BoolVar(&nextTurn, "next-turn", false, "number the turn as the conversation's next (a new turn every run)")
 	fs.StringVar(&file, "file", "", "JSONL file of turns ('-' for stdin)")
 	fs.BoolVar(&continueOnError, "continue-on-error", false, "with --file: publish the good lines even when some are bad (the bad are listed, and the command exits non-zero)")
 	return cmd

@@ -100,7 +100,7 @@ func TestPublishTurnZeroIsRefused(t *testing.T) {
 // flag, and nothing is stored (never a U+FFFD rewrite).
 func TestPublishTextInvalidUTF8IsRefused(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--tenant", "acme", "--conversation", "u", "--text", "caf\xe9")
+	_, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--tenant", "acme", "--conversation", "u", "--next-turn", "--text", "caf\xe9")
 	if err == nil || !strings.Contains(err.Error(), "--text: is not valid UTF-8") {
 		t.Fatalf("invalid UTF-8: %v", err)
 	}
@@ -118,5 +118,35 @@ func TestPublishTextSizeLimit(t *testing.T) {
 	long.Text = strings.Repeat("é", schemas.MaxTextChars)
 	if err := long.check(); err != nil {
 		t.Errorf("at the limit: %v", err)
+	}
+}
+
+// One turn from flags needs its number or an explicit --next-turn: the
+// same command run twice then stores the turn once (a retry), and only
+// --next-turn makes a new turn every run.
+func TestPublishOneTurnIsIdempotentByDefault(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	base := []string{"publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant", "acme", "--conversation", "idem", "--text", "cancel that one"}
+	if _, err := runCLI(t, context.Background(), base...); err == nil || !strings.Contains(err.Error(), "--next-turn") {
+		t.Fatalf("without --turn or --next-turn: %v, want an error naming both", err)
+	}
+	if _, err := runCLI(t, context.Background(), append(base, "--turn", "1", "--next-turn")...); err == nil {
+		t.Fatal("--turn with --next-turn was accepted")
+	}
+	for range 2 {
+		if _, err := runCLI(t, context.Background(), append(base, "--turn", "1")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+		t.Fatalf("the same --turn 1 published twice stored %d turns, want 1", n)
+	}
+	for range 2 {
+		if _, err := runCLI(t, context.Background(), append(base, "--next-turn")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
+		t.Fatalf("--next-turn twice after turn 1: %d turns stored, want 3", n)
 	}
 }
