@@ -107,6 +107,12 @@ type Opening struct {
 	Mishandling string `json:"mishandling"`
 	// FollowUp is the user's next turn, in the scenario's style (user turn 2).
 	FollowUp string `json:"follow_up"`
+	// Evidence and Readings are what the opening was validated with (the
+	// generator's checks): the words of the error turn that carry the
+	// error, and what an ambiguous turn could mean or what an unsupported
+	// one asks for that is out of reach. Optional; never published.
+	Evidence []string `json:"evidence,omitempty"`
+	Readings []string `json:"readings,omitempty"`
 }
 
 // ErrorTurnIndex is the user-turn index (1-based) of the opening's error
