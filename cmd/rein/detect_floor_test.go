@@ -61,6 +61,13 @@ var evalFloors = map[string]evalFloor{
 	// every tuning pass, so it became a dev split and keeps the floor it
 	// had as test.
 	"dev9": {coreRecall: 0.51, meanRecall: 0.50, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.86, gateClean: 0.41},
+	// test, written blind for issue 37 (248 dialogues) and measured once,
+	// on 2026-12-06, with nothing tuned on it: rules core 0.444, mean
+	// 0.452, precision 0.968, clean 4.8 % (3 of 62), gate 89.2 % / 59.7 %.
+	// The floors sit a little below (one more clean false activation or
+	// gate pass on a clean turn is allowed); they pin what it measured, not
+	// a target.
+	"test": {coreRecall: 0.42, meanRecall: 0.43, precision: 0.94, cleanFalse: 0.07, gateErroneous: 0.87, gateClean: 0.62},
 }
 
 // TestDetectEvalCorpusFloors runs rein detect --eval on every file of the
