@@ -41,10 +41,11 @@ const (
 )
 
 var (
-	// dev2 to dev6 are held-aside sets written later on the dev
-	// side (never test): the test share is measured against the one split
-	// of v1, dev and test.
-	corpusSplits     = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "test"}
+	// dev2 to dev9 are held-aside sets written later on the dev side
+	// (dev9 was test until issue 37, when it had been scored after every
+	// tuning pass; test is now a set written blind for that issue): the
+	// test share is measured against dev and test.
+	corpusSplits     = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "test"}
 	corpusDomains    = []string{"airline", "retail"}
 	corpusErrorTypes = []string{
 		"anaphora", "multiple_interpretation", "contradiction",

@@ -26,9 +26,9 @@ import (
 const moduleCascadeGate = "cascade-gate"
 
 // Corpus splits --split accepts: dev and its held-aside extensions dev2 to
-// dev8 (all for tuning; dev3 to dev8 each by another author), and test
-// (reporting only).
-var evalSplits = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "test"}
+// dev9 (all for tuning; dev3 to dev8 each by another author; dev9 was the
+// test split until issue 37), and test (reporting only).
+var evalSplits = []string{"dev", "dev2", "dev3", "dev4", "dev5", "dev6", "dev7", "dev8", "dev9", "test"}
 
 // evalOptions are rein detect's --eval flags.
 type evalOptions struct {
@@ -53,7 +53,7 @@ type evalOptions struct {
 
 func (e *evalOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&e.path, "eval", "", "score the module on a labelled JSONL file, or on a corpus directory's --split file, instead of judging --input")
-	fs.StringVar(&e.split, "split", "dev", "with --eval on a directory: the split to read (dev, dev2 … dev8 or test; never tune on test)")
+	fs.StringVar(&e.split, "split", "dev", "with --eval on a directory: the split to read (dev, dev2 … dev9 or test; never tune on test)")
 	fs.BoolVar(&e.json, "json", false, "with --eval: print the report as JSON instead of a table")
 	fs.BoolVar(&e.showErrors, "show-errors", false, "with --eval: list the misjudged turns (id, gold, predicted, evidence) on stderr")
 	fs.StringVar(&e.trainGate, "train-gate", "", "train the cascade gate's classifier on --eval (a labelled file, or a corpus directory's --train-splits) and write its weights to this file")

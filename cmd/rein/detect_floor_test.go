@@ -26,7 +26,7 @@ type evalFloor struct {
 // 0 %, gate 98.5 % / 36.5 %; dev2: core 1.00, mean 0.93, precision 1.00,
 // clean 0 %, gate 98.3 % / 29.2 %; dev3, by a second author and tuned on
 // after it was measured once: core 0.82, mean 0.82, precision 1.00, clean
-// 0 %, gate 100 % / 28.6 %; test: core 0.47, mean 0.47, precision 0.939,
+// 0 %, gate 100 % / 28.6 %; test, now dev9: core 0.47, mean 0.47, precision 0.939,
 // clean 4.3 %, gate 86.7 % / 39.1 %). The test split was measured once,
 // after the rules were final, and never used to tune them; its floors pin
 // what it measured, not the issue's targets, which its rules figures do
@@ -51,12 +51,23 @@ var evalFloors = map[string]evalFloor{
 	// 91.8 % / 48.4 %; dev6 0.63, 0.60, 0.940, 5.3 %, 86.3 % / 40.4 %; dev7
 	// (first measured here) 0.58, 0.54, 0.898, 9.1 %, 83.8 % / 54.5 %; dev8
 	// 0.62, 0.61, 0.875, 12.1 %, 95.8 % / 63.8 %; test 0.53, 0.52, 0.944,
-	// 4.3 %, 88.3 % / 39.1 %, measured once after the rules were final.
+	// 4.3 %, 88.3 % / 39.1 %, measured once after the rules were final (that
+	// test split is dev9 since issue 37).
 	"dev5": {coreRecall: 0.52, meanRecall: 0.51, precision: 0.93, cleanFalse: 0.05, gateErroneous: 0.90, gateClean: 0.50},
 	"dev6": {coreRecall: 0.61, meanRecall: 0.58, precision: 0.92, cleanFalse: 0.07, gateErroneous: 0.84, gateClean: 0.42},
 	"dev7": {coreRecall: 0.56, meanRecall: 0.52, precision: 0.87, cleanFalse: 0.11, gateErroneous: 0.82, gateClean: 0.56},
 	"dev8": {coreRecall: 0.60, meanRecall: 0.59, precision: 0.85, cleanFalse: 0.14, gateErroneous: 0.94, gateClean: 0.66},
-	"test": {coreRecall: 0.51, meanRecall: 0.50, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.86, gateClean: 0.41},
+	// dev9 was the test split until issue 37; it had been scored after
+	// every tuning pass, so it became a dev split and keeps the floor it
+	// had as test.
+	"dev9": {coreRecall: 0.51, meanRecall: 0.50, precision: 0.92, cleanFalse: 0.05, gateErroneous: 0.86, gateClean: 0.41},
+	// test, written blind for issue 37 (248 dialogues) and measured once,
+	// on 2026-12-06, with nothing tuned on it: rules core 0.444, mean
+	// 0.452, precision 0.968, clean 4.8 % (3 of 62), gate 89.2 % / 59.7 %.
+	// The floors sit a little below (one more clean false activation or
+	// gate pass on a clean turn is allowed); they pin what it measured, not
+	// a target.
+	"test": {coreRecall: 0.42, meanRecall: 0.43, precision: 0.94, cleanFalse: 0.07, gateErroneous: 0.87, gateClean: 0.62},
 }
 
 // TestDetectEvalCorpusFloors runs rein detect --eval on every file of the
