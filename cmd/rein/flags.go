@@ -35,7 +35,7 @@ type natsFlags struct {
 // bind adds the connection flags and --data-dir (client commands).
 func (f *natsFlags) bind(cmd *cobra.Command, defaultURL string) {
 	f.bindConn(cmd, defaultURL)
-	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./data", "data directory of the local rein whose admin NATS key (nats-keys/admin.nk) is used when no credentials are given")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "./data", "data directory of the local rein whose admin NATS key (nats-keys/admin.nk) is used when no credentials are given, and whose NATS address (written by serve) is used when no --nats-url is given")
 }
 
 func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
@@ -64,7 +64,14 @@ func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
 			}
 		}
 	}
-	cc := streams.ConnectConfig{URL: f.url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
+	url := f.url
+	if fl := f.lookup("nats-url"); fl != nil && !fl.Changed && f.url == fl.DefValue && f.dataDir != "" {
+		// A local rein serve recorded where its embedded server listens.
+		if u, ok := streams.LocalURL(f.dataDir); ok {
+			url = u
+		}
+	}
+	cc := streams.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
 	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
 		if seed := streams.SeedFile(f.dataDir, streams.IdentityAdmin); fileExists(seed) {
@@ -72,6 +79,14 @@ func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
 		}
 	}
 	return cc, nil
+}
+
+// lookup is the flag of that name, nil when unbound.
+func (f *natsFlags) lookup(name string) *pflag.Flag {
+	if f.fs == nil {
+		return nil
+	}
+	return f.fs.Lookup(name)
 }
 
 func fileExists(path string) bool {

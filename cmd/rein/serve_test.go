@@ -257,3 +257,24 @@ func TestServeTrustBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// A serve on a non-default NATS port records its address in the data
+// directory, so client commands given only --data-dir reach it (before,
+// every one needed --nats-url and failed on 4222); an explicit --nats-url
+// still wins.
+func TestClientCommandsFindServeThroughTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	natsAddr, httpAddr := freePort(t), freePort(t)
+	stop := startServe(t, dir, natsAddr, httpAddr)
+	defer stop()
+	if _, err := runCLI(t, context.Background(), "publish", "--data-dir", dir, "--tenant", "acme", "--conversation", "local", "--turn", "1", "--text", "hello"); err != nil {
+		t.Fatalf("publish with --data-dir only: %v", err)
+	}
+	out, err := runCLI(t, context.Background(), "audit", "--data-dir", dir, "--tenant", "acme", "--conversation", "local")
+	if err != nil || !strings.Contains(out, "hello") {
+		t.Fatalf("audit with --data-dir only: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, context.Background(), "streams", "--data-dir", dir, "--nats-url", "nats://"+freePort(t)); err == nil {
+		t.Fatal("an explicit --nats-url to a closed port was overridden by the data directory's address")
+	}
+}

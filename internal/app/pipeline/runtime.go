@@ -235,6 +235,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			rt.Close()
 			return nil, err
 		}
+		if err := streams.WriteLocalURL(dir, rt.srv.ClientURL()); err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("record the NATS address in the data directory: %w", err)
+		}
 		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", streams.KeysDir(dir))
 		cc.InProcess = rt.srv
 		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
