@@ -93,8 +93,17 @@ type DeadLetter struct {
 	Sequence uint64              `json:"sequence,omitempty" jsonschema:"minimum=0"`
 	Attempts int                 `json:"attempts,omitempty" jsonschema:"minimum=0"`
 	Headers  map[string][]string `json:"headers,omitempty"`
-	// Data is the original message body (base64 in JSON).
+	// Data is the original message body (base64 in JSON): the whole body,
+	// or, when Truncated, only its first bytes.
 	Data []byte `json:"data" jsonschema:"required,nullable"`
+	// Truncated says Data (and perhaps Headers) hold only a bounded part of
+	// an oversize original: Size and SHA256 describe the whole body. Such a
+	// dead letter can be inspected but not redriven.
+	Truncated bool `json:"truncated,omitempty"`
+	// Size is the original body's length in bytes (set when Truncated).
+	Size int64 `json:"size,omitempty" jsonschema:"minimum=0"`
+	// SHA256 is the hex SHA-256 of the original body (set when Truncated).
+	SHA256 string `json:"sha256,omitempty" jsonschema:"pattern=^[0-9a-f]{64}$"`
 }
 
 // HandoffTimeout is the data of dev.rein.handoff.timeout.v1: a handoff item

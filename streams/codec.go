@@ -29,6 +29,25 @@ import (
 // DefaultMaxEventBytes is the largest event body accepted (256 KiB).
 const DefaultMaxEventBytes = 256 << 10
 
+// MaxMessageBytes is the largest message, headers and body together, that
+// any rein stream stores (its max_msg_size, set in provisioning): twice the
+// event limit plus 64 KiB, 576 KiB. The headroom is for the largest message
+// rein writes itself, the dead letter of a full-size event: the body kept
+// whole in base64 (4/3 of it), the original headers and the envelope's own
+// attributes. A dead letter that would not fit keeps a bounded prefix of
+// the body instead (DeadLetterPrefixBytes), so every dead letter can be
+// stored; a client's message above this limit is refused by the stream and
+// never stored, so it can neither be handled nor loop.
+const MaxMessageBytes = 2*DefaultMaxEventBytes + 64<<10
+
+// MaxPayloadBytes is the embedded server's max_payload, the largest message
+// any client may send it at all: 1 MiB, nats-server's own default (what an
+// external NATS has unless its operator changes it). It is above
+// MaxMessageBytes because the conversations bucket (agent state, not
+// events) takes values up to it; every stream refuses more than
+// MaxMessageBytes.
+const MaxPayloadBytes = 1 << 20
+
 // Encode turns a CloudEvent into a NATS message in binary content mode:
 // attributes and extensions as ce- headers, the JSON data as the body, as
 // the CloudEvents NATS binding (and sdk-go's nats_jetstream protocol) do.

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/codes"
@@ -174,6 +175,7 @@ type stageMetrics struct {
 	conversations *prometheus.GaugeVec
 	holds         *prometheus.CounterVec
 	partitions    *prometheus.GaugeVec
+	terminated    *prometheus.CounterVec
 }
 
 func newStageMetrics(reg prometheus.Registerer) stageMetrics {
@@ -190,6 +192,8 @@ func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 			"Conversations a stage has work for now.", "stage"),
 		partitions: telemetry.NewGaugeVec(reg, telemetry.MStagePartitions,
 			"Partitions of the stage's input stream this replica works now (1 on a stream without partitions; 0 while its share is elsewhere).", "stage"),
+		terminated: telemetry.NewCounterVec(reg, telemetry.MStageTerminated,
+			"Messages terminated without a dead letter because the dead letter was refused through every attempt (not an outage), by why (too_large, refused); each stays in its stream.", "stage", "reason"),
 		holds: telemetry.NewCounterVec(reg, telemetry.MStageOrderHolds,
 			"Messages the order gate held until an earlier message of their conversation was decided (held), then let run (released, or timeout past MaxHold).", "stage", "outcome"),
 	}
@@ -556,18 +560,43 @@ func (c *Consumer) safeHandle(ctx context.Context, d Decoded) (err error) {
 
 // deadLetter publishes the message to rein.dlq.<stage> with the reason and
 // terminates it; an undecodable message is also deleted from a quarantined
-// source stream. If the dead letter cannot be stored the message is
-// released for redelivery instead, so nothing is lost.
+// source stream. If the dead letter cannot be stored because JetStream is
+// unavailable (an outage) the message is released for redelivery, so
+// nothing is lost; if it is refused for any other reason through
+// Attempts tries, the message is terminated unrecorded (left in its
+// stream), counted in rein_stage_terminated_total and logged, rather than
+// redelivered for ever.
 func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason string, attempts int, undecodable bool) bool {
 	var seq uint64
 	if md, err := msg.Metadata(); err == nil {
 		seq = md.Sequence.Stream
 	}
-	if err := PublishDeadLetter(ctx, c.deps.Publisher, c.cfg.Stage, c.cfg.Stream, seq, attempts, msg.Subject(), msg.Headers(), msg.Data(), reason); err != nil {
-		c.deps.Logger.Error("dead letter failed; releasing for redelivery", "subject", msg.Subject(), "err", err)
-		_ = msg.NakWithDelay(c.cfg.Backoff)
-		c.outcome["requeue"].Inc()
-		return false
+	backoff := c.cfg.Backoff
+	for try := 1; ; try++ {
+		err := PublishDeadLetter(ctx, c.deps.Publisher, c.cfg.Stage, c.cfg.Stream, seq, attempts, msg.Subject(), msg.Headers(), msg.Data(), reason)
+		if err == nil {
+			break
+		}
+		if IsUnavailable(err) || ctx.Err() != nil {
+			c.deps.Logger.Error("dead letter failed; releasing for redelivery", "subject", msg.Subject(), "err", err)
+			_ = msg.NakWithDelay(c.cfg.Backoff)
+			c.outcome["requeue"].Inc()
+			return false
+		}
+		if try >= c.cfg.Attempts {
+			why := deadLetterRefusal(err)
+			c.deps.Logger.Error("dead letter refused through every attempt; terminating the message, which stays unhandled in its stream",
+				"subject", msg.Subject(), "stream", c.cfg.Stream, "seq", seq, "why", why, "tries", try, "reason", reason, "err", err)
+			_ = msg.Term()
+			c.m.terminated.WithLabelValues(c.cfg.Stage, why).Inc()
+			return true
+		}
+		c.deps.Logger.Warn("dead letter refused; trying again", "subject", msg.Subject(), "try", try, "err", err)
+		if sleepCtx(ctx, backoff) != nil {
+			c.release(msg)
+			return false
+		}
+		backoff = min(2*backoff, 5*time.Second)
 	}
 	_ = msg.Term()
 	c.outcome["dlq"].Inc()
@@ -578,4 +607,19 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 		}
 	}
 	return true
+}
+
+// Why a dead letter was refused (rein_stage_terminated_total's reason).
+const (
+	refusedTooLarge = "too_large" // over the server's or the stream's size limit
+	refusedOther    = "refused"   // any other lasting refusal
+)
+
+// deadLetterRefusal names, from a bounded set, why a dead letter was refused.
+func deadLetterRefusal(err error) string {
+	var apiErr *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) || (errors.As(err, &apiErr) && apiErr.ErrorCode == codeMessageTooLarge) {
+		return refusedTooLarge
+	}
+	return refusedOther
 }

@@ -149,5 +149,13 @@
 // Metrics: rein_stage_messages_total{stage,outcome},
 // rein_stage_handle_seconds{stage}, rein_stage_in_flight{stage},
 // rein_stage_queued_messages{stage}, rein_stage_conversations{stage},
-// rein_stage_order_holds_total{stage,outcome}, rein_published_total{stream}.
+// rein_stage_order_holds_total{stage,outcome},
+// rein_stage_terminated_total{stage,reason} (a dead letter refused through
+// every attempt: too_large, refused), rein_published_total{stream}.
+//
+// Sizes: events are at most DefaultMaxEventBytes (256 KiB); every stream
+// stores at most MaxMessageBytes (576 KiB, room for a full-size event's dead
+// letter); the embedded server takes at most MaxPayloadBytes (1 MiB) from a
+// client. The process running the embedded server holds DATA-DIR/rein.lock
+// (LockDataDir).
 package streams

@@ -40,6 +40,9 @@ var (
 	ErrUnavailable = errors.New("stream unavailable")
 	// ErrNotReady is returned when the embedded server does not come up in time.
 	ErrNotReady = errors.New("embedded NATS server not ready")
+	// ErrDataDirInUse: another process holds the data directory's lock
+	// (LockDataDir).
+	ErrDataDirInUse = errors.New("data directory in use")
 )
 
 // IsUnavailable tells whether err says that JetStream could not serve a

@@ -218,7 +218,9 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 		Duplicates:  s.Duplicate,
 		Discard:     jetstream.DiscardOld,
 		AllowDirect: true,
-		Placement:   s.Placement.js(),
+		// Every message bounded: an event, or a dead letter of one.
+		MaxMsgSize: MaxMessageBytes,
+		Placement:  s.Placement.js(),
 		// The partition token (partition.go), when partitions > 1.
 		SubjectTransform: subjectTransform(name, p.Partitions),
 	}

@@ -21,6 +21,7 @@ const (
 	codeClusterNotLeader      = 10009 // cluster can not handle request
 	codeInsufficientResources = 10023 // insufficient resources
 	codeNameInUse             = 10058 // stream name already in use with a different configuration
+	codeMessageTooLarge       = 10054 // message size exceeds maximum allowed (the stream's max_msg_size)
 	codeReplicasNotSupported  = 10074 // replicas > 1 not supported in non-clustered mode
 	codeNotEnabled            = 10076 // JetStream not enabled
 )
@@ -101,6 +102,7 @@ func (pv *provisioner) stream(ctx context.Context, js jetstream.JetStream, want 
 		upd.Subjects, upd.Retention, upd.Storage = want.Subjects, want.Retention, want.Storage
 		upd.MaxAge, upd.MaxBytes, upd.Duplicates = want.MaxAge, want.MaxBytes, want.Duplicates
 		upd.Discard, upd.AllowDirect = want.Discard, want.AllowDirect
+		upd.MaxMsgSize = want.MaxMsgSize
 		upd.Replicas, upd.Placement = pv.keep(want.Name, want.Replicas, cur.Replicas, want.Placement, cur.Placement)
 		if upd.SubjectTransform, err = pv.partitions(s, want); err != nil {
 			return err

@@ -52,7 +52,9 @@ func (f DeadLetterFilter) match(e DeadLetterEntry) bool {
 func ListDeadLetters(ctx context.Context, js jetstream.JetStream, f DeadLetterFilter) ([]DeadLetterEntry, error) {
 	var out []DeadLetterEntry
 	redriven := map[uint64]uint64{}
-	err := ReadStream(ctx, js, StreamDLQ, ReadOptions{StartSeq: f.FromSeq, Until: f.Until}, func(r Raw) error {
+	// A dead letter of a full-size event is larger than any event: read up
+	// to the stream's own limit.
+	err := ReadStream(ctx, js, StreamDLQ, ReadOptions{StartSeq: f.FromSeq, Until: f.Until, MaxBytes: MaxMessageBytes}, func(r Raw) error {
 		if r.Decoded == nil {
 			return nil
 		}
@@ -110,8 +112,9 @@ type SkippedLetter struct {
 // nothing twice), and the record is written once it is stored. A stage
 // given the message again handles it as any delivery: a turn whose outcome
 // is stored publishes nothing new. Dead letters that cannot succeed again
-// are skipped with the reason: undecodable input and conflicting
-// duplicates. With dryRun nothing is published.
+// are skipped with the reason: undecodable input, conflicting duplicates
+// and truncated dead letters (an oversize original of which only a prefix
+// is kept). With dryRun nothing is published.
 func Redrive(ctx context.Context, pub *Publisher, entries []DeadLetterEntry, dryRun bool) (RedriveResult, error) {
 	var res RedriveResult
 	for _, e := range entries {
@@ -126,6 +129,9 @@ func Redrive(ctx context.Context, pub *Publisher, entries []DeadLetterEntry, dry
 			continue
 		case strings.HasPrefix(dl.Reason, schemas.ReasonUnverifiedTask):
 			skip("an unverified task: not signed by this rein's injector, it would be refused again")
+			continue
+		case dl.Truncated:
+			skip(fmt.Sprintf("truncated: the original body was %d bytes (over the %d-byte event limit) and only its first %d are kept; it cannot be put back", dl.Size, DefaultMaxEventBytes, len(dl.Data)))
 			continue
 		case dl.Stream == "" || dl.Subject == "":
 			skip("the dead letter does not name its stream and subject")

@@ -121,8 +121,9 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 		StoreDir:   c.DataDir,
 		NoSigs:     true,
 		NoLog:      true,
-		// Rein's largest message is a dead letter wrapping an oversize input.
-		MaxPayload: 8 << 20,
+		// The largest message a client may send (MaxPayloadBytes); the
+		// streams take at most MaxMessageBytes.
+		MaxPayload: MaxPayloadBytes,
 		SyncAlways: c.SyncAlways,
 	}
 	if opts.ServerName == "" {

@@ -64,7 +64,9 @@ A redrive is idempotent: each dead letter goes back once (a dev.rein.redrive.v1 
 rein.dlq.redriven names it, and later redrives skip it), under a message id of its own. The
 stage then handles it as any delivery: a turn whose outcome is already stored (for instance a
 task that failed and was handed to a human as agent_unavailable) publishes nothing new.
-Undecodable input and conflicting duplicates are never put back.`,
+Undecodable input and conflicting duplicates are never put back, nor is a truncated dead letter:
+one of a message over the event limit keeps only the body's first 16 KiB, its size and its
+SHA-256 (shown by list and show), never the whole body.`,
 	}
 	cmd.AddCommand(newDLQListCmd(), newDLQShowCmd(), newDLQRedriveCmd())
 	return cmd
@@ -129,8 +131,11 @@ func printDeadLetters(w io.Writer, entries []streams.DeadLetterEntry) {
 			conv = e.Tenant + "/" + e.Conv
 		}
 		state := ""
+		if e.Letter.Truncated {
+			state = fmt.Sprintf(" [truncated: %d of %d bytes kept]", len(e.Letter.Data), e.Letter.Size)
+		}
 		if e.Redriven != 0 {
-			state = fmt.Sprintf(" [redriven #%d]", e.Redriven)
+			state += fmt.Sprintf(" [redriven #%d]", e.Redriven)
 		}
 		reason := e.Letter.Reason
 		if len(reason) > 120 {
@@ -165,7 +170,7 @@ func newDLQShowCmd() *cobra.Command {
 				return err
 			}
 			if len(entries) == 0 {
-				return fmt.Errorf("REIN_DLQ #%d is not a dead letter", seq)
+				return fmt.Errorf("REIN_DLQ #%d is not a dead letter (no such message, or a redrive record)", seq)
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")

@@ -12,6 +12,7 @@ const (
 	MStageConversations = "rein_stage_conversations"     // {stage} conversations with work
 	MStageOrderHolds    = "rein_stage_order_holds_total" // {stage,outcome} held, released, timeout
 	MStagePartitions    = "rein_stage_partitions"        // {stage} partitions this replica works
+	MStageTerminated    = "rein_stage_terminated_total"  // {stage,reason} dead letter refused, message terminated: too_large, refused
 	MPublished          = "rein_published_total"         // {stream}
 	MIngressRequests    = "rein_ingress_requests_total"  // {transport,outcome}
 

@@ -101,7 +101,8 @@ type Process struct {
 	Prov streams.ProvisionConfig
 
 	cfg    Config
-	srv    *server.Server // nil with an external NATS
+	srv    *server.Server   // nil with an external NATS
+	lock   *streams.DirLock // the data directory's, with the embedded server
 	stages *Stages
 	closer []func()
 	cc     streams.ConnectConfig // how stages open their own connections
@@ -223,6 +224,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			rt.Close()
 			return nil, err
 		}
+		// One embedded server per data directory: the lock is held until
+		// the server has shut down (Close).
+		if rt.lock, err = streams.LockDataDir(dir); err != nil {
+			rt.Close()
+			return nil, err
+		}
 		keys, users, err := streams.ServerAuth(dir)
 		if err != nil {
 			rt.Close()
@@ -332,6 +339,7 @@ func (rt *Process) Close() {
 		rt.srv.Shutdown()
 		rt.srv.WaitForShutdown()
 	}
+	_ = rt.lock.Unlock()
 }
 
 // watchModel makes /readyz report the model endpoint while its circuit
