@@ -13,7 +13,10 @@ const (
 	MStageOrderHolds    = "rein_stage_order_holds_total" // {stage,outcome} held, released, timeout
 	MStagePartitions    = "rein_stage_partitions"        // {stage} partitions this replica works
 	MPublished          = "rein_published_total"         // {stream}
-	MIngressRequests    = "rein_ingress_requests_total"  // {transport,outcome}
+	// MPublishIDConflicts counts messages JetStream took as duplicates of
+	// another subject's or another event's message (never stored).
+	MPublishIDConflicts = "rein_publish_id_conflicts_total" // {stream}
+	MIngressRequests    = "rein_ingress_requests_total"     // {transport,outcome}
 
 	// stream and consumer state (sampled from JetStream at scrape time)
 	MStreamMessages      = "rein_stream_messages"               // {stream}
