@@ -123,12 +123,12 @@ func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n i
 		return Raw{}, false, err
 	}
 	last, found, err := LastEvent(ctx, s, subject)
-	if err != nil || !found || last.Meta.Turn < n {
+	if err != nil || !found || turnNumber(last) < n {
 		return Raw{}, false, err
 	}
 	var own Raw
 	err = ReadSubject(ctx, js, StreamTurns, StoredFilter(s, subject), 0, last.Sequence+1, func(r Raw) error {
-		if r.Decoded != nil && r.Decoded.Meta.Turn == n {
+		if r.Decoded != nil && turnNumber(*r.Decoded) == n {
 			own = r
 			return errTurnFound
 		}
@@ -141,6 +141,19 @@ func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n i
 		return Raw{}, false, fmt.Errorf("turn %d on %s: %w", n, subject, err)
 	}
 	return Raw{}, false, nil
+}
+
+// turnNumber is a stored turn's number: its turn extension, else
+// data.turn (a turn offered with the number in its data only).
+func turnNumber(d Decoded) int {
+	if d.Meta.Turn != 0 {
+		return d.Meta.Turn
+	}
+	var t schemas.Turn
+	if d.Payload(&t) != nil {
+		return 0
+	}
+	return t.Turn
 }
 
 // sameTurn tells whether the stored message is the offered turn again: the
