@@ -17,16 +17,21 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// postTurn posts a binary-mode user turn with the caller's event id.
-func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string) (int, map[string]any) {
-	t.Helper()
+// turnRequest is a binary-mode user turn with the caller's event id.
+func turnRequest(url, id, tenant, conv string, turn int, text string) *http.Request {
 	body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
 	r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
 	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": id, "ce-source": "/platform",
 		"ce-type": schemas.TypeTurn, "ce-tenant": tenant, "ce-conversation": conv, "Content-Type": "application/json"} {
 		r.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(r)
+	return r
+}
+
+// postTurn posts a binary-mode user turn with the caller's event id.
+func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(turnRequest(url, id, tenant, conv, turn, text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +299,7 @@ func TestIngressBoundsEachTenantsRequestsInFlight(t *testing.T) {
 	}
 	const more = 20
 	for i := range more {
-		body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: "more", Turn: 100 + i})
-		r, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(string(body)))
-		for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": "x", "ce-source": "/p", "ce-type": schemas.TypeTurn,
-			"ce-tenant": "flood", "ce-conversation": "c", "Content-Type": "application/json"} {
-			r.Header.Set(k, v)
-		}
-		resp, err := quickClient.Do(r)
+		resp, err := quickClient.Do(turnRequest(srv.URL, "x", "flood", "c", 100+i, "more"))
 		if err != nil {
 			t.Fatalf("flood request %d: %v", i, err)
 		}

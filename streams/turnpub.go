@@ -126,21 +126,11 @@ func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n i
 	if err != nil || !found || turnNumber(last) < n {
 		return Raw{}, false, err
 	}
-	var own Raw
-	err = ReadSubject(ctx, js, StreamTurns, StoredFilter(s, subject), 0, last.Sequence+1, func(r Raw) error {
-		if r.Decoded != nil && turnNumber(*r.Decoded) == n {
-			own = r
-			return errTurnFound
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errTurnFound):
-		return own, true, nil
-	case err != nil:
+	own, found, err := findOnSubject(ctx, js, StreamTurns, StoredFilter(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
+	if err != nil {
 		return Raw{}, false, fmt.Errorf("turn %d on %s: %w", n, subject, err)
 	}
-	return Raw{}, false, nil
+	return own, found, nil
 }
 
 // turnNumber is a stored turn's number: its turn extension, else
