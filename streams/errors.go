@@ -24,6 +24,13 @@ var (
 	// ErrConflictingDuplicate: a turn offered under a number its
 	// conversation already has, with other content (see PublishTurn).
 	ErrConflictingDuplicate = errors.New("conflicting duplicate")
+	// ErrIDHijack: JetStream took a message as a duplicate of one stored
+	// under its Nats-Msg-Id, but the stored message is on another subject
+	// or is another event (type, tenant, conversation, turn): someone used
+	// the id first. The message is not stored and must not count as stored.
+	ErrIDHijack = errors.New("message id already used by another message")
+	// ErrTenantBusy: a tenant has as many HTTP requests in flight as it may.
+	ErrTenantBusy = errors.New("tenant has too many requests in flight")
 	// ErrReplicasUnavailable: the streams ask for more replicas than the
 	// servers can hold (a single server, or a cluster too small or without
 	// servers of the placement tags).

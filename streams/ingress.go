@@ -1,10 +1,15 @@
 package streams
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
@@ -40,6 +46,55 @@ type Ingress struct {
 	limits  *convcache.Cache[*rate.Limiter]
 	perSec  rate.Limit
 	burst   int
+	// Requests in flight per tenant (SetTenantInFlight); guarded by limitMu.
+	inFlight    map[string]int
+	inFlightMax int
+
+	// publish stores a checked turn (PublishTurn; tests stand in for it).
+	publish func(context.Context, *Publisher, *nats.Msg) (TurnResult, error)
+}
+
+// DefaultTenantInFlight bounds each tenant's HTTP requests in flight.
+const DefaultTenantInFlight = 64
+
+// SetTenantInFlight bounds how many of one tenant's requests may be in
+// flight at once (waiting on JetStream included); past it a request is
+// answered 429 with Retry-After at once. n <= 0 restores the default.
+func (in *Ingress) SetTenantInFlight(n int) {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	if n <= 0 {
+		n = DefaultTenantInFlight
+	}
+	in.inFlightMax = n
+}
+
+func (in *Ingress) maxInFlight() int {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	return in.inFlightMax
+}
+
+// enter takes one of tenant's in-flight slots; false when none is free.
+func (in *Ingress) enter(tenant string) bool {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	if in.inFlight[tenant] >= in.inFlightMax {
+		return false
+	}
+	in.inFlight[tenant]++
+	return true
+}
+
+// leave gives a slot back; a tenant with none in flight takes no memory.
+func (in *Ingress) leave(tenant string) {
+	in.limitMu.Lock()
+	defer in.limitMu.Unlock()
+	if in.inFlight[tenant] <= 1 {
+		delete(in.inFlight, tenant)
+		return
+	}
+	in.inFlight[tenant]--
 }
 
 // DefaultTenantRate and DefaultTenantBurst bound each tenant's turns over
@@ -89,7 +144,8 @@ func NewIngress(pub *Publisher, maxBytes int, reg prometheus.Registerer) *Ingres
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxEventBytes
 	}
-	in := &Ingress{pub: pub, maxBytes: maxBytes,
+	in := &Ingress{pub: pub, maxBytes: maxBytes, publish: PublishTurn,
+		inFlight: map[string]int{}, inFlightMax: DefaultTenantInFlight,
 		requests: telemetry.NewCounterVec(reg, telemetry.MIngressRequests, "Turns offered to the ingress, by transport and outcome.", "transport", "outcome")}
 	in.SetTenantRate(DefaultTenantRate, DefaultTenantBurst)
 	return in
@@ -120,7 +176,7 @@ func (in *Ingress) refuse(w http.ResponseWriter, code int, field, format string,
 // ServeHTTP implements http.Handler.
 func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, int64(in.maxBytes)+4096) // room for structured-mode attributes
-	ev, err := cehttp.NewEventFromHTTPRequest(r)
+	ev, err := eventFromHTTP(r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -130,13 +186,9 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.refuse(w, http.StatusBadRequest, "", "not a CloudEvent: %v", err)
 		return
 	}
-	if len(ev.Data()) > in.maxBytes {
-		in.refuse(w, http.StatusRequestEntityTooLarge, "data", "data exceeds the %d-byte limit", in.maxBytes)
-		return
-	}
-	subject, field, err := TurnSubjectOf(ev)
-	if err != nil {
-		in.refuse(w, http.StatusBadRequest, field, "%v", err)
+	subject, o := in.check(ev)
+	if o.code != 0 {
+		in.refuse(w, o.code, o.field, "%s", o.why)
 		return
 	}
 	if tenant, _, ok := SubjectIDs(subject); ok {
@@ -154,47 +206,102 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("tenant %s is over its rate of turns; retry in %s", tenant, wait.Round(time.Millisecond))})
 			return
 		}
+		// A request waiting on JetStream holds its slot: one tenant's
+		// hung requests cannot take every connection of the port.
+		if !in.enter(tenant) {
+			in.requests.WithLabelValues("http", "busy").Inc()
+			w.Header().Set("Retry-After", "1")
+			telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("%v: tenant %s has %d requests in flight; retry in a second", ErrTenantBusy, tenant, in.maxInFlight())})
+			return
+		}
+		defer in.leave(tenant)
 	}
-	// The turn's span: the child of the platform's trace (the event's
-	// traceparent, else the request's), carried on as the turn's traceparent.
+	// The turn's traceparent: the event's, else the request's.
 	parent, _ := ev.Extensions()[schemas.ExtTraceparent].(string)
-	if parent == "" {
-		parent = r.Header.Get("traceparent")
+	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, subject)
+	in.requests.WithLabelValues("http", o.outcome).Inc()
+	if o.code == http.StatusServiceUnavailable {
+		// The publisher retried for its window (a leader election fits in
+		// it); past it, the client may try again: the id deduplicates.
+		w.Header().Set("Retry-After", "5")
 	}
-	ctx, span := telemetry.Tracer().Start(telemetry.ContextWithTraceparent(r.Context(), parent), "rein.ingress", trace.WithSpanKind(trace.SpanKindProducer))
+	if o.why != "" {
+		telemetry.WriteJSON(w, o.code, IngressError{Error: o.why, Field: o.field})
+		return
+	}
+	telemetry.WriteJSON(w, o.code, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: o.res.Sequence, Subject: subject, Duplicate: o.res.Duplicate})
+}
+
+// offer is what became of one offered turn, for either transport: an HTTP
+// status, the outcome label, and why it was refused (empty when stored).
+type offer struct {
+	code         int
+	outcome      string
+	field, why   string
+	res          TurnResult
+	deadLettered bool // the refusal's dead letter is written already
+}
+
+func refused(code int, field string, err error) offer {
+	return offer{code: code, outcome: "rejected", field: field, why: err.Error()}
+}
+
+// check is what both transports check of an offered event before anything
+// else: its size, and that it is a turn with valid ids, role and payload.
+// It returns the turn's subject, or the refusal.
+func (in *Ingress) check(ev *event.Event) (string, offer) {
+	if len(ev.Data()) > in.maxBytes {
+		return "", refused(http.StatusRequestEntityTooLarge, "data", fmt.Errorf("data exceeds the %d-byte limit", in.maxBytes))
+	}
+	subject, field, err := TurnSubjectOf(ev)
+	if err != nil {
+		return "", refused(http.StatusBadRequest, field, err)
+	}
+	return subject, offer{}
+}
+
+// store stores a checked turn on its subject (PublishTurn: under the id
+// rein derives, a conflict dead-lettered), within the turn's span.
+func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string) offer {
+	ctx, span := telemetry.Tracer().Start(ctx, "rein.ingress", trace.WithSpanKind(trace.SpanKindProducer))
 	defer span.End()
 	if tp := telemetry.TraceparentOf(ctx); tp != "" {
 		ev.SetExtension(schemas.ExtTraceparent, tp)
 	}
 	msg, err := Encode(subject, ev)
 	if err != nil {
-		in.refuse(w, http.StatusBadRequest, "", "%v", err)
-		return
+		return refused(http.StatusBadRequest, "", err)
 	}
 	// The same check every consumer applies; a turn refused here would
 	// only have been dead-lettered later.
 	if _, err := Decode(msg.Subject, msg.Header, msg.Data, in.maxBytes); err != nil {
-		in.refuse(w, http.StatusBadRequest, fieldOf(err), "%v", err)
-		return
+		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	res, err := PublishTurn(ctx, in.pub, msg)
+	res, err := in.publish(ctx, in.pub, msg)
 	switch {
 	case IsConflict(err):
-		in.requests.WithLabelValues("http", "conflict").Inc()
-		telemetry.WriteJSON(w, http.StatusConflict, IngressError{Error: err.Error(), Field: "data"})
+		return offer{code: http.StatusConflict, outcome: "conflict", field: "data", why: err.Error(), res: res, deadLettered: true}
 	case err != nil:
-		// The publisher retried for its window (a leader election fits in
-		// it); past it, the client may try again: the id deduplicates.
-		in.requests.WithLabelValues("http", "error").Inc()
-		w.Header().Set("Retry-After", "5")
-		telemetry.WriteJSON(w, http.StatusServiceUnavailable, IngressError{Error: err.Error()})
+		return offer{code: http.StatusServiceUnavailable, outcome: "error", why: err.Error()}
 	case res.Duplicate:
-		in.requests.WithLabelValues("http", "duplicate").Inc()
-		telemetry.WriteJSON(w, http.StatusOK, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: res.Sequence, Subject: subject, Duplicate: true})
-	default:
-		in.requests.WithLabelValues("http", "accepted").Inc()
-		telemetry.WriteJSON(w, http.StatusAccepted, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: res.Sequence, Subject: subject})
+		return offer{code: http.StatusOK, outcome: "duplicate", res: res}
 	}
+	return offer{code: http.StatusAccepted, outcome: "accepted", res: res}
+}
+
+// eventFromHTTP reads the CloudEvent of a request, binary or structured
+// mode. A structured body is read by rein's own decoder, so that the turn
+// extension may be any integer up to 2^53-1 (sdk-go reads a number there
+// as a 32-bit CloudEvents Integer and refuses larger ones).
+func eventFromHTTP(r *http.Request) (*event.Event, error) {
+	if !isStructured(r.Header.Get("Content-Type")) {
+		return cehttp.NewEventFromHTTPRequest(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return structuredEvent(body)
 }
 
 // TurnSubjectOf checks that ev is a turn with valid ids, role and payload
@@ -240,4 +347,34 @@ func fieldOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// isStructured tells whether a content type is the CloudEvents structured
+// JSON mode (one event; a batch is left to sdk-go, which refuses it).
+func isStructured(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == event.ApplicationCloudEventsJSON
+}
+
+// structuredEvent reads a structured-mode event. A numeric turn extension
+// is handed to sdk-go as its decimal string (schemas.MetaOf parses both),
+// so that its bound is rein's (2^53-1), not a 32-bit Integer's.
+func structuredEvent(body []byte) (*event.Event, error) {
+	var attrs map[string]json.RawMessage
+	if err := json.Unmarshal(body, &attrs); err != nil {
+		return nil, err
+	}
+	if raw := bytes.TrimSpace(attrs[schemas.ExtTurn]); len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		attrs[schemas.ExtTurn], _ = json.Marshal(string(raw))
+		b, err := json.Marshal(attrs)
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	ev := event.New()
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }

@@ -9,22 +9,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/reinception/rein/internal/telemetry"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
-// postTurn posts a binary-mode user turn with the caller's event id.
-func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string) (int, map[string]any) {
-	t.Helper()
+// turnRequest is a binary-mode user turn with the caller's event id.
+func turnRequest(url, id, tenant, conv string, turn int, text string) *http.Request {
 	body, _ := json.Marshal(schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
 	r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
 	for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": id, "ce-source": "/platform",
 		"ce-type": schemas.TypeTurn, "ce-tenant": tenant, "ce-conversation": conv, "Content-Type": "application/json"} {
 		r.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(r)
+	return r
+}
+
+// postTurn posts a binary-mode user turn with the caller's event id.
+func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(turnRequest(url, id, tenant, conv, turn, text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,4 +177,181 @@ func TestIngressTokensBindTenants(t *testing.T) {
 	if err := in.SetTokenList([]telemetry.Token{{Token: "short", Tenants: []string{"*"}}}); err == nil {
 		t.Fatal("a 5-character token accepted")
 	}
+}
+
+// ingressAs is the HTTP ingress publishing under the ingress identity,
+// with the real permission table, as rein serve runs it.
+func ingressAs(t *testing.T, h *rtest.JS) (*streams.Ingress, *httptest.Server) {
+	t.Helper()
+	_, ijs := h.ConnectAs(t, streams.IdentityIngress, nil)
+	in := streams.NewIngress(streams.NewPublisher(ijs, nil), 4096, nil)
+	srv := httptest.NewServer(in)
+	t.Cleanup(srv.Close)
+	return in, srv
+}
+
+// quickClient gives up on an answer after 5 s: a conflict once hung for
+// 85 s (its dead letter refused to the ingress identity).
+var quickClient = &http.Client{Timeout: 5 * time.Second}
+
+func postWith(t *testing.T, c *http.Client, url, tenant, conv string, turn int, text string) (int, map[string]any) {
+	t.Helper()
+	old := http.DefaultClient
+	http.DefaultClient = c
+	defer func() { http.DefaultClient = old }()
+	return postTurn(t, url, "e", tenant, conv, turn, text)
+}
+
+// TestIngressConflictUnderItsIdentity: under the ingress identity, a
+// conflicting turn is answered 409 at once with its dead letter written.
+// On the code before, the identity could not publish rein.dlq.ingress and
+// the request hung until the publisher gave up.
+func TestIngressConflictUnderItsIdentity(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, srv := ingressAs(t, h)
+	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "hello"); code != 202 {
+		t.Fatalf("first: %d %v", code, body)
+	}
+	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "something else"); code != 409 {
+		t.Fatalf("conflict: %d %v, want 409", code, body)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
+		t.Fatalf("%d dead letters, want the conflict's", n)
+	}
+}
+
+// TestIngressConflictPastTheDuplicateWindow: once the stream has forgotten
+// the turn's id, the same number with other text is still a 409 (it was
+// stored as a second turn 1), and the same turn still a duplicate.
+func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	const window = 100 * time.Millisecond
+	p := streams.DefaultProvision()
+	p.Streams = map[string]streams.StreamSettings{streams.StreamTurns: {Duplicate: window}}
+	ctx := context.Background()
+	if err := streams.Provision(ctx, h.JS, p); err != nil {
+		t.Fatal(err)
+	}
+	_, srv := ingressAs(t, h)
+	code, first := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "hello")
+	if code != 202 {
+		t.Fatalf("first: %d %v", code, first)
+	}
+	// A probe id stored after the turn: once the stream takes it again as
+	// new, the turn's id (older) is forgotten too.
+	probe := func() bool {
+		ack, err := h.JS.PublishMsg(ctx, &nats.Msg{Subject: streams.TurnSubject("probe", "p", schemas.RoleUser), Data: []byte("probe"),
+			Header: nats.Header{streams.HeaderMsgID: []string{"probe"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ack.Duplicate
+	}
+	probe()
+	rtest.CheckFor(t, 10*time.Second, "the duplicate window passed", probe)
+
+	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "something else"); code != 409 {
+		t.Fatalf("conflict past the window: %d %v, want 409", code, body)
+	}
+	code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "hello")
+	if code != 200 || body["duplicate"] != true || body["seq"] != first["seq"] {
+		t.Fatalf("the same turn past the window: %d %v, want 200 duplicate of seq %v", code, body, first["seq"])
+	}
+	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 2, "next"); code != 202 {
+		t.Fatalf("turn 2: %d %v", code, body)
+	}
+	n := 0
+	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.TurnSubject("acme", "c1", schemas.RoleUser), 0, 0, func(streams.Raw) error { n++; return nil }); err != nil || n != 2 {
+		t.Fatalf("acme/c1 holds %d user turns (%v), want turns 1 and 2 once each", n, err)
+	}
+	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
+}
+
+// TestIngressBoundsEachTenantsRequestsInFlight: a tenant whose requests
+// hang (a stalled store) holds at most its bound of them; more are
+// answered 429 with Retry-After at once, and another tenant's POST
+// completes meanwhile.
+func TestIngressBoundsEachTenantsRequestsInFlight(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	in, srv := ingressAs(t, h)
+	in.SetTenantRate(0, 0)
+	const bound = 4
+	in.SetTenantInFlight(bound)
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{}, 64)
+	streams.SetIngressPublish(in, func(ctx context.Context, p *streams.Publisher, m *nats.Msg) (streams.TurnResult, error) {
+		if strings.HasPrefix(m.Subject, streams.TurnSubject("flood", "", "")[:len("rein.turns.flood.")]) {
+			held <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return streams.TurnResult{}, ctx.Err()
+		}
+		return streams.PublishTurn(ctx, p, m)
+	})
+	for i := range bound {
+		go func() { _, _ = postTurn(t, srv.URL, "e", "flood", "c", i+1, "hang") }()
+	}
+	for range bound {
+		<-held
+	}
+	const more = 20
+	for i := range more {
+		resp, err := quickClient.Do(turnRequest(srv.URL, "x", "flood", "c", 100+i, "more"))
+		if err != nil {
+			t.Fatalf("flood request %d: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("flood request %d past the bound: %d, Retry-After %q; want 429", i, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if code, body := postWith(t, quickClient, srv.URL, "quiet", "c1", 1, "hello"); code != 202 {
+		t.Fatalf("another tenant during the flood: %d %v", code, body)
+	}
+}
+
+// TestStructuredTurnAbove32Bits: a structured-mode turn numbered past
+// 2^31 is taken (sdk-go read the number as a 32-bit Integer and refused
+// it), and one past 2^53-1 is refused naming the turn.
+func TestStructuredTurnAbove32Bits(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	_, srv := ingressAs(t, h)
+	post := func(turn string) (int, map[string]any) {
+		body := `{"specversion":"1.0","id":"s1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":` + turn +
+			`,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`
+		resp, err := quickClient.Post(srv.URL, "application/cloudevents+json; charset=utf-8", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if code, body := post("2147483648"); code != 202 {
+		t.Fatalf("turn 2^31: %d %v", code, body)
+	}
+	d := lastTurn(t, h, streams.TurnSubject("acme", "c1", schemas.RoleUser))
+	if d.Meta.Turn != 2147483648 {
+		t.Fatalf("stored as turn %d", d.Meta.Turn)
+	}
+	if code, body := post("9007199254740992"); code != 400 || body["field"] != "turn" {
+		t.Fatalf("turn past 2^53-1: %d %v, want 400 on turn", code, body)
+	}
+}
+
+func lastTurn(t *testing.T, h *rtest.JS, subject string) streams.Decoded {
+	t.Helper()
+	s, err := h.JS.Stream(context.Background(), streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, found, err := streams.LastEvent(context.Background(), s, subject)
+	if err != nil || !found {
+		t.Fatalf("last on %s: %v %v", subject, found, err)
+	}
+	return d
 }

@@ -43,6 +43,7 @@ const (
 	subjHandoff     = "rein.handoff"
 	subjHandoffTO   = "rein.handoff.timeout"
 	subjInception   = "rein.inception.get"
+	subjIngest      = "rein.ingest"
 )
 
 // Stream subject filters (what each stream stores).
@@ -69,6 +70,28 @@ const (
 	HandoffTimeout = subjHandoffTO + ".>"
 	InceptionAll   = subjInception + ".>"
 )
+
+// IngestAll is what the NATS ingest listens on:
+// rein.ingest.<tenant>.<conv>.<role>. No stream captures it; rein's ingress
+// decodes, checks and stores each turn under the id it derives (ingest.go).
+const IngestAll = subjIngest + ".*.*.*"
+
+// QueueIngest is the queue group of the NATS ingest's subscribers: each
+// offered turn is stored by one of them.
+const QueueIngest = "rein-ingest"
+
+// InboxPrefix is where NATS clients receive replies (their requests'
+// answers); the ingest answers nowhere else.
+const InboxPrefix = "_INBOX."
+
+// IngestSubject is rein.ingest.<tenant>.<conv>.<role>: where a platform
+// sends a turn over NATS (a request; the answer is a JetStream-style ack).
+func IngestSubject(tenant, conv, role string) string {
+	return subjIngest + "." + tenant + "." + conv + "." + role
+}
+
+// TenantIngest is the ingest subject of one tenant's turns of role.
+func TenantIngest(tenant, role string) string { return subjIngest + "." + tenant + ".*." + role }
 
 // TurnSubject is rein.turns.<tenant>.<conv>.<role>.
 func TurnSubject(tenant, conv, role string) string {

@@ -41,7 +41,7 @@ var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector, Iden
 const (
 	jsAPI   = "$JS.API"
 	jsAck   = "$JS.ACK"
-	inboxes = "_INBOX.>"
+	inboxes = InboxPrefix + ">"
 	kvRoot  = "$KV." + BucketConversations + ".>"
 )
 
@@ -207,9 +207,16 @@ var grants = map[string]func(*grant){
 	},
 	IdentityIngress: func(g *grant) {
 		g.client()
-		// A duplicate Msg-Id is compared with the turn stored under it.
+		// A duplicate Msg-Id, or a turn number the conversation has used
+		// already, is compared with the turn stored under it.
 		g.get(StreamTurns)
-		g.publish(TurnsEach)
+		// User and agent turns (no other role), and the dead letter of a
+		// conflict or of a refused NATS ingest message.
+		g.publish(UserTurnsAll, AgentTurnsAll, DLQSubject(StageIngress))
+		// The NATS ingest: tenants' turns in (a queue group), one answer
+		// to each.
+		g.sub = append(g.sub, IngestAll)
+		g.responses = true
 	},
 	IdentityDetector:       detectorGrant,
 	IdentityReader:         readerGrant,
@@ -298,17 +305,19 @@ func dedupe(s []string) []string {
 }
 
 // TenantIngressPermissions are the permissions of a platform connecting
-// directly for one tenant: it may store that tenant's turns
-// (rein.turns.<tenant>.<conv>.<role>) and ask the sidecar for that tenant's inception
-// blocks (rein.inception.get.<tenant>.>), nothing else.
+// directly for one tenant: it may send that tenant's user and agent turns
+// to rein's ingest (rein.ingest.<tenant>.<conv>.user|agent), which stores
+// them under ids rein derives, and ask the sidecar for that tenant's
+// inception blocks (rein.inception.get.<tenant>.>); it receives the
+// answers on its inbox. It publishes into no stream: no Nats-Msg-Id of its
+// choosing ever reaches JetStream.
 func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	if err := schemas.CheckIDs(tenant, "x"); err != nil {
 		return nil, fmt.Errorf("%w: tenant ingress identity: %w", ErrInvalidConfig, err)
 	}
 	var g grant
 	g.client()
-	g.streamInfo(StreamTurns)
-	g.publish(subjTurns+"."+tenant+".*.*", subjInception+"."+tenant+".>")
+	g.publish(TenantIngest(tenant, schemas.RoleUser), TenantIngest(tenant, schemas.RoleAgent), subjInception+"."+tenant+".>")
 	return g.permissions(), nil
 }
 

@@ -151,8 +151,14 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityEscalation, pub, streams.HandoffSubject("acme", "c1"), true},
 		{streams.IdentityEscalation, pub, streams.EscalationSubject("acme", "c1"), false},
 		{streams.IdentityEscalation, pub, streams.TaskSubject("acme", "c1"), false},
-		// Ingress: turns only.
+		// Ingress: user and agent turns only, and its own dead letters (a
+		// conflict's 409 is answered once that is written).
 		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), true},
+		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), true},
+		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", "system"), false},
+		{streams.IdentityIngress, pub, streams.DLQSubject(streams.StageIngress), true},
+		{streams.IdentityIngress, pub, streams.DLQSubject(streams.StageDetector), false},
+		{streams.IdentityIngress, sub, streams.IngestAll, true},
 		{streams.IdentityIngress, pub, streams.TaskSubject("acme", "c1"), false},
 		// A client may not pick a stored partition token itself.
 		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser) + ".3", false},
@@ -199,42 +205,30 @@ func TestStagePermissions(t *testing.T) {
 	}
 }
 
-// TestTenantIngressBoundToItsTenant: a tenant's ingress identity stores
-// its tenant's turns and nothing of another tenant's.
+// TestTenantIngressBoundToItsTenant: a tenant's ingress identity sends
+// its tenant's turns to the ingest, which stores them, and reaches nothing
+// of another tenant's, nor any stream directly.
 func TestTenantIngressBoundToItsTenant(t *testing.T) {
-	dir := t.TempDir()
-	seed, err := streams.AddTenantIngress(dir, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := streams.AddTenantIngress(dir, "not.a.tenant"); !errors.Is(err, streams.ErrInvalidConfig) {
+	if _, err := streams.AddTenantIngress(t.TempDir(), "not.a.tenant"); !errors.Is(err, streams.ErrInvalidConfig) {
 		t.Errorf("bad tenant id: %v, want ErrInvalidConfig", err)
 	}
-	h := rtest.StartJetStream(t, dir)
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed})
-	if err != nil {
-		t.Fatalf("connect as acme's ingress: %v", err)
-	}
-	defer nc.Close()
+	h, conns := startIngest(t, "acme")
+	nc := conns["acme"]
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := streams.NewPublisher(js, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	own := turnEvent(t, "acme", "c1", 1, "hello")
-	if _, err := pub.Publish(ctx, own.Stream, own.Subject, own.Event); err != nil {
-		t.Fatalf("acme's own turn: %v", err)
+	own := turnMsg(t, streams.IngestSubject("acme", "c1", schemas.RoleUser), "acme", "c1", 1, schemas.RoleUser, "hello", "m1")
+	if ack, err := js.PublishMsg(ctx, own); err != nil || ack.Stream != streams.StreamTurns {
+		t.Fatalf("acme's own turn: %+v, %v", ack, err)
 	}
-	if err := nc.Publish(streams.TurnSubject("globex", "c1", schemas.RoleUser), []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.LastError(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
-		t.Errorf("acme publishing globex's turn: %v, want a permissions violation", err)
+	for _, subject := range []string{streams.IngestSubject("globex", "c1", schemas.RoleUser), streams.TurnSubject("globex", "c1", schemas.RoleUser),
+		streams.TurnSubject("acme", "c1", schemas.RoleUser), streams.TaskSubject("acme", "c1")} {
+		if !denied(t, nc, &nats.Msg{Subject: subject, Data: []byte("x")}) {
+			t.Errorf("acme publishing on %s: want a permissions violation", subject)
+		}
 	}
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
 		t.Errorf("REIN_TURNS holds %d messages, want acme's one", n)

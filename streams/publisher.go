@@ -29,8 +29,10 @@ type Out struct {
 type Publisher struct {
 	js        jetstream.JetStream
 	published *prometheus.CounterVec
-	attempts  int
-	backoff   time.Duration
+	// hijacked counts messages whose id another message took first.
+	hijacked *prometheus.CounterVec
+	attempts int
+	backoff  time.Duration
 	// ackTimeout bounds the wait for one attempt's acknowledgements: an
 	// ack lost in a leader change or a reconnect would otherwise be waited
 	// for forever (a handler without a deadline never returns, and its
@@ -70,8 +72,10 @@ func (p *Publisher) SetAckTimeout(d time.Duration) {
 // NewPublisher returns a publisher counting rein_published_total{stream} in reg.
 func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher {
 	return &Publisher{
-		js:         js,
-		published:  telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
+		js:        js,
+		published: telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
+		hijacked: telemetry.NewCounterVec(reg, telemetry.MPublishIDConflicts,
+			"Messages not stored because another message on another subject, or another event, holds their id, by stream.", "stream"),
 		attempts:   8,
 		backoff:    50 * time.Millisecond,
 		ackTimeout: DefaultAckTimeout,
@@ -138,6 +142,9 @@ func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Ms
 // messages the stream reported as duplicates.
 func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats.Msg, dups []bool) ([]uint64, error) {
 	seqs := make([]uint64, len(msgs))
+	if dups == nil {
+		dups = make([]bool, len(msgs))
+	}
 	pending := make([]int, len(msgs))
 	for i := range pending {
 		pending[i] = i
@@ -181,9 +188,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			}
 			took := func(ack *jetstream.PubAck) {
 				seqs[i] = ack.Sequence
-				if dups != nil {
-					dups[i] = ack.Duplicate
-				}
+				dups[i] = ack.Duplicate
 				if !ack.Duplicate {
 					p.published.WithLabelValues(outs[i].Stream).Inc()
 				}
@@ -227,7 +232,58 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		return nil, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w: %w%s", msgs[pending[0]].Subject, attempt,
 			time.Since(start).Round(time.Millisecond), ErrUnavailable, lastErr, leaderHint(lastErr))
 	}
+	for i, dup := range dups {
+		if dup {
+			if err := p.checkDuplicate(ctx, outs[i].Stream, msgs[i], seqs[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return seqs, nil
+}
+
+// eventHeaders name what identifies a rein event in binary mode.
+var eventHeaders = []string{HeaderCEPrefix + "type", HeaderCEPrefix + schemas.ExtTenant,
+	HeaderCEPrefix + schemas.ExtConversation, HeaderCEPrefix + schemas.ExtTurn}
+
+// checkDuplicate reads the message the stream says msg duplicates (only
+// on this path: duplicates are rare) and tells whether it is msg's own
+// earlier copy: on the same subject and, for a rein event, the same event
+// (type, tenant, conversation, turn). Anything else is a message that took
+// msg's id first; msg is then not stored, and the error (ErrIDHijack,
+// permanent: no retry stores it while the id is in the window) says so.
+// The dead-letter stream is not checked: only rein's stages write it,
+// under ids nobody else can spell.
+func (p *Publisher) checkDuplicate(ctx context.Context, stream string, msg *nats.Msg, seq uint64) error {
+	if stream == StreamDLQ {
+		return nil
+	}
+	s, err := p.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("publish to %s: duplicate check: %w", msg.Subject, err)
+	}
+	stored, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("publish to %s: duplicate check: read seq %d: %w", msg.Subject, seq, err)
+	}
+	why := ""
+	switch {
+	case stored.Subject != msg.Subject && Unpartitioned(stored.Subject) != msg.Subject:
+		why = "it is stored on " + stored.Subject
+	default:
+		for _, h := range eventHeaders {
+			if msg.Header.Get(h) != "" && stored.Header.Get(h) != msg.Header.Get(h) {
+				why = fmt.Sprintf("the stored message's %s is %q, not %q", h, stored.Header.Get(h), msg.Header.Get(h))
+				break
+			}
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	p.hijacked.WithLabelValues(stream).Inc()
+	return Permanent(fmt.Errorf("publish to %s: %w: %s is taken by %s seq %d (%s)", msg.Subject, ErrIDHijack,
+		msg.Header.Get(HeaderMsgID), stream, seq, why))
 }
 
 // retryCopy is msg with a header of its own (the body is never written).

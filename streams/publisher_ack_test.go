@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -127,5 +131,76 @@ func TestLostAcksLeaveTheConnectionsPendingSet(t *testing.T) {
 	}
 	if n := js.PublishAsyncPending(); n != 0 {
 		t.Fatalf("%d publishes still pending after their timeout", n)
+	}
+}
+
+// forge stores, as whoever holds rights to the subject, a message under
+// an id of its choosing.
+func forge(t *testing.T, h *rtest.JS, subject, id string, turn int) {
+	t.Helper()
+	o := turnEvent(t, "acme", strings.Split(subject, ".")[3], turn, "forged")
+	m, err := streams.Encode(subject, o.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Header.Set(streams.HeaderMsgID, id)
+	if _, err := h.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDuplicateAckOfAnotherMessageIsAnIDHijack: a message JetStream drops
+// as a duplicate counts as stored only when the stored one is its own
+// copy (same subject, same event). A forged task stored first under the
+// real task's id, on another conversation's subject or for another turn,
+// makes the real task's publish fail permanently (ErrIDHijack, counted),
+// so its stage dead-letters the input instead of acking a task that was
+// never stored. On the code before, the publish returned the forged
+// message's sequence as the task's.
+func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	id := schemas.EventID("task", "acme", "c1", 1)
+	forge(t, h, streams.TaskSubject("acme", "other"), id, 1)
+	forge(t, h, streams.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
+	reg := prometheus.NewRegistry()
+	_, ijs := h.ConnectAs(t, streams.IdentityInjector, nil)
+	p := streams.NewPublisher(ijs, reg)
+	ctx := context.Background()
+	real := func(turn int) *event.Event {
+		o := turnEvent(t, "acme", "c1", turn, "the real task")
+		o.Event.SetID(schemas.EventID("task", "acme", "c1", turn))
+		return o.Event
+	}
+	for turn := 1; turn <= 2; turn++ {
+		_, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(turn))
+		if !errors.Is(err, streams.ErrIDHijack) || !errors.Is(err, streams.ErrPermanent) {
+			t.Errorf("turn %d's task under a forged id: %v, want a permanent ErrIDHijack", turn, err)
+		}
+	}
+	if got := testutil.ToFloat64(p.HijackedCounter(streams.StreamTasks)); got != 2 {
+		t.Errorf("rein_publish_id_conflicts_total{stream=REIN_TASKS} = %v, want 2", got)
+	}
+	// Its own copy again is a duplicate as before.
+	seq, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(3)); err != nil || again != seq {
+		t.Errorf("the same task again: seq %d, %v; want the first's %d", again, err, seq)
+	}
+
+	// Through a stage's consume loop: the input is dead-lettered with the
+	// reason, never acked as handled.
+	stop := runConsumer(t, h, streams.ConsumerConfig{Attempts: 3}, nil, func(ctx context.Context, d streams.Decoded) error {
+		_, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(1))
+		return err
+	})
+	defer stop()
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c1", 1, "hello")})
+	rtest.CheckFor(t, 10*time.Second, "the turn dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
+	s, _ := h.JS.Stream(ctx, streams.StreamDLQ)
+	raw, err := s.GetLastMsgForSubject(ctx, streams.DLQSubject("test"))
+	if err != nil || !strings.Contains(string(raw.Data), streams.ErrIDHijack.Error()) {
+		t.Fatalf("dead letter %s (%v): want the id hijack as its reason", raw.Data, err)
 	}
 }

@@ -73,17 +73,10 @@ func TurnStored(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 		return last, true, nil
 	}
 	name := s.CachedInfo().Config.Name
-	var own Decoded
-	err = ReadSubject(ctx, js, name, StoredFilter(s, subject), 0, last.Sequence, func(r Raw) error {
-		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
-			own = *r.Decoded
-			return errTurnFound
-		}
-		return nil
-	})
+	own, found, err := findOnSubject(ctx, js, name, StoredFilter(s, subject), last.Sequence, func(d Decoded) bool { return d.Meta.Turn == turn })
 	switch {
-	case errors.Is(err, errTurnFound):
-		return own, true, nil
+	case found:
+		return *own.Decoded, true, nil
 	case err != nil:
 		return Decoded{}, false, fmt.Errorf("streams: turn %d on %s: %w", turn, subject, err)
 	}
@@ -94,8 +87,25 @@ func TurnStored(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	return Decoded{}, !holdsSince(info, since), nil
 }
 
-// errTurnFound stops TurnStored's read at the turn's event.
+// errTurnFound stops findOnSubject's read at the event it looks for.
 var errTurnFound = errors.New("turn found")
+
+// findOnSubject reads filter in stream up to before stop for the first
+// event that match accepts.
+func findOnSubject(ctx context.Context, js jetstream.JetStream, stream, filter string, stop uint64, match func(Decoded) bool) (Raw, bool, error) {
+	var own Raw
+	err := ReadSubject(ctx, js, stream, filter, 0, stop, func(r Raw) error {
+		if r.Decoded != nil && match(*r.Decoded) {
+			own = r
+			return errTurnFound
+		}
+		return nil
+	})
+	if errors.Is(err, errTurnFound) {
+		return own, true, nil
+	}
+	return Raw{}, false, err
+}
 
 // holdsSince tells whether a stream still holds every message stored since
 // t: limits remove messages from the head only, so its first message being

@@ -19,8 +19,8 @@ import (
 // TestAuthorizationConfigForAnExternalServer: the block `rein keys
 // server-config` prints loads into a stock nats-server, and there every
 // identity has the embedded server's permissions: the detector stores
-// detections, not tasks; a tenant's ingress only that tenant's turns; no
-// key, no connection.
+// detections, not tasks; a tenant's ingress sends only that tenant's
+// turns to the ingest, and stores nothing itself; no key, no connection.
 func TestAuthorizationConfigForAnExternalServer(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := streams.AddTenantIngress(dir, "acme"); err != nil {
@@ -40,7 +40,8 @@ func TestAuthorizationConfigForAnExternalServer(t *testing.T) {
 		t.Error("the detector's permissions differ from the embedded server's")
 	}
 	acme := keys.SeedFile("ingress-acme")
-	if !try(acme, streams.TurnSubject("acme", "c1", schemas.RoleUser)) || try(acme, streams.TurnSubject("globex", "c1", schemas.RoleUser)) {
+	if !try(acme, streams.IngestSubject("acme", "c1", schemas.RoleUser)) || try(acme, streams.IngestSubject("globex", "c1", schemas.RoleUser)) ||
+		try(acme, streams.TurnSubject("acme", "c1", schemas.RoleUser)) {
 		t.Error("acme's ingress identity is not bound to acme")
 	}
 	if try("", streams.TurnSubject("acme", "c1", schemas.RoleUser)) {

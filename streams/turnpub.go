@@ -61,14 +61,41 @@ func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult
 	if err := d.Payload(&t); err != nil {
 		return TurnResult{}, err
 	}
+	if want := TurnSubject(d.Meta.Tenant, d.Meta.Conversation, t.Role); msg.Subject != want {
+		return TurnResult{}, fmt.Errorf("%w: a %s turn belongs on %s, not %s", ErrUndecodable, t.Role, want, msg.Subject)
+	}
 	turn := d.Meta.Turn
 	if turn == 0 {
 		turn = t.Turn
 	}
+	conflict := func(seq uint64) (TurnResult, error) {
+		cerr := &ConflictError{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Role: t.Role, Turn: turn, StoredSeq: seq}
+		if err := PublishDeadLetter(ctx, pub, StageIngress, StreamTurns, 0, 0, msg.Subject, msg.Header, msg.Data, cerr.Error()); err != nil {
+			return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
+		}
+		return TurnResult{Sequence: seq}, cerr
+	}
 	if turn > 0 {
 		msg.Header.Set(HeaderMsgID, schemas.TurnMsgID(d.Meta.Tenant, d.Meta.Conversation, turn, t.Role))
+		// Past the duplicate window the stream no longer knows the id:
+		// the conversation's stored turns tell whether this number is used.
+		stored, found, err := storedTurn(ctx, pub.js, msg.Subject, turn)
+		if err != nil {
+			return TurnResult{}, fmt.Errorf("ingress: duplicate check: %w", err)
+		}
+		if found {
+			if sameTurn(stored.Subject, stored.Data, msg) {
+				return TurnResult{Sequence: stored.Sequence, Duplicate: true}, nil
+			}
+			return conflict(stored.Sequence)
+		}
 	}
 	seq, dup, err := pub.publishOne(ctx, StreamTurns, msg)
+	if errors.Is(err, ErrIDHijack) {
+		// Another message holds the derived id (only rein's identities
+		// publish turns, so this is a fault, never a tenant's doing).
+		return conflict(seq)
+	}
 	if err != nil || !dup {
 		return TurnResult{Sequence: seq}, err
 	}
@@ -80,28 +107,57 @@ func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("ingress: duplicate check: read seq %d: %w", seq, err)
 	}
-	if sameTurn(stored, msg, t) {
+	if sameTurn(stored.Subject, stored.Data, msg) {
 		return TurnResult{Sequence: seq, Duplicate: true}, nil
 	}
-	cerr := &ConflictError{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Role: t.Role, Turn: turn, StoredSeq: seq}
-	if err := PublishDeadLetter(ctx, pub, StageIngress, StreamTurns, 0, 0, msg.Subject, msg.Header, msg.Data, cerr.Error()); err != nil {
-		return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
+	return conflict(seq)
+}
+
+// storedTurn finds turn number n stored on subject (a conversation's user
+// or agent turns): one direct get of the subject's last turn, which says
+// whether n can be stored at all (turns are numbered upwards), and only
+// then a read of the subject for it.
+func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n int) (Raw, bool, error) {
+	s, err := js.Stream(ctx, StreamTurns)
+	if err != nil {
+		return Raw{}, false, err
 	}
-	return TurnResult{Sequence: seq}, cerr
+	last, found, err := LastEvent(ctx, s, subject)
+	if err != nil || !found || turnNumber(last) < n {
+		return Raw{}, false, err
+	}
+	own, found, err := findOnSubject(ctx, js, StreamTurns, StoredFilter(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
+	if err != nil {
+		return Raw{}, false, fmt.Errorf("turn %d on %s: %w", n, subject, err)
+	}
+	return own, found, nil
+}
+
+// turnNumber is a stored turn's number: its turn extension, else
+// data.turn (a turn offered with the number in its data only).
+func turnNumber(d Decoded) int {
+	if d.Meta.Turn != 0 {
+		return d.Meta.Turn
+	}
+	var t schemas.Turn
+	if d.Payload(&t) != nil {
+		return 0
+	}
+	return t.Turn
 }
 
 // sameTurn tells whether the stored message is the offered turn again: the
 // same subject and the same payload (compared as JSON values, so that key
 // order and spacing do not count).
-func sameTurn(stored *jetstream.RawStreamMsg, offered *nats.Msg, t schemas.Turn) bool {
-	if stored.Subject != offered.Subject {
+func sameTurn(subject string, data []byte, offered *nats.Msg) bool {
+	if Unpartitioned(subject) != offered.Subject {
 		return false
 	}
-	if bytes.Equal(stored.Data, offered.Data) {
+	if bytes.Equal(data, offered.Data) {
 		return true
 	}
 	var a, b any
-	if json.Unmarshal(stored.Data, &a) != nil || json.Unmarshal(offered.Data, &b) != nil {
+	if json.Unmarshal(data, &a) != nil || json.Unmarshal(offered.Data, &b) != nil {
 		return false
 	}
 	ra, _ := json.Marshal(a)

@@ -130,6 +130,8 @@ type serverFlags struct {
 	// ingressRate and ingressBurst bound each tenant's turns over HTTP.
 	ingressRate  float64
 	ingressBurst int
+	// ingressInFlight bounds each tenant's HTTP requests in flight.
+	ingressInFlight int
 	// httpTokens is the file of POST /v1/turns's tokens; insecure allows a
 	// non-loopback HTTP address without it.
 	httpTokens string
@@ -175,6 +177,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
 	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
 	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
+	fs.IntVar(&f.ingressInFlight, "ingress-in-flight", streams.DefaultTenantInFlight, "each tenant's POST /v1/turns in flight at once (waiting on JetStream included); past it 429")
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
@@ -352,7 +355,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	p, err := pipeline.Start(ctx, pipeline.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
 		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
 		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
-		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst,
+		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst, IngressInFlight: f.ingressInFlight,
 		MaxEventBytes: f.maxBytes, MemoryLimit: f.memLimit, Provision: prov, TaskKeyFile: f.taskKey})
 	if err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 	doc := readIntegrationDoc(t)
 
 	// NATS messages: what every consumer's decoder accepts, on the turn's
-	// subject, with the Nats-Msg-Id rein derives.
+	// ingest subject, with no Nats-Msg-Id (rein derives the id it stores under).
 	for _, tc := range []struct{ name, role string }{{"nats-user-turn", schemas.RoleUser}, {"nats-agent-reply", schemas.RoleAgent}} {
 		m := docMessage(t, docExample(t, doc, tc.name))
 		d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
@@ -130,11 +130,11 @@ func TestIntegrationDocStatic(t *testing.T) {
 		if turn.Role != tc.role || turn.Turn != d.Meta.Turn {
 			t.Errorf("%s: role %q turn %d (extension %d)", tc.name, turn.Role, turn.Turn, d.Meta.Turn)
 		}
-		if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tc.role); m.Subject != want {
+		if want := streams.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tc.role); m.Subject != want {
 			t.Errorf("%s: subject %s, want %s", tc.name, m.Subject, want)
 		}
-		if want := schemas.TurnMsgID(d.Meta.Tenant, d.Meta.Conversation, d.Meta.Turn, tc.role); m.Header.Get(streams.HeaderMsgID) != want {
-			t.Errorf("%s: Nats-Msg-Id %q, want %q", tc.name, m.Header.Get(streams.HeaderMsgID), want)
+		if id := m.Header.Get(streams.HeaderMsgID); id != "" {
+			t.Errorf("%s: Nats-Msg-Id %q: the ingest ignores it, the guide must not ask for it", tc.name, id)
 		}
 	}
 
@@ -150,12 +150,11 @@ func TestIntegrationDocStatic(t *testing.T) {
 		if !strings.Contains(py, `"`+k+`": `) {
 			t.Errorf("Python snippet lacks header %s", k)
 		}
-		if !strings.Contains(py, `"`+k+`": "`+v+`"`) && !strings.Contains(py, `"`+k+`": `+pyVals[v]) && !strings.Contains(py, `"`+k+`": str(`+pyVals[v]+`)`) &&
-			!strings.Contains(py, `f"turn.{tenant}.{conv}.{turn}.user"`) {
+		if !strings.Contains(py, `"`+k+`": "`+v+`"`) && !strings.Contains(py, `"`+k+`": `+pyVals[v]) && !strings.Contains(py, `"`+k+`": str(`+pyVals[v]+`)`) {
 			t.Errorf("Python snippet sets %s to something else than %s", k, v)
 		}
 	}
-	if !strings.Contains(py, `f"rein.turns.{tenant}.{conv}.user"`) || !strings.Contains(cli, "nats req --nkey data/nats-keys/ingress-acme.nk "+user.Subject+" ") {
+	if !strings.Contains(py, `f"rein.ingest.{tenant}.{conv}.user"`) || !strings.Contains(cli, "nats req --nkey data/nats-keys/ingress-acme.nk "+user.Subject+" ") {
 		t.Error("a snippet publishes on another subject")
 	}
 	for _, body := range []string{py, cli} {

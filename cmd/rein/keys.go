@@ -19,8 +19,10 @@ file per identity, 0600). rein serve generates the stages' and admin's identitie
 start; each may only publish and subscribe to what its stage consumes and produces
 (streams/permissions.go).
 
-A platform that publishes turns straight to NATS gets an identity of its own, bound to one
-tenant: it may store only rein.turns.<tenant>.<conv>.<role> and ask the sidecar only for that tenant.
+A platform that sends turns over NATS gets an identity of its own, bound to one tenant: it may
+send only that tenant's user and agent turns to rein's ingest (rein.ingest.<tenant>.<conv>.user|agent,
+which stores them under ids rein derives) and ask the sidecar only for that tenant. It may publish
+into no stream itself.
 
   rein keys list --data-dir ./data
   rein keys add-tenant acme --data-dir ./data     then restart rein serve, and give the platform
@@ -61,7 +63,7 @@ tenant: it may store only rein.turns.<tenant>.<conv>.<role> and ask the sidecar 
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), seed)
-			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may store only rein.turns."+args[0]+".>")
+			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent")
 			return nil
 		},
 	})

@@ -14,7 +14,10 @@ const (
 	MStagePartitions    = "rein_stage_partitions"        // {stage} partitions this replica works
 	MStageTerminated    = "rein_stage_terminated_total"  // {stage,reason} dead letter refused, message terminated: too_large, refused
 	MPublished          = "rein_published_total"         // {stream}
-	MIngressRequests    = "rein_ingress_requests_total"  // {transport,outcome}
+	// MPublishIDConflicts counts messages JetStream took as duplicates of
+	// another subject's or another event's message (never stored).
+	MPublishIDConflicts = "rein_publish_id_conflicts_total" // {stream}
+	MIngressRequests    = "rein_ingress_requests_total"     // {transport,outcome}
 
 	// stream and consumer state (sampled from JetStream at scrape time)
 	MStreamMessages      = "rein_stream_messages"               // {stream}

@@ -60,9 +60,12 @@ type Config struct {
 	DashboardReveal bool
 	// IngressRate and IngressBurst bound each tenant's POST /v1/turns;
 	// MaxEventBytes is the largest accepted body.
-	IngressRate   float64
-	IngressBurst  int
-	MaxEventBytes int
+	IngressRate  float64
+	IngressBurst int
+	// IngressInFlight bounds each tenant's POST /v1/turns in flight (0:
+	// streams.DefaultTenantInFlight).
+	IngressInFlight int
+	MaxEventBytes   int
 	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
 	// ("": GOMEMLIMIT or none).
 	MemoryLimit string
@@ -125,6 +128,7 @@ type Process struct {
 // publishes on its own connection, so that one stage's traffic never
 // queues behind another's in a shared socket and server read loop.
 type link struct {
+	nc  *nats.Conn
 	js  jetstream.JetStream
 	pub *streams.Publisher
 }
@@ -173,7 +177,7 @@ func (rt *Process) stageLink(stage string) (link, error) {
 	if err != nil {
 		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
 	}
-	return link{js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
+	return link{nc: nc, js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
 }
 
 // Start brings up NATS, provisions the streams and opens the HTTP port;
@@ -288,11 +292,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	// POST /v1/turns writes REIN_TURNS.
 	rt.requireStreams(streams.StreamTurns)
 	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, streams.StreamNames))
-	// The HTTP ingress publishes under its own identity: turns only. With
-	// a keys directory without ingress.nk (a stage's pod, which holds only
-	// its own seed), this process takes no turns over HTTP.
+	// The HTTP ingress and the NATS ingest (rein.ingest.>, where tenants'
+	// identities send turns) publish under the ingress identity: turns
+	// only. With a keys directory without ingress.nk (a stage's pod, which
+	// holds only its own seed), this process takes no turns.
 	if !rt.seeds.Has(streams.IdentityIngress) {
-		log.Info("no ingress seed in the keys directory: POST /v1/turns is not served by this process", "dir", cfg.KeysDir)
+		log.Info("no ingress seed in the keys directory: POST /v1/turns and rein.ingest are not served by this process", "dir", cfg.KeysDir)
 	} else {
 		il, err := rt.stageLink(streams.StageIngress)
 		if err != nil {
@@ -301,8 +306,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		ingress := streams.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
 		ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
+		ingress.SetTenantInFlight(cfg.IngressInFlight)
 		ingress.SetTokens(cfg.Tokens)
 		rt.HTTP.Handle("POST /v1/turns", ingress)
+		stopIngest, err := ingress.ListenNATS(il.nc, 0)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		rt.closer = append(rt.closer, stopIngest)
 	}
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
 		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens)})

@@ -1,0 +1,224 @@
+package streams_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
+)
+
+// startIngest serves the NATS ingest under the ingress identity, as rein
+// serve does, on a server that knows the tenant identities of tenants.
+func startIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.Conn) {
+	t.Helper()
+	dir := t.TempDir()
+	seeds := map[string]string{}
+	for _, tn := range tenants {
+		seed, err := streams.AddTenantIngress(dir, tn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[tn] = seed
+	}
+	h := rtest.StartJetStream(t, dir)
+	inc, ijs := h.ConnectAs(t, streams.IdentityIngress, nil)
+	in := streams.NewIngress(streams.NewPublisher(ijs, nil), 4096, nil)
+	stop, err := in.ListenNATS(inc, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	conns := map[string]*nats.Conn{}
+	for tn, seed := range seeds {
+		nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed})
+		if err != nil {
+			t.Fatalf("connect as %s's ingress: %v", tn, err)
+		}
+		t.Cleanup(nc.Close)
+		conns[tn] = nc
+	}
+	return h, conns
+}
+
+// turnMsg is a binary-mode turn as a platform sends it, with the
+// Nats-Msg-Id it chooses.
+func turnMsg(t *testing.T, subject, tenant, conv string, turn int, role, text, msgID string) *nats.Msg {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeTurn, "platform-"+msgID, "/platform", schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn},
+		schemas.Turn{Role: role, Text: text, Turn: turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := streams.Encode(subject, &ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Header.Set(streams.HeaderMsgID, msgID)
+	return m
+}
+
+// denied tells whether nc's publish of m was refused for permissions.
+func denied(t *testing.T, nc *nats.Conn, m *nats.Msg) bool {
+	t.Helper()
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	err := nc.LastError()
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation")
+}
+
+// TestTenantCannotAimIdsAtAnotherTenant: issue 32's two attacks, under
+// tenant a's real identity and the real permission table. Tenant a
+// spells b's turn id (turn.b.c1.1.user) and b's agent-reply id
+// (turn.b.c1.1-agent); b's turn and the agent's reply to it are then
+// stored all the same. On the code before, a's publish on its own turn
+// subject with b's id was allowed, and b's turn (or reply) came back a
+// duplicate that was never stored.
+func TestTenantCannotAimIdsAtAnotherTenant(t *testing.T) {
+	h, conns := startIngest(t, "a", "b")
+	attacker, victim := conns["a"], conns["b"]
+	turnID := schemas.TurnMsgID("b", "c1", 1, schemas.RoleUser)
+	replyID := schemas.EventID("turn", "b", "c1", 1) + "-" + schemas.RoleAgent
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	// The direct way into REIN_TURNS is closed, on every role.
+	for _, c := range []struct{ role, id string }{{schemas.RoleUser, turnID}, {schemas.RoleAgent, replyID}} {
+		m := turnMsg(t, streams.TurnSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id)
+		if !denied(t, attacker, m) {
+			t.Errorf("tenant a published on %s with id %s: want a permissions violation", m.Subject, c.id)
+		}
+	}
+	// Through the ingest, the id a sets is not the one stored under.
+	ajs, _ := jetstream.New(attacker)
+	for i, c := range []struct{ role, id string }{{schemas.RoleUser, turnID}, {schemas.RoleAgent, replyID}} {
+		ack, err := ajs.PublishMsg(ctx, turnMsg(t, streams.IngestSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id))
+		if err != nil || ack.Duplicate || ack.Stream != streams.StreamTurns {
+			t.Fatalf("a's own turn %d through the ingest: %+v, %v", i, ack, err)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
+		t.Fatalf("REIN_TURNS holds %d turns after a's, want its 2", n)
+	}
+
+	// b's user turn: stored, not a duplicate.
+	bjs, _ := jetstream.New(victim)
+	ack, err := bjs.PublishMsg(ctx, turnMsg(t, streams.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello from b", "whatever"))
+	if err != nil || ack.Duplicate {
+		t.Fatalf("b's turn: %+v, %v — suppressed by a's id", ack, err)
+	}
+	// The agent worker's reply to it, under its own id: stored.
+	_, ajw := h.ConnectAs(t, streams.IdentityAgentWorker, nil)
+	reply, err := schemas.NewEvent(schemas.TypeTurn, replyID, schemas.Source, schemas.Meta{Tenant: "b", Conversation: "c1", Turn: 1},
+		schemas.Turn{Role: schemas.RoleAgent, Text: "hello b", Turn: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(ajw, nil).Publish(ctx, streams.StreamTurns, streams.TurnSubject("b", "c1", schemas.RoleAgent), &reply); err != nil {
+		t.Fatalf("the agent's reply to b: %v", err)
+	}
+	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{schemas.RoleUser, schemas.RoleAgent} {
+		if _, err := s.GetLastMsgForSubject(ctx, streams.TurnSubject("b", "c1", role)); err != nil {
+			t.Errorf("b's %s turn is not stored: %v", role, err)
+		}
+	}
+}
+
+// TestIngestAnswersLikeJetStream: a turn sent to the ingest is stored
+// once (the same turn again is a duplicate of the first), a different
+// turn under the number is a 409 (dead-lettered), a turn whose ids
+// disagree with the subject, or of a role other than user and agent, is
+// refused and dead-lettered; a tenant reaches only its own subjects.
+func TestIngestAnswersLikeJetStream(t *testing.T) {
+	h, conns := startIngest(t, "acme")
+	nc := conns["acme"]
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	subj := streams.IngestSubject("acme", "c1", schemas.RoleUser)
+	first, err := js.PublishMsg(ctx, turnMsg(t, subj, "acme", "c1", 1, schemas.RoleUser, "hello", "m1"))
+	if err != nil || first.Duplicate || first.Sequence == 0 {
+		t.Fatalf("first: %+v, %v", first, err)
+	}
+	again, err := js.PublishMsg(ctx, turnMsg(t, subj, "acme", "c1", 1, schemas.RoleUser, "hello", "m2"))
+	if err != nil || !again.Duplicate || again.Sequence != first.Sequence {
+		t.Fatalf("the same turn again: %+v, %v; want a duplicate of seq %d", again, err, first.Sequence)
+	}
+	refusals := []struct {
+		name string
+		msg  *nats.Msg
+		code int
+	}{
+		{"another text under the number", turnMsg(t, subj, "acme", "c1", 1, schemas.RoleUser, "something else", "m3"), 409},
+		{"conversation disagrees with the subject", turnMsg(t, subj, "acme", "c2", 1, schemas.RoleUser, "hi", "m4"), 400},
+		{"role disagrees with the subject", turnMsg(t, subj, "acme", "c1", 2, schemas.RoleAgent, "hi", "m5"), 400},
+		{"not a cloudevent", &nats.Msg{Subject: subj, Data: []byte("hello")}, 400},
+	}
+	for _, c := range refusals {
+		_, err := js.PublishMsg(ctx, c.msg)
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != c.code {
+			t.Errorf("%s: %v, want a JetStream API error with code %d", c.name, err, c.code)
+		}
+	}
+	// A role other than user and agent: the tenant may not send it; the
+	// ingest refuses it from anyone.
+	sys := turnMsg(t, streams.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m6")
+	if !denied(t, nc, sys) {
+		t.Error("acme sent a system turn: want a permissions violation")
+	}
+	sys = turnMsg(t, streams.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m7")
+	r, err := h.Conn.RequestMsg(sys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ack streams.IngestAck
+	if err := json.Unmarshal(r.Data, &ack); err != nil || ack.Error == nil || ack.Error.Code != 400 || !strings.Contains(ack.Error.Description, "system") {
+		t.Errorf("a system turn: %s, want a 400 naming the role", r.Data)
+	}
+	// Another tenant's subject, and the old turn subject.
+	for _, subject := range []string{streams.IngestSubject("globex", "c1", schemas.RoleUser), streams.TurnSubject("acme", "c9", schemas.RoleUser)} {
+		if !denied(t, nc, turnMsg(t, subject, "acme", "c9", 1, schemas.RoleUser, "hi", "m8")) {
+			t.Errorf("acme published on %s: want a permissions violation", subject)
+		}
+	}
+	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+		t.Errorf("REIN_TURNS holds %d turns, want 1", n)
+	}
+	// Each refusal the ingest saw is a dead letter with its reason.
+	rtest.CheckFor(t, 10*time.Second, "five dead letters", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 5 })
+	reasons := map[string]bool{}
+	if err := streams.ReadSubjectRaw(ctx, h.JS, streams.StreamDLQ, streams.DLQSubject(streams.StageIngress), 0, 0, func(r streams.Raw) error {
+		var dl schemas.DeadLetter
+		d, err := streams.Decode(r.Subject, r.Header, r.Data, 0)
+		if err == nil {
+			err = d.Payload(&dl)
+		}
+		if err != nil || dl.Reason == "" || dl.Stage != streams.StageIngress {
+			t.Errorf("dead letter %s: %v", r.Data, err)
+		}
+		reasons[strings.SplitN(dl.Reason, ":", 2)[0]] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reasons[streams.ReasonConflictingDuplicate] || !reasons[streams.ErrUndecodable.Error()] {
+		t.Errorf("dead-letter reasons %v", reasons)
+	}
+}
