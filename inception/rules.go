@@ -327,10 +327,12 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
 	// A model's evidence's bar, but for sentences: a span that names a tool
 	// or gives the agent orders leaves the slot generic.
+	// The span is checked as it will be planted (cleaned and capped).
+	ev = SanitizeEvidence(ev)
 	if bad := evidenceMisuse(ev, m.toolNames(in.Tools)); bad != "" {
 		ev, d.FailReason = "", bad+"; the evidence slot was left generic"
 	}
-	d.Evidence = SanitizeEvidence(ev)
+	d.Evidence = ev
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
 	if note := m.optionNote(in, name, text); note != "" {
 		d.Reasoning += " " + note
