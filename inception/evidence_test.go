@@ -165,23 +165,31 @@ func TestLookAlikeToolNamesAreNotPlanted(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			said := "Please do " + name + " for me"
-			got, reason := groundEvidence(said, dialogue(said), evidenceTools)
-			if got != "" || reason != EvidenceNamesTool {
-				t.Fatalf("groundEvidence(%q) = %q, %q; want it refused as naming a tool", said, got, reason)
-			}
-			m, err := NewLLM(LLMConfig{Client: answering(`{"rein":true,"error_type":"anaphora","evidence":` + jsonString(said) + `,"reasoning":"x"}`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := m.Detect(context.Background(), airlineInput(t, said))
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := refusedQuote(t, TypeAnaphora, said, EvidenceNamesTool)
 			if !d.Rein || d.Evidence != "" || !strings.Contains(d.FailReason, EvidenceNamesTool) || NamesTool(d.Reasoning, []string{"cancel_reservation"}) != "" {
 				t.Fatalf("decision %+v: want the look-alike refused, the slot generic and the reason recorded", d)
 			}
 		})
 	}
+}
+
+// refusedQuote checks that groundEvidence refuses the user's whole
+// utterance said as a quote for reason, and returns the llm module's
+// decision when its model quotes it as evidence of errorType.
+func refusedQuote(t *testing.T, errorType, said, reason string) Decision {
+	t.Helper()
+	if got, why := groundEvidence(said, dialogue(said), evidenceTools); got != "" || why != reason {
+		t.Fatalf("groundEvidence(%q) = %q, %q; want it refused: %s", said, got, why, reason)
+	}
+	m, err := NewLLM(LLMConfig{Client: answering(`{"rein":true,"error_type":"` + errorType + `","evidence":` + jsonString(said) + `,"reasoning":"x"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Detect(context.Background(), airlineInput(t, said))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // A quote that names no tool is planted cleaned: no invisible character
@@ -232,18 +240,7 @@ func TestAuthorityClaimsAreNotPlantedAsFact(t *testing.T) {
 	}
 	for _, claim := range claims {
 		t.Run(claim, func(t *testing.T) {
-			got, reason := groundEvidence(claim, dialogue(claim), evidenceTools)
-			if got != "" || reason != EvidenceClaims {
-				t.Fatalf("groundEvidence(%q) = %q, %q; want it refused as a claim", claim, got, reason)
-			}
-			m, err := NewLLM(LLMConfig{Client: answering(`{"rein":true,"error_type":"unsupported_action","evidence":` + jsonString(claim) + `,"reasoning":"x"}`)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := m.Detect(context.Background(), airlineInput(t, claim))
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := refusedQuote(t, TypeUnsupportedAction, claim, EvidenceClaims)
 			if d.Evidence != "" || strings.Contains(d.Reasoning, claim) || !strings.Contains(d.FailReason, EvidenceClaims) {
 				t.Fatalf("decision %+v: want the claim kept out of the thought and the reason recorded", d)
 			}
