@@ -73,6 +73,12 @@ func groundEvidence(evidence string, dialogue []Utterance, tools []string) (stri
 		return "", EvidenceNotQuoted
 	}
 	quote := hay[at : at+len(needle)]
+	// The quote as the model wrote it is checked too: NFKC, which the
+	// planted text gets, turns some look-alikes (the lunate sigma ϲ, a c)
+	// into letters the confusables data no longer ties to a tool.
+	if NamesTool(evidence, tools) != "" {
+		return "", EvidenceNamesTool
+	}
 	if reason := EvidenceProblem(quote, tools); reason != "" {
 		return "", reason
 	}

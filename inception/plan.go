@@ -1,6 +1,7 @@
 package inception
 
 import (
+	"cmp"
 	"regexp"
 	"strings"
 	"unicode"
@@ -116,7 +117,9 @@ func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRune
 			others = append(others, t)
 		}
 	}
-	if t := NamesTool(text, others); t != "" {
+	// The plan as the model wrote it is checked too (NFKC hides some
+	// look-alikes: see groundEvidence).
+	if t := cmp.Or(NamesTool(text, others), NamesTool(reasoning, others)); t != "" {
 		return "", "generated plan names another tool " + t
 	}
 	if ClaimsAuthority(text) {
