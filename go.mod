@@ -11,6 +11,7 @@ require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/goccy/go-yaml v1.19.2
 	github.com/mattn/go-shellwords v1.0.12
+	github.com/mtibben/confusables v0.0.0-20210201002637-9d1b0723b659
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.56.0
 	github.com/openai/openai-go/v3 v3.102.0

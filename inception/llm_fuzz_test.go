@@ -14,7 +14,7 @@ import (
 // is well formed: a type of the taxonomy with its category and recovery
 // tool; evidence empty or a quote of the user's last message; a reasoning
 // that, generated or not, names the type's recovery tool and no other tool
-// of the agent's, within the cap.
+// of the agent's in any look-alike form (NamesTool), within the cap.
 func FuzzLLMAnswer(f *testing.F) {
 	f.Add(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"Two bookings are listed; call ambiguity_report."}`, "Please cancel that one.")
 	f.Add(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`, "cancel ABC123")
@@ -60,7 +60,7 @@ func FuzzLLMAnswer(f *testing.F) {
 				t.Fatalf("%s: reasoning %q does not name %s, or is too long", plan, d.Reasoning, d.RecoveryTool)
 			}
 			for _, tool := range agentTools {
-				if containsWord(d.Reasoning, tool) {
+				if NamesTool(d.Reasoning, []string{tool}) != "" {
 					t.Fatalf("%s: reasoning %q names the agent's tool %s", plan, d.Reasoning, tool)
 				}
 			}

@@ -1,6 +1,7 @@
 package inception
 
 import (
+	"cmp"
 	"regexp"
 	"strings"
 	"unicode"
@@ -22,7 +23,8 @@ const (
 	DefaultMaxReasoningRunes = 800
 )
 
-// SanitizeEvidence makes a user quote safe for the evidence slot: control
+// SanitizeEvidence makes a user quote safe for the evidence slot: the text
+// is cleaned (CleanText: NFKC, invisible characters removed), control
 // characters and line breaks become spaces, runs of spaces collapse, double
 // quotes become single quotes, backslashes, braces and angle brackets are
 // dropped, and the result is capped at MaxEvidenceRunes (an ellipsis marks a
@@ -34,6 +36,7 @@ func SanitizeEvidence(s string) string { return sanitize(s, MaxEvidenceRunes) }
 func sanitizeUncapped(s string) string { return sanitize(s, -1) }
 
 func sanitize(s string, maxRunes int) string {
+	s = CleanText(s)
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -42,7 +45,7 @@ func sanitize(s string, maxRunes int) string {
 		switch {
 		case r == utf8.RuneError:
 			continue
-		case unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+		case unicode.IsSpace(r) || unicode.IsControl(r):
 			if !space && b.Len() > 0 {
 				if maxRunes >= 0 && n >= maxRunes {
 					return strings.TrimSpace(b.String()) + "…"
@@ -83,18 +86,21 @@ func RenderPlan(plan, evidence string) string {
 }
 
 // generatedCheck validates a model-written plan in PlanGenerated mode: not
-// empty, at most maxRunes, names the recovery tool, names no other tool
-// (agent tools or other recovery tools), holds no markup that could pose
-// as a tool call, and states no amount or identifier the dialogue does not
-// hold (a model told by a crafted message to "refund $5,000" cannot plant
-// it). It returns the cleaned text and "" or the reason it was refused.
+// empty, at most maxRunes, names the recovery tool as written, names no
+// other tool (agent tools or other recovery tools) in any look-alike form
+// (NamesTool), holds no markup that could pose as a tool call, repeats no
+// claim of authority or approval (ClaimsAuthority), and states no amount
+// or identifier the dialogue does not hold (a model told by a crafted
+// message to "refund $5,000" cannot plant it). It returns the cleaned text
+// (CleanText, control characters as spaces, runs of spaces collapsed) and
+// "" or the reason it was refused.
 func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int, dialogue string) (string, string) {
 	text := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if unicode.IsControl(r) {
 			return ' '
 		}
 		return r
-	}, reasoning)), " ")
+	}, CleanText(reasoning))), " ")
 	switch {
 	case text == "":
 		return "", "generated plan is empty"
@@ -105,10 +111,19 @@ func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRune
 	case strings.ContainsAny(text, "<>{}`"):
 		return "", "generated plan contains markup"
 	}
+	others := make([]string, 0, len(otherTools))
 	for _, t := range otherTools {
-		if t != recoveryTool && t != "think" && containsWord(text, t) {
-			return "", "generated plan names another tool " + t
+		if t != recoveryTool && t != "think" {
+			others = append(others, t)
 		}
+	}
+	// The plan as the model wrote it is checked too (NFKC hides some
+	// look-alikes: see groundEvidence).
+	if t := cmp.Or(NamesTool(text, others), NamesTool(reasoning, others)); t != "" {
+		return "", "generated plan names another tool " + t
+	}
+	if ClaimsAuthority(text) {
+		return "", "generated plan repeats a claim of authority or approval"
 	}
 	lower := strings.ToLower(dialogue)
 	for _, tok := range groundedToken.FindAllString(text, -1) {

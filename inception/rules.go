@@ -327,10 +327,17 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
 	// A model's evidence's bar, but for sentences: a span that names a tool
 	// or gives the agent orders leaves the slot generic.
-	if bad := evidenceMisuse(ev, m.toolNames(in.Tools)); bad != "" {
+	// The span is checked as the user wrote it and as it will be planted
+	// (cleaned and capped).
+	tools := m.toolNames(in.Tools)
+	bad := evidenceMisuse(ev, tools)
+	if ev = SanitizeEvidence(ev); bad == "" {
+		bad = evidenceMisuse(ev, tools)
+	}
+	if bad != "" {
 		ev, d.FailReason = "", bad+"; the evidence slot was left generic"
 	}
-	d.Evidence = SanitizeEvidence(ev)
+	d.Evidence = ev
 	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
 	if note := m.optionNote(in, name, text); note != "" {
 		d.Reasoning += " " + note

@@ -88,13 +88,26 @@ type Decoded struct {
 	// stream (0 otherwise).
 	Sequence uint64
 	// Stored is when the stream stored it, by the server's clock, for an
-	// event delivered by a consumer (zero otherwise).
+	// event delivered by a consumer or read from a stream (zero otherwise).
 	Stored time.Time
 	// Delivered is how many times the consumer has delivered it, this time
 	// included (0 when not read by a consumer): above 1, an earlier
 	// delivery was not acked — a worker that stopped mid-turn, an ack
 	// lost, or the ack wait passed — and some of its outputs may be stored.
 	Delivered uint64
+}
+
+// Time is when the event happened (EventTime of its time and Stored).
+func (d Decoded) Time() time.Time { return EventTime(d.Event.Time(), d.Stored) }
+
+// EventTime is the one rule for an event's time wherever rein shows or
+// serves it: the event's own CloudEvents time, or, for an event posted
+// without one, when the stream stored it (never 0001-01-01).
+func EventTime(event, stored time.Time) time.Time {
+	if event.IsZero() {
+		return stored
+	}
+	return event
 }
 
 // Payload unmarshals the event's data, which Decode has already checked

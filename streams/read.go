@@ -53,7 +53,7 @@ func ReadStream(ctx context.Context, js jetstream.JetStream, stream string, o Re
 		raw := Raw{Stream: stream, Subject: msg.Subject(), Sequence: md.Sequence.Stream, Time: md.Timestamp,
 			Header: msg.Headers(), Data: msg.Data()}
 		if d, err := Decode(msg.Subject(), msg.Headers(), msg.Data(), o.MaxBytes); err == nil {
-			d.Sequence = md.Sequence.Stream
+			d.Sequence, d.Stored = md.Sequence.Stream, md.Timestamp
 			raw.Decoded = &d
 		}
 		return fn(raw)

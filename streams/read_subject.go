@@ -22,7 +22,7 @@ const subjectPage = 256
 func ReadSubject(ctx context.Context, js jetstream.JetStream, stream, filter string, from, stop uint64, fn func(Raw) error) error {
 	return ReadSubjectRaw(ctx, js, stream, filter, from, stop, func(r Raw) error {
 		if d, err := Decode(r.Subject, r.Header, r.Data, 0); err == nil {
-			d.Sequence = r.Sequence
+			d.Sequence, d.Stored = r.Sequence, r.Time
 			r.Decoded = &d
 		}
 		return fn(r)

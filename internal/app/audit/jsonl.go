@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/reinception/rein/streams"
@@ -74,6 +75,11 @@ func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
 	}
 	if plainCT != "" {
 		attrs[attrContentType] = plainCT
+	}
+	if attrs[attrTime] == "" && !r.Stored.IsZero() {
+		// An event posted without a time gets the store time, as
+		// everywhere rein shows one (Record.Time).
+		attrs[attrTime] = r.Time().UTC().Format(time.RFC3339Nano)
 	}
 	ct := attrs[attrContentType]
 	if spec == "" {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -104,5 +105,22 @@ func BenchmarkAppendStructured(b *testing.B) {
 	var buf []byte
 	for b.Loop() {
 		buf, _ = AppendStructured(buf[:0], r)
+	}
+}
+
+// Issue 32, LOW: rein replay omitted the time of an event posted without
+// one while rein audit showed the store time; both now use the store time
+// (Record.Time, streams.EventTime), and an event's own time still wins.
+func TestReplayGivesAnUntimedEventTheStoreTime(t *testing.T) {
+	stored := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	hdr := nats.Header{"Ce-Specversion": {"1.0"}, "Ce-Id": {"x"}, "Ce-Source": {"s"}, "Ce-Type": {"t"}}
+	line, ok := AppendStructured(nil, &Record{Header: hdr, Data: []byte(`{}`), Stored: stored})
+	if !ok || !strings.Contains(string(line), `"time":"2026-03-04T05:06:07Z"`) {
+		t.Fatalf("replayed %s, want the store time", line)
+	}
+	hdr.Set("Ce-Time", "2020-01-02T03:04:05Z")
+	line, _ = AppendStructured(nil, &Record{Header: hdr, Data: []byte(`{}`), Stored: stored})
+	if !strings.Contains(string(line), `"time":"2020-01-02T03:04:05Z"`) || strings.Contains(string(line), "2026") {
+		t.Fatalf("replayed %s, want the event's own time", line)
 	}
 }

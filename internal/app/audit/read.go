@@ -47,6 +47,13 @@ func (r *Record) header(key string) string {
 	return ""
 }
 
+// Time is when the event happened: its ce-time, or when the server stored
+// it for an event without one (streams.EventTime).
+func (r *Record) Time() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, r.Attr("time"))
+	return streams.EventTime(t, r.Stored)
+}
+
 // Type is the CloudEvents type ("" when the message is not a binary-mode event).
 func (r *Record) Type() string { return r.Attr("type") }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/reinception/rein/schemas"
 )
@@ -71,11 +70,7 @@ func (t *TextWriter) Write(r *Record) error {
 	}
 	before := g.Len()
 	kind, text := Summarize(typ, data)
-	at := r.Stored
-	if t, err := time.Parse(time.RFC3339Nano, r.Attr("time")); err == nil {
-		at = t
-	}
-	when := at.UTC().Format(timeLayout)
+	when := r.Time().UTC().Format(timeLayout)
 	turn := r.Attr(schemas.ExtTurn)
 	if turn == "" {
 		turn = "-"

@@ -80,10 +80,7 @@ func Timeline(ctx context.Context, js jetstream.JetStream, tenant, conv string) 
 
 func entryOf(r *Record, rank int) Entry {
 	e := Entry{Stream: r.Stream, Sequence: r.Sequence, Subject: r.Subject, Type: r.Type(), ID: r.Attr("id"), rank: rank,
-		Time: r.Stored.UTC(), Data: json.RawMessage(r.Data)}
-	if t, err := time.Parse(time.RFC3339Nano, r.Attr("time")); err == nil {
-		e.Time = t.UTC()
-	}
+		Time: r.Time().UTC(), Data: json.RawMessage(r.Data)}
 	e.Turn, _ = strconv.Atoi(r.Attr(schemas.ExtTurn))
 	e.Kind, e.Text = Summarize(e.Type, r.Data)
 	if !json.Valid(r.Data) {

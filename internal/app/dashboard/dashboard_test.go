@@ -431,3 +431,34 @@ func TestMountsOnTelemetryServer(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32, LOW: a turn posted without `time` was shown and served as
+// 0001-01-01T00:00:00Z. The timeline and /api/conversations show when the
+// stream stored it (streams.EventTime), as rein audit does.
+func TestAnEventWithoutTimeShowsTheStoreTime(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	before := time.Now().Add(-time.Second)
+	ev, err := schemas.NewEvent(schemas.TypeTurn, "turn-untimed", "", schemas.Meta{Tenant: tenant, Conversation: "untimed", Turn: 1},
+		schemas.Turn{Role: schemas.RoleUser, Text: "hello", Turn: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.SetTime(time.Time{})
+	if _, err := f.pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, "untimed", schemas.RoleUser), &ev); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().Add(time.Second)
+	d, srv := f.serve(t, Config{})
+	c, err := d.Conversation(ctx, tenant, "untimed")
+	if err != nil || len(c.Events) != 1 {
+		t.Fatalf("conversation %+v, %v", c, err)
+	}
+	if at := c.Events[0].Time; at.Before(before) || at.After(after) {
+		t.Fatalf("event time %v, want the store time (between %v and %v)", at, before, after)
+	}
+	_, body := get(t, srv.URL+"/api/conversations/"+tenant+"/untimed")
+	if strings.Contains(body, "0001-01-01") {
+		t.Fatalf("API serves the zero time: %s", body)
+	}
+}

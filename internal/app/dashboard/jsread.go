@@ -111,6 +111,7 @@ func (t *outcomeTail) refresh(ctx context.Context, js jetstream.JetStream, n int
 		if err != nil {
 			continue // not a rein event; the stream's consumer dead-letters it
 		}
+		d.Stored = m.Time
 		if oc, ok := outcomeOf(&d); ok {
 			fresh = append(fresh, oc)
 		}
@@ -128,7 +129,7 @@ func (t *outcomeTail) refresh(ctx context.Context, js jetstream.JetStream, n int
 
 // outcomeOf turns an escalation or report event into an Outcome.
 func outcomeOf(d *streams.Decoded) (Outcome, bool) {
-	oc := Outcome{ID: d.Event.ID(), Time: d.Event.Time(), Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation,
+	oc := Outcome{ID: d.Event.ID(), Time: d.Time(), Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation,
 		Turn: d.Meta.Turn, URL: conversationURL(d.Meta.Tenant, d.Meta.Conversation)}
 	oc.TimeText = timeText(oc.Time)
 	switch d.Event.Type() {

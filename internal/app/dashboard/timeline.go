@@ -142,7 +142,7 @@ func sortEvents(evs []Event) {
 
 // eventOf turns a decoded event into a timeline entry.
 func eventOf(d *streams.Decoded) (Event, bool) {
-	e := Event{ID: d.Event.ID(), Time: d.Event.Time(), Turn: d.Meta.Turn, Sequence: d.Sequence}
+	e := Event{ID: d.Event.ID(), Time: d.Time(), Turn: d.Meta.Turn, Sequence: d.Sequence}
 	e.TimeText = timeText(e.Time)
 	add := func(name, value string) {
 		if value != "" {
