@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,24 +41,6 @@ func (b *blipModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"blip",
 "choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":%q}}],
 "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, blipReply)
-}
-
-// clock is a settable clock for Deps.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // turnOutcomes maps each turn of a conversation to the outcomes stored
@@ -119,7 +100,7 @@ func TestAModelBlipHandsConversationsToAHumanUntilReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clk := rtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	startWorker(t, h, agentworker.Config{QuietPeriod: time.Minute},
 		agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model, Now: clk.Now})
 	ctx := context.Background()
@@ -182,7 +163,7 @@ func TestAModelBlipHandsConversationsToAHumanUntilReleased(t *testing.T) {
 
 	// The quiet period passes: the next turn of "quiet" is the agent's
 	// again, and the release is recorded.
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	publishTask(t, h, "quiet", 5, "still there?", nil)
 	rtest.CheckFor(t, wait, "quiet: turn 5 answered by the agent", func() bool { return len(agentTurns(t, h, "quiet")) == 1 })
 	got := releases(t, h, "quiet")
@@ -227,13 +208,13 @@ func TestATransferIsNeverReleasedByTheQuietPeriod(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
 	model := scripted(t)
-	clk := &clock{now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	clk := rtest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	startWorker(t, h, agentworker.Config{QuietPeriod: time.Minute},
 		agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model, Now: clk.Now})
 	publishTask(t, h, "tr", 1, "I want seat selection", inception("unsupported_action", "transfer_to_human_agents"))
 	rtest.CheckFor(t, wait, "turn 1 transferred", func() bool { return len(agentTurns(t, h, "tr")) == 1 })
 	calls := len(model.requests())
-	clk.advance(24 * time.Hour)
+	clk.Advance(24 * time.Hour)
 	publishTask(t, h, "tr", 2, "hello?", nil)
 	rtest.CheckFor(t, wait, "turn 2 recorded", func() bool { return len(unanswered(t, h, "tr")) == 1 })
 	if u := unanswered(t, h, "tr")[0]; u.Reason != schemas.UnansweredHumanPath || u.EscalatedTurn != 1 || u.HandoffReason != schemas.ReasonTransfer {

@@ -136,20 +136,14 @@ func (s *Stage) ensureDesktops(ctx context.Context) error {
 func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	switch d.Event.Type() {
 	case schemas.TypeEscalation:
-		var e schemas.Escalation
-		if err := d.Payload(&e); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		e, err := deliverAs[schemas.Escalation](ctx, s, d)
+		if err != nil {
 			return err
 		}
 		s.metrics.ObserveEscalation(e.Reason, e.ErrorType)
 	case schemas.TypeReport:
-		var r schemas.Report
-		if err := d.Payload(&r); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		r, err := deliverAs[schemas.Report](ctx, s, d)
+		if err != nil {
 			return err
 		}
 		s.metrics.ObserveReport(r.ErrorType)
@@ -158,28 +152,30 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// human path of a conversation handed to a human): the platform
 		// hears of it like an escalation, the handoff desk of a human_path
 		// turn.
-		var u schemas.Unanswered
-		if err := d.Payload(&u); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		u, err := deliverAs[schemas.Unanswered](ctx, s, d)
+		if err != nil {
 			return err
 		}
 		s.metrics.ObserveUnanswered(u.Reason)
 	case schemas.TypeRelease:
 		// A conversation given back to the agent: the audit trail and the
 		// platform hear of it.
-		var r schemas.Release
-		if err := d.Payload(&r); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
-			return err
-		}
+		_, err := deliverAs[schemas.Release](ctx, s, d)
+		return err
 	default:
 		return streams.Permanent(fmt.Errorf("escalation: unexpected event type %q", d.Event.Type()))
 	}
 	return nil
+}
+
+// deliverAs decodes the event's payload as T (one that does not decode is
+// dead-lettered) and delivers the event to the sinks.
+func deliverAs[T any](ctx context.Context, s *Stage, d streams.Decoded) (T, error) {
+	var v T
+	if err := d.Payload(&v); err != nil {
+		return v, streams.Permanent(err)
+	}
+	return v, s.deliver(ctx, d)
 }
 
 // deliver hands the event to every sink that has not taken it yet. A final
