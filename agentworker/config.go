@@ -84,7 +84,28 @@ type Config struct {
 	// again. Default: half of REIN_TURNS' duplicate window, read from the
 	// stream when the stage starts.
 	RecheckAfter time.Duration
+	// QuietPeriod gives a conversation handed to a human because the agent
+	// could not answer (agent_unavailable: its model or tools failed past
+	// every retry) back to the agent: its first user turn once this long
+	// has passed since the handoff, and since the last agent_unavailable
+	// this worker recorded, is answered by the agent, and a
+	// dev.rein.release.v1 (reason quiet_period) records it. Default
+	// DefaultQuietPeriod; a negative value never releases automatically
+	// (an operator still can: rein handoff release). Handoffs the agent
+	// chose (transfer_to_human_agents) or max_steps are never released
+	// automatically.
+	QuietPeriod time.Duration
 }
+
+// DefaultQuietPeriod is Config.QuietPeriod's default: the escalation
+// sink's handoff deadline (escalation.DefaultHandoffDeadline), so that an
+// agent_unavailable handoff nobody claimed has timed out at the desk
+// before the agent takes the conversation back.
+const DefaultQuietPeriod = 5 * time.Minute
+
+// minQuietPeriod is the shortest QuietPeriod accepted: a shorter one is
+// no quiet period (more likely a unit mistake).
+const minQuietPeriod = time.Second
 
 // Persist modes (Config.Persist).
 const (
@@ -123,6 +144,9 @@ func (c *Config) defaults() {
 	if c.IdleTTL == 0 {
 		c.IdleTTL = 30 * time.Minute
 	}
+	if c.QuietPeriod == 0 {
+		c.QuietPeriod = DefaultQuietPeriod
+	}
 }
 
 // Validate checks the configuration after defaults are applied.
@@ -141,6 +165,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative model timeout or max tokens", ErrInvalidConfig)
 	case c.Workers < 0 || c.Workers > 4096:
 		return fmt.Errorf("%w: workers %d must be 0 (the default) to 4096", ErrInvalidConfig, c.Workers)
+	case c.QuietPeriod > 0 && c.QuietPeriod < minQuietPeriod:
+		return fmt.Errorf("%w: quiet period %s must be at least %s (or negative: never release automatically)", ErrInvalidConfig, c.QuietPeriod, minQuietPeriod)
 	case c.RecheckAfter < 0:
 		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.MaxConversations < 1 || c.IdleTTL < time.Second:
@@ -184,7 +210,8 @@ type Deps struct {
 	// Backend, when set, replaces the backend Config.Backend names.
 	Backend Backend
 	// Now is the clock that ages state snapshots against the bucket's
-	// max age (default time.Now).
+	// max age and times handoffs against Config.QuietPeriod (default
+	// time.Now).
 	Now func() time.Time
 	// TaskKey, when set, is the key rein's injector signs tasks with: a
 	// task without a valid signature is never run, but dead-lettered with

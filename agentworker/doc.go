@@ -30,7 +30,14 @@
 //     transfer_to_human_agents) on rein.escalations.<tenant>.<conv>, id
 //     escalation-<tenant>-<conv>-<turn>; the conversation then belongs to
 //     the human path: its later user turns never reach the model (State
-//     records them in HumanTurns);
+//     records them in HumanTurns), each ends with dev.rein.unanswered.v1
+//     reason human_path on rein.unanswered.<tenant>.<conv>, id
+//     unanswered.<tenant>.<conv>.<turn>, until the conversation is
+//     released (release.go): dev.rein.release.v1 on
+//     rein.releases.<tenant>.<conv>, id release.<tenant>.<conv>.<turn of
+//     the handoff>, stored by an operator (Release, `rein handoff
+//     release`) or by the stage itself for an agent_unavailable handoff
+//     past Config.QuietPeriod; the agent answers the next user turn;
 //   - reaching MaxSteps as an escalation with reason max_steps and the
 //     reply Config.MaxStepsReply;
 //   - ambiguity_report as dev.rein.report.v1 on rein.reports.<tenant>.<conv>,
@@ -88,10 +95,12 @@
 // conversations whose earlier turn is really undecided wait.
 //
 // Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
-// human_path), rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}
+// human_path, agent_unavailable, failed, superseded),
+// rein_agent_releases_total{reason} (operator, quiet_period),
+// rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}
 // (tool: a declared tool name or "_unknown"; outcome ok, error, failed).
 // The consume loop adds rein_stage_messages_total{stage="agentworker",...}.
 //
-// Exports: Config, HTTPConfig, Deps, New, (*Stage).Run, Backend,
+// Exports: Config, HTTPConfig, Deps, New, (*Stage).Run, Release, Backend,
 // Conversation, ToolCall, DomainBackend, HTTPBackend, State, RecoveryTools.
 package agentworker

@@ -22,4 +22,10 @@ var (
 	// ErrBadState is returned for a stored conversation state that cannot
 	// be decoded.
 	ErrBadState = errors.New("bad conversation state")
+	// ErrNotHandedOff is returned by Release for a conversation with no
+	// stored escalation: it was never handed to a human.
+	ErrNotHandedOff = errors.New("conversation was not handed to a human")
+	// ErrAlreadyReleased is returned by Release when the conversation's
+	// last handoff is released already.
+	ErrAlreadyReleased = errors.New("conversation already given back to the agent")
 )

@@ -61,16 +61,17 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	case st.Turn == turn:
 		// resume the turn in progress
 	case st.Status == StatusHuman:
-		// The conversation belongs to the human path: record the turn,
-		// never show it to the model.
-		st.Turn, st.TurnDone, st.Outcome, st.Reply, st.TurnStart = turn, true, OutcomeHuman, "", len(st.Messages)
-		st.HumanTurns++
-		st.remember(turn)
-		if err := s.save(ctx, meta, st); err != nil {
+		// The conversation belongs to the human path: the turn gets its
+		// human_path record and never reaches the model, unless the
+		// conversation was given back to the agent (release.go).
+		back, err := s.takeBack(ctx, meta, st)
+		if err != nil {
 			return err
 		}
-		s.m.turns.WithLabelValues(OutcomeHuman).Inc()
-		return nil
+		if !back {
+			return s.humanPath(ctx, meta, st, task)
+		}
+		s.begin(meta, st, task)
 	default:
 		// A turn the state does not know of. When the task is old, the
 		// state may have expired after the turn was answered, or after the
@@ -84,10 +85,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 				return nil
 			}
 		}
-		st.begin(turn, task)
-		if s.spec != nil {
-			st.spec = s.spec.take(streams.ConversationKey(meta.Tenant, meta.Conversation), st, task)
-		}
+		s.begin(meta, st, task)
 	}
 	start := time.Now()
 	if err := s.run(ctx, meta, st); err != nil {
@@ -99,6 +97,15 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
 	s.m.turnSecs.Observe(time.Since(start).Seconds())
 	return nil
+}
+
+// begin starts the turn the agent is to answer, with the speculative
+// first answer when there is one.
+func (s *Stage) begin(meta schemas.Meta, st *State, task schemas.Task) {
+	st.begin(meta.Turn, task)
+	if s.spec != nil {
+		st.spec = s.spec.take(streams.ConversationKey(meta.Tenant, meta.Conversation), st, task)
+	}
 }
 
 // republish handles a finished turn delivered again. When every output of
@@ -222,7 +229,7 @@ func (s *Stage) run(ctx context.Context, meta schemas.Meta, st *State) error {
 		}
 		if st.ModelCalls >= s.cfg.MaxSteps {
 			s.finish(st, OutcomeMaxSteps, s.cfg.MaxStepsReply)
-			st.Status, st.EscalatedTurn = StatusHuman, st.Turn
+			st.handOff(schemas.ReasonMaxSteps, s.now())
 			break
 		}
 		resp, err := s.firstOrChat(ctx, st)
@@ -364,7 +371,7 @@ func (s *Stage) callTool(ctx context.Context, meta schemas.Meta, st *State, c ll
 		return ReportAck, nil
 	case c.Name == schemas.ToolTransfer:
 		s.m.toolCall(c.Name, ToolOK)
-		st.Status, st.EscalatedTurn = StatusHuman, st.Turn
+		st.handOff(schemas.ReasonTransfer, s.now())
 		return TransferSuccess, nil
 	case !s.declared[c.Name]:
 		s.m.toolCall(c.Name, ToolError)

@@ -244,6 +244,9 @@ func TestConfigValidate(t *testing.T) {
 		{"workers", agentworker.Config{Workers: 10000}, false},
 		{"persist per turn", agentworker.Config{Persist: agentworker.PersistTurn}, true},
 		{"unknown persist mode", agentworker.Config{Persist: "never"}, false},
+		{"quiet period", agentworker.Config{QuietPeriod: time.Minute}, true},
+		{"no automatic release", agentworker.Config{QuietPeriod: -1}, true},
+		{"sub-second quiet period", agentworker.Config{QuietPeriod: time.Millisecond}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,7 @@ type metrics struct {
 	turnSecs   prometheus.Observer
 	toolCalls  *prometheus.CounterVec
 	unverified prometheus.Counter
+	releases   *prometheus.CounterVec
 	declared   map[string]bool
 }
 
@@ -34,6 +35,8 @@ func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
 			"Tool calls by tool and outcome (ok, error, failed).", "tool", "outcome"),
 		unverified: telemetry.NewCounterVec(reg, telemetry.MAgentUnverifiedTasks,
 			"Tasks refused because their signature is missing or wrong (dead-lettered unverified_task).").WithLabelValues(),
+		releases: telemetry.NewCounterVec(reg, telemetry.MAgentReleases,
+			"Conversations handed to a human given back to the agent, by reason (operator, quiet_period).", "reason"),
 		declared: tools,
 	}
 }

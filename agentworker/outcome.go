@@ -60,7 +60,8 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 	}
 	st.TurnDone, st.Outcome, st.Reply = true, outcome, clip(cause.Error(), 1000)
 	if outcome == OutcomeUnavailable {
-		st.Status, st.EscalatedTurn = StatusHuman, turn
+		st.handOff(schemas.ReasonAgentUnavailable, s.now())
+		s.lastUnavailable.Store(s.now().UnixNano())
 	}
 	st.remember(turn)
 	if err := s.save(ctx, meta, st); err != nil {

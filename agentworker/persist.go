@@ -32,7 +32,7 @@ type record struct {
 	at       time.Time // when it was stored (not part of the JSON)
 	progress           // the conversation as of this record
 	// Messages are the turn's part of the internal context, its user
-	// message first (none for a turn on the human path); in a snapshot,
+	// message first (on the human path, that message alone); in a snapshot,
 	// the whole context, the turn's part starting at TurnStart.
 	Messages  []llm.Message `json:"messages"`
 	Snapshot  bool          `json:"snapshot,omitempty"`

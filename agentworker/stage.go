@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,9 @@ type Stage struct {
 	outputs map[string]jetstream.Stream
 	recheck time.Duration // Config.RecheckAfter or half the turns' duplicate window
 	spec    *speculator   // Config.Speculate
+	// lastUnavailable is when (unix ns) this worker last handed a turn to
+	// a human agent_unavailable (Config.QuietPeriod).
+	lastUnavailable atomic.Int64
 }
 
 // New builds the agent-worker stage: it reads the system prompt, opens the

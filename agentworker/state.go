@@ -77,10 +77,14 @@ type progress struct {
 	// Outcome and Reply once the turn is done.
 	Outcome string `json:"outcome,omitempty"`
 	Reply   string `json:"reply,omitempty"`
-	// EscalatedTurn is the turn that handed the conversation to a human;
-	// HumanTurns counts later user turns that did not reach the model.
-	EscalatedTurn int `json:"escalated_turn,omitempty"`
-	HumanTurns    int `json:"human_turns,omitempty"`
+	// EscalatedTurn is the turn that handed the conversation to a human,
+	// HandoffReason that escalation's reason and HandoffAt when it was
+	// decided; HumanTurns counts later user turns that did not reach the
+	// model.
+	EscalatedTurn int       `json:"escalated_turn,omitempty"`
+	HandoffReason string    `json:"handoff_reason,omitempty"`
+	HandoffAt     time.Time `json:"handoff_at,omitzero"`
+	HumanTurns    int       `json:"human_turns,omitempty"`
 	// Recent are the last finished turns (at most recentTurns), newest
 	// last.
 	Recent []int `json:"recent,omitempty"`
@@ -97,6 +101,17 @@ func (p *progress) remember(turn int) {
 	if len(p.Recent) > recentTurns {
 		p.Recent = append(p.Recent[:0], p.Recent[len(p.Recent)-recentTurns:]...)
 	}
+}
+
+// handOff gives the conversation to a human at its current turn, for
+// reason (an escalation reason).
+func (p *progress) handOff(reason string, at time.Time) {
+	p.Status, p.EscalatedTurn, p.HandoffReason, p.HandoffAt = StatusHuman, p.Turn, reason, at
+}
+
+// giveBack returns the conversation to the agent.
+func (p *progress) giveBack() {
+	p.Status, p.HandoffReason, p.HandoffAt = StatusActive, "", time.Time{}
 }
 
 // finished tells whether turn is known to have its outcome.

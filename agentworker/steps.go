@@ -26,7 +26,11 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	t, c, turn := m.Tenant, m.Conversation, s.Turn
 	callSteps = map[string]int{}
 	if s.Outcome == OutcomeHuman {
-		return nil, callSteps // a human-path turn: the agent produced nothing
+		// A human-path turn: the agent produced nothing; the record says
+		// whose turn it is.
+		return []output{{streams.StreamOutcomes, streams.UnansweredSubject(t, c), schemas.TypeUnanswered,
+			schemas.EventID("unanswered", t, c, turn),
+			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredHumanPath, EscalatedTurn: s.EscalatedTurn, HandoffReason: s.HandoffReason}}}, callSteps
 	}
 	results := map[string]llm.Message{}
 	turnMsgs := s.Messages[min(s.TurnStart+1, len(s.Messages)):]

@@ -1,11 +1,14 @@
 // Package escalation is rein's last stage: it delivers the agent's
 // escalations (dev.rein.escalation.v1), ambiguity reports
-// (dev.rein.report.v1) and the records of turns the agent did not answer
-// (dev.rein.unanswered.v1) to every sink instance configured in rein.yaml.
+// (dev.rein.report.v1), the records of turns the agent did not answer
+// (dev.rein.unanswered.v1) and the releases of conversations handed to a
+// human (dev.rein.release.v1) to every sink instance configured in
+// rein.yaml.
 //
 // Consumes: REIN_OUTCOMES, rein.escalations.<tenant>.<conv>,
-// rein.reports.<tenant>.<conv> and rein.unanswered.<tenant>.<conv>, durable
-// "escalation" (Stage.ConsumerConfig).
+// rein.reports.<tenant>.<conv>, rein.unanswered.<tenant>.<conv> and
+// rein.releases.<tenant>.<conv>, durable "escalation"
+// (Stage.ConsumerConfig).
 // Produces: handoff items on REIN_HANDOFF rein.handoff.items.<tenant>.<conv>
 // and dev.rein.handoff.timeout.v1 on rein.handoff.timeout.<tenant>.<conv>
 // (both through streams.Publisher); dead letters on rein.dlq.escalation
@@ -37,7 +40,8 @@
 //     line cut off on reopen (ReadAuditFiles, RepairAuditFile).
 //   - handoff (HandoffConfig, NewHandoff; at most one): work items on the
 //     work-queue stream REIN_HANDOFF holding the transcript so far, the
-//     detected error type, the planted plan and the summary; desktops take
+//     detected error type, the planted plan and the summary (and one per
+//     human_path record: the user wrote again after the handoff); desktops take
 //     them with Claim. An item unclaimed at its deadline is removed and
 //     dev.rein.handoff.timeout.v1 is published on
 //     rein.handoff.timeout.<tenant>.<conv>. EnsureHandoffStream provisions
@@ -48,6 +52,7 @@
 //
 // Metrics (NewMetrics, injected registerer): rein_escalations_total{reason,
 // error_type}, rein_reports_total{error_type},
+// rein_unanswered_total{reason} (superseded, failed, human_path),
 // rein_sink_deliveries_total{sink,kind,outcome} (sink: the instance name;
 // kind: webhook, jsonl or handoff; outcome: delivered, retry, failed,
 // skipped), rein_sink_delivery_seconds{sink,kind},

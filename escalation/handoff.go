@@ -1,6 +1,7 @@
 package escalation
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,7 +44,7 @@ type HandoffItem struct {
 	Conversation string           `json:"conversation"`
 	Turn         int              `json:"turn"`
 	ErrorType    string           `json:"error_type,omitempty"` // detected error type
-	Reason       string           `json:"reason"`               // why the agent escalated
+	Reason       string           `json:"reason"`               // why the agent escalated; human_path: the user wrote again after the handoff
 	Summary      string           `json:"summary"`              // the agent's summary
 	Plan         string           `json:"plan,omitempty"`       // the planted recovery reasoning
 	DetectionID  string           `json:"detection_id,omitempty"`
@@ -174,55 +175,42 @@ func (h *Handoff) Close() error {
 	return nil
 }
 
-// Deliver turns an escalation into a handoff item with the transcript so
-// far and publishes it (Nats-Msg-Id "handoff-<event id>", so redelivery
-// makes no second item). Other event types are skipped. A malformed
-// escalation is final (ErrDeliveryFailed); a transcript or publish failure
-// is transient.
+// Deliver turns an escalation, or the human_path record of a later user
+// turn of a conversation handed to a human, into a handoff item with the
+// transcript so far and publishes it (Nats-Msg-Id "handoff-<event id>", so
+// redelivery makes no second item). Other events are skipped. A malformed
+// event is final (ErrDeliveryFailed); a transcript or publish failure is
+// transient.
 func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	start := time.Now()
 	defer func() { h.m.observe(h.Name(), KindHandoff, time.Since(start)) }()
-	if ev.Type() != schemas.TypeEscalation {
+	item, ok, err := handoffOf(ev)
+	switch {
+	case err != nil:
+		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
+		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
+	case !ok:
 		h.m.delivery(h.Name(), KindHandoff, OutcomeSkipped)
 		return nil
 	}
-	meta, err := schemas.MetaOf(&ev)
-	if err != nil {
-		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
-		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
-	}
-	var esc schemas.Escalation
-	if err := schemas.Decode(&ev, &esc); err != nil {
-		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
-		return fmt.Errorf("%w: handoff: event %s: %w", ErrDeliveryFailed, ev.ID(), err)
-	}
 	var lines []TranscriptLine
 	if h.cfg.Transcript != nil {
-		if lines, err = h.cfg.Transcript(ctx, meta.Tenant, meta.Conversation); err != nil {
+		if lines, err = h.cfg.Transcript(ctx, item.Tenant, item.Conversation); err != nil {
 			h.m.delivery(h.Name(), KindHandoff, OutcomeRetry)
-			return fmt.Errorf("handoff: transcript of %s/%s: %w", meta.Tenant, meta.Conversation, err)
+			return fmt.Errorf("handoff: transcript of %s/%s: %w", item.Tenant, item.Conversation, err)
 		}
 	}
 	if lines == nil {
 		lines = []TranscriptLine{}
 	}
 	now := h.cfg.Now().UTC()
-	turn := esc.Turn
-	if turn == 0 {
-		turn = meta.Turn
-	}
-	item := HandoffItem{
-		ID: ev.ID(), Tenant: meta.Tenant, Conversation: meta.Conversation, Turn: turn,
-		ErrorType: esc.ErrorType, Reason: esc.Reason, Summary: esc.Summary, Plan: esc.Thought,
-		DetectionID: esc.DetectionID, Traceparent: meta.Traceparent, Transcript: lines,
-		CreatedAt: now, Deadline: now.Add(h.cfg.Deadline),
-	}
+	item.Transcript, item.CreatedAt, item.Deadline = lines, now, now.Add(h.cfg.Deadline)
 	body, err := json.Marshal(item)
 	if err != nil {
 		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
-	msg := &nats.Msg{Subject: streams.HandoffSubject(meta.Tenant, meta.Conversation), Data: body,
+	msg := &nats.Msg{Subject: streams.HandoffSubject(item.Tenant, item.Conversation), Data: body,
 		Header: nats.Header{streams.HeaderMsgID: {"handoff-" + ev.ID()}}}
 	_, err = h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg)
 	if err != nil {
@@ -231,6 +219,41 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 	}
 	h.m.delivery(h.Name(), KindHandoff, OutcomeDelivered)
 	return nil
+}
+
+// handoffOf is the item an event makes, without transcript and times: an
+// escalation's, or a human_path record's (reason human_path, a summary
+// naming the handoff it follows). ok is false for any other event.
+func handoffOf(ev cloudevents.Event) (item HandoffItem, ok bool, err error) {
+	var esc schemas.Escalation
+	var u schemas.Unanswered
+	switch ev.Type() {
+	case schemas.TypeEscalation:
+		err = schemas.Decode(&ev, &esc)
+	case schemas.TypeUnanswered:
+		if err = schemas.Decode(&ev, &u); err == nil && u.Reason != schemas.UnansweredHumanPath {
+			return item, false, nil
+		}
+	default:
+		return item, false, nil
+	}
+	if err != nil {
+		return item, false, err
+	}
+	meta, err := schemas.MetaOf(&ev)
+	if err != nil {
+		return item, false, err
+	}
+	item = HandoffItem{ID: ev.ID(), Tenant: meta.Tenant, Conversation: meta.Conversation, Traceparent: meta.Traceparent}
+	if ev.Type() == schemas.TypeEscalation {
+		item.Turn, item.ErrorType, item.Reason, item.Summary = cmp.Or(esc.Turn, meta.Turn), esc.ErrorType, esc.Reason, esc.Summary
+		item.Plan, item.DetectionID = esc.Thought, esc.DetectionID
+		return item, true, nil
+	}
+	item.Turn, item.Reason = cmp.Or(u.Turn, meta.Turn), u.Reason
+	item.Summary = fmt.Sprintf("The user wrote again (turn %d) in a conversation handed to a human at turn %d (%s); the agent does not answer it.",
+		item.Turn, u.EscalatedTurn, cmp.Or(u.HandoffReason, "unknown reason"))
+	return item, true, nil
 }
 
 func (h *Handoff) sweepLoop(ctx context.Context) {

@@ -17,26 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func transcriptOf(_ context.Context, tenant, conv string) ([]TranscriptLine, error) {
 	return []TranscriptLine{
@@ -117,7 +101,7 @@ func timeoutEvents(t *testing.T, js jetstream.JetStream) []schemas.HandoffTimeou
 }
 
 func TestHandoffClaim(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	clock := rtest.NewClock(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC))
 	js, h, m := setupHandoff(t, HandoffConfig{Deadline: 10 * time.Minute, NoSweeper: true, Transcript: transcriptOf, Now: clock.Now})
 	ev := escalationEvent(t, "acme", "conv-7", 3)
 	for range 2 { // a redelivered escalation makes no second item
@@ -171,7 +155,7 @@ func TestHandoffClaim(t *testing.T) {
 }
 
 func TestHandoffTimeout(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	clock := rtest.NewClock(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC))
 	var (
 		mu       sync.Mutex
 		notified []cloudevents.Event
@@ -252,7 +236,7 @@ func TestHandoffBackgroundSweep(t *testing.T) {
 // Desktops claiming while the sweep times items out: every item ends
 // exactly one way.
 func TestHandoffClaimRacesTimeout(t *testing.T) {
-	clock := &fakeClock{t: time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)}
+	clock := rtest.NewClock(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC))
 	js, h, _ := setupHandoff(t, HandoffConfig{Deadline: time.Minute, NoSweeper: true, Now: clock.Now})
 	const n = 40
 	all := map[string]bool{}
@@ -395,7 +379,7 @@ func TestHandoffPublishesThroughPublisher(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	clock := rtest.NewClock(time.Unix(1_700_000_000, 0))
 	h, err := NewHandoff(js, HandoffConfig{Publisher: streams.NewPublisher(js, reg), Deadline: time.Minute, NoSweeper: true, Now: clock.Now}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

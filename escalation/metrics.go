@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/schemas"
 )
 
 // Metrics are the escalation stage's and its sinks' Prometheus collectors.
@@ -17,6 +18,7 @@ type Metrics struct {
 	SinkDeliveries  *prometheus.CounterVec   // rein_sink_deliveries_total{sink,kind,outcome}
 	SinkSeconds     *prometheus.HistogramVec // rein_sink_delivery_seconds{sink,kind}
 	HandoffTimeouts prometheus.Counter       // rein_handoff_timeouts_total
+	Unanswered      *prometheus.CounterVec   // rein_unanswered_total{reason}
 }
 
 // NoErrorType is the error_type label value of events that carry none.
@@ -40,6 +42,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: telemetry.MHandoffTimeouts,
 			Help: "Handoff items nobody claimed before their deadline (each emitted dev.rein.handoff.timeout.v1).",
 		})),
+		Unanswered: telemetry.NewCounterVec(reg, telemetry.MUnanswered,
+			"User turns the agent did not answer, delivered by the escalation stage, by reason (superseded, failed, human_path).", "reason"),
 	}
 }
 
@@ -51,6 +55,17 @@ func (m *Metrics) ObserveEscalation(reason, errorType string) {
 // ObserveReport counts one ambiguity report.
 func (m *Metrics) ObserveReport(errorType string) {
 	m.Reports.WithLabelValues(orNone(errorType)).Inc()
+}
+
+// ObserveUnanswered counts one unanswered record. The reason is one of the
+// schema's (the payload was validated); anything else counts as "other".
+func (m *Metrics) ObserveUnanswered(reason string) {
+	switch reason {
+	case schemas.UnansweredSuperseded, schemas.UnansweredFailed, schemas.UnansweredHumanPath:
+	default:
+		reason = "other"
+	}
+	m.Unanswered.WithLabelValues(reason).Inc()
 }
 
 // delivery counts one outcome of the sink instance name of the given kind.

@@ -48,7 +48,8 @@ type Deps struct {
 	streams.StageDeps
 }
 
-// Stage consumes escalations and reports from REIN_OUTCOMES and delivers
+// Stage consumes escalations, reports, unanswered records and releases
+// from REIN_OUTCOMES and delivers
 // each to every configured sink. A sink that already took an event is not
 // given it again when another sink's failure makes the event retry.
 type Stage struct {
@@ -88,7 +89,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
-		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll}, MaxInFlight: s.cfg.Workers,
+		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
 		PinTTL:  s.cfg.PinTTL,
 	}
@@ -135,37 +136,46 @@ func (s *Stage) ensureDesktops(ctx context.Context) error {
 func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	switch d.Event.Type() {
 	case schemas.TypeEscalation:
-		var e schemas.Escalation
-		if err := d.Payload(&e); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		e, err := deliverAs[schemas.Escalation](ctx, s, d)
+		if err != nil {
 			return err
 		}
 		s.metrics.ObserveEscalation(e.Reason, e.ErrorType)
 	case schemas.TypeReport:
-		var r schemas.Report
-		if err := d.Payload(&r); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		r, err := deliverAs[schemas.Report](ctx, s, d)
+		if err != nil {
 			return err
 		}
 		s.metrics.ObserveReport(r.ErrorType)
 	case schemas.TypeUnanswered:
-		// A turn the agent did not answer (failed, superseded): the
-		// platform hears of it like an escalation.
-		var u schemas.Unanswered
-		if err := d.Payload(&u); err != nil {
-			return streams.Permanent(err)
-		}
-		if err := s.deliver(ctx, d); err != nil {
+		// A turn the agent did not answer (failed, superseded, or on the
+		// human path of a conversation handed to a human): the platform
+		// hears of it like an escalation, the handoff desk of a human_path
+		// turn.
+		u, err := deliverAs[schemas.Unanswered](ctx, s, d)
+		if err != nil {
 			return err
 		}
+		s.metrics.ObserveUnanswered(u.Reason)
+	case schemas.TypeRelease:
+		// A conversation given back to the agent: the audit trail and the
+		// platform hear of it.
+		_, err := deliverAs[schemas.Release](ctx, s, d)
+		return err
 	default:
 		return streams.Permanent(fmt.Errorf("escalation: unexpected event type %q", d.Event.Type()))
 	}
 	return nil
+}
+
+// deliverAs decodes the event's payload as T (one that does not decode is
+// dead-lettered) and delivers the event to the sinks.
+func deliverAs[T any](ctx context.Context, s *Stage, d streams.Decoded) (T, error) {
+	var v T
+	if err := d.Payload(&v); err != nil {
+		return v, streams.Permanent(err)
+	}
+	return v, s.deliver(ctx, d)
 }
 
 // deliver hands the event to every sink that has not taken it yet. A final

@@ -116,15 +116,33 @@ type HandoffTimeout struct {
 
 // Unanswered is the data of dev.rein.unanswered.v1: the explicit outcome of
 // a user turn that gets no agent reply, and why (UnansweredSuperseded,
-// UnansweredFailed). With a reply, an escalation or a report, it is one of
-// the outcomes that every user turn ends with exactly once.
+// UnansweredFailed, UnansweredHumanPath). With a reply, an escalation or a
+// report, it is one of the outcomes that every user turn ends with exactly
+// once.
 type Unanswered struct {
 	Turn   int    `json:"turn" jsonschema:"required,minimum=1,maximum=9007199254740991"`
-	Reason string `json:"reason" jsonschema:"required,enum=superseded,enum=failed"`
+	Reason string `json:"reason" jsonschema:"required,enum=superseded,enum=failed,enum=human_path"`
 	// SupersededBy is the later turn that ran first (reason superseded).
 	SupersededBy int `json:"superseded_by,omitempty" jsonschema:"minimum=1,maximum=9007199254740991"`
 	// Detail says what failed (reason failed), secrets redacted.
 	Detail string `json:"detail,omitempty" jsonschema:"maxLength=4096"`
+	// EscalatedTurn is the turn that handed the conversation to a human
+	// (reason human_path), and HandoffReason that escalation's reason.
+	EscalatedTurn int    `json:"escalated_turn,omitempty" jsonschema:"minimum=1,maximum=9007199254740991"`
+	HandoffReason string `json:"handoff_reason,omitempty" jsonschema:"maxLength=128"`
+}
+
+// Release is the data of dev.rein.release.v1, stored on
+// rein.releases.<tenant>.<conv> with id release.<tenant>.<conv>.<turn>: the
+// conversation handed to a human at Turn (its escalation's turn) is given
+// back to the agent, whose worker answers its next user turn. One release
+// per handoff; the record is what an auditor sees of it.
+type Release struct {
+	Turn          int    `json:"turn" jsonschema:"required,minimum=1,maximum=9007199254740991"`
+	Reason        string `json:"reason" jsonschema:"required,enum=operator,enum=quiet_period"`
+	HandoffReason string `json:"handoff_reason,omitempty" jsonschema:"maxLength=128"`
+	// By names who released it: the operator's --by, or "agentworker".
+	By string `json:"by,omitempty" jsonschema:"maxLength=128"`
 }
 
 // Redrive is the data of dev.rein.redrive.v1, stored on rein.dlq.redriven:

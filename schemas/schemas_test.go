@@ -30,6 +30,7 @@ var samples = map[string]any{
 	schemas.TypeHandoffTimeout: schemas.HandoffTimeout{Turn: 1, EscalationID: "escalation.acme.c1.1", Deadline: "2026-12-02T15:00:00Z"},
 	schemas.TypeUnanswered:     schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredSuperseded, SupersededBy: 3},
 	schemas.TypeRedrive:        schemas.Redrive{DLQSequence: 7, Subject: "rein.escalations.acme.c1", Stream: "REIN_OUTCOMES", NewSequence: 42},
+	schemas.TypeRelease:        schemas.Release{Turn: 1, Reason: schemas.ReleaseOperator, HandoffReason: schemas.ReasonAgentUnavailable, By: "ops"},
 }
 
 func TestEverySchemaAcceptsItsSampleAndGolden(t *testing.T) {

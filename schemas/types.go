@@ -12,6 +12,7 @@ const (
 	TypeHandoffTimeout = "dev.rein.handoff.timeout.v1"
 	TypeUnanswered     = "dev.rein.unanswered.v1"
 	TypeRedrive        = "dev.rein.redrive.v1"
+	TypeRelease        = "dev.rein.release.v1"
 )
 
 // Reasons a user turn ends with no agent reply (dev.rein.unanswered.v1).
@@ -23,6 +24,21 @@ const (
 	// UnansweredFailed: the turn failed for good (its task is in the
 	// dead-letter stream, with the cause).
 	UnansweredFailed = "failed"
+	// UnansweredHumanPath: the conversation was handed to a human (at
+	// Unanswered.EscalatedTurn) and not given back: the agent does not
+	// answer its later turns, each of which gets this record, so a
+	// platform and the handoff desk see every turn the human has to answer.
+	UnansweredHumanPath = "human_path"
+)
+
+// Reasons a conversation handed to a human is given back to the agent
+// (dev.rein.release.v1).
+const (
+	// ReleaseOperator: an operator released it (rein handoff release).
+	ReleaseOperator = "operator"
+	// ReleaseQuietPeriod: it was handed over agent_unavailable and the
+	// agent worker's quiet period passed with no such failure.
+	ReleaseQuietPeriod = "quiet_period"
 )
 
 // CloudEvents extension attribute names carried by every rein event.
@@ -67,7 +83,7 @@ const (
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
-	TypeUnanswered, TypeRedrive,
+	TypeUnanswered, TypeRedrive, TypeRelease,
 }
 
 // Plain JSON documents (not CloudEvents) with a JSON Schema of their own.

@@ -39,6 +39,7 @@ const (
 	subjEscalations = "rein.escalations"
 	subjReports     = "rein.reports"
 	subjUnanswered  = "rein.unanswered"
+	subjReleases    = "rein.releases"
 	subjDLQ         = "rein.dlq"
 	subjHandoff     = "rein.handoff"
 	subjHandoffTO   = "rein.handoff.timeout"
@@ -65,6 +66,7 @@ const (
 	EscalationsAll = subjEscalations + ".>"
 	ReportsAll     = subjReports + ".>"
 	UnansweredAll  = subjUnanswered + ".>"
+	ReleasesAll    = subjReleases + ".>"
 	DLQAll         = subjDLQ + ".>"
 	HandoffItems   = subjHandoff + ".items.>"
 	HandoffTimeout = subjHandoffTO + ".>"
@@ -131,6 +133,12 @@ func UnansweredSubject(tenant, conv string) string {
 	return subjUnanswered + "." + tenant + "." + conv
 }
 
+// ReleaseSubject is rein.releases.<tenant>.<conv>: a conversation handed
+// to a human given back to the agent (dev.rein.release.v1).
+func ReleaseSubject(tenant, conv string) string {
+	return subjReleases + "." + tenant + "." + conv
+}
+
 // DLQSubject is rein.dlq.<stage>.
 func DLQSubject(stage string) string { return subjDLQ + "." + stage }
 
@@ -169,7 +177,8 @@ func SubjectsFor(stream, tenant, conv string) []string {
 	case StreamSteps:
 		return []string{subjSteps + "." + t + "." + c}
 	case StreamOutcomes:
-		return []string{subjEscalations + "." + t + "." + c, subjReports + "." + t + "." + c, subjUnanswered + "." + t + "." + c}
+		return []string{subjEscalations + "." + t + "." + c, subjReports + "." + t + "." + c, subjUnanswered + "." + t + "." + c,
+			subjReleases + "." + t + "." + c}
 	case StreamHandoff:
 		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
 	}

@@ -234,7 +234,7 @@ var grants = map[string]func(*grant){
 		g.client()
 		g.consume(StreamTasks, DurableAgentWorker)
 		g.get(StreamTasks, StreamTurns, StreamSteps, StreamOutcomes, StreamConversations)
-		g.publish(AgentTurnsAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, kvRoot, DLQSubject(StageAgentWorker))
+		g.publish(AgentTurnsAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, kvRoot, DLQSubject(StageAgentWorker))
 	},
 	IdentityEscalation: func(g *grant) {
 		g.client()
@@ -263,7 +263,7 @@ func readerGrant(g *grant) {
 	// streams), not its records: they are the agent worker's state.
 	g.streamInfo(StreamConversations)
 	g.publish(jsAPI+".CONSUMER.LIST."+StreamConversations, jsAPI+".CONSUMER.NAMES."+StreamConversations)
-	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, DLQAll, HandoffItems, HandoffTimeout)
+	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, DLQAll, HandoffItems, HandoffTimeout)
 }
 
 func handoffDesktopGrant(g *grant) {

@@ -151,6 +151,14 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityEscalation, pub, streams.HandoffSubject("acme", "c1"), true},
 		{streams.IdentityEscalation, pub, streams.EscalationSubject("acme", "c1"), false},
 		{streams.IdentityEscalation, pub, streams.TaskSubject("acme", "c1"), false},
+		// Only the agent worker (and the admin's `rein handoff release`)
+		// gives a handed-over conversation back to the agent: never a
+		// tenant, nor the escalation stage.
+		{streams.IdentityAgentWorker, pub, streams.ReleaseSubject("acme", "c1"), true},
+		{streams.IdentityIngress, pub, streams.ReleaseSubject("acme", "c1"), false},
+		{streams.IdentityEscalation, pub, streams.ReleaseSubject("acme", "c1"), false},
+		{streams.IdentityReader, pub, streams.ReleaseSubject("acme", "c1"), false},
+		{streams.IdentityReader, sub, streams.ReleaseSubject("acme", "c1"), true},
 		// Ingress: user and agent turns only, and its own dead letters (a
 		// conflict's 409 is answered once that is written).
 		{streams.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), true},

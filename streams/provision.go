@@ -152,7 +152,7 @@ var streamSubjects = map[string][]string{
 	StreamDetections: {DetectionsAll},
 	StreamTasks:      {TasksAll},
 	StreamSteps:      {StepsAll},
-	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll},
+	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll},
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
 }

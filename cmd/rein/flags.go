@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/pipeline"
@@ -271,6 +272,9 @@ type stageOptions struct {
 	// speculate: the agent worker starts each user turn's first model call
 	// while the detector judges it.
 	speculate bool
+	// agentQuietPeriod: an agent_unavailable handoff goes back to the
+	// agent after this long.
+	agentQuietPeriod time.Duration
 	// agentModel, when set (demo, bench, eval), is the task agent's model.
 	agentModel llm.Client
 	// agentSystem, when set (eval), is the task agent's system prompt.
@@ -299,6 +303,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
+	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
 
@@ -307,7 +312,7 @@ func (o *stageOptions) runtime() pipeline.Stages {
 	return pipeline.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
 		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
 		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps, FuseInjector: o.fuseInjector,
-		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate,
+		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate, AgentQuietPeriod: o.agentQuietPeriod,
 		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
 }
 

@@ -206,6 +206,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 		streams.EscalationSubject("<tenant>", "<conv>"):     streams.StreamOutcomes,
 		streams.ReportSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
 		streams.UnansweredSubject("<tenant>", "<conv>"):     streams.StreamOutcomes,
+		streams.ReleaseSubject("<tenant>", "<conv>"):        streams.StreamOutcomes,
 		streams.HandoffSubject("<tenant>", "<conv>"):        streams.StreamHandoff,
 		streams.HandoffTimeoutSubject("<tenant>", "<conv>"): streams.StreamHandoff,
 		streams.DLQSubject("<stage>"):                       streams.StreamDLQ,

@@ -53,6 +53,7 @@ const (
 	MAgentTurnSeconds     = "rein_agent_turn_seconds"
 	MAgentToolCalls       = "rein_agent_tool_calls_total" // {tool,outcome}
 	MAgentUnverifiedTasks = "rein_agent_unverified_tasks_total"
+	MAgentReleases        = "rein_agent_releases_total" // {reason} operator, quiet_period
 
 	// escalation and sinks
 	MEscalations         = "rein_escalations_total"      // {reason,error_type}
@@ -60,6 +61,7 @@ const (
 	MSinkDeliveries      = "rein_sink_deliveries_total"  // {sink,outcome}
 	MSinkDeliverySeconds = "rein_sink_delivery_seconds"  // {sink}
 	MHandoffTimeouts     = "rein_handoff_timeouts_total" // {}
+	MUnanswered          = "rein_unanswered_total"       // {reason} superseded, failed, human_path
 )
 
 // OtherTenant is the tenant label value used once MaxTenantLabels distinct

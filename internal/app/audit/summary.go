@@ -19,6 +19,8 @@ const (
 	KindReport     = "REPORT"
 	KindDeadLetter = "DEAD LETTER"
 	KindTimeout    = "HANDOFF TIMEOUT"
+	KindUnanswered = "UNANSWERED"
+	KindRelease    = "RELEASE"
 	KindOther      = "EVENT"
 )
 
@@ -86,6 +88,22 @@ func Summarize(typ string, data []byte) (kind, text string) {
 			txt += fmt.Sprintf(", %s #%d", d.Stream, d.Sequence)
 		}
 		return KindDeadLetter, txt + ")"
+	case schemas.TypeUnanswered:
+		var u schemas.Unanswered
+		if json.Unmarshal(data, &u) != nil {
+			return KindUnanswered, string(data)
+		}
+		return KindUnanswered, unansweredText(u)
+	case schemas.TypeRelease:
+		var r schemas.Release
+		if json.Unmarshal(data, &r) != nil {
+			return KindRelease, string(data)
+		}
+		txt := fmt.Sprintf("given back to the agent (%s", r.Reason)
+		if r.By != "" {
+			txt += " by " + r.By
+		}
+		return KindRelease, txt + fmt.Sprintf("): the handoff of turn %d (%s) ends", r.Turn, r.HandoffReason)
 	case schemas.TypeHandoffTimeout:
 		var h schemas.HandoffTimeout
 		if json.Unmarshal(data, &h) != nil {
@@ -94,6 +112,16 @@ func Summarize(typ string, data []byte) (kind, text string) {
 		return KindTimeout, fmt.Sprintf("escalation %s unclaimed by %s", h.EscalationID, h.Deadline)
 	}
 	return KindOther, typ + " " + string(data)
+}
+
+func unansweredText(u schemas.Unanswered) string {
+	switch u.Reason {
+	case schemas.UnansweredSuperseded:
+		return fmt.Sprintf("superseded by turn %d", u.SupersededBy)
+	case schemas.UnansweredHumanPath:
+		return fmt.Sprintf("human_path: the conversation belongs to a human since turn %d (%s)", u.EscalatedTurn, u.HandoffReason)
+	}
+	return u.Reason + ": " + u.Detail
 }
 
 func detectionText(d schemas.Detection) string {

@@ -30,6 +30,10 @@ type Stages struct {
 	// Speculate: the agent worker starts each user turn's first model call
 	// while the detector judges it.
 	Speculate bool
+	// AgentQuietPeriod: an agent_unavailable handoff goes back to the
+	// agent after this long (0: the agent worker's default; negative:
+	// never automatically).
+	AgentQuietPeriod time.Duration
 	// InceptionLatency (bench only) makes the inception module take this
 	// long per turn: a simulator of an inception model's time.
 	InceptionLatency time.Duration

@@ -24,7 +24,7 @@ func newAgentWorkerStage(rt *Process) (stageRunner, error) {
 	cfg := agentworker.Config{
 		Domain: o.Domain, DataDir: o.AgentData, SystemPromptFile: o.AgentPrompt,
 		Backend: o.AgentBackend, MaxSteps: o.MaxSteps, Workers: o.Workers, Persist: o.AgentPersist, MaxConversations: o.AgentCache, AckWait: o.AckWait, PinTTL: o.PinTTL, Speculate: o.Speculate,
-		HTTP: agentworker.HTTPConfig{URL: o.AgentToolURL, ToolsFile: o.AgentTools},
+		QuietPeriod: o.AgentQuietPeriod, HTTP: agentworker.HTTPConfig{URL: o.AgentToolURL, ToolsFile: o.AgentTools},
 	}
 	if o.AgentSystem != "" {
 		cfg.SystemPrompt = o.AgentSystem
