@@ -353,12 +353,14 @@ func TestEvalRunTriggerModes(t *testing.T) {
 		}
 		for _, turn := range p.Turns {
 			judged := turn.Detection.Model != "not-judged"
-			if want := trigger == "dynamic" || turn.Turn == eval.ErrorTurnIndex; judged != want {
+			if want := trigger == "dynamic" || turn.Turn == eval.FollowUpTurnIndex; judged != want {
 				t.Errorf("%s: turn %d judged %v (detection %+v)", trigger, turn.Turn, judged, turn.Detection)
 			}
 		}
-		if !p.Result.Activated || p.Turns[0].Detection.ErrorType != "anaphora" || !p.Turns[0].Injected {
-			t.Errorf("%s: error turn %+v, result %+v", trigger, p.Turns[0], p.Result)
+		// The planting point is the opening's follow-up (in dynamic mode
+		// too, the activation counted as the scenario's is there).
+		if plant := p.Turns[eval.FollowUpTurnIndex-1]; !p.Result.Activated || plant.Detection.ErrorType != "anaphora" || !plant.Injected {
+			t.Errorf("%s: planting turn %+v, result %+v", trigger, plant, p.Result)
 		}
 	}
 	// The two runs side by side.
