@@ -42,14 +42,7 @@ func TestStageContract(t *testing.T) {
 			},
 			// A turn is not a task.
 			PublishInvalid: func(t *testing.T, conv string, turn int) {
-				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn), "",
-					schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: "hi", Turn: turn})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTasks, streams.TaskSubject(tenant, conv), &ev); err != nil {
-					t.Fatal(err)
-				}
+				stagetest.PublishTurnOn(t, h, streams.StreamTasks, streams.TaskSubject(tenant, conv), tenant, conv, turn)
 			},
 			// The agent's replies.
 			Outputs: func(t *testing.T, conv string) []int {

@@ -15,7 +15,6 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/stagetest"
-	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
@@ -72,12 +71,7 @@ func TestStageContract(t *testing.T) {
 			},
 			// A user turn is not an outcome.
 			PublishInvalid: func(t *testing.T, conv string, turn int) {
-				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", "acme", conv, turn), "",
-					schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: "hi", Turn: turn})
-				if err != nil {
-					t.Fatal(err)
-				}
-				publishOutcome(t, h, conv, ev)
+				stagetest.PublishTurnOn(t, h, streams.StreamOutcomes, streams.EscalationSubject("acme", conv), "acme", conv, turn)
 			},
 			// REIN_HANDOFF is a work queue: read its items by direct get.
 			Outputs: func(t *testing.T, conv string) []int {

@@ -1,7 +1,6 @@
 package injector_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -38,14 +37,7 @@ func TestStageContract(t *testing.T) {
 			},
 			// A turn is not a detection.
 			PublishInvalid: func(t *testing.T, conv string, turn int) {
-				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn), "",
-					schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: "hi", Turn: turn})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
-					t.Fatal(err)
-				}
+				stagetest.PublishTurnOn(t, h, streams.StreamDetections, streams.DetectionSubject(tenant, conv), tenant, conv, turn)
 			},
 			Outputs: func(t *testing.T, conv string) []int {
 				return stagetest.Turns(t, h, streams.StreamTasks, streams.TaskSubject(tenant, conv))

@@ -450,3 +450,18 @@ func Turns(t testing.TB, h *testutil.JS, stream, subject string) []int {
 	}
 	return turns
 }
+
+// PublishTurnOn stores a user turn (a valid event of the wrong type for
+// any stage but the detector) for turn n of tenant's conv on stream under
+// subject: the usual Stage.PublishInvalid of a stage that takes no turns.
+func PublishTurnOn(t testing.TB, h *testutil.JS, stream, subject, tenant, conv string, turn int) {
+	t.Helper()
+	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn), "",
+		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: "not an input of this stage", Turn: turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), stream, subject, &ev); err != nil {
+		t.Fatal(err)
+	}
+}
