@@ -21,14 +21,14 @@
 //
 // Produces:
 //   - the reply as dev.rein.turn.v1 (role agent) on
-//     rein.turns.<tenant>.<conv>.agent, id turn-<tenant>-<conv>-<turn>-agent;
+//     rein.turns.<tenant>.<conv>.agent, id turn.<tenant>.<conv>.<turn>-agent;
 //   - every step as dev.rein.step.v1 on rein.steps.<tenant>.<conv>, id
-//     step-<tenant>-<conv>-<turn>-<n> (n from 1; the planted think is
+//     step.<tenant>.<conv>.<turn>.<n> (n from 1; the planted think is
 //     step 1 with injected: true; think calls are one step of kind think,
 //     other calls a tool_call and a tool_result step, the reply a reply step);
 //   - transfer_to_human_agents as dev.rein.escalation.v1 (reason
 //     transfer_to_human_agents) on rein.escalations.<tenant>.<conv>, id
-//     escalation-<tenant>-<conv>-<turn>; the conversation then belongs to
+//     escalation.<tenant>.<conv>.<turn>; the conversation then belongs to
 //     the human path: its later user turns never reach the model (State
 //     records them in HumanTurns), each ends with dev.rein.unanswered.v1
 //     reason human_path on rein.unanswered.<tenant>.<conv>, id
@@ -41,7 +41,7 @@
 //   - reaching MaxSteps as an escalation with reason max_steps and the
 //     reply Config.MaxStepsReply;
 //   - ambiguity_report as dev.rein.report.v1 on rein.reports.<tenant>.<conv>,
-//     id report-<tenant>-<conv>-<turn>-<step>.
+//     id report.<tenant>.<conv>.<turn>-<step>.
 //
 // Tool backends (Config.Backend): "domain", the built-in τ-bench airline or
 // retail domain (package taubench) over a data directory or the embedded

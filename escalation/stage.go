@@ -92,6 +92,13 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
 		PinTTL:  s.cfg.PinTTL,
+		// An event about to be dead-lettered — its attempts spent, a sink
+		// panicked, or one failed for good — is done with: forget which
+		// sinks took it, or delivered grows by one entry per dead letter.
+		OnDeadLetter: func(_ context.Context, d streams.Decoded, _ error) error {
+			s.forget(d.Event.ID())
+			return nil
+		},
 	}
 }
 

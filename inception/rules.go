@@ -111,7 +111,6 @@ type RulesModule struct {
 
 	cues      map[string][]cue // error type → its cues (non-held-out)
 	ambiguous []ErrorType      // non-held-out ambiguous types in tie-break order
-	recall    map[string][]cue // extra recall-mode cues per type
 	domains   map[string]*domainRules
 
 	gateModel  *GateModel   // RulesRecall: the gate's classifier, nil for none

@@ -7,7 +7,7 @@
 // a detection without a turn number (from 1) is dead-lettered.
 //
 // Produces: one dev.rein.task.v1 per user turn on rein.tasks.<tenant>.<conv>
-// (stream REIN_TASKS) with the deterministic id task-<tenant>-<conv>-<turn>,
+// (stream REIN_TASKS) with the deterministic id task.<tenant>.<conv>.<turn>,
 // published as Nats-Msg-Id, so a redelivered detection yields no second
 // task, and signed with Deps.TaskKey (extension reinsig, see
 // schemas.TaskKey) so that the agent worker runs only rein's own tasks. When the detection activated (rein=true, not failed) the task's

@@ -76,16 +76,17 @@ func TestSidecarRequestReply(t *testing.T) {
 
 func TestSidecarWaitsForALateDetection(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	startStage(t, h, injector.Config{Sidecar: true, SidecarWait: 10 * time.Second}, nil)
+	// The responder's budget outlasts the request's own wait: an answer
+	// given only at the budget's end would reach no one (Ask fails first).
+	startStage(t, h, injector.Config{Sidecar: true, SidecarWait: time.Minute}, nil)
 	type result struct {
 		a   injector.Answer
 		err error
 	}
 	got := make(chan result, 1)
 	base := interest(t, h, "late")
-	start := time.Now()
 	go func() {
-		a, err := injector.Ask(context.Background(), h.Conn, tenant, "late", 1, 20*time.Second)
+		a, err := injector.Ask(context.Background(), h.Conn, tenant, "late", 1, 30*time.Second)
 		got <- result{a, err}
 	}()
 	// The request is waiting once the responder watches the conversation's
@@ -99,9 +100,6 @@ func TestSidecarWaitsForALateDetection(t *testing.T) {
 	}
 	if r.a.Status != injector.StatusReady || r.a.Inception == nil || r.a.Inception.RecoveryTool != schemas.ToolTransfer {
 		t.Errorf("answer = %+v", r.a)
-	}
-	if time.Since(start) > 9*time.Second {
-		t.Errorf("answered only at the budget's end")
 	}
 }
 

@@ -127,7 +127,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 }
 
 // Task builds the task of one detection's user turn: the event to publish
-// (deterministic id task-<tenant>-<conv>-<turn>) and a func to call once it
+// (deterministic id task.<tenant>.<conv>.<turn>) and a func to call once it
 // is stored, which counts the injection. The stage's own consumer uses it,
 // and so does a detector fused with the stage (Config.Fused), which
 // publishes the task in one batch with the detection. meta is the

@@ -3,6 +3,7 @@ package schemas
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,8 +117,8 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return ErrInvalidPayload }
 
 func toValidationError(eventType string, err error) error {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
 		return fmt.Errorf("%w: %v", ErrInvalidPayload, err)
 	}
 	leaf := ve

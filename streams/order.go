@@ -39,7 +39,6 @@ import (
 // Outside a zone the gate costs an atomic load per message.
 type orderGate struct {
 	stage, stream string
-	subjectKey    func(subject string) string // a message's conversation
 	js            jetstream.JetStream
 	cons          jetstream.Consumer
 	log           *slog.Logger

@@ -75,16 +75,6 @@ func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, o
 	return nil
 }
 
-// ConversationsKV creates or updates and returns the conversations bucket,
-// under the same rules as Provision.
-func ConversationsKV(ctx context.Context, js jetstream.JetStream, p ProvisionConfig) (jetstream.KeyValue, error) {
-	kv, err := (&provisioner{log: slog.New(slog.DiscardHandler)}).kv(ctx, js, p.kvConfig())
-	if err != nil {
-		return nil, fmt.Errorf("provision KV %s: %w", BucketConversations, err)
-	}
-	return kv, nil
-}
-
 // stream creates want, or brings the existing stream to it without
 // lowering its replicas or dropping its placement.
 func (pv *provisioner) stream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) error {

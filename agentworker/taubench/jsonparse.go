@@ -1,6 +1,7 @@
 package taubench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -255,10 +256,9 @@ func (p *parser) number() (any, error) {
 	return n, nil
 }
 
-func isRangeErr(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
+// isRangeErr tells strconv's out-of-range error (a *NumError wrapping
+// ErrRange) from a syntax error.
+func isRangeErr(err error) bool { return errors.Is(err, strconv.ErrRange) }
 
 func (p *parser) str() (string, error) {
 	p.i++ // opening quote

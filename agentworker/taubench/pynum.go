@@ -46,14 +46,6 @@ func asNum(v any) (i int64, f float64, isInt, ok bool) {
 	return 0, 0, false, false
 }
 
-func toFloat(v any) float64 {
-	i, f, isInt, _ := asNum(v)
-	if isInt {
-		return float64(i)
-	}
-	return f
-}
-
 func binop(op string, a, b any) (any, error) {
 	ai, af, aInt, aok := asNum(a)
 	bi, bf, bInt, bok := asNum(b)

@@ -474,7 +474,7 @@ func chaosDone(ch chan error) bool {
 
 // chaosPublish publishes the plan at rate turns/s. A turn that fails —
 // the server is down or restarting — is retried with the same event until
-// it is stored; its derived id (turn-<tenant>-<conv>-<turn>-user) makes a
+// it is stored; its derived id (turn.<tenant>.<conv>.<turn>.user) makes a
 // retry of a turn that was in fact stored a duplicate JetStream drops.
 func chaosPublish(ctx context.Context, js jetstream.JetStream, plan []chaosTurn, rate float64, published *atomic.Int64) error {
 	every := time.Duration(float64(time.Second) / rate)

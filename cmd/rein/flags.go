@@ -116,7 +116,6 @@ func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, erro
 // serverFlags are the flags of commands that run rein's server side.
 type serverFlags struct {
 	nats       natsFlags
-	embedded   bool
 	dataDir    string
 	listen     string
 	httpAddr   string
@@ -200,9 +199,6 @@ func (f *serverFlags) bindStreams(fs *pflag.FlagSet) {
 // moduleFlags choose and configure the inception module; serve, demo,
 // detect and shadow share them.
 type moduleFlags struct {
-	// onClient, when set, is told of each model client built (serve
-	// registers its availability with /readyz).
-	onClient func(endpoint string, c llm.Client)
 	module   string
 	taxonomy string
 	plan     string

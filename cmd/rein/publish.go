@@ -205,7 +205,10 @@ func readPublishFile(path string) ([]publishLine, []lineError, error) {
 			l.Role = schemas.RoleUser
 		}
 		if err := l.check(); err != nil {
-			le := err.(lineError)
+			var le lineError
+			if !errors.As(err, &le) {
+				le.reason = err.Error()
+			}
 			le.line = n
 			bad = append(bad, le)
 			continue

@@ -7,18 +7,18 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	rtest "github.com/reinception/rein/internal/testutil"
 )
 
-// A failing endpoint opens the breaker: calls then fail at once, without
-// reaching the server, and rein_model_available says so; after the
-// cooldown one probe goes through and, answered, closes it.
-func TestBreakerOpensAndClosesAgainstAFailingServer(t *testing.T) {
+// A failing endpoint opens the breaker: calls then fail without reaching
+// the server, and rein_model_available and IsAvailable say so. The
+// cooldown is longer than any run, so no timing decides the outcome; the
+// cooldown and the probe that closes the breaker are
+// TestBreakerCooldownOnAFakeClock's (on synctest's clock).
+func TestBreakerOpensAgainstAFailingServer(t *testing.T) {
 	srv := newFakeServer(t, reply{status: 500, body: `{"error":{"message":"down"}}`}, reply{status: 500, body: `{}`},
-		reply{status: 500, body: `{}`}, reply{body: openAIStructuredBody})
+		reply{status: 500, body: `{}`})
 	cfg := openAIConfig(srv.srv.URL)
-	cfg.MaxRetries, cfg.BreakerFailures, cfg.BreakerCooldown, cfg.Endpoint = -1, 3, 200*time.Millisecond, "inception"
+	cfg.MaxRetries, cfg.BreakerFailures, cfg.BreakerCooldown, cfg.Endpoint = -1, 3, time.Hour, "inception"
 	c, reg := newClient(t, cfg)
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
@@ -26,10 +26,9 @@ func TestBreakerOpensAndClosesAgainstAFailingServer(t *testing.T) {
 			t.Fatalf("call %d: %v, want a server error", i+1, err)
 		}
 	}
-	start := time.Now()
 	_, err := c.Chat(ctx, Request{Purpose: PurposeInception, Messages: []Message{userMsg("hi")}})
-	if !errors.Is(err, ErrUnavailable) || time.Since(start) > 50*time.Millisecond {
-		t.Fatalf("with the breaker open: %v after %s, want ErrUnavailable at once", err, time.Since(start))
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("with the breaker open: %v, want ErrUnavailable", err)
 	}
 	if n := len(srv.requests()); n != 3 {
 		t.Fatalf("the server saw %d requests, want 3 (none while open)", n)
@@ -37,18 +36,12 @@ func TestBreakerOpensAndClosesAgainstAFailingServer(t *testing.T) {
 	if v := metricValue(t, reg, "rein_model_available", map[string]string{"endpoint": "inception"}); v != 0 || IsAvailable(c) {
 		t.Fatalf("rein_model_available = %v, IsAvailable %v while open", v, IsAvailable(c))
 	}
-	rtest.CheckFor(t, 5*time.Second, "the probe after the cooldown closes the breaker", func() bool {
-		_, err := c.Chat(ctx, Request{Purpose: PurposeInception, Messages: []Message{userMsg("hi")}})
-		return err == nil
-	})
-	if v := metricValue(t, reg, "rein_model_available", map[string]string{"endpoint": "inception"}); v != 1 || !IsAvailable(c) {
-		t.Fatalf("rein_model_available = %v after recovery", v)
-	}
 }
 
 // A 429 with Retry-After slows the sender: the retry does not go out
-// before the server's time, the in-flight limit shrinks, and at its floor
-// a Retry-After holds back every new call.
+// before the server's time and the in-flight limit shrinks. (At the
+// limit's floor a Retry-After holds back every new call:
+// TestRetryAfterAtTheFloorOnAFakeClock.)
 func TestRetryAfterSlowsTheSender(t *testing.T) {
 	srv := newFakeServer(t, reply{status: 429, headers: map[string]string{"Retry-After-Ms": "400"}, body: `{"error":{"message":"slow down"}}`},
 		reply{body: openAIStructuredBody})
@@ -62,16 +55,6 @@ func TestRetryAfterSlowsTheSender(t *testing.T) {
 	}
 	if waited := time.Since(first); waited < 350*time.Millisecond {
 		t.Fatalf("the retry went out after %s, before the server's Retry-After of 400ms", waited)
-	}
-	g := newGuard("floor", Config{InitialInFlight: 1, MaxInFlight: 4}, nil)
-	_ = g.lim.acquire(ctx)
-	g.lim.release(true, 300*time.Millisecond)
-	start := time.Now()
-	if err := g.lim.acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < 250*time.Millisecond {
-		t.Fatalf("at the limit's floor a new call went out after %s, before the Retry-After of 300ms", waited)
 	}
 	if lim := metricValue(t, reg, "rein_model_in_flight_limit", map[string]string{"endpoint": "agent"}); lim >= DefaultInitialInFlight {
 		t.Fatalf("in-flight limit %v after a 429, want below %d", lim, DefaultInitialInFlight)

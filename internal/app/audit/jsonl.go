@@ -137,7 +137,7 @@ func isJSONType(ct string) bool {
 // JSON can only be insignificant whitespace, so input without any (the
 // usual case) is copied as is and the rest is compacted.
 func appendCompact(dst, js []byte) []byte {
-	if bytes.IndexAny(js, "\r\n") < 0 {
+	if !bytes.ContainsAny(js, "\r\n") {
 		return append(dst, js...)
 	}
 	var b bytes.Buffer

@@ -96,9 +96,6 @@ func NewRepublisher(ctx context.Context, js jetstream.JetStream, prefix, stream 
 	return &Republisher{js: js, prefix: prefix, stream: stream}, nil
 }
 
-// Stream is the replay stream's name.
-func (p *Republisher) Stream() string { return p.stream }
-
 // Write republishes one record (asynchronously; Flush waits).
 func (p *Republisher) Write(r *Record) error {
 	hdr := make(nats.Header, len(r.Header))
