@@ -79,7 +79,7 @@ func TestRunDirRefusesAnotherRun(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	set := eval.BundledQuick(eval.LoadOptions{})
+	set := eval.Bundled(eval.LoadOptions{})
 	for name, tc := range map[string]struct {
 		cfg  Config
 		want string
