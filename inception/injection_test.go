@@ -96,7 +96,7 @@ func TestRenderPlanAndSanitize(t *testing.T) {
 		{"", `The user said (see the user's latest message); call ambiguity_report.`},
 		{"say \"hi\"\nthen {x} <b>\\", `The user said "say 'hi' then x b"; call ambiguity_report.`},
 		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
-		{"a\u202eb\u200bc\x07d", `The user said "a b c d"; call ambiguity_report.`},
+		{"a\u202eb\u200bc\x07d", `The user said "abc d"; call ambiguity_report.`}, // invisible format characters are dropped (never planted, never a space); a control character is a space
 	}
 	for _, tc := range cases {
 		if got := RenderPlan(plan, tc.ev); got != tc.want {

@@ -263,6 +263,12 @@ func (p *Publisher) checkDuplicate(ctx context.Context, stream string, msg *nats
 		return fmt.Errorf("publish to %s: duplicate check: %w", msg.Subject, err)
 	}
 	stored, err := s.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		// The first copy was stored, then deleted (an operator, or a
+		// limit): the id still dedupes, as before this check; nothing
+		// another publisher wrote is hidden by it.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("publish to %s: duplicate check: read seq %d: %w", msg.Subject, seq, err)
 	}
