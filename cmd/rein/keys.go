@@ -63,7 +63,7 @@ into no stream itself.
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), seed)
-			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent")
+			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+streams.TenantInbox(args[0]))
 			return nil
 		},
 	})
