@@ -13,6 +13,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/streams"
 )
 
 func configTestCmd() (*cobra.Command, *string, *string, *[]string) {
@@ -226,6 +228,38 @@ func TestConfigShowYAML(t *testing.T) {
 	}
 	if strings.Contains(out, "tok-secret") || doc.Flags["nats-token"] != "***" {
 		t.Errorf("token not redacted: %v", doc.Flags["nats-token"])
+	}
+}
+
+// config show tells the truth (issue 35): the embedded server's nkeys are
+// no "none", sinks from the file say so, and with no streams section every
+// stream is bounded by the default age.
+func TestConfigShowTellsTheTruth(t *testing.T) {
+	file := writeConfig(t, "sinks:\n  - type: jsonl\n    path: /tmp/rein-audit.jsonl\n")
+	t.Setenv("REIN_LLM_PROVIDER", "")
+	out, err := runCLI(t, context.Background(), "config", "show", "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		key, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch key {
+		case "nats_auth":
+			if !strings.Contains(rest, "nkeys") {
+				t.Errorf("nats_auth of the embedded server: %q, want nkeys", line)
+			}
+		case "sinks":
+			if !strings.Contains(rest, "# file") {
+				t.Errorf("sinks from the file shown as %q", line)
+			}
+		case "REIN_TURNS", "REIN_DLQ", "REIN_OUTCOMES":
+			if !strings.Contains(rest, "max_age "+streams.DefaultMaxAge.String()) {
+				t.Errorf("%s retention %q, want the default age bound", key, line)
+			}
+		}
+	}
+	if !strings.Contains(out, "nats_auth:") || !strings.Contains(out, "REIN_DLQ:") {
+		t.Fatalf("config show lacks nats_auth or REIN_DLQ:\n%s", out)
 	}
 }
 
