@@ -312,3 +312,51 @@ func TestConfigScriptAloneKeepsRules(t *testing.T) {
 		t.Errorf("script alone:\n%s", out)
 	}
 }
+
+// rein config check refuses each configuration serve used to refuse only
+// after its NATS server started (or without a line), with the file and
+// line, and serve refuses it before anything starts (issue 35).
+func TestConfigCheckNamesTheLine(t *testing.T) {
+	// Unset, not empty: an empty REIN_LLM_PROVIDER would override the
+	// file's provider.
+	for _, v := range []string{"REIN_LLM_PROVIDER", "REIN_LLM_MODEL", "REIN_LLM_API_KEY", "OPENAI_API_KEY", "REIN_MODULE"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	for _, tc := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"a stream rein does not have", "http: 127.0.0.1:0\nstreams:\n  streams:\n    REIN_TURN: {max_age: 1h}\n", []string{":4:", "REIN_TURN", "no such rein stream"}},
+		{"a sink of an unknown type", "sinks:\n  - type: webhok\n    url: https://cc.example/rein\n", []string{":1:", "webhok"}},
+		{"a sink missing its secret", "sinks:\n  - type: jsonl\n    path: /tmp/rein-check.jsonl\n  - type: webhook\n    url: https://cc.example/rein\n", []string{":4:", "sinks[1]", "secret"}},
+		{"a provider without a model", "provider: openai\n", []string{"needs a model", "provider: file ", "rein.yaml:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeConfig(t, tc.file)
+			_, err := runCLI(t, context.Background(), "config", "check", "--config", file)
+			if err == nil {
+				t.Fatal("config check accepted it")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			// serve refuses it the same way, before its server starts: no
+			// data directory is made.
+			data := filepath.Join(t.TempDir(), "data")
+			_, serr := runCLI(t, context.Background(), "serve", "--config", file, "--data-dir", data, "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+			if serr == nil || serr.Error() != err.Error() {
+				t.Errorf("serve: %v, want the check's error %v", serr, err)
+			}
+			if _, statErr := os.Stat(data); !os.IsNotExist(statErr) {
+				t.Errorf("serve made %s before refusing the configuration", data)
+			}
+		})
+	}
+	out, err := runCLI(t, context.Background(), "config", "check", "--config", writeConfig(t, "sinks:\n  - type: jsonl\n    path: /tmp/rein-check.jsonl\n"))
+	if err != nil || !strings.HasPrefix(out, "ok: ") {
+		t.Errorf("a good configuration: %q, %v", out, err)
+	}
+}
