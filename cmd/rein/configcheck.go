@@ -174,4 +174,3 @@ stderr). serve runs the same checks first, before its NATS server starts.`,
 	bindServe(cmd, &sf, &so, &stagesFlag)
 	return cmd
 }
-
