@@ -309,6 +309,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		ingress.SetTenantInFlight(cfg.IngressInFlight)
 		ingress.SetTokens(cfg.Tokens)
 		rt.HTTP.Handle("POST /v1/turns", ingress)
+		rt.HTTP.Handle("POST /v1/feedback", ingress.Feedback())
 		stopIngest, err := ingress.ListenNATS(il.nc, 0)
 		if err != nil {
 			rt.Close()
