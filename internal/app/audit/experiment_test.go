@@ -22,7 +22,9 @@ func TestExperimentConversationsFromTheStreams(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
 	const tn = "acme"
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	m := func(tenant, conv string, turn int) schemas.Meta { return schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn} }
+	m := func(tenant, conv string, turn int) schemas.Meta {
+		return schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}
+	}
 	det := func(tenant, conv string, turn, s int, d schemas.Detection) streams.Out {
 		d.Turn, d.UserText, d.Module, d.TaxonomyVersion = turn, "x", "rules", "1"
 		if d.Rein {
