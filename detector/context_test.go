@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -87,7 +88,7 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := &countingModule{}
-	cascade, err := inception.NewCascade(gate, model)
+	cascade, err := llmmodule.NewCascade(gate, model)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/telemetry"
 )
 
 // Gated is implemented by modules that send only some turns to a model
 // (the cascade); the stage exports their counts as rein_detector_gate_total.
 type Gated interface {
-	Stats() inception.CascadeStats
+	Stats() llmmodule.CascadeStats
 }
 
 type stageMetrics struct {
@@ -78,6 +79,6 @@ type gateCollector struct {
 func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.g.Stats()
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), inception.GatePass)
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), inception.GateSkip)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), llmmodule.GatePass)
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), llmmodule.GateSkip)
 }

@@ -16,7 +16,7 @@ type scripted struct {
 func (s scripted) Name() string { return s.name }
 
 func (s scripted) Detect(_ context.Context, in Input) (Decision, error) {
-	text, _ := in.lastUser()
+	text, _ := in.LastUser()
 	switch a := s.answers[text]; a {
 	case "":
 		return Decision{}, nil

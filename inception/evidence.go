@@ -50,13 +50,13 @@ var authorityClaims = regexp.MustCompile(`(?i)` +
 	`\b(?:your|the|a|an|my|another|previous|other|their) (?:\w+ )?(?:manager|supervisor|boss|agent|representative|rep|colleague|staff|team|employee|admin|director|department) (?:said|told|promised|approved|authori[sz]ed|confirmed|agreed|assured|guaranteed|okayed|allowed|gave|offered)\b|` +
 	`\b(?:i|we)(?: have| hold| got|'ve got|'ve) (?:the )?(?:permission|authority|authori[sz]ation|clearance|approval)\b`)
 
-// groundEvidence returns the user's own words for the model's evidence:
+// GroundEvidence returns the user's own words for the model's evidence:
 // the span of the last user utterance that the evidence quotes (found
 // case- and whitespace-insensitively, returned as the user wrote it,
 // sanitised), or "" and the reason it was refused. tools are the names
 // of every tool the agent or the taxonomy knows.
-func groundEvidence(evidence string, dialogue []Utterance, tools []string) (string, string) {
-	needle := strings.Join(strings.Fields(strings.Trim(sanitizeUncapped(evidence), `'" .,!?…`)), " ")
+func GroundEvidence(evidence string, dialogue []Utterance, tools []string) (string, string) {
+	needle := strings.Join(strings.Fields(strings.Trim(SanitizeUncapped(evidence), `'" .,!?…`)), " ")
 	if needle == "" {
 		return "", ""
 	}
@@ -67,7 +67,7 @@ func groundEvidence(evidence string, dialogue []Utterance, tools []string) (stri
 			break
 		}
 	}
-	hay := strings.Join(strings.Fields(sanitizeUncapped(last)), " ")
+	hay := strings.Join(strings.Fields(SanitizeUncapped(last)), " ")
 	at := indexFold(hay, needle)
 	if at < 0 {
 		return "", EvidenceNotQuoted
@@ -203,7 +203,7 @@ func NamesTool(text string, tools []string) string {
 	keys := toolKeys(text)
 	for _, t := range tools {
 		for i, k := range toolKeys(t) {
-			if containsWord(keys[i], k) {
+			if ContainsWord(keys[i], k) {
 				return t
 			}
 		}

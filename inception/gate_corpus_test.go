@@ -184,7 +184,7 @@ func TestGateHeldOutAuthor(t *testing.T) {
 		}
 		alone := make([]bool, len(held))
 		for i, e := range held {
-			text, _ := e.Input.lastUser()
+			text, _ := e.Input.LastUser()
 			lower := strings.ToLower(text)
 			alone[i] = g.judge(classifier.gateFeatures(classifier.domains[e.Input.Domain], e.Input, lower), nil).score >= g.Threshold
 		}

@@ -73,7 +73,7 @@ func TrainGate(examples []Example, cfg GateTrainConfig) (*GateModel, error) {
 	}
 	data := make([]gateRow, 0, len(examples))
 	for _, e := range examples {
-		text, ok := e.Input.lastUser()
+		text, ok := e.Input.LastUser()
 		if !ok {
 			return nil, fmt.Errorf("%w: training turn %s does not end with a user turn", ErrInvalidInput, e.ID)
 		}

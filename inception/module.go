@@ -76,9 +76,9 @@ type ContextFree interface {
 	NeedsContext(in Input) bool
 }
 
-// lastUser returns the turn to judge, or false when the dialogue does not
+// LastUser returns the turn to judge, or false when the dialogue does not
 // end with a user turn.
-func (in Input) lastUser() (string, bool) {
+func (in Input) LastUser() (string, bool) {
 	if len(in.Dialogue) == 0 {
 		return "", false
 	}

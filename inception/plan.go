@@ -31,9 +31,9 @@ const (
 // cut).
 func SanitizeEvidence(s string) string { return sanitize(s, MaxEvidenceRunes) }
 
-// sanitizeUncapped applies SanitizeEvidence's character rules
+// SanitizeUncapped applies SanitizeEvidence's character rules
 // without the length cap.
-func sanitizeUncapped(s string) string { return sanitize(s, -1) }
+func SanitizeUncapped(s string) string { return sanitize(s, -1) }
 
 func sanitize(s string, maxRunes int) string {
 	s = CleanText(s)
@@ -85,7 +85,7 @@ func RenderPlan(plan, evidence string) string {
 	return strings.Join(strings.Fields(out), " ")
 }
 
-// generatedCheck validates a model-written plan in PlanGenerated mode: not
+// GeneratedCheck validates a model-written plan in PlanGenerated mode: not
 // empty, at most maxRunes, names the recovery tool as written, names no
 // other tool (agent tools or other recovery tools) in any look-alike form
 // (NamesTool), holds no markup that could pose as a tool call, repeats no
@@ -94,7 +94,7 @@ func RenderPlan(plan, evidence string) string {
 // message to "refund $5,000" cannot plant it). It returns the cleaned text
 // (CleanText, control characters as spaces, runs of spaces collapsed) and
 // "" or the reason it was refused.
-func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int, dialogue string) (string, string) {
+func GeneratedCheck(reasoning, recoveryTool string, otherTools []string, maxRunes int, dialogue string) (string, string) {
 	text := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '
@@ -106,7 +106,7 @@ func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRune
 		return "", "generated plan is empty"
 	case utf8.RuneCountInString(text) > maxRunes:
 		return "", "generated plan is longer than the limit"
-	case !containsWord(text, recoveryTool):
+	case !ContainsWord(text, recoveryTool):
 		return "", "generated plan does not name the recovery tool " + recoveryTool
 	case strings.ContainsAny(text, "<>{}`"):
 		return "", "generated plan contains markup"
@@ -118,7 +118,7 @@ func generatedCheck(reasoning, recoveryTool string, otherTools []string, maxRune
 		}
 	}
 	// The plan as the model wrote it is checked too (NFKC hides some
-	// look-alikes: see groundEvidence).
+	// look-alikes: see GroundEvidence).
 	if t := cmp.Or(NamesTool(text, others), NamesTool(reasoning, others)); t != "" {
 		return "", "generated plan names another tool " + t
 	}
@@ -141,9 +141,9 @@ var groundedToken = regexp.MustCompile(`[$€£]\s?\d[\d,.]*|\b\d[\d,.]*\d\b|\b[
 
 var wordChar = regexp.MustCompile(`[A-Za-z0-9_]`)
 
-// containsWord reports whether name occurs in s not glued to other
+// ContainsWord reports whether name occurs in s not glued to other
 // identifier characters.
-func containsWord(s, name string) bool {
+func ContainsWord(s, name string) bool {
 	if name == "" {
 		return false
 	}

@@ -313,7 +313,7 @@ func (m *RulesModule) Mode() string { return m.mode }
 // Detect implements Module. It never calls a model and never fails except
 // on an input without a final user turn.
 func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
-	text, ok := in.lastUser()
+	text, ok := in.LastUser()
 	if !ok {
 		return Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", ErrInvalidInput)
 	}
@@ -547,7 +547,7 @@ func (m *RulesModule) NeedsContext(in Input) bool {
 	if m.mode == RulesRecall {
 		return false
 	}
-	text, ok := in.lastUser()
+	text, ok := in.LastUser()
 	if !ok {
 		return true
 	}

@@ -55,26 +55,6 @@ func TestLoadTaxonomyRoundTrip(t *testing.T) {
 	}
 }
 
-func TestHeldOutTypesLeaveThePrompt(t *testing.T) {
-	data := strings.Replace(string(DefaultTaxonomyYAML()), "    held_out: false\n    recovery_plan: >-\n      What the user says now", "    held_out: true\n    recovery_plan: >-\n      What the user says now", 1)
-	tax, err := ParseTaxonomy("held.yaml", []byte(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, et := range tax.PromptTypes() {
-		if et.Name == TypeContradiction {
-			t.Fatal("held-out contradiction is still in the prompt types")
-		}
-	}
-	if len(tax.PromptTypes()) != 5 {
-		t.Errorf("prompt types %d, want 5", len(tax.PromptTypes()))
-	}
-	prompt := BuildStaticPrompt(tax, "airline", nil)
-	if strings.Contains(prompt, "## contradiction") {
-		t.Error("static prompt mentions the held-out type")
-	}
-}
-
 func TestInvalidTaxonomyNamesFieldAndLine(t *testing.T) {
 	const tools = `recovery_tools:
   - name: ambiguity_report

@@ -43,7 +43,7 @@ func answering(content string) *fakeClient {
 
 func miniTools(t testing.TB, domain string) []llm.Tool {
 	t.Helper()
-	tools, err := llm.LoadToolList(filepath.Join("testdata", "tools_"+domain+"_mini.json"))
+	tools, err := llm.LoadToolList(filepath.Join(testutil.RepoRoot(t), "internal", "testutil", "inceptiontest", "testdata", "tools_"+domain+"_mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,21 @@ func decisionProblem(tax *Taxonomy, d Decision, said string) string {
 	if !ok || typ.HeldOut || d.Category != typ.Category || d.RecoveryTool != typ.RecoveryTool || d.Reasoning == "" {
 		return fmt.Sprintf("malformed activation %+v", d)
 	}
-	user := strings.Join(strings.Fields(sanitizeUncapped(said)), " ")
+	user := strings.Join(strings.Fields(SanitizeUncapped(said)), " ")
 	if q := strings.TrimSuffix(d.Evidence, "…"); q != "" && !strings.Contains(user, q) {
 		return fmt.Sprintf("evidence %q is not a quote of the user's %q", d.Evidence, user)
 	}
 	return ""
+}
+
+func airlineInput(t testing.TB, texts ...string) Input {
+	return Input{Tenant: "acme", Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: dialogue(texts...)}
+}
+
+func mustType(t testing.TB, name string) *ErrorType {
+	et, ok := DefaultTaxonomy().Type(name)
+	if !ok {
+		t.Fatalf("no type %s", name)
+	}
+	return et
 }

@@ -137,7 +137,7 @@ func OutOfAuthor(ctx context.Context, train, held []Example, cfg TypedTrainConfi
 	var gold []bool
 	var rulesPass, modelPass, typedPass []bool
 	for _, e := range held {
-		text, ok := e.Input.lastUser()
+		text, ok := e.Input.LastUser()
 		if !ok {
 			return s, fmt.Errorf("%w: turn %s does not end with a user turn", ErrInvalidInput, e.ID)
 		}

@@ -130,7 +130,7 @@ func TrainTyped(examples []Example, cfg TypedTrainConfig) (*GateModel, error) {
 	rows := make([]typedRow, 0, len(examples))
 	authors := map[string]int{}
 	for _, e := range examples {
-		text, ok := e.Input.lastUser()
+		text, ok := e.Input.LastUser()
 		if !ok {
 			return nil, fmt.Errorf("%w: training turn %s does not end with a user turn", ErrInvalidInput, e.ID)
 		}
@@ -314,7 +314,7 @@ func weightiest(g *GateModel, feats []gateFeature, c int, lower string) []int {
 
 // typedScore is 1 − P(clean) under the typed model: its gate score.
 func (m *RulesModule) typedScore(g *GateModel, in Input) float64 {
-	text, _ := in.lastUser()
+	text, _ := in.LastUser()
 	lower := strings.ToLower(text)
 	return 1 - softmax(g.logits(m.typedFeatures(m.domains[in.Domain], in, lower, false)))[0]
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -325,7 +326,7 @@ func (s *detectSummary) print(w io.Writer, m inception.Module, tax *inception.Ta
 	if s.judged > 0 {
 		fmt.Fprintf(tw, "(mean latency)\t%.3f ms\t\n", float64(s.latency.Microseconds())/1000/float64(s.judged))
 	}
-	if c, ok := m.(*inception.Cascade); ok {
+	if c, ok := m.(*llmmodule.Cascade); ok {
 		st := c.Stats()
 		fmt.Fprintf(tw, "(sent to model)\t%d\t%.1f%%\n", st.Passed, 100*st.Share)
 	}

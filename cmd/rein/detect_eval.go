@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 )
 
 // moduleCascadeGate is rein detect's name for the cascade's recall gate
@@ -269,7 +270,7 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 		cfg.Types = append(cfg.Types, et.Name)
 	}
 	switch m := module.(type) {
-	case *inception.Cascade:
+	case *llmmodule.Cascade:
 		cfg.Gate = m.Gate()
 	default:
 		if o.modules.module == moduleCascadeGate {

@@ -19,6 +19,7 @@ var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
+	{"inception/llmmodule"},
 	{"detector", "injector", "agentworker", "escalation"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
 	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},

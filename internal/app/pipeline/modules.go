@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -101,7 +102,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		if f.OnClient != nil {
 			f.OnClient(llm.PurposeInception, client)
 		}
-		return inception.NewLLM(inception.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
+		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
 	}
 	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
 	if err != nil {
@@ -126,7 +127,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		if err != nil {
 			return nil, nil, err
 		}
-		c, err := inception.NewCascade(gate, model)
+		c, err := llmmodule.NewCascade(gate, model)
 		if err != nil {
 			return nil, nil, err
 		}

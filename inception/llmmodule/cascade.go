@@ -1,9 +1,11 @@
-package inception
+package llmmodule
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/reinception/rein/inception"
 )
 
 // Gate results counted by the cascade (values of the stage's
@@ -17,7 +19,7 @@ const (
 // RulesRecall mode) on every turn and the model module only on the turns
 // the gate lets through. A skipped turn is a clear decision of the gate.
 type Cascade struct {
-	gate, model Module
+	gate, model inception.Module
 	passed      atomic.Uint64
 	skipped     atomic.Uint64
 	// OnGate, when set, is called with GatePass or GateSkip after each
@@ -28,7 +30,7 @@ type Cascade struct {
 	// rules module in its precise mode. Its decision is recorded as such
 	// (model FallbackModel, the model's error in fail_reason); without it
 	// the turn fails open.
-	Fallback Module
+	Fallback inception.Module
 }
 
 // FallbackModel is the model field of a detection the cascade's fallback
@@ -43,30 +45,30 @@ type CascadeStats struct {
 }
 
 // NewCascade builds a cascade from a gate and a model module.
-func NewCascade(gate, model Module) (*Cascade, error) {
+func NewCascade(gate, model inception.Module) (*Cascade, error) {
 	if gate == nil || model == nil {
-		return nil, fmt.Errorf("%w: cascade needs a gate and a model module", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: cascade needs a gate and a model module", inception.ErrInvalidConfig)
 	}
 	return &Cascade{gate: gate, model: model}, nil
 }
 
 // Name implements Module.
-func (c *Cascade) Name() string { return ModuleCascade }
+func (c *Cascade) Name() string { return inception.ModuleCascade }
 
 // Detect implements Module: the gate judges; a gate activation sends the
 // turn to the model, whose decision is returned (errors included, so the
 // stage fails open the same way as with the llm module alone).
-func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
+func (c *Cascade) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
 	g, err := c.gate.Detect(ctx, in)
 	if err != nil {
-		return Decision{}, fmt.Errorf("cascade gate: %w", err)
+		return inception.Decision{}, fmt.Errorf("cascade gate: %w", err)
 	}
 	if !g.Rein {
 		c.skipped.Add(1)
 		if c.OnGate != nil {
 			c.OnGate(GateSkip)
 		}
-		return Decision{TaxonomyVersion: g.TaxonomyVersion}, nil
+		return inception.Decision{TaxonomyVersion: g.TaxonomyVersion}, nil
 	}
 	c.passed.Add(1)
 	if c.OnGate != nil {
@@ -81,9 +83,9 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 	// microseconds), since the model may have spent the turn's.
 	fb, ferr := c.Fallback.Detect(context.WithoutCancel(ctx), in)
 	if ferr != nil {
-		return Decision{}, fmt.Errorf("cascade: model: %w; fallback: %v", err, ferr)
+		return inception.Decision{}, fmt.Errorf("cascade: model: %w; fallback: %v", err, ferr)
 	}
-	fb.Model, fb.FailReason = FallbackModel, "inception model could not judge, the rules module decided: "+FailReason(err)
+	fb.Model, fb.FailReason = FallbackModel, "inception model could not judge, the rules module decided: "+inception.FailReason(err)
 	return fb, nil
 }
 
@@ -93,8 +95,8 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 // ContextFree and not need them, and its verdict on the dialogue given must
 // be clear. The gate then judges such a turn twice, which the cheap rules
 // gate affords; its counters move only in Detect.
-func (c *Cascade) NeedsContext(in Input) bool {
-	cf, ok := c.gate.(ContextFree)
+func (c *Cascade) NeedsContext(in inception.Input) bool {
+	cf, ok := c.gate.(inception.ContextFree)
 	if !ok || cf.NeedsContext(in) {
 		return true
 	}
@@ -104,7 +106,7 @@ func (c *Cascade) NeedsContext(in Input) bool {
 
 // Gate returns the cascade's gate module, for measuring it alone
 // (EvalConfig.Gate).
-func (c *Cascade) Gate() Module { return c.gate }
+func (c *Cascade) Gate() inception.Module { return c.gate }
 
 // Stats returns the share of turns sent to the model so far.
 func (c *Cascade) Stats() CascadeStats {

@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // FuzzLLMAnswer: whatever a model answers (any bytes, any JSON) to any
@@ -22,20 +24,20 @@ func FuzzLLMAnswer(f *testing.F) {
 	f.Add("```json\n{\"rein\":true,\"error_type\":\"contradiction\",\"evidence\":\"keep it\",\"reasoning\":\"x\"}\n```", "keep it but cancel it")
 	f.Add(`{"rein":true,"error_type":"held_out","evidence":"a","reasoning":"b"}`, "a")
 	f.Add(`{"rein":true,"error_type":"unsupported_parameter","evidence":"first class\u0000","reasoning":"`+strings.Repeat("transfer_to_human_agents ", 80)+`"}`, "first class please")
-	airline := miniTools(f, "airline")
-	tax := DefaultTaxonomy()
+	airline := inceptiontest.MiniTools(f, "airline")
+	tax := inception.DefaultTaxonomy()
 	var agentTools []string
 	for _, t := range airline {
-		if t.Name != ToolTransferToHuman && t.Name != ToolAmbiguityReport {
+		if t.Name != inception.ToolTransferToHuman && t.Name != inception.ToolAmbiguityReport {
 			agentTools = append(agentTools, t.Name)
 		}
 	}
 	var answer string // what the model says next (the fuzz function runs one input at a time)
-	client := &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+	client := &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{Content: answer, Model: "fake-model"}, nil
 	}}
 	modules := map[string]*LLMModule{}
-	for _, plan := range []string{PlanTemplate, PlanGenerated} {
+	for _, plan := range []string{inception.PlanTemplate, inception.PlanGenerated} {
 		m, err := NewLLM(LLMConfig{Client: client, Plan: plan})
 		if err != nil {
 			f.Fatal(err)
@@ -45,22 +47,22 @@ func FuzzLLMAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, said, last string) {
 		answer = said
 		for plan, m := range modules {
-			in := Input{Tenant: "acme", Domain: "airline", Tools: airline, Dialogue: dialogue("I have ABC123 and DEF456", "Which one?", last)}
+			in := inception.Input{Tenant: "acme", Domain: "airline", Tools: airline, Dialogue: inceptiontest.Dialogue("I have ABC123 and DEF456", "Which one?", last)}
 			d, err := m.Detect(context.Background(), in)
 			if err != nil {
 				t.Fatalf("%s: %v", plan, err)
 			}
-			if p := decisionProblem(tax, d, last); p != "" {
+			if p := inceptiontest.DecisionProblem(tax, d, last); p != "" {
 				t.Fatalf("%s: %s", plan, p)
 			}
 			if !d.Rein {
 				continue
 			}
-			if !containsWord(d.Reasoning, d.RecoveryTool) || utf8.RuneCountInString(d.Reasoning) > 2000 {
+			if !inception.ContainsWord(d.Reasoning, d.RecoveryTool) || utf8.RuneCountInString(d.Reasoning) > 2000 {
 				t.Fatalf("%s: reasoning %q does not name %s, or is too long", plan, d.Reasoning, d.RecoveryTool)
 			}
 			for _, tool := range agentTools {
-				if NamesTool(d.Reasoning, []string{tool}) != "" {
+				if inception.NamesTool(d.Reasoning, []string{tool}) != "" {
 					t.Fatalf("%s: reasoning %q names the agent's tool %s", plan, d.Reasoning, tool)
 				}
 			}

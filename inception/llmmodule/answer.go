@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"bytes"
@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/reinception/rein/internal/llm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/llm"
 )
 
 // MaxAnswerBytes bounds a model answer; a longer one is refused unread.
@@ -32,7 +34,7 @@ type answerSchema struct {
 	schema *jsonschema.Schema
 }
 
-func newAnswerSchema(tax *Taxonomy) (*answerSchema, error) {
+func newAnswerSchema(tax *inception.Taxonomy) (*answerSchema, error) {
 	names := []any{}
 	for _, et := range tax.PromptTypes() {
 		names = append(names, et.Name)

@@ -1,16 +1,17 @@
-package inception
+package llmmodule
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
 
 // LLMConfig configures the llm module.
 type LLMConfig struct {
-	Taxonomy *Taxonomy // default DefaultTaxonomy()
+	Taxonomy *inception.Taxonomy // default DefaultTaxonomy()
 	Client   llm.Client
 	// Plan is PlanTemplate (default) or PlanGenerated.
 	Plan string
@@ -37,23 +38,23 @@ type LLMModule struct {
 // NewLLM builds the llm module.
 func NewLLM(cfg LLMConfig) (*LLMModule, error) {
 	if cfg.Client == nil {
-		return nil, fmt.Errorf("%w: llm module needs a model client", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: llm module needs a model client", inception.ErrInvalidConfig)
 	}
 	if cfg.Taxonomy == nil {
-		cfg.Taxonomy = DefaultTaxonomy()
+		cfg.Taxonomy = inception.DefaultTaxonomy()
 	}
 	switch cfg.Plan {
 	case "":
-		cfg.Plan = PlanTemplate
-	case PlanTemplate, PlanGenerated:
+		cfg.Plan = inception.PlanTemplate
+	case inception.PlanTemplate, inception.PlanGenerated:
 	default:
-		return nil, fmt.Errorf("%w: plan %q is not %s or %s", ErrInvalidConfig, cfg.Plan, PlanTemplate, PlanGenerated)
+		return nil, fmt.Errorf("%w: plan %q is not %s or %s", inception.ErrInvalidConfig, cfg.Plan, inception.PlanTemplate, inception.PlanGenerated)
 	}
 	if cfg.DialogueBudget <= 0 {
 		cfg.DialogueBudget = DefaultDialogueBudget
 	}
 	if cfg.MaxReasoningRunes <= 0 {
-		cfg.MaxReasoningRunes = DefaultMaxReasoningRunes
+		cfg.MaxReasoningRunes = inception.DefaultMaxReasoningRunes
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 400
@@ -63,24 +64,24 @@ func NewLLM(cfg LLMConfig) (*LLMModule, error) {
 		cfg.Temperature = &zero
 	}
 	if len(cfg.Taxonomy.PromptTypes()) == 0 {
-		return nil, fmt.Errorf("%w: every error type of taxonomy %s is held out", ErrInvalidConfig, cfg.Taxonomy.Version)
+		return nil, fmt.Errorf("%w: every error type of taxonomy %s is held out", inception.ErrInvalidConfig, cfg.Taxonomy.Version)
 	}
 	s, err := newAnswerSchema(cfg.Taxonomy)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", inception.ErrInvalidConfig, err)
 	}
 	return &LLMModule{cfg: cfg, schema: s, static: newStaticPrompts(cfg.Taxonomy)}, nil
 }
 
 // Name implements Module.
-func (m *LLMModule) Name() string { return ModuleLLM }
+func (m *LLMModule) Name() string { return inception.ModuleLLM }
 
 // Taxonomy returns the module's taxonomy.
-func (m *LLMModule) Taxonomy() *Taxonomy { return m.cfg.Taxonomy }
+func (m *LLMModule) Taxonomy() *inception.Taxonomy { return m.cfg.Taxonomy }
 
 // Request builds the model request for one turn (exported for tests, golden
 // files and cassette recording).
-func (m *LLMModule) Request(in Input) llm.Request {
+func (m *LLMModule) Request(in inception.Input) llm.Request {
 	return llm.Request{
 		Purpose:        llm.PurposeInception,
 		System:         m.static.get(in.Tenant, in.Domain, in.Tools),
@@ -93,15 +94,15 @@ func (m *LLMModule) Request(in Input) llm.Request {
 
 // Detect implements Module. A model error or deadline is returned wrapped in
 // ErrModel; an unusable answer is a failed, inactive Decision.
-func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
-	if _, ok := in.lastUser(); !ok {
-		return Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", ErrInvalidInput)
+func (m *LLMModule) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
+	if _, ok := in.LastUser(); !ok {
+		return inception.Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", inception.ErrInvalidInput)
 	}
 	resp, err := m.cfg.Client.Chat(ctx, m.Request(in))
 	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %s: %w", ErrModel, m.cfg.Client.Provider(), err)
+		return inception.Decision{}, fmt.Errorf("%w: %s: %w", inception.ErrModel, m.cfg.Client.Provider(), err)
 	}
-	d := Decision{Model: resp.Model, Tokens: resp.Usage.Total(), TaxonomyVersion: m.cfg.Taxonomy.Version}
+	d := inception.Decision{Model: resp.Model, Tokens: resp.Usage.Total(), TaxonomyVersion: m.cfg.Taxonomy.Version}
 	if d.Model == "" {
 		d.Model = m.cfg.Client.Model()
 	}
@@ -121,16 +122,16 @@ func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
 	tools := m.toolNames(in.Tools)
 	var refused []string
-	ev, bad := groundEvidence(ans.Evidence, in.Dialogue, tools)
+	ev, bad := inception.GroundEvidence(ans.Evidence, in.Dialogue, tools)
 	if bad != "" {
 		// The slot points at the user's latest message instead; the
 		// detection records why.
 		refused = append(refused, bad+"; the evidence slot was left generic")
 	}
 	d.Evidence = ev
-	d.Reasoning = RenderPlan(et.RecoveryPlan, d.Evidence)
-	if m.cfg.Plan == PlanGenerated {
-		if text, bad := generatedCheck(ans.Reasoning, et.RecoveryTool, tools, m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
+	d.Reasoning = inception.RenderPlan(et.RecoveryPlan, d.Evidence)
+	if m.cfg.Plan == inception.PlanGenerated {
+		if text, bad := inception.GeneratedCheck(ans.Reasoning, et.RecoveryTool, tools, m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
 			d.Reasoning = text
 		} else {
 			// The template plan stays, so a bad generated plan never
@@ -143,7 +144,7 @@ func (m *LLMModule) Detect(ctx context.Context, in Input) (Decision, error) {
 }
 
 // dialogueText is the surface dialogue as one text, for grounding checks.
-func dialogueText(d []Utterance) string {
+func dialogueText(d []inception.Utterance) string {
 	var b strings.Builder
 	for _, u := range d {
 		b.WriteString(u.Text)

@@ -1,16 +1,19 @@
-package inception
+package llmmodule
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // The prompt separates each confusable pair with one contrastive example
 // (issue 22): every contrast is in the static prompt, with both sides.
 func TestPromptSeparatesConfusablePairs(t *testing.T) {
-	p := BuildStaticPrompt(DefaultTaxonomy(), "airline", miniTools(t, "airline"))
+	p := BuildStaticPrompt(inception.DefaultTaxonomy(), "airline", inceptiontest.MiniTools(t, "airline"))
 	section := between(t, p, "Telling confusable types apart:", "How to judge hard cases:")
 	for _, want := range []struct{ pair, a, b string }{
 		{"anaphora vs multiple_interpretation", `"Cancel that one." is anaphora`, `"Cancel my Denver trip." is multiple_interpretation`},
@@ -31,7 +34,7 @@ func TestPromptSeparatesConfusablePairs(t *testing.T) {
 
 // Each open point the issue lists is closed by a rule of the prompt.
 func TestPromptClosesOpenPoints(t *testing.T) {
-	p := BuildStaticPrompt(DefaultTaxonomy(), "retail", miniTools(t, "retail"))
+	p := BuildStaticPrompt(inception.DefaultTaxonomy(), "retail", inceptiontest.MiniTools(t, "retail"))
 	judging := between(t, p, "How to judge hard cases:", "Recovery tools available to the agent:")
 	for point, frags := range map[string][]string{
 		"pushback on an open request and its evidence": {`"That's not helpful."`, "judge that earlier request", "quote from the last user utterance", "a quote from an earlier turn is refused"},
@@ -62,12 +65,12 @@ func TestPromptClosesOpenPoints(t *testing.T) {
 
 // A held-out type leaves the prompt with every contrast and rule naming it.
 func TestHeldOutTypeLeavesContrastsAndRules(t *testing.T) {
-	data := strings.Replace(string(DefaultTaxonomyYAML()), "    held_out: false\n    recovery_plan: >-\n      The user's words", "    held_out: true\n    recovery_plan: >-\n      The user's words", 1)
-	tax, err := ParseTaxonomy("held.yaml", []byte(data))
+	data := strings.Replace(string(inception.DefaultTaxonomyYAML()), "    held_out: false\n    recovery_plan: >-\n      The user's words", "    held_out: true\n    recovery_plan: >-\n      The user's words", 1)
+	tax, err := inception.ParseTaxonomy("held.yaml", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if et, _ := tax.Type(TypeAnaphora); !et.HeldOut {
+	if et, _ := tax.Type(inception.TypeAnaphora); !et.HeldOut {
 		t.Fatal("anaphora not held out by the edit")
 	}
 	p := BuildStaticPrompt(tax, "airline", nil)
@@ -80,7 +83,7 @@ func TestHeldOutTypeLeavesContrastsAndRules(t *testing.T) {
 }
 
 func TestInvalidContrastsNameFieldAndLine(t *testing.T) {
-	base := string(DefaultTaxonomyYAML())
+	base := string(inception.DefaultTaxonomyYAML())
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"not a type name", "  - types: [anaphora, multiple_interpretation]", "  - types: [anaphora, Vague Ness]", "contrasts[0].types[1]: \"Vague Ness\" is not an error type name"},
 		{"no type", "  - types: [contradiction]", "  - types: []", "contrasts[2].types: a contrast needs at least one error type"},
@@ -89,8 +92,8 @@ func TestInvalidContrastsNameFieldAndLine(t *testing.T) {
 		if doc == base {
 			t.Fatalf("%s: edit did not apply", tc.name)
 		}
-		_, err := ParseTaxonomy("t.yaml", []byte(doc))
-		if !errors.Is(err, ErrInvalidTaxonomy) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "t.yaml:") {
+		_, err := inception.ParseTaxonomy("t.yaml", []byte(doc))
+		if !errors.Is(err, inception.ErrInvalidTaxonomy) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "t.yaml:") {
 			t.Errorf("%s: err %v, want one with a line and %q", tc.name, err, tc.want)
 		}
 	}
@@ -107,9 +110,9 @@ func TestLLMAnswersForTheHardCases(t *testing.T) {
 		failReason   string // a substring; "" = none
 	}{
 		{"pushback: the open request's type, the pushback's words", `{"rein":true,"error_type":"unsupported_domain","evidence":"That's not helpful","reasoning":"transfer"}`,
-			hotel, true, TypeUnsupportedDomain, "That's not helpful", ""},
+			hotel, true, inception.TypeUnsupportedDomain, "That's not helpful", ""},
 		{"pushback: a quote of the earlier turn is refused, the type stays", `{"rein":true,"error_type":"unsupported_domain","evidence":"book me a hotel in Denver","reasoning":"transfer"}`,
-			hotel, true, TypeUnsupportedDomain, "", EvidenceNotQuoted},
+			hotel, true, inception.TypeUnsupportedDomain, "", inception.EvidenceNotQuoted},
 		{"complaint about the agent: no error", `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`,
 			[]string{"Move 1N99U6 to the 25th.", "I found flights on May 24.", "That's not what I told you earlier, I said the 25th."}, false, "", "", ""},
 		{"self-correction: no error", `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`,
@@ -119,15 +122,15 @@ func TestLLMAnswersForTheHardCases(t *testing.T) {
 		{"rein false: a stray quote and reasoning plant nothing", `{"rein":false,"error_type":null,"evidence":"a real person","reasoning":"call transfer_to_human_agents"}`,
 			[]string{"Can I talk to a real person please?"}, false, "", "", ""},
 		{"two errors: the unsupported one is reported", `{"rein":true,"error_type":"unsupported_action","evidence":"pick a window seat","reasoning":"transfer"}`,
-			[]string{"Hi", "You have ABC123 and XYZ789.", "Change that one and pick a window seat for me."}, true, TypeUnsupportedAction, "pick a window seat", ""},
+			[]string{"Hi", "You have ABC123 and XYZ789.", "Change that one and pick a window seat for me."}, true, inception.TypeUnsupportedAction, "pick a window seat", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewLLM(LLMConfig{Client: answering(tc.answer)})
+			m, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(tc.answer)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := m.Detect(context.Background(), airlineInput(t, tc.dialogue...))
+			d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, tc.dialogue...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,8 +144,8 @@ func TestLLMAnswersForTheHardCases(t *testing.T) {
 				t.Errorf("a turn without error carries reasoning %q / evidence %q", d.Reasoning, d.Evidence)
 			}
 			if d.Rein {
-				et := mustType(t, tc.typ)
-				if d.Reasoning != RenderPlan(et.RecoveryPlan, d.Evidence) {
+				et := inceptiontest.MustType(t, tc.typ)
+				if d.Reasoning != inception.RenderPlan(et.RecoveryPlan, d.Evidence) {
 					t.Errorf("reasoning %q is not the type's plan", d.Reasoning)
 				}
 			}
@@ -172,13 +175,13 @@ func lineWith(s, prefix string) string {
 // A provider's copy of the default file without one of its types still
 // loads; the contrasts and rules naming the dropped type leave the prompt.
 func TestDroppedTypeLeavesContrastsAndRules(t *testing.T) {
-	base := string(DefaultTaxonomyYAML())
+	base := string(inception.DefaultTaxonomyYAML())
 	start := strings.Index(base, "  - name: unsupported_domain\n")
 	end := strings.Index(base, "\n# Shown to the model after the types")
 	if start < 0 || end < start {
 		t.Fatal("default file layout changed")
 	}
-	tax, err := ParseTaxonomy("without.yaml", []byte(base[:start]+base[end+1:]))
+	tax, err := inception.ParseTaxonomy("without.yaml", []byte(base[:start]+base[end+1:]))
 	if err != nil {
 		t.Fatalf("a copy without unsupported_domain: %v", err)
 	}
@@ -196,13 +199,13 @@ func TestDroppedTypeLeavesContrastsAndRules(t *testing.T) {
 // "that one" with a descriptor, a possessive, a read-back agreed to with
 // an amount.
 func TestRulesNeedsContextForTheNewSignals(t *testing.T) {
-	m, err := NewRules(RulesConfig{})
+	m, err := inception.NewRules(inception.RulesConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, turn := range []string{"Change that one to economy.", "his birthday is wrong, fix it", "yes that's right, just the 3 bags",
 		"cancel the one on the 24th", "add a bag to my flight on the 24th", "Can you change the black one to stainless steel?", "get rid of it, please", "push that back a week"} {
-		if !m.NeedsContext(Input{Domain: "airline", Tools: domainTools(t, "airline"), Dialogue: dialogue(turn)}) {
+		if !m.NeedsContext(inception.Input{Domain: "airline", Tools: inceptiontest.DomainTools(t, "airline"), Dialogue: inceptiontest.Dialogue(turn)}) {
 			t.Errorf("%q: NeedsContext false, but its decision reads the agent's words", turn)
 		}
 	}

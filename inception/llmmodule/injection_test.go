@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 func jsonString(s string) string {
@@ -33,7 +36,7 @@ var injectionCorpus = []string{
 // reasoning is the taxonomy's plan with only the evidence slot filled, and
 // that slot holds a short, sanitised quote of the user's own words.
 func TestPromptInjectionCannotReachPlantedReasoning(t *testing.T) {
-	tax := DefaultTaxonomy()
+	tax := inception.DefaultTaxonomy()
 	for i, userText := range injectionCorpus {
 		// The adversarial model echoes attacker text into every field.
 		answers := []string{
@@ -42,11 +45,11 @@ func TestPromptInjectionCannotReachPlantedReasoning(t *testing.T) {
 			`{"rein":true,"error_type":"contradiction","evidence":"evidence the user never said: refund everything","reasoning":"x"}`,
 		}
 		for j, ans := range answers {
-			m, err := NewLLM(LLMConfig{Client: answering(ans)})
+			m, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(ans)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := airlineInput(t, "Hi", "How can I help?", userText)
+			in := inceptiontest.AirlineInput(t, "Hi", "How can I help?", userText)
 			d, err := m.Detect(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
@@ -59,21 +62,21 @@ func TestPromptInjectionCannotReachPlantedReasoning(t *testing.T) {
 			}
 			et, _ := tax.Type(d.ErrorType)
 			// 1. The reasoning is exactly the template with the evidence.
-			if d.Reasoning != RenderPlan(et.RecoveryPlan, d.Evidence) {
+			if d.Reasoning != inception.RenderPlan(et.RecoveryPlan, d.Evidence) {
 				t.Fatalf("case %d/%d: reasoning is not the rendered template:\n%s", i, j, d.Reasoning)
 			}
 			// 2. Removing the evidence leaves the plan's own words only.
 			if d.Evidence != "" {
-				rest := strings.Replace(d.Reasoning, d.Evidence, EvidenceSlot, 1)
-				if rest != RenderPlan(et.RecoveryPlan, EvidenceSlot) && rest != strings.Join(strings.Fields(et.RecoveryPlan), " ") {
+				rest := strings.Replace(d.Reasoning, d.Evidence, inception.EvidenceSlot, 1)
+				if rest != inception.RenderPlan(et.RecoveryPlan, inception.EvidenceSlot) && rest != strings.Join(strings.Fields(et.RecoveryPlan), " ") {
 					t.Fatalf("case %d/%d: text outside the slot:\n%s", i, j, rest)
 				}
 			}
 			// 3. The evidence is short, single-line, unquoted and the user's own words.
-			if utf8.RuneCountInString(d.Evidence) > MaxEvidenceRunes+1 || strings.ContainsAny(d.Evidence, "\"\n\r\\{}<>\x00\x07\u202e\u200b") {
+			if utf8.RuneCountInString(d.Evidence) > inception.MaxEvidenceRunes+1 || strings.ContainsAny(d.Evidence, "\"\n\r\\{}<>\x00\x07\u202e\u200b") {
 				t.Fatalf("case %d/%d: unsafe evidence %q", i, j, d.Evidence)
 			}
-			if d.Evidence != "" && !strings.Contains(strings.ToLower(strings.Join(strings.Fields(sanitizeUncapped(userText)), " ")),
+			if d.Evidence != "" && !strings.Contains(strings.ToLower(strings.Join(strings.Fields(inception.SanitizeUncapped(userText)), " ")),
 				strings.ToLower(strings.TrimSuffix(d.Evidence, "…"))) {
 				t.Fatalf("case %d/%d: evidence %q is not a quote of the user", i, j, d.Evidence)
 			}
@@ -95,11 +98,11 @@ func TestRenderPlanAndSanitize(t *testing.T) {
 		{"that one", `The user said "that one"; call ambiguity_report.`},
 		{"", `The user said (see the user's latest message); call ambiguity_report.`},
 		{"say \"hi\"\nthen {x} <b>\\", `The user said "say 'hi' then x b"; call ambiguity_report.`},
-		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
+		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:inception.MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
 		{"a\u202eb\u200bc\x07d", `The user said "abc d"; call ambiguity_report.`}, // invisible format characters are dropped (never planted, never a space); a control character is a space
 	}
 	for _, tc := range cases {
-		if got := RenderPlan(plan, tc.ev); got != tc.want {
+		if got := inception.RenderPlan(plan, tc.ev); got != tc.want {
 			t.Errorf("RenderPlan(%q) = %q, want %q", tc.ev, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"context"
@@ -7,52 +7,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
-func airlineInput(t testing.TB, texts ...string) Input {
-	return Input{Tenant: "acme", Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: dialogue(texts...)}
-}
-
 func TestLLMActivation(t *testing.T) {
-	client := answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"x"}`)
+	client := inceptiontest.Answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"x"}`)
 	m, err := NewLLM(LLMConfig{Client: client})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := m.Detect(context.Background(), airlineInput(t, "I have ABC123 and DEF456", "Which one?", "Please cancel that one."))
+	d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "I have ABC123 and DEF456", "Which one?", "Please cancel that one."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RenderPlan(mustType(t, TypeAnaphora).RecoveryPlan, "cancel that one")
-	if !d.Rein || d.ErrorType != TypeAnaphora || d.Category != CategoryAmbiguous || d.RecoveryTool != ToolAmbiguityReport ||
+	want := inception.RenderPlan(inceptiontest.MustType(t, inception.TypeAnaphora).RecoveryPlan, "cancel that one")
+	if !d.Rein || d.ErrorType != inception.TypeAnaphora || d.Category != inception.CategoryAmbiguous || d.RecoveryTool != inception.ToolAmbiguityReport ||
 		d.Evidence != "cancel that one" || d.Reasoning != want || d.Failed || d.Tokens != 120 || d.Model != "fake-model" ||
 		d.TaxonomyVersion != "rein-default-1" {
 		t.Fatalf("decision %+v", d)
 	}
-	if !strings.Contains(d.Reasoning, ToolAmbiguityReport) || !strings.Contains(d.Reasoning, `"cancel that one"`) {
+	if !strings.Contains(d.Reasoning, inception.ToolAmbiguityReport) || !strings.Contains(d.Reasoning, `"cancel that one"`) {
 		t.Errorf("reasoning %q", d.Reasoning)
 	}
-	reqs := client.requests()
+	reqs := client.Requests()
 	if len(reqs) != 1 || reqs[0].Purpose != llm.PurposeInception || reqs[0].ResponseSchema == nil || reqs[0].Messages[0].Role != llm.RoleUser {
 		t.Fatalf("request %+v", reqs)
 	}
 }
 
 func TestLLMClear(t *testing.T) {
-	m, _ := NewLLM(LLMConfig{Client: answering(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`)})
-	d, err := m.Detect(context.Background(), airlineInput(t, "Cancel reservation ABC123 please."))
+	m, _ := NewLLM(LLMConfig{Client: inceptiontest.Answering(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`)})
+	d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "Cancel reservation ABC123 please."))
 	if err != nil || d.Rein || d.Failed || d.Reasoning != "" || d.TaxonomyVersion == "" {
 		t.Fatalf("%+v %v", d, err)
 	}
-}
-
-func mustType(t testing.TB, name string) *ErrorType {
-	et, ok := DefaultTaxonomy().Type(name)
-	if !ok {
-		t.Fatalf("no type %s", name)
-	}
-	return et
 }
 
 func TestLLMMalformedAnswers(t *testing.T) {
@@ -75,11 +65,11 @@ func TestLLMMalformedAnswers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewLLM(LLMConfig{Client: answering(tc.content)})
+			m, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(tc.content)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := m.Detect(context.Background(), airlineInput(t, "Cancel that one."))
+			d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "Cancel that one."))
 			if err != nil {
 				t.Fatalf("malformed answer returned an error (the stage would count a model failure): %v", err)
 			}
@@ -91,12 +81,12 @@ func TestLLMMalformedAnswers(t *testing.T) {
 }
 
 func TestLLMAnswerAsToolCall(t *testing.T) {
-	client := &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+	client := &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{ToolCalls: []llm.ToolCall{{Name: answerSchemaName, Arguments: []byte(`{"rein":true,"error_type":"unsupported_action","evidence":"pick a window seat","reasoning":"r"}`)}}}, nil
 	}}
 	m, _ := NewLLM(LLMConfig{Client: client})
-	d, err := m.Detect(context.Background(), airlineInput(t, "Can I pick a window seat?"))
-	if err != nil || !d.Rein || d.ErrorType != TypeUnsupportedAction || d.RecoveryTool != ToolTransferToHuman || d.Model != "fake-model" {
+	d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "Can I pick a window seat?"))
+	if err != nil || !d.Rein || d.ErrorType != inception.TypeUnsupportedAction || d.RecoveryTool != inception.ToolTransferToHuman || d.Model != "fake-model" {
 		t.Fatalf("%+v %v", d, err)
 	}
 }
@@ -105,12 +95,12 @@ func TestLLMModelErrorsFailOpen(t *testing.T) {
 	boom := errors.New("500 internal server error")
 	cases := []struct {
 		name   string
-		client *fakeClient
+		client *inceptiontest.FakeClient
 		ctx    func() (context.Context, context.CancelFunc)
 	}{
-		{"provider error", &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, boom }},
+		{"provider error", &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) { return llm.Response{}, boom }},
 			func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
-		{"deadline", &fakeClient{chat: func(ctx context.Context, _ llm.Request) (llm.Response, error) {
+		{"deadline", &inceptiontest.FakeClient{Reply: func(ctx context.Context, _ llm.Request) (llm.Response, error) {
 			<-ctx.Done()
 			return llm.Response{}, ctx.Err()
 		}}, func() (context.Context, context.CancelFunc) {
@@ -122,8 +112,8 @@ func TestLLMModelErrorsFailOpen(t *testing.T) {
 			m, _ := NewLLM(LLMConfig{Client: tc.client})
 			ctx, cancel := tc.ctx()
 			defer cancel()
-			d, err := m.Detect(ctx, airlineInput(t, "Cancel that one."))
-			if !errors.Is(err, ErrModel) || d.Rein {
+			d, err := m.Detect(ctx, inceptiontest.AirlineInput(t, "Cancel that one."))
+			if !errors.Is(err, inception.ErrModel) || d.Rein {
 				t.Fatalf("got %+v, %v; want ErrModel and no activation", d, err)
 			}
 		})
@@ -131,20 +121,20 @@ func TestLLMModelErrorsFailOpen(t *testing.T) {
 }
 
 func TestLLMConfigAndInputErrors(t *testing.T) {
-	if _, err := NewLLM(LLMConfig{}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLLM(LLMConfig{}); !errors.Is(err, inception.ErrInvalidConfig) {
 		t.Errorf("no client: %v", err)
 	}
-	if _, err := NewLLM(LLMConfig{Client: answering(""), Plan: "freestyle"}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(""), Plan: "freestyle"}); !errors.Is(err, inception.ErrInvalidConfig) {
 		t.Errorf("bad plan: %v", err)
 	}
-	m, _ := NewLLM(LLMConfig{Client: answering("")})
-	if _, err := m.Detect(context.Background(), Input{Dialogue: []Utterance{{Role: RoleAgent, Text: "hi"}}}); !errors.Is(err, ErrInvalidInput) {
+	m, _ := NewLLM(LLMConfig{Client: inceptiontest.Answering("")})
+	if _, err := m.Detect(context.Background(), inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleAgent, Text: "hi"}}}); !errors.Is(err, inception.ErrInvalidInput) {
 		t.Errorf("agent-last dialogue: %v", err)
 	}
 }
 
 func TestLLMGeneratedPlan(t *testing.T) {
-	tmpl := RenderPlan(mustType(t, TypeUnsupportedParameter).RecoveryPlan, "first class")
+	tmpl := inception.RenderPlan(inceptiontest.MustType(t, inception.TypeUnsupportedParameter).RecoveryPlan, "first class")
 	cases := []struct{ name, reasoning, want string }{
 		{"valid", "First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary.",
 			"First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary."},
@@ -166,8 +156,8 @@ func TestLLMGeneratedPlan(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ans := `{"rein":true,"error_type":"unsupported_parameter","evidence":"first class","reasoning":` + jsonString(tc.reasoning) + `}`
-			m, _ := NewLLM(LLMConfig{Client: answering(ans), Plan: PlanGenerated})
-			d, err := m.Detect(context.Background(), airlineInput(t, "Please move me to first class on reservation 4WQ150."))
+			m, _ := NewLLM(LLMConfig{Client: inceptiontest.Answering(ans), Plan: inception.PlanGenerated})
+			d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "Please move me to first class on reservation 4WQ150."))
 			if err != nil || !d.Rein || d.Failed {
 				t.Fatalf("%+v %v", d, err)
 			}

@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"context"
@@ -8,15 +8,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
-	gate, err := NewRules(RulesConfig{Mode: RulesRecall})
+	gate, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"r"}`)
+	client := inceptiontest.Answering(`{"rein":true,"error_type":"anaphora","evidence":"cancel that one","reasoning":"r"}`)
 	model, _ := NewLLM(LLMConfig{Client: client})
 	c, err := NewCascade(gate, model)
 	if err != nil {
@@ -25,7 +27,7 @@ func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
 	var mu sync.Mutex
 	gateCounts := map[string]int{}
 	c.OnGate = func(r string) { mu.Lock(); gateCounts[r]++; mu.Unlock() }
-	tools := miniTools(t, "airline")
+	tools := inceptiontest.MiniTools(t, "airline")
 	turns := []struct {
 		text string
 		want bool
@@ -36,7 +38,7 @@ func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
 		{"Economy, one passenger, no insurance.", false},
 	}
 	for _, tc := range turns {
-		d, err := c.Detect(context.Background(), Input{Domain: "airline", Tools: tools, Dialogue: dialogue(tc.text)})
+		d, err := c.Detect(context.Background(), inception.Input{Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue(tc.text)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +46,7 @@ func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
 			t.Errorf("%q: %+v", tc.text, d)
 		}
 	}
-	if n := len(client.requests()); n != 1 {
+	if n := len(client.Requests()); n != 1 {
 		t.Errorf("model called %d times, want 1", n)
 	}
 	st := c.Stats()
@@ -54,15 +56,15 @@ func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
 }
 
 func TestCascadeModelErrorPropagates(t *testing.T) {
-	gate, _ := NewRules(RulesConfig{Mode: RulesRecall})
-	model, _ := NewLLM(LLMConfig{Client: &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+	gate, _ := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	model, _ := NewLLM(LLMConfig{Client: &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, errors.New("503")
 	}}})
 	c, _ := NewCascade(gate, model)
-	if _, err := c.Detect(context.Background(), Input{Domain: "airline", Dialogue: dialogue("Cancel that one.")}); !errors.Is(err, ErrModel) {
+	if _, err := c.Detect(context.Background(), inception.Input{Domain: "airline", Dialogue: inceptiontest.Dialogue("Cancel that one.")}); !errors.Is(err, inception.ErrModel) {
 		t.Fatalf("err = %v, want ErrModel", err)
 	}
-	if _, err := NewCascade(nil, model); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewCascade(nil, model); !errors.Is(err, inception.ErrInvalidConfig) {
 		t.Errorf("nil gate: %v", err)
 	}
 }
@@ -71,9 +73,9 @@ func TestCascadeModelErrorPropagates(t *testing.T) {
 // passed is judged by the rules module instead, recorded as such, rather
 // than failing open and losing the rules' own detection.
 func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
-	gate, _ := NewRules(RulesConfig{Mode: RulesRecall})
-	fallback, _ := NewRules(RulesConfig{})
-	down := &fakeClient{chat: func(context.Context, llm.Request) (llm.Response, error) {
+	gate, _ := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	fallback, _ := inception.NewRules(inception.RulesConfig{})
+	down := &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, fmt.Errorf("inception: %w", llm.ErrUnavailable)
 	}}
 	model, _ := NewLLM(LLMConfig{Client: down})
@@ -81,8 +83,8 @@ func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := miniTools(t, "airline")
-	in := Input{Domain: "airline", Tools: tools, Dialogue: dialogue("Can you book me a hotel in Denver too?")}
+	tools := inceptiontest.MiniTools(t, "airline")
+	in := inception.Input{Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue("Can you book me a hotel in Denver too?")}
 	if _, err := c.Detect(context.Background(), in); err == nil {
 		t.Fatal("without a fallback the model's failure should reach the stage (fail open)")
 	}

@@ -1,4 +1,4 @@
-package inception
+package llmmodule
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -29,12 +30,12 @@ const (
 // staticPrompts caches the static prompt part per tenant, domain and tool
 // catalogue, so it is built once and byte-identical on every turn.
 type staticPrompts struct {
-	tax *Taxonomy
+	tax *inception.Taxonomy
 	mu  sync.Mutex
 	m   map[string]string
 }
 
-func newStaticPrompts(tax *Taxonomy) *staticPrompts {
+func newStaticPrompts(tax *inception.Taxonomy) *staticPrompts {
 	return &staticPrompts{tax: tax, m: map[string]string{}}
 }
 
@@ -67,7 +68,7 @@ func toolsFingerprint(tools []llm.Tool) string {
 // prompt: instructions, the taxonomy without held-out types, the recovery
 // plans and tools, the agent's tool catalogue and the answer format. It
 // depends only on its arguments, never on the conversation.
-func BuildStaticPrompt(tax *Taxonomy, domain string, tools []llm.Tool) string {
+func BuildStaticPrompt(tax *inception.Taxonomy, domain string, tools []llm.Tool) string {
 	var b strings.Builder
 	b.WriteString(`You are the inception module of a customer-service system. Before the agent answers a new user turn, you decide whether the user's latest message contains a known user-induced error, and if so which one.
 
@@ -93,7 +94,7 @@ Rules:
 		for _, ex := range et.Examples {
 			fmt.Fprintf(&b, "Example: %s\n", oneLine(ex))
 		}
-		fmt.Fprintf(&b, "Recovery tool: %s\nRecovery plan: %s\n", et.RecoveryTool, strings.ReplaceAll(oneLine(et.RecoveryPlan), EvidenceSlot, "<evidence>"))
+		fmt.Fprintf(&b, "Recovery tool: %s\nRecovery plan: %s\n", et.RecoveryTool, strings.ReplaceAll(oneLine(et.RecoveryPlan), inception.EvidenceSlot, "<evidence>"))
 	}
 	if cs := tax.PromptContrasts(); len(cs) > 0 {
 		b.WriteString("\nTelling confusable types apart:\n")
@@ -145,7 +146,7 @@ type promptLine struct {
 // BuildDynamicPrompt renders the per-turn part: the surface dialogue, newest
 // utterances kept within budget runes (the last user turn always, cut to the
 // budget if it alone exceeds it), fenced as data.
-func BuildDynamicPrompt(dialogue []Utterance, budget int) string {
+func BuildDynamicPrompt(dialogue []inception.Utterance, budget int) string {
 	if budget <= 0 {
 		budget = DefaultDialogueBudget
 	}
@@ -170,9 +171,9 @@ func BuildDynamicPrompt(dialogue []Utterance, budget int) string {
 		if i == len(dialogue)-1 && utf8.RuneCountInString(text) > budget {
 			text = string([]rune(text)[:budget])
 		}
-		role := RoleAgent
-		if u.Role == RoleUser {
-			role = RoleUser
+		role := inception.RoleAgent
+		if u.Role == inception.RoleUser {
+			role = inception.RoleUser
 		}
 		line, _ := json.Marshal(promptLine{Turn: i + 1, Role: role, Text: text}) // json.Marshal escapes <, >, &
 		b.Write(line)
