@@ -87,7 +87,7 @@ type RulesConfig struct {
 // the trip types are one way and round trip, an exchange into another
 // product (rules_catalogue.go).
 //
-// Third-pass signals (rules_pass3.go), found on dev3, a second author's
+// Structural signals (rules_structural.go), found on dev3, a second author's
 // wording: a list the agent gives without an intro word, the agent's own
 // count of one, a descriptor several listed entities share ("the one on
 // the 24th"), a property no listed entity has, "one of them", a pronoun

@@ -2,9 +2,10 @@ package inception
 
 import "strings"
 
-// Signals of issue 22's third pass, found on dev3 (a second author's
-// wording) and kept structural: what the turn's shape says, not its
-// exact words.
+// Structural signals: what the turn's shape says (two ranking criteria,
+// an exclusion taken back, a chain of legs, a phrasal reference, opposite
+// actions on one object), not its exact words; found on dev3, a second
+// author's wording.
 
 // criterionFamily maps a ranking word to the criterion it ranks by. Two
 // families in one turn ("the earliest unless the cheaper one is better
