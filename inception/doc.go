@@ -18,19 +18,19 @@
 //     contrastive example per confusable pair) and judging rules (hard
 //     cases) go into the model's prompt, those naming a hidden type left
 //     out (PromptContrasts, PromptJudging).
-//   - Module: NewLLM (one model call per turn through llm.Client: a static,
-//     cacheable system prompt and a fenced dynamic dialogue; structured
-//     answer validated against a JSON Schema), NewRules (offline: candidate
+//   - Module, Decision, Input (Input.LastUser: the turn to judge) and
+//     ContextFree: the runtime contract every module keeps; the modules
+//     that call a model (the LLM module, the cascade) are in
+//     inception/llmmodule.
+//   - NewRules: the rules module, which judges offline from the candidate
 //     entities in the dialogue, the tool catalogue's names, descriptions and
 //     JSON Schemas, conflict and alternative markers and the taxonomy's
 //     domain notes, and, given RulesConfig.Products (LoadProductCatalogue
 //     reads a τ-bench products.json), the store's product options;
 //     RulesPrecise, or RulesRecall, the cascade's gate, which
-//     loosens each precise check) and NewCascade (recall gate, then the
-//     model; Gate returns the gate). ContextFree: a module that tells per
-//     turn whether its decision needs the agent's replies (rules and cascade
-//     implement it; the precise rules need them only when a check reading
-//     the agent's words could fire, the gate never).
+//     loosens each precise check. The rules implement ContextFree: the
+//     precise rules need the agent's replies only when a check reading
+//     the agent's words could fire, the gate never.
 //   - Evaluate (EvalConfig, Example, EvalReport): scores a module on
 //     labelled turns — per-type precision, recall and F1, core-type and mean
 //     recall, false activations on clean turns, the confusion matrix,
@@ -53,9 +53,12 @@
 //     for a clean false-activation budget; LeaveOneAuthorOut and
 //     OutOfAuthor measure it on authors it never saw (rein detect
 //     --train-typed, --loao, --out-of-author).
-//   - RenderPlan/SanitizeEvidence: the planted reasoning is the taxonomy's
-//     recovery plan with a sanitised evidence quote as its only slot.
-//   - Cascade.Fallback: the rules module's decision when the model cannot
-//     judge (recorded as FallbackModel); FailReason: what a detection
+//   - Planted-text checks every module shares: RenderPlan/SanitizeEvidence
+//     (the planted reasoning is the taxonomy's recovery plan with a
+//     sanitised evidence quote as its only slot), GroundEvidence (the
+//     quote must be the user's own words), GeneratedCheck (a generated
+//     plan names its tool and no other, claims no authority, states no
+//     amount the dialogue lacks), NamesTool, ClaimsAuthority, CleanText,
+//     ContainsWord, SanitizeUncapped; FailReason: what a detection
 //     records of a module error.
 package inception
