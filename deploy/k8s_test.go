@@ -485,16 +485,19 @@ func checkReadsConfig(t *testing.T, where string, ps corev1.PodSpec, c corev1.Co
 	if i := slices.Index(c.Args, "--config"); i < 0 || i+1 >= len(c.Args) || c.Args[i+1] != reinConfigPath {
 		t.Errorf("%s: does not read %s (--config)", where, reinConfigPath)
 	}
+	// A ConfigMap named *-config, or *-provision (the Helm chart's copy
+	// for its provision hook, which runs before the release's objects
+	// exist), holds rein.yaml.
 	var vol string
 	for _, v := range ps.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == "rein-config" {
+		if v.ConfigMap != nil && (strings.HasSuffix(v.ConfigMap.Name, "-config") || strings.HasSuffix(v.ConfigMap.Name, "-provision")) {
 			vol = v.Name
 		}
 	}
-	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+	if vol == "" || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 		return m.Name == vol && m.MountPath == filepath.Dir(reinConfigPath)
 	}) {
-		t.Errorf("%s: ConfigMap rein-config is not mounted at %s", where, filepath.Dir(reinConfigPath))
+		t.Errorf("%s: no rein.yaml ConfigMap is mounted at %s", where, filepath.Dir(reinConfigPath))
 	}
 	for _, a := range c.Args {
 		if strings.HasPrefix(a, "--partitions") {
@@ -580,7 +583,11 @@ func checkConfigMap(t *testing.T, cms []*corev1.ConfigMap) {
 // The ServiceMonitor scrapes /metrics on every Service of rein, on the
 // port they all name, with a token from a Secret.
 func TestServiceMonitor(t *testing.T) {
-	r := render(t)
+	checkServiceMonitor(t, render(t))
+}
+
+func checkServiceMonitor(t *testing.T, r rendered) {
+	t.Helper()
 	sms := of[*monitoringv1.ServiceMonitor](r)
 	if len(sms) != 1 {
 		t.Fatalf("%d ServiceMonitors, want 1", len(sms))
@@ -657,7 +664,13 @@ func labelMatchers(query string) map[string][2]string {
 // query that selects exactly the stage's durables of its input stream in
 // rein's namespace. The escalation stage, not partitioned, is not scaled.
 func TestScaledObjects(t *testing.T) {
-	r := render(t)
+	checkScaledObjects(t, render(t), "rein-")
+}
+
+// checkScaledObjects checks the ScaledObjects of r, whose Deployments'
+// names start with prefix.
+func checkScaledObjects(t *testing.T, r rendered, prefix string) {
+	t.Helper()
 	_, prov := reinYAML(t, of[*corev1.ConfigMap](r))
 	deps := map[string]bool{}
 	for _, d := range of[*appsv1.Deployment](r) {
@@ -668,7 +681,7 @@ func TestScaledObjects(t *testing.T) {
 		where := "ScaledObject " + so.Name
 		ref := so.Spec.ScaleTargetRef
 		scaled[ref.Name]++
-		st, ok := partitionedStages[ref.Name]
+		st, ok := partitionedStages["rein-"+strings.TrimPrefix(ref.Name, prefix)]
 		if !ok || ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !deps[ref.Name] {
 			t.Errorf("%s scales %s %s; only the Deployments of the partitioned stages scale on lag", where, ref.Kind, ref.Name)
 			continue
@@ -690,6 +703,7 @@ func TestScaledObjects(t *testing.T) {
 		checkLagTrigger(t, where, so.Spec.Triggers[0], st.durable, st.stream, prov.Partitions)
 	}
 	for name := range partitionedStages {
+		name = prefix + strings.TrimPrefix(name, "rein-")
 		if scaled[name] != 1 {
 			t.Errorf("Deployment %s has %d ScaledObjects, want 1", name, scaled[name])
 		}

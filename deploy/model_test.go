@@ -101,7 +101,7 @@ func TestNoLiteralModelKey(t *testing.T) {
 		}
 	}
 	var files []string
-	for _, dir := range []string{composeDir, k8sDir} {
+	for _, dir := range []string{composeDir, k8sDir, helmChart} {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
