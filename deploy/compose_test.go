@@ -832,3 +832,68 @@ func TestComposeModel(t *testing.T) {
 // localModelProfile is the compose profile, and the service, of the
 // local model server.
 const localModelProfile = "local-model"
+
+// workflowFile is the CI workflow that builds the image and runs compose.
+const workflowFile = "../.github/workflows/image.yml"
+
+// The image workflow (run where Docker is, never here) uses Makefile
+// targets that exist, the compose file's local-model profile, and rein
+// commands and flags the binary has.
+func TestImageWorkflow(t *testing.T) {
+	b, err := os.ReadFile(workflowFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Name string `yaml:"name"`
+				Run  string `yaml:"run"`
+				Uses string `yaml:"uses"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("%s: %v", workflowFile, err)
+	}
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs strings.Builder
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			runs.WriteString(s.Run + "\n")
+		}
+	}
+	script := runs.String()
+	targets := regexp.MustCompile(`make -f deploy/Makefile ([a-z-]+)`).FindAllStringSubmatch(script, -1)
+	seen := map[string]bool{}
+	for _, m := range targets {
+		seen[m[1]] = true
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m[1]) + `:`).Match(mk) {
+			t.Errorf("%s runs make target %s, which deploy/Makefile lacks", workflowFile, m[1])
+		}
+	}
+	for _, want := range []string{"image", "compose-up", "compose-down"} {
+		if !seen[want] {
+			t.Errorf("%s does not run make %s", workflowFile, want)
+		}
+	}
+	if !strings.Contains(script, "--profile "+localModelProfile) || !strings.Contains(script, "/v1/turns") {
+		t.Errorf("%s does not post a turn to compose with the %s profile", workflowFile, localModelProfile)
+	}
+	// The one-off container's rein command: `… run … ingress audit …`.
+	m := regexp.MustCompile(`(?s)ingress (audit .*?--json)`).FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("%s does not read the conversation back with rein audit", workflowFile)
+	}
+	checkArgs(t, workflowFile, strings.Fields(strings.ReplaceAll(m[1], "\\", "")))
+	services, _ := loadComposeIn(t, composeDir, []string{localModelProfile})
+	for _, s := range services["ingress"].Secrets {
+		if s.Target == "/run/rein-keys/reader.nk" {
+			return
+		}
+	}
+	t.Errorf("%s reads the timeline with /run/rein-keys/reader.nk, which the ingress service does not mount", workflowFile)
+}
