@@ -23,11 +23,6 @@ import (
 // helmChart is rein's Helm chart.
 const helmChart = "helm/rein"
 
-// helmKubeVersion is the Kubernetes version the chart is rendered for: a
-// helm built without its release flags assumes 1.20, older than the
-// chart's kubeVersion.
-const helmKubeVersion = "1.31.0"
-
 // helm returns the helm binary; without one the test skips, unless
 // REIN_REQUIRE_HELM=1 (set by .ci/run) says it must run.
 func helm(t *testing.T) string {
@@ -93,7 +88,7 @@ func renderChart(t *testing.T, values string) (rendered, []byte) {
 	if out, err := runHelm(t, append([]string{"lint", "--strict", helmChart}, args...)...); err != nil {
 		t.Fatalf("helm lint %v: %v\n%s", args, err, out)
 	}
-	out, err := runHelm(t, append([]string{"template", k8sNamespace, helmChart, "--namespace", k8sNamespace, "--kube-version", helmKubeVersion}, args...)...)
+	out, err := runHelm(t, append([]string{"template", k8sNamespace, helmChart, "--namespace", k8sNamespace}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %v: %v", args, err)
 	}
@@ -334,7 +329,7 @@ func TestHelmValuesSchema(t *testing.T) {
 		"streams.partitions=17",
 		"unknownKey=1",
 	} {
-		out, err := runHelm(t, "template", k8sNamespace, helmChart, "--kube-version", helmKubeVersion, "--set", set)
+		out, err := runHelm(t, "template", k8sNamespace, helmChart, "--set", set)
 		if err == nil {
 			t.Errorf("helm template --set %s renders:\n%.300s", set, out)
 			continue
