@@ -111,6 +111,22 @@ func TestATenantReadsOnlyItsOwnReplies(t *testing.T) {
 	if ack, err := js.PublishMsg(ctx, turnMsg(t, streams.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello", "m1")); err != nil || ack.Stream != streams.StreamTurns {
 		t.Fatalf("b's turn: %+v, %v", ack, err)
 	}
+	// a's request for b's tenant is refused by the server: the request
+	// gets no answer (the publish is dropped, nobody responds) and the
+	// connection's error says why, as docs/integration.md tells.
+	ajs, err := jetstream.New(conns["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = ajs.PublishMsg(short, turnMsg(t, streams.IngestSubject("b", "c2", schemas.RoleUser), "b", "c2", 1, schemas.RoleUser, "hello", "m2"))
+	stop()
+	if err == nil {
+		t.Fatal("a's turn for tenant b was answered")
+	}
+	if last := conns["a"].LastError(); last == nil || !strings.Contains(last.Error(), `Permissions Violation for Publish to "rein.ingest.b.c2.user"`) {
+		t.Errorf("a's refused request: %v, connection error %v, want the permissions violation", err, last)
+	}
 	// a may not listen where b's answers go, by any spelling.
 	for _, subject := range []string{streams.InboxPrefix + ">", streams.TenantInbox("b") + ".>", streams.InboxPrefix + "*.*.*"} {
 		if !subscribeDenied(t, conns["a"], subject) {

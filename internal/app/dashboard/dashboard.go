@@ -11,12 +11,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 )
 
@@ -43,6 +46,11 @@ type Deps struct {
 	// agent said, tool results and arguments, escalation summaries, the
 	// evidence quote. Nil, or false for a request: they are redacted.
 	Reveal func(r *http.Request) bool
+	// Experiments reads a tenant's holdout experiment (nil: the
+	// experiment pages answer 404); Holdout says what the experiments
+	// file in force says of a tenant (nil or false: not known here).
+	Experiments ExperimentReader
+	Holdout     func(tenant string) (experiment.Tenant, bool)
 }
 
 // Mux is what Register mounts on (*http.ServeMux and telemetry.Server).
@@ -72,6 +80,7 @@ type Query struct {
 	Window    string // a Windows name; "" is WindowAll
 	Tenant    string // "" every tenant
 	ErrorType string // "" every error type
+	Outcome   string // the conversation list's outcome filter: "" every one
 }
 
 type cached struct {
@@ -101,6 +110,14 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	tmpl, err := template.New("").Funcs(template.FuncMap{
 		"trendW": func() int { return TrendWidth },
 		"trendH": func() int { return TrendHeight },
+		"pct":    func(f float64) float64 { return 100 * (1 - f) },
+		"dict": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[fmt.Sprint(kv[i])] = kv[i+1]
+			}
+			return m
+		},
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
@@ -158,6 +175,8 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /api/overview", http.HandlerFunc(d.serveOverviewJSON))
 	mux.Handle("GET /api/conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversationJSON))
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
+	mux.Handle("GET /experiments/{tenant}", http.HandlerFunc(d.serveExperiment))
+	mux.Handle("GET /api/experiments/{tenant}", http.HandlerFunc(d.serveExperimentJSON))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
 	mux.Handle("GET /assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -189,6 +208,9 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	if q.ErrorType != "" && !schemas.ValidID(q.ErrorType) {
 		return nil, fmt.Errorf("%w: error type %q", schemas.ErrBadID, q.ErrorType)
 	}
+	if q.Outcome != "" && !slices.Contains(decisionOutcomes, q.Outcome) {
+		return nil, fmt.Errorf("%w: outcome %q (want one of %s)", ErrBadQuery, q.Outcome, strings.Join(decisionOutcomes, ", "))
+	}
 	f := filter{tenant: q.Tenant, errorType: q.ErrorType}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -200,7 +222,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	// must not cut the reads short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
 	defer cancel()
-	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
+	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType, Outcome: q.Outcome}
 	cur, problems := d.sample(ctx)
 	o.Problems = append(o.Problems, problems...)
 	if err := readJetStreamState(ctx, d.deps.JS, o, now); err != nil {
@@ -225,6 +247,8 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	}
 	lv, behind := d.ledger.view(since, now)
 	o.Deployment = deploymentOf(lv, f, behind)
+	o.Conversations = d.ledger.conversations(since, f, q.Outcome)
+	o.OutcomeLinks = outcomeLinks(q)
 	view, from := cur.mv, d.hist.started
 	if w.Span > 0 {
 		base, full := d.hist.at(now.Add(-w.Span))
@@ -235,6 +259,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	}
 	o.Coverage = coverage(w, from, now, d.hist.started)
 	view.fill(o, f)
+	o.Latency = view.latencies()
 	for i := range o.Tenants {
 		o.Tenants[i].URL = overviewURL(Query{Window: q.Window, Tenant: o.Tenants[i].Name, ErrorType: q.ErrorType})
 	}
@@ -286,6 +311,7 @@ type page struct {
 	Overview     *Overview
 	Conversation *Conversation
 	Search       *searchPage
+	Experiment   *ExperimentPage
 	Status       int
 	Error        string
 }
@@ -293,7 +319,7 @@ type page struct {
 // requestQuery reads ?window=, ?tenant= and ?type=.
 func requestQuery(r *http.Request) Query {
 	v := r.URL.Query()
-	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type")}
+	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type"), Outcome: v.Get("outcome")}
 }
 
 func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,12 @@
 //	                                        the tenants that have it, or 404
 //	GET /api/overview?window=&tenant=&type= the overview as JSON (the page polls it)
 //	GET /api/conversations/{tenant}/{conv}  the timeline as JSON
+//	GET /experiments/{tenant}?experiment=&min_effect=
+//	                                        a holdout experiment: the holdout
+//	                                        in force (or killed) first, arms,
+//	                                        outcomes with intervals and
+//	                                        always-valid p-values, guard flags
+//	GET /api/experiments/{tenant}           the same as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
 //
 // # Windows, trend and filters
@@ -30,6 +36,15 @@
 // process's (what its detector decided, as its /metrics says); below the
 // rate, "every replica" gives the same figures for the whole deployment,
 // and the traffic table is the whole deployment's too (below).
+//
+// # Recent conversations and latency
+//
+// The ledger (below) also keeps each recent conversation's latest decision
+// (at most 1,000, the newest 500 after a trim), so the overview lists the
+// window's conversations, clean ones included, filtered by tenant, type and
+// ?outcome= (recentconv.go). The latency table is p50 and p99 per stage,
+// inception module, model purpose and agent turn over the window, from the
+// registry's histograms as histogram_quantile computes them (latency.go).
 //
 // # Every replica's decisions
 //
@@ -93,6 +108,12 @@
 // REIN_OUTCOMES through ordered consumers (streams.ReadStream). A search
 // reads the subjects REIN_TURNS holds for the id (stream info with a
 // subject filter), never the messages.
+//
+// The experiment page reads through Deps.Experiments (the pipeline wires
+// audit.ExperimentConversations) and Deps.Holdout (the experiments file in
+// force); its hooks are data-testid holdout, holdout-fraction, arms
+// (rows data-arm), metrics-activated and metrics-all (rows data-metric,
+// data-flag when flagged) and guard-flags.
 //
 // It produces nothing and exports no metrics.
 //
