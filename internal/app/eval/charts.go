@@ -43,8 +43,8 @@ func PassAt1Chart(r *RunReport) ([]byte, error) {
 func passAt1Plot(r *RunReport) (*plot.Plot, error) {
 	conds := r.ConditionNames()
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Pass@1 by condition (%.0f %% bootstrap intervals)", r.Bootstrap.Level*100)
-	p.Y.Label.Text = "Pass@1"
+	p.Title.Text = fmt.Sprintf("Pass@1 on error scenarios by condition (%.0f %% intervals)", r.Bootstrap.Level*100)
+	p.Y.Label.Text = "Pass@1 (error scenarios)"
 	p.Y.Min, p.Y.Max = 0, 1
 	vals := make(plotter.Values, len(conds))
 	eb := errBars{}
@@ -84,7 +84,7 @@ func activationPlot(r *RunReport) (*plot.Plot, error) {
 	conds := r.ConditionNames()
 	groups := append(append([]string(nil), ErrorTypes...), "clean (false)")
 	p := plot.New()
-	p.Title.Text = "Activation at the error turn by type; false activation per clean turn"
+	p.Title.Text = "Activation at the planting point by type; false activation per judged clean turn"
 	p.Y.Label.Text = "rate"
 	p.Y.Min, p.Y.Max = 0, 1
 	w := vg.Points(9)
@@ -96,8 +96,8 @@ func activationPlot(r *RunReport) (*plot.Plot, error) {
 				vals[gi] = *m.ActivationRate
 			}
 		}
-		if cr.FalseActivationRate != nil {
-			vals[len(groups)-1] = *cr.FalseActivationRate
+		if cr.Clean != nil && cr.Clean.FalseActivationRate != nil {
+			vals[len(groups)-1] = *cr.Clean.FalseActivationRate
 		}
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {

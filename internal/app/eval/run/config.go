@@ -22,6 +22,10 @@ type Config struct {
 	Trials int
 	// Trigger is TriggerFixed (default) or TriggerDynamic.
 	Trigger string
+	// PlantAt is the fixed trigger's planting point: PlantOpening
+	// (default) or PlantErrorTurn. Under TriggerDynamic it only decides
+	// which turn's activation counts as the scenario's.
+	PlantAt string
 	// MaxTurns bounds the user turns of one conversation (default 12).
 	MaxTurns int
 	// Concurrency is how many scenarios one pipeline plays at once
@@ -53,6 +57,9 @@ func (c *Config) defaults() {
 	}
 	if c.Trigger == "" {
 		c.Trigger = TriggerFixed
+	}
+	if c.PlantAt == "" {
+		c.PlantAt = PlantOpening
 	}
 	if c.MaxTurns == 0 {
 		c.MaxTurns = 12
@@ -88,6 +95,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: trials %d must be at least 1", ErrInvalidConfig, c.Trials)
 	case c.Trigger != TriggerFixed && c.Trigger != TriggerDynamic:
 		return fmt.Errorf("%w: trigger %q (want fixed or dynamic)", ErrInvalidConfig, c.Trigger)
+	case c.PlantAt != PlantOpening && c.PlantAt != PlantErrorTurn:
+		return fmt.Errorf("%w: plant-at %q (want %s or %s)", ErrInvalidConfig, c.PlantAt, PlantOpening, PlantErrorTurn)
 	case c.MaxTurns < 3:
 		return fmt.Errorf("%w: max turns %d must be at least 3 (the opening has two user turns)", ErrInvalidConfig, c.MaxTurns)
 	case c.Concurrency < 1:

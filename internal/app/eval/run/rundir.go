@@ -3,6 +3,7 @@ package run
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,10 @@ type Manifest struct {
 	Conditions []string  `json:"conditions"`
 	Trials     int       `json:"trials"`
 	Trigger    string    `json:"trigger"`
-	MaxTurns   int       `json:"max_turns"`
+	// PlantAt is the planting point (PlantOpening, PlantErrorTurn; empty
+	// in a run made before it existed, which planted at the error turn).
+	PlantAt  string `json:"plant_at,omitempty"`
+	MaxTurns int    `json:"max_turns"`
 	// ScenariosSHA256 identifies the scenario set (scenarios.jsonl).
 	ScenariosSHA256 string `json:"scenarios_sha256"`
 	Scenarios       int    `json:"scenarios"`
@@ -121,6 +125,8 @@ func compatible(old, m Manifest) error {
 		return errors.New("it was run on another scenario set")
 	case old.Trigger != m.Trigger:
 		return fmt.Errorf("trigger %s, not %s", old.Trigger, m.Trigger)
+	case cmp.Or(old.PlantAt, PlantErrorTurn) != cmp.Or(m.PlantAt, PlantErrorTurn):
+		return fmt.Errorf("plant-at %s, not %s", cmp.Or(old.PlantAt, PlantErrorTurn), cmp.Or(m.PlantAt, PlantErrorTurn))
 	case old.MaxTurns != m.MaxTurns:
 		return fmt.Errorf("max turns %d, not %d", old.MaxTurns, m.MaxTurns)
 	case old.Agent != m.Agent || old.Inception != m.Inception || old.User != m.User:

@@ -79,7 +79,7 @@ func TestRunDirRefusesAnotherRun(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	set := eval.Bundled(eval.LoadOptions{})
+	set := eval.BundledQuick(eval.LoadOptions{})
 	for name, tc := range map[string]struct {
 		cfg  Config
 		want string

@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		return sum, err
 	}
 	rd, err := openRunDir(cfg.Dir, Manifest{
-		Conditions: cfg.Conditions, Trials: cfg.Trials, Trigger: cfg.Trigger, MaxTurns: cfg.MaxTurns,
+		Conditions: cfg.Conditions, Trials: cfg.Trials, Trigger: cfg.Trigger, PlantAt: cfg.PlantAt, MaxTurns: cfg.MaxTurns,
 		Scenarios: len(cfg.Scenarios), Agent: cfg.AgentLabel, Inception: cfg.InceptionLabel, User: cfg.UserLabel, Note: cfg.Note,
 	}, set)
 	if err != nil {
@@ -135,7 +135,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 		spec.SystemPrompt = NPIPrompt(string(policy), cfg.Taxonomy)
 	}
 	if conditionUsesModule(cond) {
-		spec.Module = triggerModule{inner: deps.Module, fixed: cfg.Trigger == TriggerFixed}
+		spec.Module = triggerModule{inner: deps.Module, fixed: cfg.Trigger == TriggerFixed, tap: tp, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
 	}
 	var agent llm.Client = simAgent{tap: tp}
 	if deps.Agent != nil {
@@ -159,7 +159,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 			err = fmt.Errorf("%s %s: stopping the pipeline: %w", cond, domain, cerr)
 		}
 	}()
-	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user}, domain: dom, maxTurns: cfg.MaxTurns}
+	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user}, domain: dom, maxTurns: cfg.MaxTurns, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
 	var (
 		mu   sync.Mutex
 		errs []error
