@@ -262,11 +262,6 @@ func (r *RunReport) ConditionNames() []string {
 	return append(out, rest...)
 }
 
-type playKey struct {
-	scenario string
-	trial    int
-}
-
 // Report computes report.json's figures from a run's results. Every
 // condition must have played every scenario it played the same number of
 // times k (trials 1..k, each once), and a scenario's domain, type and seen
