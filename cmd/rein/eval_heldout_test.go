@@ -41,11 +41,19 @@ func TestEvalRunHeldOutTypesAreUnseen(t *testing.T) {
 	}
 	rep, _ := readReport(t, dir)
 	for _, c := range []string{"none", "rein"} {
-		by := rep["conditions"].(map[string]any)[c].(map[string]any)["by_seen"].(map[string]any)
-		for _, k := range []string{"seen", "unseen", "clean"} {
+		cond := rep["conditions"].(map[string]any)[c].(map[string]any)
+		by := cond["by_seen"].(map[string]any)
+		for _, k := range []string{"seen", "unseen"} {
 			if _, ok := by[k]; !ok {
 				t.Errorf("%s: by_seen has no %q slice: %v", c, k, by)
 			}
+		}
+		// Clean scenarios are reported apart from the error-only slices.
+		if _, ok := by["clean"]; ok {
+			t.Errorf("%s: by_seen mixes the clean scenarios in: %v", c, by)
+		}
+		if _, ok := cond["clean"]; !ok {
+			t.Errorf("%s: no clean section", c)
 		}
 	}
 

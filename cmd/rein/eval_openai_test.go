@@ -31,8 +31,13 @@ func fakeChatServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 		raw, _ := io.ReadAll(r.Body)
 		var req struct {
 			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
+				Role      string `json:"role"`
+				Content   any    `json:"content"`
+				ToolCalls []struct {
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tool_calls"`
 			} `json:"messages"`
 		}
 		if err := json.Unmarshal(raw, &req); err != nil {
@@ -46,6 +51,13 @@ func fakeChatServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 			}
 		}
 		last := req.Messages[len(req.Messages)-1].Role
+		// A planted think step is the agent's own reasoning, not an action
+		// to report on: the agent goes on deciding as it would.
+		if n := len(req.Messages); last == "tool" && n >= 2 {
+			if tc := req.Messages[n-2].ToolCalls; len(tc) == 1 && tc[0].Function.Name == "think" {
+				last = "user"
+			}
+		}
 		message := `{"role":"assistant","content":"Sure, that is done."}`
 		finish := "stop"
 		switch {
@@ -77,7 +89,7 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 	t.Setenv("REIN_LLM_API_KEY", "sk-local")
 	scen := subsetScenarios(t, "air-ua-1", "air-clean-1")
 	dir := filepath.Join(t.TempDir(), "run")
-	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--out", dir,
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--trials", "1", "--out", dir,
 		"--taubench", rtest.TauBench(t), "--record",
 		"--agent-provider", "openai", "--agent-model", "local-model", "--agent-base-url", srv.URL+"/v1",
 		"--user-provider", "openai", "--user-model", "local-model", "--user-base-url", srv.URL+"/v1")
@@ -115,7 +127,9 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 	}
 	rep, _ := readReport(t, dir)
 	tok := rep["conditions"].(map[string]any)["none"].(map[string]any)["tokens_per_turn"].(map[string]any)
-	if tok["agent"].(float64) <= 0 || tok["user"].(float64) <= 0 {
+	// The headline is over error scenarios only, and air-ua-1 ends before
+	// the simulator speaks: its user tokens are checked per result above.
+	if tok["agent"].(float64) <= 0 {
 		t.Errorf("tokens_per_turn %v", tok)
 	}
 	for _, purpose := range []string{"agent", "user_simulator"} {

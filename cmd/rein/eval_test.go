@@ -377,6 +377,7 @@ func stripLatency(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		delete(x, "latency_ms_p50")
+		delete(x, "latency_ms_p95")
 		delete(x, "note")
 		for _, e := range x {
 			stripLatency(e)
@@ -503,7 +504,8 @@ func TestEvalReadsOutcomesTheCollectorMissed(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	p := readPlay(t, dir, "rein", "ret-ana-1.t1")
-	if len(p.Turns) < 2 || !p.Turns[0].Injected || p.Turns[0].Detection.ErrorType != "anaphora" {
+	// The thought is planted after the recorded opening, at user turn 2.
+	if len(p.Turns) < 2 || !p.Turns[1].Injected || p.Turns[1].Detection.ErrorType != "anaphora" {
 		t.Fatalf("play %+v", p)
 	}
 	for _, turn := range p.Turns {
