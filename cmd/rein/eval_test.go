@@ -224,7 +224,7 @@ func headlineFromResults(t *testing.T, dir string) map[string]float64 {
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.ErrorType == eval.TypeNone {
+		if r.ErrorType == "" {
 			continue
 		}
 		k := key{r.Condition, r.ScenarioID}

@@ -26,6 +26,8 @@ type Result struct {
 	// cluster the bootstrap resamples.
 	TaskID    int    `json:"task_id"`
 	Domain    string `json:"domain"`
+	// ErrorType is the planted type, "" for a clean scenario (results of
+	// older runs say "none", read as clean too).
 	ErrorType string `json:"error_type"`
 	Seen      bool   `json:"seen"`
 	// Trial numbers a scenario's plays in a condition, 1..k.
@@ -77,13 +79,17 @@ type Result struct {
 // NewResult starts the result of playing s under condition in trial from
 // its verdict; the runner adds activation, turns, tokens and latencies.
 func NewResult(condition string, s Scenario, trial int, v Verdict) Result {
+	et := s.ErrorType
+	if s.Clean() {
+		et = ""
+	}
 	return Result{
-		Condition: condition, ScenarioID: s.ID, TaskID: s.TaskID, Domain: s.Domain, ErrorType: s.ErrorType,
+		Condition: condition, ScenarioID: s.ID, TaskID: s.TaskID, Domain: s.Domain, ErrorType: et,
 		Seen: s.IsSeen(), Trial: trial, Success: v.Success, Transferred: v.Transferred,
 	}
 }
 
-func (r Result) clean() bool { return r.ErrorType == TypeNone }
+func (r Result) clean() bool { return r.ErrorType == "" || r.ErrorType == TypeNone }
 
 // categorySeen is the headline slice of an error scenario:
 // "ambiguous/seen", "unsupported/unseen", ….
@@ -279,7 +285,7 @@ func Report(results []Result, opts ReportOptions) (*RunReport, error) {
 	byCond := map[string][]Result{}
 	meta := map[string]Result{}
 	for i, r := range results {
-		if r.Condition == "" || r.ScenarioID == "" || r.Trial < 1 || Category(r.ErrorType) == "" {
+		if r.Condition == "" || r.ScenarioID == "" || r.Trial < 1 || !r.clean() && Category(r.ErrorType) == "" {
 			return nil, fmt.Errorf("%w: result %d: needs a condition, a scenario id, a trial from 1 and a known error type", ErrInvalidResults, i+1)
 		}
 		if m, ok := meta[r.ScenarioID]; ok && (m.Domain != r.Domain || m.ErrorType != r.ErrorType || m.Seen != r.Seen) {

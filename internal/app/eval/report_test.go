@@ -376,3 +376,31 @@ func TestCompareSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// A clean scenario's result carries no error type (results.jsonl says ""),
+// and a report reads it, and an older run's "none", as clean alike.
+func TestCleanResultHasNoErrorType(t *testing.T) {
+	r := NewResult(ConditionNone, Scenario{ID: "c", Domain: "airline", ErrorType: TypeNone}, 1, Verdict{})
+	if r.ErrorType != "" {
+		t.Fatalf("clean result's error type %q, want empty", r.ErrorType)
+	}
+	old, err := Report(synthetic(), ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := synthetic()
+	for i := range rs {
+		if rs[i].ErrorType == TypeNone {
+			rs[i].ErrorType = ""
+		}
+	}
+	now, err := Report(rs, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(old)
+	b, _ := json.Marshal(now)
+	if !bytes.Equal(a, b) {
+		t.Errorf("reports differ with \"\" for clean:\n%s\n%s", a, b)
+	}
+}
