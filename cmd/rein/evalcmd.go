@@ -101,12 +101,12 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 
 type evalRunFlags struct {
 	scenarios, out, tauBench, trigger, plantAt, logLevel, replayFrom string
-	bundled, quick, record                                  bool
-	conditions, heldOut                                     []string
-	trials, maxTurns, concurrency, maxSteps                 int
-	turnTimeout, detectorTimeout                            time.Duration
-	agent, user                                             evalModel
-	modules                                                 moduleFlags
+	bundled, quick, record                                           bool
+	conditions, heldOut                                              []string
+	trials, maxTurns, concurrency, maxSteps                          int
+	turnTimeout, detectorTimeout                                     time.Duration
+	agent, user                                                      evalModel
+	modules                                                          moduleFlags
 }
 
 func newEvalRunCmd() *cobra.Command {

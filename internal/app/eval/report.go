@@ -24,8 +24,8 @@ type Result struct {
 	ScenarioID string `json:"scenario_id"`
 	// TaskID is the τ-bench task's index (in the scenario's split): the
 	// cluster the bootstrap resamples.
-	TaskID    int    `json:"task_id"`
-	Domain    string `json:"domain"`
+	TaskID int    `json:"task_id"`
+	Domain string `json:"domain"`
 	// ErrorType is the planted type, "" for a clean scenario (results of
 	// older runs say "none", read as clean too).
 	ErrorType string `json:"error_type"`

@@ -183,11 +183,11 @@ func TestReportOfASyntheticRunHasTheHandComputedFigures(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"activation", f(rein.ActivationRate), 0.75},              // 3 of 4 error plays
-		{"exact type", f(rein.ExactTypeRate), 0.5},                // 2 of 4
-		{"precision", f(rein.ActivationPrecision), 2.0 / 3},       // 2 credited of 3
-		{"recall", f(rein.ActivationRecall), 0.5},                 // 2 of 4 error plays
-		{"false activation", f(rein.FalseActivationRate), 0.25},   // 1 wrong type per 4 judged turns
+		{"activation", f(rein.ActivationRate), 0.75},                       // 3 of 4 error plays
+		{"exact type", f(rein.ExactTypeRate), 0.5},                         // 2 of 4
+		{"precision", f(rein.ActivationPrecision), 2.0 / 3},                // 2 credited of 3
+		{"recall", f(rein.ActivationRecall), 0.5},                          // 2 of 4 error plays
+		{"false activation", f(rein.FalseActivationRate), 0.25},            // 1 wrong type per 4 judged turns
 		{"clean false activation", f(rein.Clean.FalseActivationRate), 0.5}, // 1 per 2 judged clean turns
 		{"clean pass@1", rein.Clean.PassAt1.Value, 1},
 		{"rein broke", float64(rein.Clean.Broke), 0},
