@@ -101,6 +101,8 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 
 type evalRunFlags struct {
 	scenarios, out, tauBench, trigger, plantAt, logLevel, replayFrom string
+	userPrompt                                                       string
+	agentTemperature, userTemperature                                float64
 	bundled, quick, record                                           bool
 	conditions, heldOut                                              []string
 	trials, maxTurns, concurrency, maxSteps                          int
@@ -159,8 +161,11 @@ report (see rein eval report).`,
 	fs.StringVar(&f.out, "out", "", "run directory (created; an existing one is resumed)")
 	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine")
 	fs.IntVar(&f.trials, "trials", 3, "k: plays of each scenario per condition (pass^k needs k ≥ 2; the report takes one outcome per scenario, the majority over trials)")
-	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (the error turn only) or dynamic (every user turn)")
+	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (one planting point, see --plant-at) or dynamic (every user turn)")
 	fs.StringVar(&f.plantAt, "plant-at", run.PlantOpening, "planting point of the fixed trigger: opening (after the recorded error turn, mishandling and follow-up, the module judging all three: the paper's protocol) or error-turn (the bare error turn, before the mishandling: an ablation)")
+	fs.StringVar(&f.userPrompt, "user-prompt", run.UserPromptTauBench, "user simulator prompt: taubench (never invents what the task's instruction does not give, as τ-bench's) or rein (rein's earlier prompt: answers what the instruction does not settle)")
+	fs.Float64Var(&f.agentTemperature, "agent-temperature", run.DefaultAgentTemperature, "sampling temperature of every agent call (recorded in run.json)")
+	fs.Float64Var(&f.userTemperature, "user-temperature", run.DefaultUserTemperature, "sampling temperature of every user simulator call (recorded in run.json)")
 	fs.IntVar(&f.maxTurns, "max-turns", 12, "user turns per conversation before it is cut")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "scenarios played at once on a pipeline")
 	fs.DurationVar(&f.turnTimeout, "turn-timeout", 2*time.Minute, "how long one turn may take before its play fails")
@@ -299,6 +304,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		Scenarios: set, Conditions: f.conditions, Trials: f.trials, Trigger: f.trigger, PlantAt: f.plantAt, MaxTurns: f.maxTurns,
 		Concurrency: f.concurrency, TurnTimeout: f.turnTimeout, TauBench: f.tauBench, Dir: f.out, Taxonomy: tax,
 		AgentLabel: agentLabel, InceptionLabel: inceptionLabel, UserLabel: userLabel, Note: note,
+		UserPrompt: f.userPrompt, AgentTemperature: &f.agentTemperature, UserTemperature: &f.userTemperature,
 	}, deps)
 	out := cmd.OutOrStdout()
 	if err != nil && sum.Played+sum.Failed+sum.Resumed == 0 {

@@ -18,7 +18,8 @@ type Config struct {
 	Scenarios []eval.Scenario
 	// Conditions to play, of eval.Conditions (default: all four).
 	Conditions []string
-	// Trials is k, the plays of each scenario per condition (default 1).
+	// Trials is k, the plays of each scenario per condition (default 3:
+	// one trial cannot tell an outcome from run-to-run noise).
 	Trials int
 	// Trigger is TriggerFixed (default) or TriggerDynamic.
 	Trigger string
@@ -46,20 +47,46 @@ type Config struct {
 	AgentLabel, InceptionLabel, UserLabel string
 	// Note is stored in run.json for the report.
 	Note string
+	// UserPrompt names the user simulator's prompt: UserPromptTauBench
+	// (default) or UserPromptRein.
+	UserPrompt string
+	// AgentTemperature and UserTemperature are sent with every agent and
+	// user simulator call and recorded in run.json (defaults
+	// DefaultAgentTemperature, DefaultUserTemperature).
+	AgentTemperature, UserTemperature *float64
 }
+
+// Temperatures a run sends when none is given: a deterministic agent, as
+// τ-bench runs it, and a user simulator at the providers' usual 1, so
+// repeated trials meet varied customers.
+const (
+	DefaultAgentTemperature = 0.0
+	DefaultUserTemperature  = 1.0
+)
 
 func (c *Config) defaults() {
 	if len(c.Conditions) == 0 {
 		c.Conditions = slices.Clone(eval.Conditions)
 	}
 	if c.Trials == 0 {
-		c.Trials = 1
+		c.Trials = 3
 	}
 	if c.Trigger == "" {
 		c.Trigger = TriggerFixed
 	}
 	if c.PlantAt == "" {
 		c.PlantAt = PlantOpening
+	}
+	if c.UserPrompt == "" {
+		c.UserPrompt = UserPromptTauBench
+	}
+	if c.AgentTemperature == nil {
+		t := DefaultAgentTemperature
+		c.AgentTemperature = &t
+	}
+	if c.UserTemperature == nil {
+		t := DefaultUserTemperature
+		c.UserTemperature = &t
 	}
 	if c.MaxTurns == 0 {
 		c.MaxTurns = 12
@@ -97,6 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: trigger %q (want fixed or dynamic)", ErrInvalidConfig, c.Trigger)
 	case c.PlantAt != PlantOpening && c.PlantAt != PlantErrorTurn:
 		return fmt.Errorf("%w: plant-at %q (want %s or %s)", ErrInvalidConfig, c.PlantAt, PlantOpening, PlantErrorTurn)
+	case c.UserPrompt != UserPromptTauBench && c.UserPrompt != UserPromptRein:
+		return fmt.Errorf("%w: user prompt %q (want %s or %s)", ErrInvalidConfig, c.UserPrompt, UserPromptTauBench, UserPromptRein)
+	case *c.AgentTemperature < 0 || *c.UserTemperature < 0:
+		return fmt.Errorf("%w: temperatures %g and %g must not be negative", ErrInvalidConfig, *c.AgentTemperature, *c.UserTemperature)
 	case c.MaxTurns < 3:
 		return fmt.Errorf("%w: max turns %d must be at least 3 (the opening has two user turns)", ErrInvalidConfig, c.MaxTurns)
 	case c.Concurrency < 1:

@@ -65,6 +65,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 	rd, err := openRunDir(cfg.Dir, Manifest{
 		Conditions: cfg.Conditions, Trials: cfg.Trials, Trigger: cfg.Trigger, PlantAt: cfg.PlantAt, MaxTurns: cfg.MaxTurns,
 		Scenarios: len(cfg.Scenarios), Agent: cfg.AgentLabel, Inception: cfg.InceptionLabel, User: cfg.UserLabel, Note: cfg.Note,
+		UserPrompt: cfg.UserPrompt, AgentTemperature: cfg.AgentTemperature, UserTemperature: cfg.UserTemperature,
 	}, set)
 	if err != nil {
 		return sum, err
@@ -141,7 +142,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 	if deps.Agent != nil {
 		agent = deps.Agent
 	}
-	agent = Estimating(agent)
+	agent = Estimating(temperatureClient{Client: agent, temperature: *cfg.AgentTemperature})
 	if cond == eval.ConditionSelfRefine {
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
@@ -159,7 +160,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 			err = fmt.Errorf("%s %s: stopping the pipeline: %w", cond, domain, cerr)
 		}
 	}()
-	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user}, domain: dom, maxTurns: cfg.MaxTurns, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
+	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user, prompt: cfg.UserPrompt, temperature: *cfg.UserTemperature}, domain: dom, maxTurns: cfg.MaxTurns, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
 	var (
 		mu   sync.Mutex
 		errs []error
