@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,48 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(dir, run.CassettesDir, purpose+".jsonl")); err != nil || fi.Size() == 0 {
 			t.Errorf("cassette %s: %v", purpose, err)
 		}
+	}
+}
+
+// When the inception model cannot be reached the cascade decides with its
+// rules: such a decision is marked in results.jsonl (fallback_turns),
+// counted in report.json (fallback_decisions) and named in the summary.
+// The error turn is judged (--plant-at error-turn): the cascade's rules gate
+// reads the newest user turn, and the opening's follow-up carries no cue.
+func TestEvalMarksCascadeFallbacks(t *testing.T) {
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	scen := subsetScenarios(t, "ret-ana-1", "air-clean-1")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--trials", "1",
+		"--plant-at", "error-turn", "--out", dir, "--taubench", rtest.TauBench(t), "--module", "cascade",
+		"--inception-provider", "openai", "--inception-model", "m", "--inception-base-url", "http://127.0.0.1:1/v1")
+	if err != nil {
+		t.Fatalf("eval run: %v\n%s", err, out)
+	}
+	results, err := run.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, r := range results {
+		if r.Condition == "rein" && r.ErrorType != "" && r.FallbackTurns != r.JudgedTurns {
+			t.Errorf("%s: %d fallback turns of %d judged; the model is unreachable", r.ScenarioID, r.FallbackTurns, r.JudgedTurns)
+		}
+		if r.Condition == "none" && r.FallbackTurns != 0 {
+			t.Errorf("none/%s: %d fallback turns", r.ScenarioID, r.FallbackTurns)
+		}
+		total += r.FallbackTurns
+	}
+	if total == 0 {
+		t.Fatal("no fallback decision marked")
+	}
+	rep, _ := readReport(t, dir)
+	rein := rep["conditions"].(map[string]any)["rein"].(map[string]any)
+	got := rein["fallback_decisions"].(float64) + rein["clean"].(map[string]any)["fallback_decisions"].(float64)
+	if int(got) != total {
+		t.Errorf("report counts %v fallback decisions, results.jsonl %d", got, total)
+	}
+	if !strings.Contains(out, "rein: "+strconv.Itoa(total)+" decisions were the cascade's rules fallback") {
+		t.Errorf("the summary does not name the fallbacks:\n%s", out)
 	}
 }

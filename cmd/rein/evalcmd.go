@@ -379,6 +379,16 @@ func printReportSummary(w io.Writer, dir string, r *eval.RunReport) {
 	if r.MultipleTests != "" {
 		fmt.Fprintln(w, "note:", r.MultipleTests)
 	}
+	for _, c := range r.ConditionNames() {
+		cr := r.Conditions[c]
+		n := cr.Fallbacks
+		if cr.Clean != nil {
+			n += cr.Clean.Fallbacks
+		}
+		if n > 0 {
+			fmt.Fprintf(w, "note: %s: %d decisions were the cascade's rules fallback (the inception model could not judge); see fallback_decisions\n", c, n)
+		}
+	}
 	fmt.Fprintf(w, "report: %s, %s, %s, %s\n", filepath.Join(dir, eval.ReportJSON), filepath.Join(dir, eval.ReportMarkdown),
 		filepath.Join(dir, eval.ChartPassAt1), filepath.Join(dir, eval.ChartActivationType))
 }

@@ -202,6 +202,9 @@ type CleanFigures struct {
 	FalseActivationRate *float64 `json:"false_activation_rate"`
 	JudgedTurns         int      `json:"judged_turns"`
 	OverDeferralRate    *float64 `json:"over_deferral_rate"`
+	// Fallbacks counts the clean plays' decisions the cascade's rules took
+	// because the inception model could not judge.
+	Fallbacks int `json:"fallback_decisions"`
 }
 
 // ConditionReport is one condition's figures. Its Metrics (the headline)
@@ -620,6 +623,7 @@ func cleanFigures(rs, base []Result, trials int) *CleanFigures {
 	falseAct, transfers := 0, 0
 	for _, r := range rs {
 		f.JudgedTurns += r.JudgedTurns
+		f.Fallbacks += r.FallbackTurns
 		falseAct += r.FalseActivations
 		if r.Transferred {
 			transfers++
