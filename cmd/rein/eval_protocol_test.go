@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,4 +129,35 @@ func bundledOpening(t *testing.T, id string) eval.Opening {
 	}
 	t.Fatalf("no opening %s", id)
 	return eval.Opening{}
+}
+
+// The rein-no-tool ablation: the same module plants the same plan, but
+// with no recovery tool to act on the agent cannot recover (the paper's
+// finding that the tool is what makes the plan work).
+func TestEvalReinNoToolAblation(t *testing.T) {
+	scen := subsetScenarios(t, "ret-ana-1", "air-ua-1")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein,rein-no-tool",
+		"--trials", "1", "--out", dir, "--taubench", rtest.TauBench(t))
+	if err != nil {
+		t.Fatalf("eval run: %v\n%s", err, out)
+	}
+	results, err := run.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 4 {
+		t.Fatalf("%d results", len(results))
+	}
+	for _, r := range results {
+		if !r.Activated {
+			t.Errorf("%s/%s: the module did not activate", r.Condition, r.ScenarioID)
+		}
+		if want := r.Condition == eval.ConditionRein; r.Success != want {
+			t.Errorf("%s/%s: success %v, want %v", r.Condition, r.ScenarioID, r.Success, want)
+		}
+	}
+	if !strings.Contains(out, "rein-no-tool") {
+		t.Errorf("the summary leaves the ablation out:\n%s", out)
+	}
 }

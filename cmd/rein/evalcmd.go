@@ -159,7 +159,7 @@ report (see rein eval report).`,
 	fs.BoolVar(&f.quick, "quick", false, "play the quick bundled set: 30 hand-written scenarios (24 error scenarios, 6 clean)")
 	fs.StringVar(&f.scenarios, "scenarios", "", "JSONL scenario file (format: internal/app/eval/README.md)")
 	fs.StringVar(&f.out, "out", "", "run directory (created; an existing one is resumed)")
-	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine")
+	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine; and the ablation rein-no-tool (rein with the recovery tools withheld from the agent)")
 	fs.IntVar(&f.trials, "trials", 3, "k: plays of each scenario per condition (pass^k needs k ≥ 2; the report takes one outcome per scenario, the majority over trials)")
 	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (one planting point, see --plant-at) or dynamic (every user turn)")
 	fs.StringVar(&f.plantAt, "plant-at", run.PlantOpening, "planting point of the fixed trigger: opening (after the recorded error turn, mishandling and follow-up, the module judging all three: the paper's protocol) or error-turn (the bare error turn, before the mishandling: an ablation)")

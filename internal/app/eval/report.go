@@ -12,10 +12,17 @@ const (
 	ConditionRein       = "rein"
 	ConditionNPI        = "npi"
 	ConditionSelfRefine = "self-refine"
+	// ConditionReinNoTool is an ablation, played only when asked for: rein
+	// with the agent's recovery tools withheld, so the planted plan has no
+	// tool to act on.
+	ConditionReinNoTool = "rein-no-tool"
 )
 
-// Conditions lists the conditions in report order.
+// Conditions lists the conditions in report order (the default set).
 var Conditions = []string{ConditionNone, ConditionRein, ConditionNPI, ConditionSelfRefine}
+
+// Ablations are the conditions a run plays only when they are named.
+var Ablations = []string{ConditionReinNoTool}
 
 // Result is one played scenario of one condition in one trial: what the
 // runner records and the report is built from.

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
 )
 
 // The agent's model is wrapped, outermost first, in openingClient (the
@@ -46,6 +48,50 @@ func (c temperatureClient) Chat(ctx context.Context, req llm.Request) (llm.Respo
 		req.Temperature = &t
 	}
 	return c.Client.Chat(ctx, req)
+}
+
+// withholdClient is the rein-no-tool ablation: the agent is not offered
+// the withheld tools (the taxonomy's recovery tools), so a planted plan
+// names a tool the agent does not have. The agent worker runs recovery
+// tools whatever the catalogue says, so a call of a withheld tool is
+// renamed (WithheldPrefix) and the worker answers it as an unknown tool,
+// as a deployment without that tool would.
+type withholdClient struct {
+	llm.Client
+	withheld map[string]bool
+}
+
+// WithheldPrefix marks a call of a withheld tool in the rein-no-tool
+// ablation's transcripts.
+const WithheldPrefix = "withheld_"
+
+func (c withholdClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	var tools []llm.Tool
+	for _, t := range req.Tools {
+		if !c.withheld[t.Name] {
+			tools = append(tools, t)
+		}
+	}
+	req.Tools = tools
+	resp, err := c.Client.Chat(ctx, req)
+	for i, tc := range resp.ToolCalls {
+		if c.withheld[tc.Name] {
+			resp.ToolCalls[i].Name = WithheldPrefix + tc.Name
+		}
+	}
+	return resp, err
+}
+
+// recoveryToolNames are the taxonomy's recovery tools, the planted
+// think step's own tool aside.
+func recoveryToolNames(tax *inception.Taxonomy) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range tax.ErrorTypes {
+		if t.RecoveryTool != "" && t.RecoveryTool != schemas.ToolThink {
+			out[t.RecoveryTool] = true
+		}
+	}
+	return out
 }
 
 // meterClient counts each conversation's agent tokens and model time.

@@ -118,3 +118,24 @@ func TestTemperatureClientSetsTheRunsTemperature(t *testing.T) {
 		t.Errorf("the caller's temperature became %v", got)
 	}
 }
+
+// The rein-no-tool ablation offers the agent no recovery tool, and a call
+// of one anyway is renamed so the agent worker answers it as unknown.
+func TestWithholdClientWithholdsTheRecoveryTools(t *testing.T) {
+	inner := &fakeClient{fn: func(llm.Request) llm.Response {
+		return llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ambiguity_report"}, {ID: "c2", Name: "get_user_details"}}}
+	}}
+	c := withholdClient{Client: inner, withheld: recoveryToolNames(defaultTaxonomy(t))}
+	resp, _ := c.Chat(context.Background(), llm.Request{Tools: []llm.Tool{{Name: "think"}, {Name: "ambiguity_report"},
+		{Name: "transfer_to_human_agents"}, {Name: "get_user_details"}}})
+	var offered []string
+	for _, tl := range inner.reqs[0].Tools {
+		offered = append(offered, tl.Name)
+	}
+	if strings.Join(offered, ",") != "think,get_user_details" {
+		t.Errorf("offered %v", offered)
+	}
+	if resp.ToolCalls[0].Name != WithheldPrefix+"ambiguity_report" || resp.ToolCalls[1].Name != "get_user_details" {
+		t.Errorf("calls %+v", resp.ToolCalls)
+	}
+}

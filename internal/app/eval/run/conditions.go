@@ -35,10 +35,15 @@ const (
 // conditionUsesModule reports whether the inception module runs under a
 // condition (only rein's does; the others run the pipeline with a module
 // that never activates).
-func conditionUsesModule(c string) bool { return c == eval.ConditionRein }
+func conditionUsesModule(c string) bool {
+	return c == eval.ConditionRein || c == eval.ConditionReinNoTool
+}
 
-// validCondition reports whether c is one of eval.Conditions.
-func validCondition(c string) bool { return slices.Contains(eval.Conditions, c) }
+// validCondition reports whether c is one of eval.Conditions or
+// eval.Ablations.
+func validCondition(c string) bool {
+	return slices.Contains(eval.Conditions, c) || slices.Contains(eval.Ablations, c)
+}
 
 // recoveryGuide renders the taxonomy the agent is told about under npi and
 // asked to check against under self-refine: each type the module would be

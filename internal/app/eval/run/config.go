@@ -16,7 +16,8 @@ import (
 type Config struct {
 	// Scenarios to play (eval.Bundled or eval.LoadScenarios); required.
 	Scenarios []eval.Scenario
-	// Conditions to play, of eval.Conditions (default: all four).
+	// Conditions to play, of eval.Conditions and eval.Ablations (default:
+	// the four of eval.Conditions).
 	Conditions []string
 	// Trials is k, the plays of each scenario per condition (default 3:
 	// one trial cannot tell an outcome from run-to-run noise).
@@ -110,7 +111,7 @@ func (c Config) Validate() error {
 	c.defaults()
 	for _, cond := range c.Conditions {
 		if !validCondition(cond) {
-			return fmt.Errorf("%w: condition %q (want %s)", ErrInvalidConfig, cond, strings.Join(eval.Conditions, ", "))
+			return fmt.Errorf("%w: condition %q (want %s)", ErrInvalidConfig, cond, strings.Join(append(slices.Clone(eval.Conditions), eval.Ablations...), ", "))
 		}
 	}
 	switch {

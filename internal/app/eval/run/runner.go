@@ -143,6 +143,9 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 		agent = deps.Agent
 	}
 	agent = Estimating(temperatureClient{Client: agent, temperature: *cfg.AgentTemperature})
+	if cond == eval.ConditionReinNoTool {
+		agent = withholdClient{Client: agent, withheld: recoveryToolNames(cfg.Taxonomy)}
+	}
 	if cond == eval.ConditionSelfRefine {
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
