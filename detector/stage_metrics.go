@@ -20,6 +20,7 @@ type stageMetrics struct {
 	activations *prometheus.CounterVec
 	inception   prometheus.Observer
 	fetches     prometheus.Counter // reads of agent replies
+	repeats     *prometheus.CounterVec
 	// unjudged counts user turns acked without asking the module, by
 	// reason (the Unjudged* constants).
 	unjudged map[string]prometheus.Counter
@@ -36,6 +37,8 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 			"Activations by detected error type, per tenant.", "tenant", "error_type"),
 		inception: telemetry.NewHistogramVec(reg, telemetry.MDetectorInceptionSeconds,
 			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
+		repeats: telemetry.NewCounterVec(reg, telemetry.MDetectorRepeats,
+			"Activations not planted because the same error type was planted at the conversation's turn before.", "error_type"),
 		fetches: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
 			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
 	}

@@ -43,7 +43,8 @@ const (
 	MDetectorInceptionSeconds = "rein_detector_inception_seconds" // {module}
 	MDetectorGate             = "rein_detector_gate_total"        // {result} result: pass, skip
 	MDetectorContextFetches   = "rein_detector_context_fetches_total"
-	MDetectorUnjudged         = "rein_detector_unjudged_turns_total" // {reason} reason: stored, handed_on, sent_again
+	MDetectorUnjudged         = "rein_detector_unjudged_turns_total"      // {reason} reason: stored, handed_on, sent_again
+	MDetectorRepeats          = "rein_detector_repeats_not_planted_total" // {error_type}
 
 	// injector and agent
 	MInjectorInjections   = "rein_injector_injections_total" // {error_type}
