@@ -23,6 +23,7 @@ func (silentModule) Detect(context.Context, inception.Input) (inception.Decision
 const notJudged = "not-judged"
 
 // triggerModule applies the trigger mode to the condition's module: in
+// dynamic mode every user turn from the planting point on is judged, in
 // fixed mode only the scenario's planting point (eval.Scenario.PlantTurn:
 // the opening's follow-up, or with atErrorTurn the error turn) is judged;
 // the others get a decision of "no" without a model call. The scenario is
@@ -38,7 +39,10 @@ func (m triggerModule) Name() string { return m.inner.Name() }
 
 func (m triggerModule) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
 	plant := m.plantTurn(in.Dialogue)
-	if m.fixed && userUtterances(in.Dialogue) != plant {
+	// Fixed: the planting point only. Dynamic: every turn from it on; the
+	// opening's turns before it are answered by the recorded reply, so a
+	// thought planted there would reach no decision of the agent's.
+	if n := userUtterances(in.Dialogue); m.fixed && n != plant || n < plant {
 		return inception.Decision{Model: notJudged}, nil
 	}
 	dec, err := m.inner.Detect(ctx, in)
