@@ -492,7 +492,34 @@ func passInterval(so scenarioOutcomes, opts ReportOptions) Interval {
 const (
 	MethodClusterBootstrap = "cluster_bootstrap"
 	MethodWilson           = "wilson"
+	// MethodDiscordanceBound: ±(Wilson upper bound of the share of
+	// scenarios whose outcome differs between the two conditions), since
+	// |Δ| can be no larger than that share.
+	MethodDiscordanceBound = "discordance_bound"
 )
+
+// deltaInterval is the paired cluster bootstrap of the per-scenario
+// differences cl; when it has no width (no scenario differs, or all differ
+// alike) it is replaced by the discordance bound, so no interval of zero
+// width is printed as if the data had pinned Δ down.
+func deltaInterval(cl []Cluster, opts ReportOptions) Interval {
+	d := ClusterBootstrapMean(cl, opts.Resamples, opts.Seed)
+	d.Method = MethodClusterBootstrap
+	if d.High-d.Low > 0 {
+		return d
+	}
+	n, differ := 0, 0
+	for _, c := range cl {
+		for _, v := range c {
+			n++
+			if v != 0 {
+				differ++
+			}
+		}
+	}
+	u := Wilson(float64(differ)/float64(max(n, 1)), n).High
+	return Interval{Value: d.Value, Low: max(-1, min(d.Value, -u)), High: min(1, max(d.Value, u)), Method: MethodDiscordanceBound}
+}
 
 func metrics(rs, base []Result, trials int, opts ReportOptions) Metrics {
 	so := outcomesOf(rs, trials)
@@ -595,8 +622,7 @@ func metrics(rs, base []Result, trials int, opts ReportOptions) Metrics {
 				}
 				return so.fraction(id) - bo.fraction(id), true
 			})
-			d := ClusterBootstrapMean(cl, opts.Resamples, opts.Seed)
-			d.Method = MethodClusterBootstrap
+			d := deltaInterval(cl, opts)
 			m.DeltaVsNone = &d
 		}
 	}

@@ -212,3 +212,24 @@ func TestClusterBootstrapResamplesTasks(t *testing.T) {
 		t.Errorf("one cluster: %+v", iv)
 	}
 }
+
+// A Δ whose bootstrap has no width is bounded by the share of scenarios
+// that differ instead: none of 4 differs, so |Δ| ≤ Wilson's upper bound of
+// 0/4, 3.8416/7.8416 = 0.48990 (the code before printed [0, 0]); all 4
+// better by 1, so Δ = 1 and its lower end is 1 − … clipped by the bound of
+// 4/4 = 1: [−1, 1] holds the point.
+func TestDeltaIntervalNeverOfZeroWidth(t *testing.T) {
+	same := []Cluster{{0}, {0}, {0}, {0}}
+	iv := deltaInterval(same, ReportOptions{Resamples: 200, Seed: 1})
+	if iv.Method != MethodDiscordanceBound || iv.Value != 0 || !near(iv.High, 0.489898, 1e-5) || !near(iv.Low, -0.489898, 1e-5) {
+		t.Errorf("no scenario differs: %+v, want ±0.48990", iv)
+	}
+	all := []Cluster{{1}, {1}, {1}, {1}}
+	if iv := deltaInterval(all, ReportOptions{Resamples: 200, Seed: 1}); iv.High-iv.Low <= 0 || iv.Value != 1 || iv.High != 1 {
+		t.Errorf("all better: %+v", iv)
+	}
+	mixed := []Cluster{{1}, {0}, {1}, {0}, {0}}
+	if iv := deltaInterval(mixed, ReportOptions{Resamples: 200, Seed: 1}); iv.Method != MethodClusterBootstrap {
+		t.Errorf("a bootstrap with width is kept: %+v", iv)
+	}
+}
