@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/agentworker/taubench"
-	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/schemas"
 )
@@ -206,7 +206,7 @@ func (p *player) measure(pl *Play, cv *conv) {
 			r.InceptionLatencyMs = append(r.InceptionLatencyMs, d.LatencyMs)
 			r.JudgedTurns++
 		}
-		if d.Model == inception.FallbackModel {
+		if d.Model == llmmodule.FallbackModel {
 			r.FallbackTurns++
 		}
 		r.ReinLatencyMs = append(r.ReinLatencyMs, t.ReinMs)
