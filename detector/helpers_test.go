@@ -26,7 +26,7 @@ func dialogue(texts ...string) []inception.Utterance {
 // package's test data.
 func miniTools(t testing.TB, domain string) []llm.Tool {
 	t.Helper()
-	tools, err := llm.LoadToolList(filepath.Join("..", "inception", "testdata", "tools_"+domain+"_mini.json"))
+	tools, err := llm.LoadToolList(filepath.Join("..", "internal", "testutil", "inceptiontest", "testdata", "tools_"+domain+"_mini.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
