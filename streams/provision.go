@@ -155,10 +155,11 @@ var streamSubjects = map[string][]string{
 	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll},
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
+	StreamLabels:     {LabelsAll},
 }
 
 // StreamNames lists rein's streams in pipeline order.
-var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff}
+var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamLabels}
 
 func (p ProvisionConfig) settings(name string) StreamSettings {
 	s := p.Defaults
@@ -236,12 +237,30 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	if s.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}
+	if name == StreamLabels {
+		labelRetention(&cfg, p.Streams[name])
+	}
 	if name == StreamHandoff {
 		cfg.Retention = jetstream.WorkQueuePolicy
 		// A late redelivered escalation must not become a second work item.
 		cfg.Duplicates = max(cfg.Duplicates, time.Hour)
 	}
 	return cfg
+}
+
+// labelRetention keeps labels for ever unless streams.REIN_LABELS says
+// otherwise: they are hours of an operator's work and what quality is
+// measured on, so the defaults' max_age and max_bytes, sized for traffic,
+// do not apply; a late retried label is still one message.
+func labelRetention(cfg *jetstream.StreamConfig, own StreamSettings) {
+	cfg.MaxAge, cfg.MaxBytes = own.MaxAge, own.MaxBytes
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = -1
+	}
+	cfg.Duplicates = max(cfg.Duplicates, time.Hour)
+	if cfg.MaxAge > 0 {
+		cfg.Duplicates = min(cfg.Duplicates, cfg.MaxAge)
+	}
 }
 
 // ConversationHistory is how many values the conversations bucket keeps
