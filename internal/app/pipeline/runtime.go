@@ -19,6 +19,7 @@ import (
 
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/app/dashboard"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
@@ -58,6 +59,8 @@ type Config struct {
 	// DashboardReveal shows the dashboard's free text to every viewer;
 	// otherwise only to requests with a token of the operator role.
 	DashboardReveal bool
+	// LabelMonitor exports the precision measured from operators' labels.
+	LabelMonitor labels.MonitorConfig
 	// IngressRate and IngressBurst bound each tenant's POST /v1/turns;
 	// MaxEventBytes is the largest accepted body.
 	IngressRate  float64
@@ -329,6 +332,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	dashDone := make(chan struct{})
 	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
 	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
+	mon, err := labels.NewMonitor(cfg.LabelMonitor, labels.MonitorDeps{JS: rt.JS, Registerer: rt.Reg, Logger: log.With("component", "label-monitor")})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	mctx, stopMon := context.WithCancel(context.WithoutCancel(ctx))
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); _ = mon.Run(mctx) }()
+	rt.closer = append(rt.closer, func() { stopMon(); <-monDone })
 	rt.HTTP.SetReady(true, "")
 	return rt, nil
 }
