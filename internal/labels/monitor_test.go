@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/reinception/rein/internal/labels"
-	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/telemetry"
+	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
