@@ -281,3 +281,17 @@ func TestWilson(t *testing.T) {
 		t.Errorf("no trials: %v..%v", lo, hi)
 	}
 }
+
+// Two labellers of one turn: the turn counts once, with the latest label.
+func TestQualityTakesTheLatestLabelOfATurn(t *testing.T) {
+	early := label("acme", "c1", 1, schemas.VerdictFalseActivation, "anaphora", "", 1)
+	late := label("acme", "c1", 1, schemas.VerdictCorrect, "anaphora", "", 1)
+	early.Time, late.Time = time.Unix(100, 0), time.Unix(200, 0)
+	for _, ls := range [][]labels.Stored{{early, late}, {late, early}} {
+		r := labels.Quality(ls)
+		row, _ := r.Row("anaphora")
+		if r.Turns != 1 || row.Precision.Value != 1 || row.Precision.Labels != 1 {
+			t.Errorf("turns %d, precision %+v: want the later label's 1 of 1", r.Turns, row.Precision)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/reinception/rein/schemas"
 )
@@ -44,7 +45,7 @@ type Report struct {
 	// AdHoc how many were given outside it (not counted).
 	Weighted, AdHoc int
 	// Turns is how many labelled turns the weighted labels cover (a turn
-	// labelled by several labellers counts once, its last label winning).
+	// labelled by several labellers counts once, its latest label winning).
 	Turns int
 }
 
@@ -52,6 +53,7 @@ type Report struct {
 type judged struct {
 	pred, truth string
 	w           float64
+	at          time.Time
 }
 
 // Quality estimates precision and recall per type and overall from labels
@@ -68,10 +70,15 @@ func Quality(ls []Stored) Report {
 		}
 		r.Weighted++
 		k := [3]string{s.Tenant, s.Conversation, strconv.Itoa(l.Turn)}
-		if _, ok := turns[k]; !ok {
+		prev, ok := turns[k]
+		if !ok {
 			order = append(order, k)
+		} else if s.Time.Before(prev.at) {
+			continue
 		}
-		turns[k] = judgeOf(l)
+		j := judgeOf(l)
+		j.at = s.Time
+		turns[k] = j
 	}
 	r.Turns = len(order)
 	js := make([]judged, 0, len(order))
