@@ -22,13 +22,15 @@ func init() { register(newLabelCmd) }
 var labelNow = time.Now
 
 // queueFlags are the review queue's settings, shared by rein label (which
-// records a queued turn's draw) and rein label queue: both must draw alike.
+// records a queued turn's draw), rein label queue and rein serve (the
+// dashboard's label form): all must draw alike, so the flags, and so
+// their variables (REIN_LABEL_BUDGET, …), have one name everywhere.
 type queueFlags struct{ cfg labels.QueueConfig }
 
 func (q *queueFlags) bind(fs *pflag.FlagSet) {
-	fs.IntVar(&q.cfg.Budget, "budget", labels.DefaultBudget, "review queue: turns to label per tenant and day, on average")
-	fs.Float64Var(&q.cfg.CleanShare, "clean-share", labels.DefaultCleanShare, "review queue: the budget's share for turns rein did not activate on (recall needs them)")
-	fs.StringVar(&q.cfg.Key, "sample-key", labels.DefaultKey, "review queue: the key of the draw; every replica and run with the same key draws the same turns")
+	fs.IntVar(&q.cfg.Budget, "label-budget", labels.DefaultBudget, "review queue: turns to label per tenant and day, on average")
+	fs.Float64Var(&q.cfg.CleanShare, "label-clean-share", labels.DefaultCleanShare, "review queue: the budget's share for turns rein did not activate on (recall needs them)")
+	fs.StringVar(&q.cfg.Key, "label-sample-key", labels.DefaultKey, "review queue: the key of the draw; every replica and run with the same key draws the same turns")
 }
 
 func newLabelCmd() *cobra.Command {
@@ -118,10 +120,10 @@ func newLabelQueueCmd() *cobra.Command {
 		Use:   "queue",
 		Short: "List the turns of a tenant's daily review queue still to label",
 		Long: `queue draws a tenant's review queue of one UTC day (default: yesterday, the last whole day) from
-its detections in REIN_DETECTIONS: about --budget turns, --clean-share of them among turns rein did not
-activate on and the rest split between the error types it activated on. The draw is a keyed hash of
-each turn, so every run with the same --sample-key lists the same turns, each with its inclusion
-probability π. Turns someone has labelled already are left out unless --all.`,
+its detections in REIN_DETECTIONS: about --label-budget turns, --label-clean-share of them among turns
+rein did not activate on and the rest split between the error types it activated on. The draw is a
+keyed hash of each turn, so every run with the same --label-sample-key lists the same turns, each with
+its inclusion probability π. Turns someone has labelled already are left out unless --all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySources(cmd, nil); err != nil {

@@ -47,7 +47,7 @@ func TestLabelCommands(t *testing.T) {
 	conn := []string{"--nats-url", h.URL(), "--data-dir", h.Dir}
 	run := func(args ...string) (string, error) { return runCLI(t, ctx, append(args, conn...)...) }
 
-	out, err := run("label", "queue", "--tenant", "acme", "--budget", "12", "--json")
+	out, err := run("label", "queue", "--tenant", "acme", "--label-budget", "12", "--json")
 	if err != nil {
 		t.Fatalf("queue: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestLabelCommands(t *testing.T) {
 			t.Errorf("row %+v", r)
 		}
 	}
-	args := []string{"label", "--tenant", "acme", "--conversation", "a0", "--turn", "1", "--verdict", "wrong_type", "--type", "contradiction", "--labeller", "ann", "--budget", "12"}
+	args := []string{"label", "--tenant", "acme", "--conversation", "a0", "--turn", "1", "--verdict", "wrong_type", "--type", "contradiction", "--labeller", "ann", "--label-budget", "12"}
 	out, err = run(args...)
 	if err != nil || !strings.Contains(out, "labelled acme/a0 turn 1: wrong_type contradiction by ann (rein said anaphora; review queue") {
 		t.Fatalf("label: %q, %v", out, err)
@@ -75,7 +75,7 @@ func TestLabelCommands(t *testing.T) {
 		!strings.Contains(err.Error(), "did not activate") {
 		t.Errorf("a false activation of a clear turn: %v", err)
 	}
-	out, err = run("label", "queue", "--tenant", "acme", "--budget", "12")
+	out, err = run("label", "queue", "--tenant", "acme", "--label-budget", "12")
 	if err != nil || !strings.Contains(out, "12 turns drawn, 11 listed") || strings.Contains(out, "a0 ") {
 		t.Errorf("queue after a label: %v\n%s", err, out)
 	}

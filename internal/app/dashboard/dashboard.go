@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
 )
 
 //go:embed templates/*.html
@@ -43,6 +45,10 @@ type Deps struct {
 	// agent said, tool results and arguments, escalation summaries, the
 	// evidence quote. Nil, or false for a request: they are redacted.
 	Reveal func(r *http.Request) bool
+	// CanLabel tells whether a request may label turns (the operator
+	// role); Publisher stores the labels. Either nil: no label form.
+	CanLabel  func(r *http.Request) bool
+	Publisher *streams.Publisher
 }
 
 // Mux is what Register mounts on (*http.ServeMux and telemetry.Server).
@@ -158,6 +164,7 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /api/overview", http.HandlerFunc(d.serveOverviewJSON))
 	mux.Handle("GET /api/conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversationJSON))
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
+	mux.Handle("POST /conversations/{tenant}/{conv}/labels", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.serveLabel)))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
 	mux.Handle("GET /assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -288,6 +295,11 @@ type page struct {
 	Search       *searchPage
 	Status       int
 	Error        string
+	// CanLabel offers the label form on each detection; Labelled is the
+	// turn just labelled (Unchanged: as it was).
+	CanLabel  bool
+	Labelled  string
+	Unchanged bool
 }
 
 // requestQuery reads ?window=, ?tenant= and ?type=.
@@ -344,7 +356,12 @@ func (d *Dashboard) conversationStatus(r *http.Request) (Conversation, int, erro
 
 func (d *Dashboard) serveConversation(w http.ResponseWriter, r *http.Request) {
 	c, status, err := d.conversationStatus(r)
-	p := page{Title: d.cfg.Title, Conversation: &c, Status: status}
+	p := page{Title: d.cfg.Title, Conversation: &c, Status: status, CanLabel: d.labelling(r)}
+	if v := r.URL.Query().Get("labelled"); v != "" {
+		if _, err := strconv.Atoi(v); err == nil {
+			p.Labelled, p.Unchanged = v, r.URL.Query().Get("unchanged") != ""
+		}
+	}
 	if err != nil {
 		p.Error = err.Error()
 	}

@@ -59,8 +59,11 @@ type Config struct {
 	// DashboardReveal shows the dashboard's free text to every viewer;
 	// otherwise only to requests with a token of the operator role.
 	DashboardReveal bool
-	// LabelMonitor exports the precision measured from operators' labels.
+	// LabelMonitor exports the precision measured from operators' labels;
+	// LabelQueue is the review queue the dashboard's label form records
+	// draws of (the same as rein label's).
 	LabelMonitor labels.MonitorConfig
+	LabelQueue   labels.QueueConfig
 	// IngressRate and IngressBurst bound each tenant's POST /v1/turns;
 	// MaxEventBytes is the largest accepted body.
 	IngressRate  float64
@@ -319,8 +322,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		rt.closer = append(rt.closer, stopIngest)
 	}
-	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
-		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens)})
+	// Labels are given with an operator token, never on open reads.
+	canLabel := func(r *http.Request) bool {
+		code, _ := cfg.Tokens.Authorize(r, telemetry.RoleOperator, "")
+		return code == 0
+	}
+	dash, err := dashboard.New(dashboard.Config{LabelQueue: cfg.LabelQueue}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
+		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens), CanLabel: canLabel, Publisher: rt.Pub})
 	if err != nil {
 		rt.Close()
 		return nil, err
