@@ -45,6 +45,7 @@ type Label struct {
 	DetectedType string `json:"detected_type,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$"`
 	Module       string `json:"module,omitempty" jsonschema:"maxLength=128"`
 	Model        string `json:"model,omitempty" jsonschema:"maxLength=256"`
+	ModelVersion string `json:"model_version,omitempty" jsonschema:"maxLength=256"`
 	// Sample is the review queue's draw that chose the turn; absent for a
 	// label given outside the queue, which no weighted figure counts.
 	Sample *LabelSample `json:"sample,omitempty"`

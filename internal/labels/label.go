@@ -32,6 +32,7 @@ type Detection struct {
 	Rein                 bool
 	ErrorType            string
 	Module, Model        string
+	ModelVersion         string
 	UserText             string
 	Stored               time.Time
 }
@@ -65,7 +66,8 @@ func Put(ctx context.Context, js jetstream.JetStream, pub *streams.Publisher, re
 		return Result{}, err
 	}
 	l := schemas.Label{Turn: req.Turn, Verdict: req.Verdict, ErrorType: req.ErrorType, Labeller: req.Labeller, Note: req.Note,
-		DetectionID: det.ID, Detected: det.Rein, DetectedType: det.ErrorType, Module: det.Module, Model: det.Model}
+		DetectionID: det.ID, Detected: det.Rein, DetectedType: det.ErrorType, Module: det.Module, Model: det.Model,
+		ModelVersion: det.ModelVersion}
 	if err := fits(l); err != nil {
 		return Result{}, err
 	}
@@ -167,7 +169,7 @@ func readDetections(ctx context.Context, js jetstream.JetStream, o streams.ReadO
 		}
 		m := r.Decoded.Meta
 		fn(Detection{Tenant: m.Tenant, Conversation: m.Conversation, Turn: p.Turn, ID: r.Decoded.Event.ID(), Rein: p.Rein && !p.Failed,
-			ErrorType: p.ErrorType, Module: p.Module, Model: p.Model, UserText: p.UserText, Stored: r.Time})
+			ErrorType: p.ErrorType, Module: p.Module, Model: p.Model, ModelVersion: p.ModelVersion, UserText: p.UserText, Stored: r.Time})
 		return nil
 	})
 	if err != nil {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { rtest.VerifyNoLeaks(m) }
 // storeDetection stores the detection of one turn as the detector does.
 func storeDetection(t *testing.T, h *rtest.JS, tenant, conv string, turn int, errType string) {
 	t.Helper()
-	d := schemas.Detection{Turn: turn, UserText: fmt.Sprintf("turn %d", turn), Module: "rules", TaxonomyVersion: "1"}
+	d := schemas.Detection{Turn: turn, UserText: fmt.Sprintf("turn %d", turn), Module: "rules", ModelVersion: "typed@sha256:0123456789ab", TaxonomyVersion: "1"}
 	if errType != "" {
 		d.Rein, d.ErrorType, d.Reasoning = true, errType, "r"
 	}
@@ -55,7 +55,8 @@ func TestLabelsAreIdempotentAndTenantBound(t *testing.T) {
 	now := time.Now()
 	req := labels.Request{Tenant: "acme", Conversation: "c1", Turn: 1, Verdict: schemas.VerdictCorrect, Labeller: "ann"}
 	r, err := put(t, h, req, now)
-	if err != nil || r.Unchanged || r.Label.DetectedType != "anaphora" || !r.Label.Detected || r.Label.DetectionID != "detection.acme.c1.1" {
+	if err != nil || r.Unchanged || r.Label.DetectedType != "anaphora" || !r.Label.Detected || r.Label.DetectionID != "detection.acme.c1.1" ||
+		r.Label.ModelVersion != "typed@sha256:0123456789ab" {
 		t.Fatalf("first label: %+v, %v", r, err)
 	}
 	if r, err := put(t, h, req, now); err != nil || !r.Unchanged {

@@ -168,6 +168,9 @@ func detectionText(d schemas.Detection) string {
 	if d.Model != "" {
 		b.WriteString(" " + d.Model)
 	}
+	if d.ModelVersion != "" {
+		b.WriteString(" " + d.ModelVersion)
+	}
 	if d.TaxonomyVersion != "" {
 		b.WriteString(", taxonomy " + d.TaxonomyVersion)
 	}

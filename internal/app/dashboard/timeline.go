@@ -184,6 +184,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		add("evidence", x.Evidence)
 		add("module", x.Module)
 		add("model", x.Model)
+		add("model version", x.ModelVersion)
 		add("latency", strconv.FormatFloat(x.LatencyMS, 'f', 0, 64)+" ms")
 		if x.Tokens > 0 {
 			add("tokens", strconv.Itoa(x.Tokens))
