@@ -13,9 +13,13 @@ import (
 type StreamSettings struct {
 	Replicas  int           `yaml:"replicas"`
 	Memory    bool          `yaml:"memory"`     // memory storage instead of file
-	MaxAge    time.Duration `yaml:"max_age"`    // 0 = keep forever
-	MaxBytes  int64         `yaml:"max_bytes"`  // 0 = unlimited
+	MaxAge    time.Duration `yaml:"max_age"`    // 0 in defaults = keep forever; per stream, 0 = as the defaults
+	MaxBytes  int64         `yaml:"max_bytes"`  // 0 = no size bound (see DefaultMaxAge)
 	Duplicate time.Duration `yaml:"duplicates"` // Nats-Msg-Id dedupe window
+	// KeepForever lifts the age bound (an audit stream kept whole); it
+	// is the only way to say so per stream, where max_age 0 means "as
+	// the defaults".
+	KeepForever bool `yaml:"keep_forever"`
 	// Durable is the audit profile: the server syncs every write to disk
 	// (set sync_interval: always on the server; see doc.go) and, on a
 	// cluster, three replicas.
@@ -102,10 +106,18 @@ func (p *ProvisionConfig) OverridePartitions(n int) {
 	}
 }
 
+// DefaultMaxAge bounds every stream by default: nothing is kept forever
+// unless asked (keep_forever, or max_age 0 in the defaults). An age, not a
+// size: JetStream reserves a stream's max_bytes against the server's whole
+// store when the stream is created, so a size that fits one disk refuses
+// to start on a smaller one; an age bounds the store under a bounded
+// rate, and max_bytes stays for operators who know their disk.
+const DefaultMaxAge = 30 * 24 * time.Hour
+
 // DefaultProvision is the zero-setup configuration of rein serve.
 func DefaultProvision() ProvisionConfig {
 	return ProvisionConfig{
-		Defaults: StreamSettings{Replicas: 1, Duplicate: 2 * time.Minute},
+		Defaults: StreamSettings{Replicas: 1, Duplicate: 2 * time.Minute, MaxAge: DefaultMaxAge},
 		KVTTL:    24 * time.Hour,
 	}
 }
@@ -178,6 +190,7 @@ func (p ProvisionConfig) settings(name string) StreamSettings {
 			s.Duplicate = o.Duplicate
 		}
 		s.Durable = s.Durable || o.Durable
+		s.KeepForever = s.KeepForever || o.KeepForever
 		if o.Placement.Cluster != "" {
 			s.Placement.Cluster = o.Placement.Cluster
 		}
@@ -187,6 +200,9 @@ func (p ProvisionConfig) settings(name string) StreamSettings {
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
+	}
+	if s.KeepForever {
+		s.MaxAge = 0
 	}
 	return s
 }
@@ -238,7 +254,7 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 		cfg.Storage = jetstream.MemoryStorage
 	}
 	if name == StreamLabels {
-		labelRetention(&cfg, p.Streams[name])
+		labelRetention(&cfg, p.Defaults, p.Streams[name])
 	}
 	if name == StreamHandoff {
 		cfg.Retention = jetstream.WorkQueuePolicy
@@ -248,12 +264,26 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	return cfg
 }
 
-// labelRetention keeps labels for ever unless streams.REIN_LABELS says
-// otherwise: they are hours of an operator's work and what quality is
-// measured on, so the defaults' max_age and max_bytes, sized for traffic,
-// do not apply; a late retried label is still one message.
-func labelRetention(cfg *jetstream.StreamConfig, own StreamSettings) {
-	cfg.MaxAge, cfg.MaxBytes = own.MaxAge, own.MaxBytes
+// DefaultLabelMaxAge is REIN_LABELS' age bound unless its own settings
+// say otherwise: labels are hours of operators' work and what detection
+// quality is measured on, so the traffic's bound (DefaultMaxAge) is too
+// short for them; still a bound, as every stream has one by default.
+const DefaultLabelMaxAge = 2 * 365 * 24 * time.Hour
+
+// labelRetention applies REIN_LABELS' own retention: its own max_age or
+// keep_forever, else at least DefaultLabelMaxAge (for ever when the
+// defaults keep everything); a size only when it sets one itself. A late
+// retried label is still one message.
+func labelRetention(cfg *jetstream.StreamConfig, defaults, own StreamSettings) {
+	switch {
+	case own.KeepForever || defaults.KeepForever || defaults.MaxAge == 0 && own.MaxAge == 0:
+		cfg.MaxAge = 0
+	case own.MaxAge != 0:
+		cfg.MaxAge = own.MaxAge
+	default:
+		cfg.MaxAge = max(defaults.MaxAge, DefaultLabelMaxAge)
+	}
+	cfg.MaxBytes = own.MaxBytes
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = -1
 	}
