@@ -95,11 +95,10 @@ func NewMonitor(cfg MonitorConfig, deps MonitorDeps) (*Monitor, error) {
 	return m, nil
 }
 
-// Refresh is not safe for concurrent use; Run calls it from one goroutine.
-//
 // Refresh reads the labels of the window and sets the gauges: one series
 // per tenant with a defined precision, the tenants past
-// telemetry.MaxTenantLabels pooled under telemetry.OtherTenant.
+// telemetry.MaxTenantLabels pooled under telemetry.OtherTenant. It is not
+// safe for concurrent use; Run calls it from one goroutine.
 func (m *Monitor) Refresh(ctx context.Context) error {
 	ls, err := Read(ctx, m.deps.JS, Filter{Since: m.deps.Now().Add(-m.cfg.Window)})
 	if err != nil {
