@@ -15,7 +15,9 @@
 // recovery_tool}: the agent worker plants it as an assistant tool call
 // think(thought) with an empty tool result, after the user message and
 // before the agent's first sampling. Otherwise inception is null and the
-// turn runs exactly as without rein (fail-open).
+// turn runs exactly as without rein (fail-open); so too for a detection of
+// a conversation in a holdout experiment's control arm (arm "control"),
+// judged but not acted on, and the sidecar answers none for it.
 //
 // Fused (Config.Fused): when the detector runs in the same process, cmd/rein
 // hands it Stage.Task, so each task is built here but published by the

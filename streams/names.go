@@ -19,6 +19,9 @@ const (
 	StreamReplay = "REIN_REPLAY"
 	// StreamLabels holds operators' labels of detections (dev.rein.label.v1).
 	StreamLabels = "REIN_LABELS"
+	// StreamFeedback holds platforms' dev.rein.feedback.v1, one per
+	// conversation and kind (feedback.go).
+	StreamFeedback = "REIN_FEEDBACK"
 )
 
 // KV buckets, and the stream JetStream keeps each in.
@@ -50,6 +53,7 @@ const (
 	subjInception   = "rein.inception.get"
 	subjIngest      = "rein.ingest"
 	subjLabels      = "rein.labels"
+	subjFeedback    = "rein.feedback"
 )
 
 // Stream subject filters (what each stream stores).
@@ -77,7 +81,18 @@ const (
 	HandoffTimeout = subjHandoffTO + ".>"
 	InceptionAll   = subjInception + ".>"
 	LabelsAll      = subjLabels + ".>"
+	FeedbackAll    = subjFeedback + ".>"
 )
+
+// IngestFeedback is the last token of the ingest subject of a feedback
+// event: rein.ingest.<tenant>.<conv>.feedback.
+const IngestFeedback = "feedback"
+
+// FeedbackSubject is rein.feedback.<tenant>.<conv>.<key>, key being the
+// feedback's schemas.Feedback.Key: one subject per conversation and kind.
+func FeedbackSubject(tenant, conv, key string) string {
+	return subjFeedback + "." + tenant + "." + conv + "." + key
+}
 
 // IngestAll is what the NATS ingest listens on:
 // rein.ingest.<tenant>.<conv>.<role>. No stream captures it; rein's ingress
@@ -203,6 +218,8 @@ func SubjectsFor(stream, tenant, conv string) []string {
 		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
 	case StreamLabels:
 		return []string{subjLabels + "." + t + "." + c + ".>"}
+	case StreamFeedback:
+		return []string{subjFeedback + "." + t + "." + c + ".*"}
 	}
 	return nil
 }

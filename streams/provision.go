@@ -167,11 +167,12 @@ var streamSubjects = map[string][]string{
 	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll},
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
+	StreamFeedback:   {FeedbackAll},
 	StreamLabels:     {LabelsAll},
 }
 
 // StreamNames lists rein's streams in pipeline order.
-var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamLabels}
+var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamFeedback, StreamLabels}
 
 func (p ProvisionConfig) settings(name string) StreamSettings {
 	s := p.Defaults

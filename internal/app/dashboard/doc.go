@@ -15,6 +15,12 @@
 //	POST /conversations/{tenant}/{conv}/labels  the label form (operator
 //	                                        role, same origin only): stores a
 //	                                        dev.rein.label.v1, then 303 back
+//	GET /experiments/{tenant}?experiment=&min_effect=
+//	                                        a holdout experiment: the holdout
+//	                                        in force (or killed) first, arms,
+//	                                        outcomes with intervals and
+//	                                        always-valid p-values, guard flags
+//	GET /api/experiments/{tenant}           the same as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
 //
 // # Windows, trend and filters
@@ -116,6 +122,12 @@
 // cookie's SameSite=Strict, so another site cannot label through an
 // operator's browser. The conversation view also reads REIN_LABELS and
 // shows each label (its note redacted like other free text).
+//
+// The experiment page reads through Deps.Experiments (the pipeline wires
+// audit.ExperimentConversations) and Deps.Holdout (the experiments file in
+// force); its hooks are data-testid holdout, holdout-fraction, arms
+// (rows data-arm), metrics-activated and metrics-all (rows data-metric,
+// data-flag when flagged) and guard-flags.
 //
 // It produces dev.rein.label.v1 on rein.labels.<tenant>.<conv>.<turn>.<labeller>
 // (REIN_LABELS) from the label form, nothing else, and exports no metrics.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -18,7 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/injector"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/app/dashboard"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
@@ -113,9 +117,12 @@ type Process struct {
 	srv    *server.Server   // nil with an external NATS
 	lock   *streams.DirLock // the data directory's, with the embedded server
 	stages *Stages
-	closer []func()
-	cc     streams.ConnectConfig // how stages open their own connections
-	conns  []*nats.Conn          // the stages' connections
+	// experiments is Stages.Experiments once Run starts (the dashboard
+	// reads it from its own goroutines).
+	experiments atomic.Pointer[experiment.Assigner]
+	closer      []func()
+	cc          streams.ConnectConfig // how stages open their own connections
+	conns       []*nats.Conn          // the stages' connections
 	// keys are the embedded server's identities (nil with an external
 	// NATS, where every connection uses the given credentials, or the
 	// seeds of KeysDir).
@@ -297,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if provision {
 		err = streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log))
 	} else {
-		err = streams.CheckProvisioned(pctx, rt.JS)
+		err = rt.waitProvisioned(ctx, log)
 	}
 	if err != nil {
 		rt.Close()
@@ -324,6 +331,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		ingress.SetTenantInFlight(cfg.IngressInFlight)
 		ingress.SetTokens(cfg.Tokens)
 		rt.HTTP.Handle("POST /v1/turns", ingress)
+		rt.HTTP.Handle("POST /v1/feedback", ingress.Feedback())
 		stopIngest, err := ingress.ListenNATS(il.nc, 0)
 		if err != nil {
 			rt.Close()
@@ -337,7 +345,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		return code == 0
 	}
 	dash, err := dashboard.New(dashboard.Config{LabelQueue: cfg.LabelQueue}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
-		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens), CanLabel: canLabel, Publisher: rt.Pub})
+		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens), CanLabel: canLabel, Publisher: rt.Pub,
+		Experiments: func(ctx context.Context, tenant, name string) (string, []experiment.Conversation, error) {
+			return audit.ExperimentConversations(ctx, rt.JS, tenant, name)
+		},
+		Holdout: func(tenant string) (experiment.Tenant, bool) { return rt.experiments.Load().Tenant(tenant) },
+	})
 	if err != nil {
 		rt.Close()
 		return nil, err
@@ -431,4 +444,35 @@ func (rt *Process) Connections() string {
 		}
 	}
 	return b.String()
+}
+
+// provisionPoll is how often a process that may not create the streams
+// looks for them again.
+const provisionPoll = 2 * time.Second
+
+// waitProvisioned waits until the streams exist, for a process whose
+// identity may not create them: started before the deployment's
+// provisioning job (rein provision) finished, it reports "waiting for
+// rein provision" on /readyz instead of exiting, so its pod is not
+// restarted in a loop. Any other failure, or ctx ending, returns.
+func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error {
+	logged := false
+	for {
+		cctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+		err := streams.CheckProvisioned(cctx, rt.JS)
+		cancel()
+		if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+		if !logged {
+			log.Warn("the streams are not provisioned yet: waiting for rein provision", "err", err)
+			rt.HTTP.SetReady(false, "waiting for rein provision")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (stopped while waiting for rein provision)", err)
+		case <-time.After(provisionPoll):
+		}
+	}
 }

@@ -35,6 +35,9 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
 	}
+	if o.Experiments != nil {
+		deps.Assign = o.Experiments.Assign
+	}
 	if rt.fused() {
 		inj, err := rt.injectorStage()
 		if err != nil {
