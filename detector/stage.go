@@ -421,6 +421,7 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 	} else {
 		det.Rein, det.ErrorType, det.Category, det.RecoveryTool = dec.Rein, dec.ErrorType, dec.Category, dec.RecoveryTool
 		det.Evidence, det.Reasoning, det.Model, det.Tokens = dec.Evidence, dec.Reasoning, dec.Model, dec.Tokens
+		det.ModelVersion = dec.ModelVersion
 		det.Failed, det.FailReason = dec.Failed, dec.FailReason
 		if dec.TaxonomyVersion != "" {
 			det.TaxonomyVersion = dec.TaxonomyVersion

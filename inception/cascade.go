@@ -66,7 +66,7 @@ func (c *Cascade) Detect(ctx context.Context, in Input) (Decision, error) {
 		if c.OnGate != nil {
 			c.OnGate(GateSkip)
 		}
-		return Decision{TaxonomyVersion: g.TaxonomyVersion}, nil
+		return Decision{TaxonomyVersion: g.TaxonomyVersion, ModelVersion: g.ModelVersion}, nil
 	}
 	c.passed.Add(1)
 	if c.OnGate != nil {
