@@ -315,10 +315,18 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			}
 			in.Dialogue = conv.dialogue()
 		}
-		det = s.detect(ctx, d.Meta, turn, in, conv.planted)
-		if err := s.assign(ctx, conv, meta, &det); err != nil {
+		arm, err := s.armOf(ctx, conv, meta)
+		if err != nil {
 			return err // retried
 		}
+		prev := conv.planted
+		if prev.control && arm.Arm != schemas.ArmControl {
+			// Control planted nothing: a turn now planted for real (the
+			// holdout was killed) repeats nothing the agent saw.
+			prev = planted{}
+		}
+		det = s.detect(ctx, d.Meta, turn, in, prev)
+		s.assign(meta, arm, &det)
 		// Kept until stored: a retry after a failed publish hands on this
 		// decision rather than asking the module again.
 		conv.pending = pendingDetection{turn: turn.Turn, det: det}
@@ -336,7 +344,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if det.Rein || strings.HasPrefix(det.FailReason, notPlantedAgain) {
 		// A repeat held back extends the run: a module that keeps naming
 		// the type is planted once, not every other turn.
-		conv.planted = planted{turn: turn.Turn, errorType: det.ErrorType}
+		conv.planted = planted{turn: turn.Turn, errorType: det.ErrorType, control: det.Arm == schemas.ArmControl}
 	}
 	return nil
 }
@@ -413,6 +421,7 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 	} else {
 		det.Rein, det.ErrorType, det.Category, det.RecoveryTool = dec.Rein, dec.ErrorType, dec.Category, dec.RecoveryTool
 		det.Evidence, det.Reasoning, det.Model, det.Tokens = dec.Evidence, dec.Reasoning, dec.Model, dec.Tokens
+		det.ModelVersion = dec.ModelVersion
 		det.Failed, det.FailReason = dec.Failed, dec.FailReason
 		if dec.TaxonomyVersion != "" {
 			det.TaxonomyVersion = dec.TaxonomyVersion

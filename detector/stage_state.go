@@ -47,6 +47,9 @@ type conversation struct {
 type planted struct {
 	turn      int
 	errorType string
+	// control: the arm held it back; only a later control turn (judged
+	// as if planted) counts it as a repeat.
+	control bool
 }
 
 // repeats reports whether an activation of errorType at turn repeats the

@@ -2,7 +2,9 @@ package inception
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -94,6 +96,18 @@ func (g *GateModel) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Version names the model by its content: sha256: and the first twelve
+// hex digits of the hash of its file (Encode), so a retrained model has
+// another version and the same weights always the same.
+func (g *GateModel) Version() string {
+	b, err := g.Encode()
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
 // ParseGateModel decodes and validates a gate model file's contents.

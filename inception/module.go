@@ -39,13 +39,16 @@ type Input struct {
 // Decision is a module's verdict on one user turn. Reasoning is the thought
 // to plant as the agent's think step when Rein is true.
 type Decision struct {
-	Rein            bool   `json:"rein"`
-	ErrorType       string `json:"error_type,omitempty"`
-	Category        string `json:"category,omitempty"`
-	RecoveryTool    string `json:"recovery_tool,omitempty"`
-	Evidence        string `json:"evidence,omitempty"`
-	Reasoning       string `json:"reasoning,omitempty"`
-	Model           string `json:"model,omitempty"`
+	Rein         bool   `json:"rein"`
+	ErrorType    string `json:"error_type,omitempty"`
+	Category     string `json:"category,omitempty"`
+	RecoveryTool string `json:"recovery_tool,omitempty"`
+	Evidence     string `json:"evidence,omitempty"`
+	Reasoning    string `json:"reasoning,omitempty"`
+	Model        string `json:"model,omitempty"`
+	// ModelVersion names the learned model files the decision used (their
+	// content hashes, e.g. typed@sha256:…), "" when it used none.
+	ModelVersion    string `json:"model_version,omitempty"`
 	Tokens          int    `json:"tokens,omitempty"`
 	Failed          bool   `json:"failed"`
 	FailReason      string `json:"fail_reason,omitempty"`

@@ -115,6 +115,8 @@ type RulesModule struct {
 
 	gateModel  *GateModel   // RulesRecall: the gate's classifier, nil for none
 	typedModel *GateModel   // RulesPrecise: the typed classifier, nil for none
+	// modelVersion is every decision's ModelVersion: the classifier's.
+	modelVersion string
 	options    *optionRules // the product catalogue's options, nil for none
 
 	seed    maphash.Seed
@@ -233,8 +235,14 @@ func NewRules(cfg RulesConfig) (*RulesModule, error) {
 	m.options = compileOptions(cfg.Products)
 	if cfg.Mode == RulesRecall {
 		m.gateModel = cfg.GateModel
+		if m.gateModel != nil {
+			m.modelVersion = "gate@" + m.gateModel.Version()
+		}
 	} else {
 		m.typedModel = cfg.TypedModel
+		if m.typedModel != nil {
+			m.modelVersion = "typed@" + m.typedModel.Version()
+		}
 	}
 	for name, d := range cfg.Taxonomy.Domains {
 		dr := &domainRules{params: d.Parameters}
@@ -317,7 +325,7 @@ func (m *RulesModule) Detect(_ context.Context, in Input) (Decision, error) {
 	if !ok {
 		return Decision{}, fmt.Errorf("%w: the dialogue must end with a user turn", ErrInvalidInput)
 	}
-	d := Decision{TaxonomyVersion: m.tax.Version}
+	d := Decision{TaxonomyVersion: m.tax.Version, ModelVersion: m.modelVersion}
 	name, ev, _ := m.judge(in, text)
 	if name == "" {
 		return d, nil

@@ -191,3 +191,35 @@ func TestOutOfAuthorRefusesASharedAuthor(t *testing.T) {
 		t.Errorf("held %q (%d turns), trained on %v", s.Held, s.Turns, s.Trained)
 	}
 }
+
+// A rules module's decisions name its classifier by content: the shipped
+// model's version, another for other weights, none without a model (the
+// cascade's skipped turns carry the gate's: inception/llmmodule).
+func TestDecisionsNameTheModelVersion(t *testing.T) {
+	ctx := context.Background()
+	in := Input{Dialogue: []Utterance{{Role: RoleUser, Text: "hello there"}}}
+	typed := DefaultTypedModel()
+	v := typed.Version()
+	if len(v) != len("sha256:")+12 || v[:7] != "sha256:" {
+		t.Fatalf("version %q", v)
+	}
+	other := *typed
+	other.Threshold /= 2
+	if other.Version() == v {
+		t.Error("another threshold, the same version")
+	}
+	withModel, err := NewRules(RulesConfig{TypedModel: typed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := withModel.Detect(ctx, in); err != nil || d.ModelVersion != "typed@"+v {
+		t.Errorf("rules with the typed model: %q, %v", d.ModelVersion, err)
+	}
+	plain, err := NewRules(RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := plain.Detect(ctx, in); d.ModelVersion != "" {
+		t.Errorf("rules without a model: %q", d.ModelVersion)
+	}
+}

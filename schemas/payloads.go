@@ -12,16 +12,19 @@ type Turn struct {
 // Detection is the data of dev.rein.detection.v1: the inception module's
 // decision for one user turn, yes or no.
 type Detection struct {
-	Turn            int     `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
-	UserText        string  `json:"user_text" jsonschema:"required"`
-	Rein            bool    `json:"rein" jsonschema:"required"`
-	ErrorType       string  `json:"error_type,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$"`
-	Category        string  `json:"category,omitempty" jsonschema:"maxLength=64"`
-	RecoveryTool    string  `json:"recovery_tool,omitempty" jsonschema:"maxLength=128"`
-	Evidence        string  `json:"evidence,omitempty" jsonschema:"maxLength=4096"`
-	Reasoning       string  `json:"reasoning,omitempty" jsonschema:"maxLength=16384"`
-	Module          string  `json:"module" jsonschema:"required,minLength=1"`
-	Model           string  `json:"model,omitempty"`
+	Turn         int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	UserText     string `json:"user_text" jsonschema:"required"`
+	Rein         bool   `json:"rein" jsonschema:"required"`
+	ErrorType    string `json:"error_type,omitempty" jsonschema:"pattern=^[a-z][a-z0-9_]{0\\,63}$"`
+	Category     string `json:"category,omitempty" jsonschema:"maxLength=64"`
+	RecoveryTool string `json:"recovery_tool,omitempty" jsonschema:"maxLength=128"`
+	Evidence     string `json:"evidence,omitempty" jsonschema:"maxLength=4096"`
+	Reasoning    string `json:"reasoning,omitempty" jsonschema:"maxLength=16384"`
+	Module       string `json:"module" jsonschema:"required,minLength=1"`
+	Model        string `json:"model,omitempty"`
+	// ModelVersion names the learned model files behind the decision
+	// (inception.Decision.ModelVersion), when any.
+	ModelVersion    string  `json:"model_version,omitempty" jsonschema:"maxLength=256"`
 	LatencyMS       float64 `json:"latency_ms" jsonschema:"required,minimum=0"`
 	Tokens          int     `json:"tokens" jsonschema:"required,minimum=0"`
 	Failed          bool    `json:"failed" jsonschema:"required"`

@@ -31,7 +31,9 @@ var samples = map[string]any{
 	schemas.TypeUnanswered:     schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredSuperseded, SupersededBy: 3},
 	schemas.TypeRedrive:        schemas.Redrive{DLQSequence: 7, Subject: "rein.escalations.acme.c1", Stream: "REIN_OUTCOMES", NewSequence: 42},
 	schemas.TypeRelease:        schemas.Release{Turn: 1, Reason: schemas.ReleaseOperator, HandoffReason: schemas.ReasonAgentUnavailable, By: "ops"},
-	schemas.TypeFeedback:       schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 4, Note: "post-chat survey"},
+	schemas.TypeLabel: schemas.Label{Turn: 2, Verdict: schemas.VerdictFalseActivation, Labeller: "ops", Note: "a plain request", DetectionID: "detection.acme.c1.2",
+		Detected: true, DetectedType: "anaphora", Module: "rules", Sample: &schemas.LabelSample{Day: "2026-12-01", Stratum: "anaphora", Population: 12, Probability: 0.5}},
+	schemas.TypeFeedback: schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 4, Note: "post-chat survey"},
 }
 
 func TestEverySchemaAcceptsItsSampleAndGolden(t *testing.T) {

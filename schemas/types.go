@@ -84,7 +84,7 @@ const (
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
-	TypeUnanswered, TypeRedrive, TypeRelease, TypeFeedback,
+	TypeUnanswered, TypeRedrive, TypeRelease, TypeFeedback, TypeLabel,
 }
 
 // Plain JSON documents (not CloudEvents) with a JSON Schema of their own.

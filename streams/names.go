@@ -1,5 +1,7 @@
 package streams
 
+import "strconv"
+
 // This file names every NATS stream, subject, durable consumer, KV bucket and
 // header rein uses. Nothing else in the code base spells one out.
 
@@ -15,6 +17,8 @@ const (
 	// StreamReplay holds `rein replay --to PREFIX` re-publications, under
 	// PREFIX.<original subject>, never on live subjects.
 	StreamReplay = "REIN_REPLAY"
+	// StreamLabels holds operators' labels of detections (dev.rein.label.v1).
+	StreamLabels = "REIN_LABELS"
 	// StreamFeedback holds platforms' dev.rein.feedback.v1, one per
 	// conversation and kind (feedback.go).
 	StreamFeedback = "REIN_FEEDBACK"
@@ -48,6 +52,7 @@ const (
 	subjHandoffTO   = "rein.handoff.timeout"
 	subjInception   = "rein.inception.get"
 	subjIngest      = "rein.ingest"
+	subjLabels      = "rein.labels"
 	subjFeedback    = "rein.feedback"
 )
 
@@ -75,6 +80,7 @@ const (
 	HandoffItems   = subjHandoff + ".items.>"
 	HandoffTimeout = subjHandoffTO + ".>"
 	InceptionAll   = subjInception + ".>"
+	LabelsAll      = subjLabels + ".>"
 	FeedbackAll    = subjFeedback + ".>"
 )
 
@@ -178,6 +184,12 @@ func InceptionSubject(tenant, conv, turn string) string {
 	return subjInception + "." + tenant + "." + conv + "." + turn
 }
 
+// LabelSubject is rein.labels.<tenant>.<conv>.<turn>.<labeller>: one
+// subject per turn and labeller, whose last label is the one that counts.
+func LabelSubject(tenant, conv string, turn int, labeller string) string {
+	return subjLabels + "." + tenant + "." + conv + "." + strconv.Itoa(turn) + "." + labeller
+}
+
 // SubjectsFor returns, for a stream name, the filter of one tenant (and
 // conversation when conv is not empty). It is how replay and audit select.
 func SubjectsFor(stream, tenant, conv string) []string {
@@ -204,6 +216,8 @@ func SubjectsFor(stream, tenant, conv string) []string {
 			subjReleases + "." + t + "." + c}
 	case StreamHandoff:
 		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
+	case StreamLabels:
+		return []string{subjLabels + "." + t + "." + c + ".>"}
 	case StreamFeedback:
 		return []string{subjFeedback + "." + t + "." + c + ".*"}
 	}

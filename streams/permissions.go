@@ -200,6 +200,8 @@ func injectorGrant(g *grant) {
 }
 
 var grants = map[string]func(*grant){
+	// Labels (REIN_LABELS) are published by admin only: rein label and,
+	// behind its operator role, the dashboard; no stage nor tenant key.
 	IdentityAdmin: func(g *grant) {
 		g.publish(">")
 		g.sub = append(g.sub, ">")
@@ -264,7 +266,7 @@ func readerGrant(g *grant) {
 	// streams), not its records: they are the agent worker's state.
 	g.streamInfo(StreamConversations)
 	g.publish(jsAPI+".CONSUMER.LIST."+StreamConversations, jsAPI+".CONSUMER.NAMES."+StreamConversations)
-	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, DLQAll, HandoffItems, HandoffTimeout, FeedbackAll)
+	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, DLQAll, HandoffItems, HandoffTimeout, FeedbackAll, LabelsAll)
 }
 
 func handoffDesktopGrant(g *grant) {

@@ -201,6 +201,19 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityHandoffDesktop, pub, streams.TaskSubject("acme", "c1"), false},
 		// Admin holds everything.
 		{streams.IdentityAdmin, pub, streams.TaskSubject("acme", "c1"), true},
+		// Labels come from operators (admin: rein label) only; readers
+		// read them; no stage, ingress nor desktop writes one.
+		{streams.IdentityAdmin, pub, streams.LabelSubject("acme", "c1", 2, "ops"), true},
+		{streams.IdentityReader, sub, streams.LabelsAll, true},
+		{streams.IdentityReader, pub, "$JS.API.DIRECT.GET." + streams.StreamLabels, true},
+		{streams.IdentityReader, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityIngress, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityDetector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityDetectorFused, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityInjector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityAgentWorker, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityEscalation, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{streams.IdentityHandoffDesktop, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 	}
 	for _, c := range cases {
 		verb := "subscribe"
@@ -233,7 +246,7 @@ func TestTenantIngressBoundToItsTenant(t *testing.T) {
 		t.Fatalf("acme's own turn: %+v, %v", ack, err)
 	}
 	for _, subject := range []string{streams.IngestSubject("globex", "c1", schemas.RoleUser), streams.TurnSubject("globex", "c1", schemas.RoleUser),
-		streams.TurnSubject("acme", "c1", schemas.RoleUser), streams.TaskSubject("acme", "c1")} {
+		streams.TurnSubject("acme", "c1", schemas.RoleUser), streams.TaskSubject("acme", "c1"), streams.LabelSubject("acme", "c1", 1, "acme")} {
 		if !denied(t, nc, &nats.Msg{Subject: subject, Data: []byte("x")}) {
 			t.Errorf("acme publishing on %s: want a permissions violation", subject)
 		}

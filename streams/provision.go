@@ -168,10 +168,11 @@ var streamSubjects = map[string][]string{
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
 	StreamFeedback:   {FeedbackAll},
+	StreamLabels:     {LabelsAll},
 }
 
 // StreamNames lists rein's streams in pipeline order.
-var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamFeedback}
+var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamFeedback, StreamLabels}
 
 func (p ProvisionConfig) settings(name string) StreamSettings {
 	s := p.Defaults
@@ -253,12 +254,44 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	if s.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}
+	if name == StreamLabels {
+		labelRetention(&cfg, p.Defaults, p.Streams[name])
+	}
 	if name == StreamHandoff {
 		cfg.Retention = jetstream.WorkQueuePolicy
 		// A late redelivered escalation must not become a second work item.
 		cfg.Duplicates = max(cfg.Duplicates, time.Hour)
 	}
 	return cfg
+}
+
+// DefaultLabelMaxAge is REIN_LABELS' age bound unless its own settings
+// say otherwise: labels are hours of operators' work and what detection
+// quality is measured on, so the traffic's bound (DefaultMaxAge) is too
+// short for them; still a bound, as every stream has one by default.
+const DefaultLabelMaxAge = 2 * 365 * 24 * time.Hour
+
+// labelRetention applies REIN_LABELS' own retention: its own max_age or
+// keep_forever, else at least DefaultLabelMaxAge (for ever when the
+// defaults keep everything); a size only when it sets one itself. A late
+// retried label is still one message.
+func labelRetention(cfg *jetstream.StreamConfig, defaults, own StreamSettings) {
+	switch {
+	case own.KeepForever || defaults.KeepForever || defaults.MaxAge == 0 && own.MaxAge == 0:
+		cfg.MaxAge = 0
+	case own.MaxAge != 0:
+		cfg.MaxAge = own.MaxAge
+	default:
+		cfg.MaxAge = max(defaults.MaxAge, DefaultLabelMaxAge)
+	}
+	cfg.MaxBytes = own.MaxBytes
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = -1
+	}
+	cfg.Duplicates = max(cfg.Duplicates, time.Hour)
+	if cfg.MaxAge > 0 {
+		cfg.Duplicates = min(cfg.Duplicates, cfg.MaxAge)
+	}
 }
 
 // ConversationHistory is how many values the conversations bucket keeps

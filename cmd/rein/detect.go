@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/streams"
 )
 
 func init() { register(newDetectCmd) }
@@ -57,6 +58,7 @@ type detectOptions struct {
 	summary bool
 	timeout time.Duration
 	eval    evalOptions
+	labels  labelsEval
 }
 
 func newDetectCmd() *cobra.Command {
@@ -79,15 +81,26 @@ With --eval, detect scores a module on a labelled corpus instead (lines that als
 "label": {"rein", "error_type"}, see inception/testdata/corpus/README.md): per-type precision,
 recall and F1, false activations on clean turns, the confusion matrix, latency and, for the cascade
 and its gate alone (--module cascade-gate, offline), the gate's pass rate on erroneous and clean
-turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2 … dev8, or test) is read.`,
+turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2 … dev8, or test) is read.
+
+With --eval --labels, detect measures the deployment's own quality instead: precision and recall per
+type and overall from operators' labels in REIN_LABELS (rein label), each label of the review queue
+weighted by 1/π, with 95 % Wilson intervals and the number of labels behind each (docs/labels.md).`,
 		Example: `  rein detect --module rules --domain airline --input dialogues.jsonl --summary
   rein detect --eval inception/testdata/corpus --split dev --module cascade-gate
   rein detect --eval labelled.jsonl --module rules --json
+  rein detect --eval --labels --tenant acme --since 7d
   rein detect --module llm --provider openai --base-url http://127.0.0.1:8000/v1 --model qwen --domain retail --input d.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySources(cmd, nil); err != nil {
 				return err
+			}
+			if o.eval.path == labelsEvalFlag {
+				o.labels.on, o.eval.path = true, ""
+			}
+			if o.labels.on {
+				return runDetectLabels(cmd.Context(), &o.labels, o.eval.json, cmd.OutOrStdout())
 			}
 			if o.eval.trainGate != "" || o.eval.trainTyped != "" {
 				return runTrainGate(o, cmd.ErrOrStderr())
@@ -113,7 +126,10 @@ turns. --eval takes a JSONL file or a corpus directory whose --split (dev, dev2 
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline of one inception call")
 	fs.StringVar(&o.modules.tauBench, "taubench", "", "τ-bench data directory (the root or its retail directory): the rules module, and the cascade's gate, check the product options a user asks for against its products.json (default: no catalogue, option values unchecked)")
 	o.eval.bind(fs)
+	o.labels.bind(fs)
+	o.labels.nats.bind(cmd, streams.DefaultURL)
 	cmd.MarkFlagsMutuallyExclusive("input", "eval")
+	cmd.MarkFlagsMutuallyExclusive("input", "labels")
 	return cmd
 }
 

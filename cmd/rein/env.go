@@ -14,6 +14,7 @@ var modelEnv = []struct{ name, help string }{
 	{llm.EnvModel, "model name (= --model)"},
 	{llm.EnvBaseURL, "OpenAI-compatible or Anthropic base URL (= --base-url)"},
 	{llm.EnvAPIKey, "API key (else OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider); never logged"},
+	{llm.EnvAPIKeyFile, "a file holding the API key (a mounted secret); REIN_LLM_API_KEY wins when both are set"},
 	{llm.EnvHeaders, "extra request headers, k=v,k=v"},
 	{llm.EnvTimeout, "per-attempt timeout of a model call (a duration such as 45s, or seconds; default 60s)"},
 	{llm.EnvMaxRetries, "retries of a failed attempt"},

@@ -18,6 +18,7 @@ import (
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/experiment"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
@@ -146,6 +147,10 @@ type serverFlags struct {
 	taskKey string
 	// dashboardReveal shows the dashboard's free text to every viewer.
 	dashboardReveal bool
+	// precisionFloor is exported for the measured-precision alert.
+	precisionFloor float64
+	// queue draws the review queue for the dashboard's label form.
+	queue queueFlags
 	// announce, when set, is logged as the effective configuration as
 	// soon as the logger exists (before NATS starts).
 	announce []setting
@@ -170,6 +175,8 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
 	fs.StringVar(&f.httpTLSKey, "http-tls-key", "", "TLS key of the HTTP port")
+	f.queue.bind(fs)
+	fs.Float64Var(&f.precisionFloor, "label-precision-floor", labels.DefaultPrecisionFloor, "detection precision measured from operators' labels below which ReinMeasuredPrecisionBelowFloor fires (exported as rein_label_precision_floor; docs/labels.md)")
 	fs.BoolVar(&f.dashboardReveal, "dashboard-reveal", false, "show the dashboard's free text (what users and the agent said, tool results, summaries) to every viewer; by default it is redacted except for requests with a token of the operator role")
 	fs.StringVar(&f.taskKey, "task-key", "", "file of the key the injector signs tasks with and the agent worker checks (a task without a valid signature is dead-lettered unverified_task); default DATA-DIR/task-key, generated on first start; required when those stages run in different processes on an external NATS")
 	fs.StringVar(&f.httpAddr, "http", telemetry.DefaultHTTP, "HTTP address for /metrics, /healthz, /readyz, POST /v1/turns and the dashboard")
@@ -360,7 +367,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	p, err := pipeline.Start(ctx, pipeline.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
 		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
 		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
-		Tokens: tokens, DashboardReveal: f.dashboardReveal, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst, IngressInFlight: f.ingressInFlight,
+		Tokens: tokens, DashboardReveal: f.dashboardReveal, LabelMonitor: labels.MonitorConfig{Floor: f.precisionFloor}, LabelQueue: f.queue.cfg, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst, IngressInFlight: f.ingressInFlight,
 		MaxEventBytes: f.maxBytes, MemoryLimit: f.memLimit, Provision: prov, TaskKeyFile: f.taskKey})
 	if err != nil {
 		return nil, err

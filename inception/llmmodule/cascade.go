@@ -68,7 +68,7 @@ func (c *Cascade) Detect(ctx context.Context, in inception.Input) (inception.Dec
 		if c.OnGate != nil {
 			c.OnGate(GateSkip)
 		}
-		return inception.Decision{TaxonomyVersion: g.TaxonomyVersion}, nil
+		return inception.Decision{TaxonomyVersion: g.TaxonomyVersion, ModelVersion: g.ModelVersion}, nil
 	}
 	c.passed.Add(1)
 	if c.OnGate != nil {

@@ -101,3 +101,28 @@ func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
 		t.Fatalf("decision %+v not recorded as the rules fallback", d)
 	}
 }
+
+// The cascade's skipped turns carry the gate's model version.
+func TestCascadeSkipNamesTheGateModelVersion(t *testing.T) {
+	ctx := context.Background()
+	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
+	plain, err := inception.NewRules(inception.RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCascade(skipGate{}, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Detect(ctx, in); err != nil || d.Rein || d.ModelVersion != "gate@sha256:0123456789ab" {
+		t.Errorf("cascade skip: %+v, %v", d, err)
+	}
+}
+
+// skipGate holds every turn back, naming its model version.
+type skipGate struct{}
+
+func (skipGate) Name() string { return "skip-gate" }
+func (skipGate) Detect(context.Context, inception.Input) (inception.Decision, error) {
+	return inception.Decision{TaxonomyVersion: "1", ModelVersion: "gate@sha256:0123456789ab"}, nil
+}

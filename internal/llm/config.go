@@ -33,10 +33,10 @@ const (
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvProvider   = "REIN_LLM_PROVIDER"
-	EnvModel      = "REIN_LLM_MODEL"
-	EnvBaseURL    = "REIN_LLM_BASE_URL"
-	EnvAPIKey     = "REIN_LLM_API_KEY"
+	EnvProvider = "REIN_LLM_PROVIDER"
+	EnvModel    = "REIN_LLM_MODEL"
+	EnvBaseURL  = "REIN_LLM_BASE_URL"
+	EnvAPIKey   = "REIN_LLM_API_KEY"
 	// EnvAPIKeyFile names a file holding the key (a compose or Kubernetes
 	// secret mounted as a file), so that it is in no process environment;
 	// REIN_LLM_API_KEY wins when both are set.

@@ -64,6 +64,13 @@ const (
 	MSinkDeliverySeconds = "rein_sink_delivery_seconds"  // {sink}
 	MHandoffTimeouts     = "rein_handoff_timeouts_total" // {}
 	MUnanswered          = "rein_unanswered_total"       // {reason} superseded, failed, human_path
+
+	// detection quality measured from operators' labels (internal/labels)
+	MLabelPrecision      = "rein_label_precision"        // {tenant} weighted precision (type must match)
+	MLabelPrecisionLower = "rein_label_precision_lower"  // {tenant} its 95 % Wilson interval's lower bound
+	MLabelPrecisionUpper = "rein_label_precision_upper"  // {tenant} and upper bound
+	MLabelPrecisionCount = "rein_label_precision_labels" // {tenant} labels behind it
+	MLabelPrecisionFloor = "rein_label_precision_floor"  // the configured floor the alert compares with
 )
 
 // OtherTenant is the tenant label value used once MaxTenantLabels distinct

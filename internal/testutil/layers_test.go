@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"inception/llmmodule"},
-	{"detector", "injector", "agentworker", "escalation"},
+	{"detector", "injector", "agentworker", "escalation", "internal/labels"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
 	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},
 	{"internal/app/bench", "internal/app/demo", "internal/app/eval/generate"},

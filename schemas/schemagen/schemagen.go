@@ -42,6 +42,7 @@ func sources() []source {
 		{schemas.TypeUnanswered, schemas.Unanswered{}, "The explicit outcome of a user turn that gets no agent reply: superseded by a later turn, failed, or on the human path of a conversation handed to a human.", true, nil},
 		{schemas.TypeRelease, schemas.Release{}, "A conversation handed to a human is given back to the agent (by an operator, or after the quiet period of an agent_unavailable handoff).", true, nil},
 		{schemas.TypeRedrive, schemas.Redrive{}, "A dead letter put back on its original subject, once.", true, nil},
+		{schemas.TypeLabel, schemas.Label{}, "A labeller's judgement of the detection of one user turn, with what the detection decided and, when the review queue chose the turn, its inclusion probability.", true, labelNamesTheRightType},
 		{schemas.TypeFeedback, schemas.Feedback{}, "What the platform learnt of a conversation's outcome (resolved, abandoned, reopened, a 1-5 satisfaction score or a custom label); one per conversation and kind.", true, feedbackKinds},
 		{schemas.DocSidecarAnswer, injector.Answer{}, "The reply to a sidecar request on rein.inception.get.{tenant}.{conversation}.{turn}: what to plant, if anything (an inception block when status is ready, null otherwise).", false, sidecarStatuses},
 		{schemas.DocHandoffItem, escalation.HandoffItem{}, "A human-handoff work item on rein.handoff.items.{tenant}.{conversation} (work-queue stream REIN_HANDOFF), plain JSON.", false, transcriptRoles},
@@ -54,6 +55,15 @@ func activatedNamesItsError(s *jsonschema.Schema) {
 	props.Set("rein", &jsonschema.Schema{Const: true})
 	s.If = &jsonschema.Schema{Properties: props}
 	s.Then = &jsonschema.Schema{Required: []string{"error_type", "reasoning"}}
+}
+
+// labelNamesTheRightType: a wrong_type or missed_error label names the
+// right error type.
+func labelNamesTheRightType(s *jsonschema.Schema) {
+	props := jsonschema.NewProperties()
+	props.Set("verdict", &jsonschema.Schema{Enum: []any{schemas.VerdictWrongType, schemas.VerdictMissedError}})
+	s.If = &jsonschema.Schema{Properties: props}
+	s.Then = &jsonschema.Schema{Required: []string{"error_type"}}
 }
 
 // feedbackKinds: a satisfaction carries its score, a label its name.

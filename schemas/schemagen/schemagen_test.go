@@ -101,6 +101,9 @@ func examples() map[string][]any {
 		schemas.TypeFeedback: {schemas.Feedback{Kind: schemas.FeedbackResolved}, schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 5},
 			schemas.Feedback{Kind: schemas.FeedbackLabel, Label: "refund_issued", Note: "by the desk"}},
 		schemas.TypeRedrive: {schemas.Redrive{DLQSequence: 1, Subject: "rein.tasks.a.b", Stream: "REIN_TASKS", NewSequence: 9}},
+		schemas.TypeLabel: {schemas.Label{Turn: 2, Verdict: schemas.VerdictWrongType, ErrorType: "anaphora", Labeller: "ops-1", DetectionID: "detection.acme.c1.2",
+			Detected: true, DetectedType: "contradiction", Module: "rules", Sample: &schemas.LabelSample{Day: "2026-12-04", Stratum: "contradiction", Population: 40, Probability: 0.25}},
+			schemas.Label{Turn: 3, Verdict: schemas.VerdictCorrect, Labeller: "ops", DetectionID: "detection.acme.c1.3", Module: "llm"}},
 		schemas.DocSidecarAnswer: {ready, injector.Answer{Status: injector.StatusNone, Turn: 1},
 			injector.Answer{Status: injector.StatusInvalid, Error: "subject is not rein.inception.get.<tenant>.<conversation>.<turn>"}},
 		schemas.DocHandoffItem: {escalation.HandoffItem{ID: "escalation.acme.c1.1", Tenant: "acme", Conversation: "c1", Turn: 1,
@@ -144,6 +147,9 @@ func TestPostProcessedConstraints(t *testing.T) {
 		{schemas.TypeDetection, `{"turn":1,"user_text":"x","rein":true,"error_type":"Bad Type","reasoning":"r","module":"rules","latency_ms":0,"tokens":0,"failed":false,"taxonomy_version":"1"}`, "/error_type"},
 		{schemas.TypeTurn, `{"role":"user","text":"` + strings.Repeat("a", schemas.MaxTextChars+1) + `"}`, "/text"},
 		{schemas.TypeHandoffTimeout, `{"turn":1,"escalation_id":"e","deadline":"tomorrow"}`, "/deadline"},
+		{schemas.TypeLabel, `{"turn":2,"verdict":"missed_error","labeller":"ops","detection_id":"d","detected":false}`, ""},
+		{schemas.TypeLabel, `{"turn":2,"verdict":"correct","labeller":"a.b","detection_id":"d","detected":false}`, "/labeller"},
+		{schemas.TypeLabel, `{"turn":2,"verdict":"correct","labeller":"ops","detection_id":"d","detected":false,"sample":{"day":"2026-12-04","stratum":"clean","population":9,"probability":0}}`, "/sample/probability"},
 	}
 	for _, c := range cases {
 		err := schemas.Validate(c.name, []byte(c.data))

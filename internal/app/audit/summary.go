@@ -21,6 +21,7 @@ const (
 	KindTimeout    = "HANDOFF TIMEOUT"
 	KindUnanswered = "UNANSWERED"
 	KindRelease    = "RELEASE"
+	KindLabel      = "LABEL"
 	KindFeedback   = "FEEDBACK"
 	KindOther      = "EVENT"
 )
@@ -121,6 +122,12 @@ func Summarize(typ string, data []byte) (kind, text string) {
 			txt += " by " + r.By
 		}
 		return KindRelease, txt + fmt.Sprintf("): the handoff of turn %d (%s) ends", r.Turn, r.HandoffReason)
+	case schemas.TypeLabel:
+		var l schemas.Label
+		if json.Unmarshal(data, &l) != nil {
+			return KindLabel, string(data)
+		}
+		return KindLabel, labelText(l)
 	case schemas.TypeHandoffTimeout:
 		var h schemas.HandoffTimeout
 		if json.Unmarshal(data, &h) != nil {
@@ -129,6 +136,26 @@ func Summarize(typ string, data []byte) (kind, text string) {
 		return KindTimeout, fmt.Sprintf("escalation %s unclaimed by %s", h.EscalationID, h.Deadline)
 	}
 	return KindOther, typ + " " + string(data)
+}
+
+func labelText(l schemas.Label) string {
+	txt := l.Verdict
+	if l.ErrorType != "" {
+		txt += " (" + l.ErrorType + ")"
+	}
+	txt += " by " + l.Labeller + " of "
+	if l.Detected {
+		txt += l.DetectedType
+	} else {
+		txt += "clear"
+	}
+	if l.Sample != nil {
+		txt += fmt.Sprintf("; review queue %s, %s, π %.3g", l.Sample.Day, l.Sample.Stratum, l.Sample.Probability)
+	}
+	if l.Note != "" {
+		txt += ": " + l.Note
+	}
+	return txt
 }
 
 func unansweredText(u schemas.Unanswered) string {
@@ -157,6 +184,9 @@ func detectionText(d schemas.Detection) string {
 	b.WriteString(" [" + d.Module)
 	if d.Model != "" {
 		b.WriteString(" " + d.Model)
+	}
+	if d.ModelVersion != "" {
+		b.WriteString(" " + d.ModelVersion)
 	}
 	if d.TaxonomyVersion != "" {
 		b.WriteString(", taxonomy " + d.TaxonomyVersion)

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"fmt"
 	"time"
+
+	reinlabels "github.com/reinception/rein/internal/labels"
 )
 
 // Config tunes the dashboard. The zero value is completed with defaults.
@@ -29,6 +31,10 @@ type Config struct {
 	// AlarmWindow is how far back a growing dead-letter queue raises the
 	// banner (default 1h).
 	AlarmWindow time.Duration `yaml:"alarm_window"`
+	// LabelQueue is how the review queue is drawn (labels.QueueConfig's
+	// defaults when zero): a label given on the conversation page records
+	// its turn's draw, as rein label does.
+	LabelQueue reinlabels.QueueConfig `yaml:"-"`
 }
 
 // WithDefaults returns c with every unset field at its default.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams"
 )
 
 //go:embed templates/*.html
@@ -46,6 +48,10 @@ type Deps struct {
 	// agent said, tool results and arguments, escalation summaries, the
 	// evidence quote. Nil, or false for a request: they are redacted.
 	Reveal func(r *http.Request) bool
+	// CanLabel tells whether a request may label turns (the operator
+	// role); Publisher stores the labels. Either nil: no label form.
+	CanLabel  func(r *http.Request) bool
+	Publisher *streams.Publisher
 	// Experiments reads a tenant's holdout experiment (nil: the
 	// experiment pages answer 404); Holdout says what the experiments
 	// file in force says of a tenant (nil or false: not known here).
@@ -175,6 +181,7 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /api/overview", http.HandlerFunc(d.serveOverviewJSON))
 	mux.Handle("GET /api/conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversationJSON))
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
+	mux.Handle("POST /conversations/{tenant}/{conv}/labels", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.serveLabel)))
 	mux.Handle("GET /experiments/{tenant}", http.HandlerFunc(d.serveExperiment))
 	mux.Handle("GET /api/experiments/{tenant}", http.HandlerFunc(d.serveExperimentJSON))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
@@ -314,6 +321,11 @@ type page struct {
 	Experiment   *ExperimentPage
 	Status       int
 	Error        string
+	// CanLabel offers the label form on each detection; Labelled is the
+	// turn just labelled (Unchanged: as it was).
+	CanLabel  bool
+	Labelled  string
+	Unchanged bool
 }
 
 // requestQuery reads ?window=, ?tenant= and ?type=.
@@ -370,7 +382,12 @@ func (d *Dashboard) conversationStatus(r *http.Request) (Conversation, int, erro
 
 func (d *Dashboard) serveConversation(w http.ResponseWriter, r *http.Request) {
 	c, status, err := d.conversationStatus(r)
-	p := page{Title: d.cfg.Title, Conversation: &c, Status: status}
+	p := page{Title: d.cfg.Title, Conversation: &c, Status: status, CanLabel: d.labelling(r)}
+	if v := r.URL.Query().Get("labelled"); v != "" {
+		if _, err := strconv.Atoi(v); err == nil {
+			p.Labelled, p.Unchanged = v, r.URL.Query().Get("unchanged") != ""
+		}
+	}
 	if err != nil {
 		p.Error = err.Error()
 	}

@@ -12,6 +12,9 @@
 //	                                        the tenants that have it, or 404
 //	GET /api/overview?window=&tenant=&type= the overview as JSON (the page polls it)
 //	GET /api/conversations/{tenant}/{conv}  the timeline as JSON
+//	POST /conversations/{tenant}/{conv}/labels  the label form (operator
+//	                                        role, same origin only): stores a
+//	                                        dev.rein.label.v1, then 303 back
 //	GET /experiments/{tenant}?experiment=&min_effect=
 //	                                        a holdout experiment: the holdout
 //	                                        in force (or killed) first, arms,
@@ -104,10 +107,21 @@
 // REIN_OUTCOMES (recent escalations and reports), fetched incrementally by
 // sequence so that polling leaves no consumer behind. The conversation view
 // reads every event of one conversation in REIN_TURNS, REIN_DETECTIONS,
-// REIN_TASKS (a task with an inception is a planted thought), REIN_STEPS and
-// REIN_OUTCOMES through ordered consumers (streams.ReadStream). A search
+// REIN_TASKS (a task with an inception is a planted thought), REIN_STEPS,
+// REIN_OUTCOMES and REIN_LABELS through ordered consumers (streams.ReadStream). A search
 // reads the subjects REIN_TURNS holds for the id (stream info with a
 // subject filter), never the messages.
+//
+// # Labels
+//
+// A request Deps.CanLabel allows (the operator role; never open reads)
+// gets, on each detection of the conversation page, a form to label it
+// (internal/labels: correct, false activation, wrong type, missed error).
+// The POST is behind the standard library's cross-origin protection
+// (Sec-Fetch-Site, else Origin against Host), on top of the token
+// cookie's SameSite=Strict, so another site cannot label through an
+// operator's browser. The conversation view also reads REIN_LABELS and
+// shows each label (its note redacted like other free text).
 //
 // The experiment page reads through Deps.Experiments (the pipeline wires
 // audit.ExperimentConversations) and Deps.Holdout (the experiments file in
@@ -115,7 +129,8 @@
 // (rows data-arm), metrics-activated and metrics-all (rows data-metric,
 // data-flag when flagged) and guard-flags.
 //
-// It produces nothing and exports no metrics.
+// It produces dev.rein.label.v1 on rein.labels.<tenant>.<conv>.<turn>.<labeller>
+// (REIN_LABELS) from the label form, nothing else, and exports no metrics.
 //
 // # Stable hooks for tests
 //

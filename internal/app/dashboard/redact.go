@@ -31,7 +31,7 @@ func redactQuotes(s string) string { return quoted.ReplaceAllString(s, `"[quote 
 
 // freeTextKinds are the timeline entries whose text is a person's or a
 // tool's words.
-var freeTextKinds = []string{"user-turn", "agent-turn", "step", "escalation", "report"}
+var freeTextKinds = []string{"user-turn", "agent-turn", "step", "escalation", "report", "label"}
 
 // redactedFields are entry fields holding the same.
 var redactedFields = map[string]func(string) string{"evidence": redactText, "arguments": redactText, "thought": redactQuotes}

@@ -59,11 +59,12 @@ type Field struct {
 // instant: the pipeline order.
 var phaseRank = map[string]int{
 	"user-turn": 0, "detection": 1, "planted-thought": 2, "task": 2, "step": 3,
-	"report": 4, "escalation": 4, "agent-turn": 5,
+	"report": 4, "escalation": 4, "agent-turn": 5, "label": 6,
 }
 
 // conversationStreams are read for the timeline.
-var conversationStreams = []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes}
+var conversationStreams = []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes,
+	streams.StreamLabels}
 
 var errLimit = errors.New("limit reached")
 
@@ -183,6 +184,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		add("evidence", x.Evidence)
 		add("module", x.Module)
 		add("model", x.Model)
+		add("model version", x.ModelVersion)
 		add("latency", strconv.FormatFloat(x.LatencyMS, 'f', 0, 64)+" ms")
 		if x.Tokens > 0 {
 			add("tokens", strconv.Itoa(x.Tokens))
@@ -240,6 +242,13 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		e.Stream, e.Turn, e.Kind, e.Label, e.Text = streams.StreamOutcomes, x.Turn, "report", "ambiguity report", x.Report
 		add("error type", x.ErrorType)
 		add("detection", x.DetectionID)
+	case schemas.TypeLabel:
+		var x schemas.Label
+		if schemas.Decode(d.Event, &x) != nil {
+			return e, false
+		}
+		e.Stream = streams.StreamLabels
+		labelEvent(&e, x)
 	default:
 		return e, false
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/internal/experiment"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
@@ -62,6 +63,11 @@ type Config struct {
 	// DashboardReveal shows the dashboard's free text to every viewer;
 	// otherwise only to requests with a token of the operator role.
 	DashboardReveal bool
+	// LabelMonitor exports the precision measured from operators' labels;
+	// LabelQueue is the review queue the dashboard's label form records
+	// draws of (the same as rein label's).
+	LabelMonitor labels.MonitorConfig
+	LabelQueue   labels.QueueConfig
 	// IngressRate and IngressBurst bound each tenant's POST /v1/turns;
 	// MaxEventBytes is the largest accepted body.
 	IngressRate  float64
@@ -333,8 +339,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		}
 		rt.closer = append(rt.closer, stopIngest)
 	}
-	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
-		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens),
+	// Labels are given with an operator token, never on open reads.
+	canLabel := func(r *http.Request) bool {
+		code, _ := cfg.Tokens.Authorize(r, telemetry.RoleOperator, "")
+		return code == 0
+	}
+	dash, err := dashboard.New(dashboard.Config{LabelQueue: cfg.LabelQueue}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
+		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens), CanLabel: canLabel, Publisher: rt.Pub,
 		Experiments: func(ctx context.Context, tenant, name string) (string, []experiment.Conversation, error) {
 			return audit.ExperimentConversations(ctx, rt.JS, tenant, name)
 		},
@@ -351,6 +362,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	dashDone := make(chan struct{})
 	go func() { defer close(dashDone); _ = dash.Run(dctx) }()
 	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
+	mon, err := labels.NewMonitor(cfg.LabelMonitor, labels.MonitorDeps{JS: rt.JS, Registerer: rt.Reg, Logger: log.With("component", "label-monitor")})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	mctx, stopMon := context.WithCancel(context.WithoutCancel(ctx))
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); _ = mon.Run(mctx) }()
+	rt.closer = append(rt.closer, func() { stopMon(); <-monDone })
 	rt.HTTP.SetReady(true, "")
 	return rt, nil
 }

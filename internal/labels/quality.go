@@ -1,0 +1,178 @@
+package labels
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// Estimate is a weighted proportion with its 95 % Wilson interval.
+type Estimate struct {
+	Value, Lower, Upper float64
+	// Labels is how many labels stand behind it (the denominator's);
+	// Effective is Kish's effective sample size of their weights.
+	Labels    int
+	Effective float64
+}
+
+// Defined reports whether any label stands behind the estimate.
+func (e Estimate) Defined() bool { return e.Labels > 0 }
+
+// Row is one line of a quality report: an error type, or an overall row.
+type Row struct {
+	Name      string
+	Precision Estimate
+	Recall    Estimate
+}
+
+// Overall rows of a Report.
+const (
+	// RowOverall: an activation counts as right only with the right type.
+	RowOverall = "overall"
+	// RowAnyError: whether an error was present, whatever its type.
+	RowAnyError = "any error"
+)
+
+// Report is detection quality measured from labels.
+type Report struct {
+	// Rows: each error type seen, sorted, then RowOverall and RowAnyError.
+	Rows []Row
+	// Weighted is how many labels came from the queue and are counted;
+	// AdHoc how many were given outside it (not counted).
+	Weighted, AdHoc int
+	// Turns is how many labelled turns the weighted labels cover (a turn
+	// labelled by several labellers counts once, its latest label winning).
+	Turns int
+}
+
+// judged is one labelled turn: what rein said, the truth, the weight.
+type judged struct {
+	pred, truth string
+	w           float64
+	at          time.Time
+}
+
+// Quality estimates precision and recall per type and overall from labels
+// (Horvitz–Thompson weights 1/π; see the package documentation).
+func Quality(ls []Stored) Report {
+	var r Report
+	turns := map[[3]string]judged{}
+	var order [][3]string
+	for _, s := range ls {
+		l := s.Label
+		if l.Sample == nil || l.Sample.Probability <= 0 {
+			r.AdHoc++
+			continue
+		}
+		r.Weighted++
+		k := [3]string{s.Tenant, s.Conversation, strconv.Itoa(l.Turn)}
+		prev, ok := turns[k]
+		if !ok {
+			order = append(order, k)
+		} else if s.Time.Before(prev.at) {
+			continue
+		}
+		j := judgeOf(l)
+		j.at = s.Time
+		turns[k] = j
+	}
+	r.Turns = len(order)
+	js := make([]judged, 0, len(order))
+	types := map[string]bool{}
+	for _, k := range order {
+		j := turns[k]
+		js = append(js, j)
+		for _, t := range []string{j.pred, j.truth} {
+			if t != "" {
+				types[t] = true
+			}
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(types)) {
+		r.Rows = append(r.Rows, Row{Name: t,
+			Precision: proportion(js, func(j judged) (bool, bool) { return j.pred == t, j.truth == t }),
+			Recall:    proportion(js, func(j judged) (bool, bool) { return j.truth == t, j.pred == t }),
+		})
+	}
+	r.Rows = append(r.Rows,
+		Row{Name: RowOverall,
+			Precision: proportion(js, func(j judged) (bool, bool) { return j.pred != "", j.truth == j.pred }),
+			Recall:    proportion(js, func(j judged) (bool, bool) { return j.truth != "", j.pred == j.truth }),
+		},
+		Row{Name: RowAnyError,
+			Precision: proportion(js, func(j judged) (bool, bool) { return j.pred != "", j.truth != "" }),
+			Recall:    proportion(js, func(j judged) (bool, bool) { return j.truth != "", j.pred != "" }),
+		})
+	return r
+}
+
+// Row returns the row named name.
+func (r Report) Row(name string) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Name == name {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// judgeOf reads what rein said and what the labeller says is true.
+func judgeOf(l schemas.Label) judged {
+	j := judged{w: 1 / l.Sample.Probability}
+	if l.Detected {
+		j.pred = l.DetectedType
+	}
+	switch l.Verdict {
+	case schemas.VerdictCorrect:
+		j.truth = j.pred
+	case schemas.VerdictWrongType, schemas.VerdictMissedError:
+		j.truth = l.ErrorType
+	}
+	return j
+}
+
+// proportion is the weighted share of hit among the labels in the
+// denominator (in reports whether a label is in it).
+func proportion(js []judged, f func(judged) (in, hit bool)) Estimate {
+	var e Estimate
+	var sw, sw2, shit float64
+	for _, j := range js {
+		in, hit := f(j)
+		if !in {
+			continue
+		}
+		e.Labels++
+		sw += j.w
+		sw2 += j.w * j.w
+		if hit {
+			shit += j.w
+		}
+	}
+	if e.Labels == 0 {
+		return e
+	}
+	e.Value = shit / sw
+	e.Effective = sw * sw / sw2
+	e.Lower, e.Upper = Wilson(e.Value, e.Effective)
+	return e
+}
+
+// z95 is the standard normal quantile of a two-sided 95 % interval.
+const z95 = 1.959963984540054
+
+// Wilson is the 95 % Wilson score interval of a proportion p observed on
+// n (possibly effective, not whole) trials.
+func Wilson(p, n float64) (lower, upper float64) {
+	if n <= 0 {
+		return 0, 1
+	}
+	z2 := z95 * z95
+	den := 1 + z2/n
+	center := (p + z2/(2*n)) / den
+	half := z95 / den * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
+	return max(0, center-half), min(1, center+half)
+}
