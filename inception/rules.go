@@ -113,11 +113,11 @@ type RulesModule struct {
 	ambiguous []ErrorType      // non-held-out ambiguous types in tie-break order
 	domains   map[string]*domainRules
 
-	gateModel  *GateModel   // RulesRecall: the gate's classifier, nil for none
-	typedModel *GateModel   // RulesPrecise: the typed classifier, nil for none
+	gateModel  *GateModel // RulesRecall: the gate's classifier, nil for none
+	typedModel *GateModel // RulesPrecise: the typed classifier, nil for none
 	// modelVersion is every decision's ModelVersion: the classifier's.
 	modelVersion string
-	options    *optionRules // the product catalogue's options, nil for none
+	options      *optionRules // the product catalogue's options, nil for none
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
