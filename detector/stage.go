@@ -132,10 +132,7 @@ type Stage struct {
 	tools map[string][]llm.Tool
 
 	streamMu sync.Mutex
-	stream   jetstream.Stream // REIN_TURNS, looked up once
-
-	detections jetstream.Stream // REIN_DETECTIONS, for the recheck
-	recheck    time.Duration    // Config.RecheckAfter or half the detections' duplicate window
+	streams  map[string]jetstream.Stream // looked up once each (Stage.stream)
 }
 
 // New builds the detector stage.
@@ -176,37 +173,18 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
-		Settled: s.settled,
+		Outputs: []string{streams.StreamDetections}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
 	}
-}
-
-// settled tells the order gate whether a user turn was handled already,
-// perhaps by another replica: every output stored — its detection and,
-// fused with the injector, its task (storedOutputs' done). A detection
-// stored without its task is not settled: the turn must be handed on
-// before a later one runs, or the later task would be stored first.
-func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
-	var turn schemas.Turn
-	if err := d.Payload(&turn); err != nil || turn.Role != schemas.RoleUser {
-		return false, nil
-	}
-	n := cmp.Or(turn.Turn, d.Meta.Turn)
-	if n < 1 {
-		return false, nil
-	}
-	st, err := s.storedOutputs(ctx, d.Meta.Tenant, d.Meta.Conversation, n, d.Stored)
-	return st.done, err
 }
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
-	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle, streams.StreamDetections)
+	c, err := streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}
-	s.detections, s.recheck = start.Outputs[streams.StreamDetections], start.Recheck
 	defer s.convs.StartSweeper(time.Minute)()
-	return start.Consumer.Run(ctx)
+	return c.Run(ctx)
 }
 
 func (s *Stage) domainOf(tenant string) string {
@@ -240,30 +218,17 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(fmt.Errorf("detector: a user turn without a turn number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply"))
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
-	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
-	if d.Delivered > 1 || d.OlderThan(s.recheck) {
-		// Delivered before without an ack, or older than the duplicate
-		// window covers: its outputs may be stored already.
-		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn, d.Stored)
-		if err != nil {
-			return err // retried
-		}
-		if st.det != nil {
-			// Decided before and not all handed on: hand on what was
-			// decided, never a second judgement that may differ from it.
-			if err := s.publish(ctx, meta, *st.det, st.id, false); err != nil {
-				return err
+	if d.Outputs == streams.StoredSome {
+		// Decided before and not all handed on: hand on what was decided,
+		// never a second judgement that may differ from it.
+		if det, id, ok, err := s.storedDetection(ctx, meta); err != nil || ok {
+			if err == nil {
+				err = s.publish(ctx, meta, det, id, false)
 			}
-		}
-		if st.done || st.det != nil {
-			// Its context may be cached without this turn: read it anew.
-			s.convs.Drop(key)
-			if st.det != nil {
+			if err == nil {
 				s.m.unjudged[UnjudgedHandedOn].Inc()
-			} else {
-				s.m.unjudged[UnjudgedStored].Inc()
 			}
-			return nil
+			return err
 		}
 	}
 	conv, err := s.conversation(ctx, d)

@@ -41,8 +41,8 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		if n := judgedTurns(m); n != 1 {
 			t.Errorf("the module judged %d turns, want only the one without a detection", n)
 		}
-		if n := unjudged(t, reg, detector.UnjudgedStored); n != 1 {
-			t.Errorf("unjudged{stored} = %v, want 1", n)
+		if n := storedUnhandled(t, reg); n != 1 {
+			t.Errorf("rein_stage_messages_total{outcome=stored} = %v, want 1", n)
 		}
 		ds := detections(t, h)
 		if _, again := ds[schemas.EventID("detection", "acme", "done", 1)]; again || len(ds) != 2 {
@@ -67,7 +67,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 		if n := judgedTurns(m); n != 0 {
 			t.Errorf("the module judged %d turns, want none: both were decided before", n)
 		}
-		if st, on := unjudged(t, reg, detector.UnjudgedStored), unjudged(t, reg, detector.UnjudgedHandedOn); st != 1 || on != 1 {
+		if st, on := storedUnhandled(t, reg), unjudged(t, reg, detector.UnjudgedHandedOn); st != 1 || on != 1 {
 			t.Errorf("unjudged stored %v, handed_on %v; want 1 and 1", st, on)
 		}
 		if n := h.StreamMsgs(t, streams.StreamDetections); n != 2 {
@@ -202,26 +202,42 @@ func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time
 	return st, m
 }
 
+// storedUnhandled is rein_stage_messages_total{stage="detector",
+// outcome="stored"} in reg: turns the consume loop acked unhandled because
+// their outputs were all stored.
+func storedUnhandled(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "stored"})
+}
+
 // unjudged is rein_detector_unjudged_turns_total{reason} in reg.
 func unjudged(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	return counterValue(t, reg, "rein_detector_unjudged_turns_total", map[string]string{"reason": reason})
+}
+
+// counterValue is the counter name{labels} in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "rein_detector_unjudged_turns_total" {
+		if mf.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
 				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("rein_detector_unjudged_turns_total{reason=%q} not found", reason)
+	t.Fatalf("%s%v not found", name, labels)
 	return 0
 }
 

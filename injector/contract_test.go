@@ -21,7 +21,7 @@ import (
 // its sidecar responder answers requests and consumes nothing, so it is
 // not a stage under this contract.
 func TestStageContract(t *testing.T) {
-	stagetest.Run(t, stagetest.Features{}, func(t *testing.T, h *rtest.JS, _ *stagetest.Fault) stagetest.Stage {
+	stagetest.Run(t, stagetest.Features{ChecksStored: true}, func(t *testing.T, h *rtest.JS, _ *stagetest.Fault) stagetest.Stage {
 		reg := prometheus.NewRegistry()
 		st, err := injector.New(injector.Config{AckWait: 2 * time.Second}, injector.Deps{
 			StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
@@ -32,6 +32,7 @@ func TestStageContract(t *testing.T) {
 		return stagetest.Stage{
 			Run:      st.Run,
 			Consumer: st.ConsumerConfig(),
+			Metrics:  reg,
 			Publish: func(t *testing.T, conv string, turn int) {
 				publishDetection(t, h, conv, schemas.Detection{Turn: turn, UserText: "I want to change my flight"}, "")
 			},

@@ -18,10 +18,9 @@ import (
 // publishes exactly one task per user turn, and optionally the sidecar
 // responder.
 type Stage struct {
-	cfg     Config
-	deps    Deps
-	m       *metrics
-	recheck time.Duration // Config.RecheckAfter or half the tasks' duplicate window
+	cfg  Config
+	deps Deps
+	m    *metrics
 
 	mu    sync.Mutex
 	tasks jetstream.Stream // REIN_TASKS, looked up on first use (TaskStored)
@@ -47,18 +46,22 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 	return streams.ConsumerConfig{
 		Stage: streams.StageInjector, Stream: streams.StreamDetections, Durable: streams.DurableInjector,
 		Filter: []string{streams.DetectionsEach}, MaxInFlight: s.cfg.Workers, AckWait: s.cfg.AckWait, PinTTL: s.cfg.PinTTL,
-		Settled: s.settled,
+		Outputs: []string{streams.StreamTasks}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
 	}
 }
 
-// settled tells the order gate whether a detection's task is stored
+// stored tells the consume loop whether a detection's task is stored
 // already, perhaps by another replica.
-func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
+func (s *Stage) stored(ctx context.Context, _ streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
 	var det schemas.Detection
-	if err := d.Payload(&det); err != nil {
-		return false, nil
+	if d.Event.Type() != schemas.TypeDetection || d.Payload(&det) != nil || taskTurn(det, d.Meta.Turn) < 1 {
+		return streams.StoredNone, nil // the handler rejects it
 	}
-	return s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn), d.Stored)
+	ok, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn), d.Stored)
+	if ok {
+		return streams.StoredAll, err
+	}
+	return streams.StoredNone, err
 }
 
 // Run consumes detections (and answers sidecar requests when configured)
@@ -67,14 +70,10 @@ func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
 func (s *Stage) Run(ctx context.Context) error {
 	var c *streams.Consumer
 	if !s.cfg.Fused {
-		start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle, streams.StreamTasks)
-		if err != nil {
+		var err error
+		if c, err = streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.tasks = start.Outputs[streams.StreamTasks]
-		s.mu.Unlock()
-		s.recheck, c = start.Recheck, start.Consumer
 	}
 	consume := func() error {
 		if c == nil {
@@ -108,16 +107,6 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	out, stored, err := s.Task(d.Meta, det, d.Event.ID())
 	if err != nil {
 		return streams.Permanent(err)
-	}
-	if d.OlderThan(s.recheck) {
-		exists, err := s.TaskStored(ctx, d.Meta.Tenant, d.Meta.Conversation, taskTurn(det, d.Meta.Turn), d.Stored)
-		if err != nil {
-			return err // transient: retried
-		}
-		if exists {
-			s.deps.Logger.Debug("injector: task already stored", "tenant", d.Meta.Tenant, "conversation", d.Meta.Conversation, "turn", taskTurn(det, d.Meta.Turn))
-			return nil
-		}
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, out); err != nil {
 		return err

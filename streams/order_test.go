@@ -172,9 +172,15 @@ func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.
 	}
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "a", 2, "second")})
 
-	cfg.Settled = func(_ context.Context, d streams.Decoded) (bool, error) {
+	cfg.Stored = func(_ context.Context, _ streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
+		if d.Delivered > 0 {
+			return streams.StoredNone, nil // the loop's own check of a delivered input
+		}
 		settledAsked.Add(1)
-		return d.Meta.Conversation == "a" && d.Meta.Turn == 1, nil
+		if d.Meta.Conversation == "a" && d.Meta.Turn == 1 {
+			return streams.StoredAll, nil
+		}
+		return streams.StoredNone, nil
 	}
 	a2done := make(chan struct{})
 	var mu sync.Mutex
