@@ -280,14 +280,12 @@ func userTurn(d streams.Decoded) (n int, ok bool) {
 }
 
 // stored is the stage's answer to the consume loop (ConsumerConfig.Stored):
-// what of a user turn's outputs is stored. Its detection
-// (streams.TurnStored: the conversation's last detection, and only when
-// that is of a later turn, the turn's own) and, with Deps.Then, Then's
-// event (Deps.ThenStored) make all; its detection alone, some: the
-// handler hands it on as decided. With ThenStored nil, Then's event is
-// published again (its id drops it within the duplicate window). A turn
-// stored elsewhere may be missing from the cached surface context, which
-// is then read anew.
+// what of a user turn's outputs is stored, each read with
+// streams.TurnStored (the conversation's last, and only when that is of a
+// later turn, the turn's own). Its detection and its task make all; its
+// detection alone, some: the handler hands the stored decision on as the
+// task. A turn stored elsewhere may be missing from the cached surface
+// context, which is then read anew.
 func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
 	turn, ok := userTurn(d)
 	if !ok {
@@ -298,21 +296,15 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	if err != nil || !found {
 		return streams.StoredNone, err
 	}
-	st := streams.StoredAll
-	if s.deps.Then != nil {
-		st = streams.StoredSome
-		if s.deps.ThenStored != nil {
-			ok, err := s.deps.ThenStored(ctx, tenant, conv, turn, d.Stored)
-			if err != nil {
-				return streams.StoredNone, err
-			}
-			if ok {
-				st = streams.StoredAll
-			}
-		}
-	}
 	s.convs.Drop(streams.ConversationKey(tenant, conv))
-	return st, nil
+	_, found, err = streams.TurnStored(ctx, s.deps.JS, out[streams.StreamTasks], streams.TaskSubject(tenant, conv), turn, d.Stored)
+	switch {
+	case err != nil:
+		return streams.StoredNone, err
+	case found:
+		return streams.StoredAll, nil
+	}
+	return streams.StoredSome, nil
 }
 
 // storedDetection is the turn's stored detection and its event id; ok is

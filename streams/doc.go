@@ -20,8 +20,8 @@
 // The embedded server never runs without authentication. EnsureKeyring
 // (credentials.go) generates, on first start, one nkey per identity under
 // <data dir>/nats-keys (0700, seeds 0600): admin (provisioning and the CLI
-// tools), ingress, detector, detector-injector (the fused detector, which
-// also stores tasks), injector, agentworker and escalation, plus one
+// tools), ingress, detector (which stores each detection with its task),
+// injector (the sidecar responder), agentworker and escalation, plus one
 // ingress-<tenant> identity per tenant added with AddTenantIngress.
 // permissions.go is the one table of what each may publish and subscribe
 // to, built from the names in names.go: a stage publishes only what it

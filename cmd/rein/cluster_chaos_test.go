@@ -235,7 +235,7 @@ func (cc *chaosCluster) run(t *testing.T, breakIt, repair func()) {
 func logConsumers(t *testing.T, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector},
+	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector},
 		{streams.StreamTasks, streams.DurableAgentWorker}, {streams.StreamOutcomes, streams.DurableEscalation}} {
 		infos, err := stageConsumers(ctx, js, sd[0], sd[1])
 		if err != nil {

@@ -30,17 +30,15 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	if o.InceptionLatency > 0 {
 		m = delayedModule{Module: m, d: o.InceptionLatency}
 	}
+	key, err := rt.taskKey()
+	if err != nil {
+		return nil, err
+	}
 	deps := detector.Deps{
 		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageDetector), Registerer: rt.Reg},
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
-	}
-	if rt.fused() {
-		inj, err := rt.injectorStage()
-		if err != nil {
-			return nil, err
-		}
-		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
+		TaskKey:   key,
 	}
 	return detector.New(detector.Config{
 		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,

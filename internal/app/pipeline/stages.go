@@ -64,7 +64,6 @@ func ResolveStages(req []string) ([]string, error) {
 func (rt *Process) Run(ctx context.Context, opts Stages, names []string) error {
 	rt.stages = &opts
 	runners := make([]stageRunner, 0, len(names))
-	rt.running = names
 	var inputs []string
 	for _, n := range names {
 		if in, ok := stageInput[n]; ok && in != streams.StreamTurns {
