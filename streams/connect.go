@@ -32,6 +32,9 @@ type ConnectConfig struct {
 	AsyncErrors chan<- error
 	// InProcess, when set, connects to this embedded server without a socket.
 	InProcess *server.Server
+	// InboxPrefix, when set, replaces _INBOX for this connection's reply
+	// subjects; a tenant's identity needs TenantInbox(tenant).
+	InboxPrefix string
 }
 
 // DefaultURL is the address commands use to reach a running rein.
@@ -48,6 +51,9 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.Timeout(5 * time.Second),
+	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 	}
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))

@@ -103,8 +103,9 @@ func ServerAuth(dataDir string) (*Keyring, []*server.NkeyUser, error) {
 }
 
 // AddTenantIngress generates (or keeps) the seed of a tenant's ingress
-// identity in dataDir's keyring and returns its file. The server loads it
-// on its next start (EnsureKeyring).
+// identity in dataDir's keyring and returns its file. A running serve
+// loads it within DefaultKeyringPoll (WatchTenants), any server on its
+// next start (EnsureKeyring).
 func AddTenantIngress(dataDir, tenant string) (string, error) {
 	if _, err := TenantIngressPermissions(tenant); err != nil {
 		return "", err

@@ -39,7 +39,7 @@ func startIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.C
 	t.Cleanup(stop)
 	conns := map[string]*nats.Conn{}
 	for tn, seed := range seeds {
-		nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed})
+		nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed, InboxPrefix: streams.TenantInbox(tn)})
 		if err != nil {
 			t.Fatalf("connect as %s's ingress: %v", tn, err)
 		}
@@ -77,6 +77,62 @@ func denied(t *testing.T, nc *nats.Conn, m *nats.Msg) bool {
 	}
 	err := nc.LastError()
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation")
+}
+
+// subscribeDenied reports whether the server refuses nc a subscription
+// to subject with a permissions violation.
+func subscribeDenied(t *testing.T, nc *nats.Conn, subject string) bool {
+	t.Helper()
+	sub, err := nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // the server may have refused it already
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	err = nc.LastError()
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation") && strings.Contains(err.Error(), subject)
+}
+
+// TestATenantReadsOnlyItsOwnReplies: a tenant's key takes replies on its
+// own inbox prefix only. On the code before it could subscribe to
+// _INBOX.>, where it read every other tenant's ingest acks and inception
+// blocks.
+func TestATenantReadsOnlyItsOwnReplies(t *testing.T) {
+	_, conns := startIngest(t, "a", "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	js, err := jetstream.New(conns["b"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's own request is answered on b's inbox.
+	if ack, err := js.PublishMsg(ctx, turnMsg(t, streams.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello", "m1")); err != nil || ack.Stream != streams.StreamTurns {
+		t.Fatalf("b's turn: %+v, %v", ack, err)
+	}
+	// a's request for b's tenant is refused by the server: the request
+	// gets no answer (the publish is dropped, nobody responds) and the
+	// connection's error says why, as docs/integration.md tells.
+	ajs, err := jetstream.New(conns["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = ajs.PublishMsg(short, turnMsg(t, streams.IngestSubject("b", "c2", schemas.RoleUser), "b", "c2", 1, schemas.RoleUser, "hello", "m2"))
+	stop()
+	if err == nil {
+		t.Fatal("a's turn for tenant b was answered")
+	}
+	if last := conns["a"].LastError(); last == nil || !strings.Contains(last.Error(), `Permissions Violation for Publish to "rein.ingest.b.c2.user"`) {
+		t.Errorf("a's refused request: %v, connection error %v, want the permissions violation", err, last)
+	}
+	// a may not listen where b's answers go, by any spelling.
+	for _, subject := range []string{streams.InboxPrefix + ">", streams.TenantInbox("b") + ".>", streams.InboxPrefix + "*.*.*"} {
+		if !subscribeDenied(t, conns["a"], subject) {
+			t.Errorf("tenant a may subscribe to %s, where it reads other clients' replies", subject)
+		}
+	}
 }
 
 // TestTenantCannotAimIdsAtAnotherTenant: issue 32's two attacks, under

@@ -86,6 +86,14 @@ const QueueIngest = "rein-ingest"
 // answers); the ingest answers nowhere else.
 const InboxPrefix = "_INBOX."
 
+// TenantInbox is the inbox prefix a tenant's identity must connect with
+// (nats.go CustomInboxPrefix, nats-py inbox_prefix, the nats CLI's
+// --inbox-prefix): its replies arrive under TenantInbox(T).>, the only
+// inboxes it may read, so no tenant reads another's acks or inception
+// blocks. It stays under InboxPrefix; rein's own inboxes are a 22-letter
+// nuid there, never "tenant".
+func TenantInbox(tenant string) string { return InboxPrefix + "tenant." + tenant }
+
 // IngestSubject is rein.ingest.<tenant>.<conv>.<role>: where a platform
 // sends a turn over NATS (a request; the answer is a JetStream-style ack).
 func IngestSubject(tenant, conv, role string) string {

@@ -301,14 +301,16 @@ func dedupe(s []string) []string {
 // to rein's ingest (rein.ingest.<tenant>.<conv>.user|agent), which stores
 // them under ids rein derives, and ask the sidecar for that tenant's
 // inception blocks (rein.inception.get.<tenant>.>); it receives the
-// answers on its inbox. It publishes into no stream: no Nats-Msg-Id of its
-// choosing ever reaches JetStream.
+// answers on its own inboxes only (TenantInbox), never on _INBOX.>, where
+// it would read every other client's replies. It publishes into no
+// stream: no Nats-Msg-Id of its choosing ever reaches JetStream. It needs
+// no JetStream API either (account info would show every tenant's totals).
 func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	if err := schemas.CheckIDs(tenant, "x"); err != nil {
 		return nil, fmt.Errorf("%w: tenant ingress identity: %w", ErrInvalidConfig, err)
 	}
 	var g grant
-	g.client()
+	g.sub = append(g.sub, TenantInbox(tenant)+".>")
 	g.publish(TenantIngest(tenant, schemas.RoleUser), TenantIngest(tenant, schemas.RoleAgent), subjInception+"."+tenant+".>")
 	return g.permissions(), nil
 }

@@ -13,9 +13,13 @@ import (
 type StreamSettings struct {
 	Replicas  int           `yaml:"replicas"`
 	Memory    bool          `yaml:"memory"`     // memory storage instead of file
-	MaxAge    time.Duration `yaml:"max_age"`    // 0 = keep forever
-	MaxBytes  int64         `yaml:"max_bytes"`  // 0 = unlimited
+	MaxAge    time.Duration `yaml:"max_age"`    // 0 in defaults = keep forever; per stream, 0 = as the defaults
+	MaxBytes  int64         `yaml:"max_bytes"`  // 0 = no size bound (see DefaultMaxAge)
 	Duplicate time.Duration `yaml:"duplicates"` // Nats-Msg-Id dedupe window
+	// KeepForever lifts the age bound (an audit stream kept whole); it
+	// is the only way to say so per stream, where max_age 0 means "as
+	// the defaults".
+	KeepForever bool `yaml:"keep_forever"`
 	// Durable is the audit profile: the server syncs every write to disk
 	// (set sync_interval: always on the server; see doc.go) and, on a
 	// cluster, three replicas.
@@ -102,10 +106,18 @@ func (p *ProvisionConfig) OverridePartitions(n int) {
 	}
 }
 
+// DefaultMaxAge bounds every stream by default: nothing is kept forever
+// unless asked (keep_forever, or max_age 0 in the defaults). An age, not a
+// size: JetStream reserves a stream's max_bytes against the server's whole
+// store when the stream is created, so a size that fits one disk refuses
+// to start on a smaller one; an age bounds the store under a bounded
+// rate, and max_bytes stays for operators who know their disk.
+const DefaultMaxAge = 30 * 24 * time.Hour
+
 // DefaultProvision is the zero-setup configuration of rein serve.
 func DefaultProvision() ProvisionConfig {
 	return ProvisionConfig{
-		Defaults: StreamSettings{Replicas: 1, Duplicate: 2 * time.Minute},
+		Defaults: StreamSettings{Replicas: 1, Duplicate: 2 * time.Minute, MaxAge: DefaultMaxAge},
 		KVTTL:    24 * time.Hour,
 	}
 }
@@ -177,6 +189,7 @@ func (p ProvisionConfig) settings(name string) StreamSettings {
 			s.Duplicate = o.Duplicate
 		}
 		s.Durable = s.Durable || o.Durable
+		s.KeepForever = s.KeepForever || o.KeepForever
 		if o.Placement.Cluster != "" {
 			s.Placement.Cluster = o.Placement.Cluster
 		}
@@ -186,6 +199,9 @@ func (p ProvisionConfig) settings(name string) StreamSettings {
 	}
 	if s.Replicas == 0 {
 		s.Replicas = 1
+	}
+	if s.KeepForever {
+		s.MaxAge = 0
 	}
 	return s
 }

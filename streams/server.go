@@ -159,6 +159,7 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 	if c.Logger != nil {
 		s.SetLoggerV2(serverLog{c.Logger}, false, false, false)
 	}
+	remember(s, opts)
 	go s.Start()
 	timeout := c.StartTimeout
 	if timeout == 0 {

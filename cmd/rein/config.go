@@ -120,7 +120,7 @@ func (c *fileConfig) decodeSection(name string, out any) error {
 		return nil
 	}
 	if err := yaml.NodeToValue(c.sections[name], out, yaml.Strict()); err != nil {
-		return fmt.Errorf("config %s: section %s: %s", c.path, name, yaml.FormatError(err, false, true))
+		return fmt.Errorf("config %s:%d: section %s: %s", c.path, c.lines[name], name, yaml.FormatError(err, false, true))
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
+
+	"github.com/reinception/rein/streams"
 )
 
 func configTestCmd() (*cobra.Command, *string, *string, *[]string) {
@@ -229,6 +231,38 @@ func TestConfigShowYAML(t *testing.T) {
 	}
 }
 
+// config show tells the truth (issue 35): the embedded server's nkeys are
+// no "none", sinks from the file say so, and with no streams section every
+// stream is bounded by the default age.
+func TestConfigShowTellsTheTruth(t *testing.T) {
+	file := writeConfig(t, "sinks:\n  - type: jsonl\n    path: /tmp/rein-audit.jsonl\n")
+	t.Setenv("REIN_LLM_PROVIDER", "")
+	out, err := runCLI(t, context.Background(), "config", "show", "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		key, rest, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch key {
+		case "nats_auth":
+			if !strings.Contains(rest, "nkeys") {
+				t.Errorf("nats_auth of the embedded server: %q, want nkeys", line)
+			}
+		case "sinks":
+			if !strings.Contains(rest, "# file") {
+				t.Errorf("sinks from the file shown as %q", line)
+			}
+		case "REIN_TURNS", "REIN_DLQ", "REIN_OUTCOMES":
+			if !strings.Contains(rest, "max_age "+streams.DefaultMaxAge.String()) {
+				t.Errorf("%s retention %q, want the default age bound", key, line)
+			}
+		}
+	}
+	if !strings.Contains(out, "nats_auth:") || !strings.Contains(out, "REIN_DLQ:") {
+		t.Fatalf("config show lacks nats_auth or REIN_DLQ:\n%s", out)
+	}
+}
+
 // serve's first log line is the effective configuration.
 func TestEffectiveConfigurationLogged(t *testing.T) {
 	t.Setenv("REIN_LLM_API_KEY", "sk-very-secret")
@@ -276,5 +310,53 @@ func TestConfigScriptAloneKeepsRules(t *testing.T) {
 	}
 	if !strings.Contains(out, "module: rules  # default") || !strings.Contains(out, "provider: scripted  # inferred from REIN_LLM_SCRIPT") {
 		t.Errorf("script alone:\n%s", out)
+	}
+}
+
+// rein config check refuses each configuration serve used to refuse only
+// after its NATS server started (or without a line), with the file and
+// line, and serve refuses it before anything starts (issue 35).
+func TestConfigCheckNamesTheLine(t *testing.T) {
+	// Unset, not empty: an empty REIN_LLM_PROVIDER would override the
+	// file's provider.
+	for _, v := range []string{"REIN_LLM_PROVIDER", "REIN_LLM_MODEL", "REIN_LLM_API_KEY", "OPENAI_API_KEY", "REIN_MODULE"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	for _, tc := range []struct {
+		name, file string
+		want       []string
+	}{
+		{"a stream rein does not have", "http: 127.0.0.1:0\nstreams:\n  streams:\n    REIN_TURN: {max_age: 1h}\n", []string{":4:", "REIN_TURN", "no such rein stream"}},
+		{"a sink of an unknown type", "sinks:\n  - type: webhok\n    url: https://cc.example/rein\n", []string{":1:", "webhok"}},
+		{"a sink missing its secret", "sinks:\n  - type: jsonl\n    path: /tmp/rein-check.jsonl\n  - type: webhook\n    url: https://cc.example/rein\n", []string{":4:", "sinks[1]", "secret"}},
+		{"a provider without a model", "provider: openai\n", []string{"needs a model", "provider: file ", "rein.yaml:1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeConfig(t, tc.file)
+			_, err := runCLI(t, context.Background(), "config", "check", "--config", file)
+			if err == nil {
+				t.Fatal("config check accepted it")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			// serve refuses it the same way, before its server starts: no
+			// data directory is made.
+			data := filepath.Join(t.TempDir(), "data")
+			_, serr := runCLI(t, context.Background(), "serve", "--config", file, "--data-dir", data, "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0")
+			if serr == nil || serr.Error() != err.Error() {
+				t.Errorf("serve: %v, want the check's error %v", serr, err)
+			}
+			if _, statErr := os.Stat(data); !os.IsNotExist(statErr) {
+				t.Errorf("serve made %s before refusing the configuration", data)
+			}
+		})
+	}
+	out, err := runCLI(t, context.Background(), "config", "check", "--config", writeConfig(t, "sinks:\n  - type: jsonl\n    path: /tmp/rein-check.jsonl\n"))
+	if err != nil || !strings.HasPrefix(out, "ok: ") {
+		t.Errorf("a good configuration: %q, %v", out, err)
 	}
 }

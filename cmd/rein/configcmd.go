@@ -11,10 +11,10 @@ func init() { register(newConfigCmd) }
 func newConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Show the configuration rein serve would run with",
+		Short: "Show or check the configuration rein serve would run with",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newConfigShowCmd())
+	cmd.AddCommand(newConfigShowCmd(), newConfigCheckCmd())
 	return cmd
 }
 

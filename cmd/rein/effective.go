@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	} else {
 		add("nats", fmt.Sprintf("embedded, listening on %s, data in %s", sf.listen, sf.dataDir), src("nats-listen")+"; data-dir: "+src("data-dir"))
 	}
-	add("nats_auth", natsAuthLabel(&sf.nats), "flags nats-*")
+	add("nats_auth", natsAuthLabel(sf), "flags nats-*")
 	add("http", orNone(sf.httpAddr), src("http"))
 	streamSrc := sourceDefault
 	if file.hasSection("streams") {
@@ -93,7 +94,11 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	if file.hasSection("sinks") {
 		sinks = "configured in " + file.where("sinks")
 	}
-	add("sinks", sinks, sourceDefault)
+	sinksSrc := sourceDefault
+	if file.hasSection("sinks") {
+		sinksSrc = "file " + file.where("sinks")
+	}
+	add("sinks", sinks, sinksSrc)
 	return out
 }
 
@@ -143,8 +148,20 @@ func agentLabel(so *stageOptions, lc llm.Config) string {
 	return lc.Provider + " model " + orNone(lc.Model) + ", tools " + so.agentBackend
 }
 
-func natsAuthLabel(f *natsFlags) string {
+// natsAuthLabel says how rein's connections authenticate. The embedded
+// server always requires nkeys, so it is never "none" there.
+func natsAuthLabel(sf *serverFlags) string {
+	f := &sf.nats
+	if f.url == "" {
+		return "nkeys: one identity per stage, seeds in " + filepath.Join(sf.dataDir, "nats-keys")
+	}
+	if sf.natsKeysDir != "" {
+		return "nkeys: one identity per stage, seeds in " + sf.natsKeysDir
+	}
 	var parts []string
+	if f.nkey != "" {
+		parts = append(parts, "nkey "+f.nkey)
+	}
 	if f.creds != "" {
 		parts = append(parts, "creds "+f.creds)
 	}

@@ -154,8 +154,13 @@ func TestIntegrationDocStatic(t *testing.T) {
 			t.Errorf("Python snippet sets %s to something else than %s", k, v)
 		}
 	}
-	if !strings.Contains(py, `f"rein.ingest.{tenant}.{conv}.user"`) || !strings.Contains(cli, "nats req --nkey data/nats-keys/ingress-acme.nk "+user.Subject+" ") {
+	inbox := streams.TenantInbox("acme")
+	if !strings.Contains(py, `f"rein.ingest.{tenant}.{conv}.user"`) || !strings.Contains(cli, "nats req --nkey data/nats-keys/ingress-acme.nk --inbox-prefix "+inbox+" "+user.Subject+" ") {
 		t.Error("a snippet publishes on another subject")
+	}
+	// A tenant's key reads replies on its own inboxes only.
+	if !strings.Contains(py, `inbox_prefix="`+inbox+`"`) {
+		t.Errorf("the Python snippet does not connect with the tenant's inbox prefix %s", inbox)
 	}
 	for _, body := range []string{py, cli} {
 		if !strings.Contains(body, `I would like to choose my seat by the window on reservation Z3PLW8.`) {
@@ -343,20 +348,20 @@ func TestIntegrationDocLive(t *testing.T) {
 
 	// 2. The NATS message, published as shown, is stored once.
 	// Each step with the key the guide names for it.
-	connectAs := func(identity string) *nats.Conn {
+	connectAs := func(identity string, opts ...nats.Option) *nats.Conn {
 		t.Helper()
 		key, err := nats.NkeyOptionFromSeed(streams.SeedFile(data, identity))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := nats.Connect("nats://"+natsAddr, key)
+		c, err := nats.Connect("nats://"+natsAddr, append(opts, key)...)
 		if err != nil {
 			t.Fatalf("connect as %s: %v", identity, err)
 		}
 		t.Cleanup(c.Close)
 		return c
 	}
-	nc := connectAs("ingress-acme")
+	nc := connectAs("ingress-acme", nats.CustomInboxPrefix(streams.TenantInbox("acme")))
 	desk := connectAs(streams.IdentityHandoffDesktop)
 	js, err := jetstream.New(nc)
 	if err != nil {

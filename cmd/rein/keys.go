@@ -25,7 +25,7 @@ which stores them under ids rein derives) and ask the sidecar only for that tena
 into no stream itself.
 
   rein keys list --data-dir ./data
-  rein keys add-tenant acme --data-dir ./data     then restart rein serve, and give the platform
+  rein keys add-tenant acme --data-dir ./data     a running serve loads it; give the platform
                                                    the printed seed file (connect with it as an nkey)
   rein keys server-config --data-dir ./data > rein-auth.conf
                                                    the same identities and permissions as a nats-server
@@ -63,7 +63,18 @@ into no stream itself.
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), seed)
-			fmt.Fprintln(cmd.ErrOrStderr(), "restart rein serve to load it; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent")
+			fmt.Fprintln(cmd.ErrOrStderr(), "a running rein serve on this data directory loads it within "+streams.DefaultKeyringPoll.String()+"; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+streams.TenantInbox(args[0]))
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "remove-tenant TENANT",
+		Short: "Delete a tenant's ingress identity; a running serve drops it and its connections within seconds",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := streams.RemoveTenantIngress(dataDir, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "removed; a running rein serve on this data directory refuses the key within "+streams.DefaultKeyringPoll.String())
 			return nil
 		},
 	})

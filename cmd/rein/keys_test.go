@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
 )
 
@@ -35,4 +38,29 @@ func TestKeysAddTenant(t *testing.T) {
 	if _, err := runCLI(t, context.Background(), "keys", "add-tenant", "not.a.tenant", "--data-dir", dir); err == nil {
 		t.Error("a bad tenant id was accepted")
 	}
+}
+
+// TestKeysAddTenantWithoutARestart: a tenant added to a running serve's
+// data directory connects within seconds, and a removed one is refused,
+// with no restart (issue 35: both needed one).
+func TestKeysAddTenantWithoutARestart(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	natsAddr := freePort(t)
+	stop := startServe(t, data, natsAddr, freePort(t))
+	defer stop()
+	if out, err := runCLI(t, context.Background(), "keys", "add-tenant", "globex", "--data-dir", data); err != nil {
+		t.Fatalf("add-tenant: %v\n%s", err, out)
+	}
+	connect := func() error {
+		nc, err := streams.Connect(streams.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: streams.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
+		if err == nil {
+			nc.Close()
+		}
+		return err
+	}
+	rtest.CheckFor(t, 30*time.Second, "globex's new key connects to the running serve", func() bool { return connect() == nil })
+	if out, err := runCLI(t, context.Background(), "keys", "remove-tenant", "globex", "--data-dir", data); err != nil {
+		t.Fatalf("remove-tenant: %v\n%s", err, out)
+	}
+	rtest.CheckFor(t, 30*time.Second, "globex's removed key is refused", func() bool { return connect() != nil })
 }

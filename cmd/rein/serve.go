@@ -41,6 +41,9 @@ the same without starting anything.`,
 			if err != nil {
 				return err
 			}
+			if err := preflight(cmd, file, &so, names, prov); err != nil {
+				return err
+			}
 			sf.announce = effectiveSettings(cmd, &sf, &so, names, file, prov)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()

@@ -75,6 +75,7 @@
 //	      thought: 'ambiguity_report'          # regex on the latest think call's thought (this turn)
 //	      tool_result: '"status": "(?P<status>\w+)"'      # regex on the latest tool result (this turn)
 //	      system: 'airline'     # regex on Request.System
+//	      differ: [user.uid, result.owner]  # two captured groups, both captured and different
 //	    latency: 20ms           # wait before answering (honours ctx); default 0
 //	    respond:
 //	      content: 'Looking up {{.user.res_id}}.'   # text (template)

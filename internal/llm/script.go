@@ -46,6 +46,9 @@ type matchFile struct {
 	Thought    string   `yaml:"thought" json:"thought"`
 	ToolResult string   `yaml:"tool_result" json:"tool_result"`
 	System     string   `yaml:"system" json:"system"`
+	// Differ names two captured groups ("user.uid", "result.owner") that
+	// must both be captured and differ: a reservation another user owns.
+	Differ []string `yaml:"differ" json:"differ"`
 }
 
 type responseFile struct {
@@ -89,6 +92,7 @@ type rule struct {
 	turn                                         int
 	called, notCalled                            []string
 	user, thought, toolResult, system            *regexp.Regexp
+	differ                                       [2]groupRef // zero: no differ matcher
 
 	content    *text     // nil when the rule has no content
 	json       node      // structured content, marshalled into Content
@@ -189,6 +193,18 @@ func compileRule(f *ruleFile, where string) (*rule, error) {
 		}
 		r.purpose, r.lastRole, r.schema, r.hasTool, r.lastTool, r.turn = w.Purpose, w.LastRole, w.Schema, w.HasTool, w.LastTool, w.Turn
 		r.called, r.notCalled = w.Called, w.NotCalled
+		if len(w.Differ) > 0 {
+			if len(w.Differ) != 2 {
+				return nil, bad("when.differ names two groups, not %d", len(w.Differ))
+			}
+			for i, ref := range w.Differ {
+				g, err := parseGroupRef(ref)
+				if err != nil {
+					return nil, bad("when.differ: %v", err)
+				}
+				r.differ[i] = g
+			}
+		}
 		for _, x := range []struct {
 			field string
 			src   string
@@ -423,4 +439,19 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// groupRef names a captured group: the matcher it came from (user,
+// thought, result, system) and the group's name.
+type groupRef struct{ from, name string }
+
+func parseGroupRef(ref string) (groupRef, error) {
+	from, name, ok := strings.Cut(ref, ".")
+	switch {
+	case !ok || name == "":
+		return groupRef{}, fmt.Errorf("%q is not <matcher>.<group>", ref)
+	case from != "user" && from != "thought" && from != "result" && from != "system":
+		return groupRef{}, fmt.Errorf("%q: the matcher is user, thought, result or system", ref)
+	}
+	return groupRef{from, name}, nil
 }

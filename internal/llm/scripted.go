@@ -161,7 +161,21 @@ func (r *rule) match(req *Request, v *view, g *captures) bool {
 	if r.system != nil && !capture(r.system, req.System, &g.system) {
 		return false
 	}
+	if r.differ[0].from != "" {
+		a, okA := g.lookup(r.differ[0])
+		b, okB := g.lookup(r.differ[1])
+		if !okA || !okB || a == b {
+			return false
+		}
+	}
 	return true
+}
+
+// lookup returns a captured group's value and whether it was captured.
+func (g *captures) lookup(ref groupRef) (string, bool) {
+	m := map[string]map[string]string{"user": g.user, "thought": g.thought, "result": g.result, "system": g.system}[ref.from]
+	v, ok := m[ref.name]
+	return v, ok
 }
 
 type captures struct {

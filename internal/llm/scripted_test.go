@@ -360,3 +360,14 @@ func TestScriptedConcurrent(t *testing.T) {
 		t.Fatalf("ok requests = %v, want %d", got, workers*calls)
 	}
 }
+
+// when.differ names two captured groups; anything else is refused when the
+// script loads, not when a rule is tried.
+func TestScriptDifferNamesTwoGroups(t *testing.T) {
+	for _, differ := range []string{"[user.uid]", "[user.uid, owner]", "[user.uid, tool.owner]"} {
+		src := "rules:\n  - when: {user: '(?P<uid>x)', differ: " + differ + "}\n    respond: {content: hi}\n"
+		if _, err := ParseScript([]byte(src)); err == nil || !strings.Contains(err.Error(), "differ") {
+			t.Errorf("differ %s: %v, want a load error naming differ", differ, err)
+		}
+	}
+}

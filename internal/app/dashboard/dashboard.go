@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +74,7 @@ type Query struct {
 	Window    string // a Windows name; "" is WindowAll
 	Tenant    string // "" every tenant
 	ErrorType string // "" every error type
+	Outcome   string // the conversation list's outcome filter: "" every one
 }
 
 type cached struct {
@@ -189,6 +192,9 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	if q.ErrorType != "" && !schemas.ValidID(q.ErrorType) {
 		return nil, fmt.Errorf("%w: error type %q", schemas.ErrBadID, q.ErrorType)
 	}
+	if q.Outcome != "" && !slices.Contains(decisionOutcomes, q.Outcome) {
+		return nil, fmt.Errorf("%w: outcome %q (want one of %s)", ErrBadQuery, q.Outcome, strings.Join(decisionOutcomes, ", "))
+	}
 	f := filter{tenant: q.Tenant, errorType: q.ErrorType}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -200,7 +206,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	// must not cut the reads short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ReadTimeout)
 	defer cancel()
-	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType}
+	o := &Overview{GeneratedAt: now.UTC(), UpdatedText: timeText(now), DeadLetters: count("dead_letters", 0), Window: w, Tenant: q.Tenant, ErrorType: q.ErrorType, Outcome: q.Outcome}
 	cur, problems := d.sample(ctx)
 	o.Problems = append(o.Problems, problems...)
 	if err := readJetStreamState(ctx, d.deps.JS, o, now); err != nil {
@@ -225,6 +231,8 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	}
 	lv, behind := d.ledger.view(since, now)
 	o.Deployment = deploymentOf(lv, f, behind)
+	o.Conversations = d.ledger.conversations(since, f, q.Outcome)
+	o.OutcomeLinks = outcomeLinks(q)
 	view, from := cur.mv, d.hist.started
 	if w.Span > 0 {
 		base, full := d.hist.at(now.Add(-w.Span))
@@ -235,6 +243,7 @@ func (d *Dashboard) OverviewFor(ctx context.Context, q Query) (*Overview, error)
 	}
 	o.Coverage = coverage(w, from, now, d.hist.started)
 	view.fill(o, f)
+	o.Latency = view.latencies()
 	for i := range o.Tenants {
 		o.Tenants[i].URL = overviewURL(Query{Window: q.Window, Tenant: o.Tenants[i].Name, ErrorType: q.ErrorType})
 	}
@@ -293,7 +302,7 @@ type page struct {
 // requestQuery reads ?window=, ?tenant= and ?type=.
 func requestQuery(r *http.Request) Query {
 	v := r.URL.Query()
-	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type")}
+	return Query{Window: v.Get("window"), Tenant: v.Get("tenant"), ErrorType: v.Get("type"), Outcome: v.Get("outcome")}
 }
 
 func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {

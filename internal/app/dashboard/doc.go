@@ -31,6 +31,15 @@
 // rate, "every replica" gives the same figures for the whole deployment,
 // and the traffic table is the whole deployment's too (below).
 //
+// # Recent conversations and latency
+//
+// The ledger (below) also keeps each recent conversation's latest decision
+// (at most 1,000, the newest 500 after a trim), so the overview lists the
+// window's conversations, clean ones included, filtered by tenant, type and
+// ?outcome= (recentconv.go). The latency table is p50 and p99 per stage,
+// inception module, model purpose and agent turn over the window, from the
+// registry's histograms as histogram_quantile computes them (latency.go).
+//
 // # Every replica's decisions
 //
 // Every detector stores its decision for each user turn in REIN_DETECTIONS,

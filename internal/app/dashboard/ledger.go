@@ -84,6 +84,8 @@ type ledger struct {
 	tenants    telemetry.TenantLabels // the tenants counted by name
 	// behind says the last refresh stopped at ledgerMaxRead.
 	behind bool
+	// convs is each recent conversation's latest decision (recentconv.go).
+	convs map[[2]string]ConversationRow
 }
 
 func newLedger(started time.Time) *ledger {
@@ -97,6 +99,7 @@ func (l *ledger) reset() {
 	l.fine = tier{width: 5 * time.Second, keep: 15*time.Minute + 10*time.Second, buckets: map[int64]metricsView{}}
 	l.coarse = tier{width: time.Minute, keep: time.Hour + 2*time.Minute, buckets: map[int64]metricsView{}}
 	l.sinceStart, l.tenants = newMetricsView(), telemetry.TenantLabels{}
+	l.convs = nil
 }
 
 // tenant is t, or telemetry.OtherTenant past MaxTenantLabels tenants.
@@ -164,6 +167,7 @@ func (l *ledger) add(r streams.Raw) {
 	if !r.Time.Before(l.started) {
 		views = append(views, l.sinceStart)
 	}
+	l.remember(d.Meta.Tenant, d.Meta.Conversation, d.Meta.Turn, r.Time, outcome, det.ErrorType)
 	tn := l.tenant(d.Meta.Tenant)
 	for _, v := range views {
 		v.decisions[[2]string{tn, outcome}]++

@@ -57,6 +57,18 @@ type Overview struct {
 	Consumers    []Consumer `json:"consumers"`
 	DeadLetters  Count      `json:"dead_letters"`
 
+	// Latency is p50 and p99 over Window per stage, inception module,
+	// model purpose and agent turn, from the histograms /metrics serves
+	// (this process's).
+	Latency []Latency `json:"latency"`
+
+	// Conversations are the window's newest conversations with their
+	// latest decision (every replica's, from REIN_DETECTIONS), clean ones
+	// included, narrowed by the filters and Outcome.
+	Conversations []ConversationRow `json:"conversations"`
+	Outcome       string            `json:"outcome,omitempty"` // the list's outcome filter
+	OutcomeLinks  []OutcomeLink     `json:"outcome_links"`
+
 	Recent []Outcome `json:"recent"` // newest first
 	// Redacted says the outcomes' text was redacted (see Deps.Reveal).
 	Redacted bool `json:"redacted,omitempty"`
@@ -164,10 +176,11 @@ type metricsView struct {
 	decisions   map[[2]string]float64 // tenant, outcome
 	activations map[[2]string]float64 // tenant, error_type
 	models      map[string]float64    // endpoint → rein_model_available
+	latency     map[string]histo      // series (latencyKey) → histogram
 }
 
 func newMetricsView() metricsView {
-	return metricsView{decisions: map[[2]string]float64{}, activations: map[[2]string]float64{}, models: map[string]float64{}}
+	return metricsView{decisions: map[[2]string]float64{}, activations: map[[2]string]float64{}, models: map[string]float64{}, latency: map[string]histo{}}
 }
 
 // Outcomes of rein_detector_decisions_total the rates use.
@@ -242,6 +255,10 @@ func readMetrics(g prometheus.Gatherer) (metricsView, error) {
 				v.activations[[2]string{l["tenant"], l["error_type"]}] += val
 			case telemetry.MModelAvailable:
 				v.models[l["endpoint"]] = val
+			default:
+				if k, ok := latencyKey(mf.GetName(), m); ok && m.GetHistogram() != nil {
+					v.latency[k] = v.latency[k].plus(histoOf(m.GetHistogram()))
+				}
 			}
 		}
 	}

@@ -18,6 +18,9 @@ func overviewQuery(q Query) string {
 	if q.ErrorType != "" {
 		v.Set("type", q.ErrorType)
 	}
+	if q.Outcome != "" {
+		v.Set("outcome", q.Outcome)
+	}
 	if len(v) == 0 {
 		return ""
 	}

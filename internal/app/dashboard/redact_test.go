@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,5 +52,29 @@ func TestDashboardRedactsFreeTextByDefault(t *testing.T) {
 	}
 	if o := fetch("/api/overview", true); !strings.Contains(o, "two flights") {
 		t.Error("an operator does not see the outcomes' text")
+	}
+	// The pages say why the text is hidden and how to see it; an
+	// operator's pages do not.
+	page := func(path string, operator bool) string {
+		t.Helper()
+		r, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if operator {
+			r.Header.Set("X-Operator", "yes")
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, path := range []string{"/", "/conversations/acme/conv-1"} {
+		if p := page(path, false); !strings.Contains(p, `data-testid="redaction-note"`) || !strings.Contains(p, `href="/login"`) {
+			t.Errorf("%s redacted without saying how to read it", path)
+		}
+		if p := page(path, true); strings.Contains(p, `data-testid="redaction-note"`) {
+			t.Errorf("%s shows the redaction note to an operator", path)
+		}
 	}
 }

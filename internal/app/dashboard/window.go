@@ -153,6 +153,9 @@ func (a metricsView) sub(b metricsView) metricsView {
 	for k, v := range a.models {
 		out.models[k] = v
 	}
+	for k, h := range a.latency {
+		out.latency[k] = h.minus(b.latency[k])
+	}
 	return out
 }
 

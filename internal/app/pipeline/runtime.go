@@ -243,6 +243,15 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			return nil, fmt.Errorf("record the NATS address in the data directory: %w", err)
 		}
 		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", streams.KeysDir(dir))
+		// Tenants added or removed with rein keys take effect without a
+		// restart.
+		wctx, stopWatch := context.WithCancel(context.Background())
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			streams.WatchTenants(wctx, rt.srv, dir, streams.DefaultKeyringPoll, log)
+		}()
+		rt.closer = append(rt.closer, func() { stopWatch(); <-watched })
 		cc.InProcess = rt.srv
 		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
 		rt.keys = keys

@@ -161,6 +161,21 @@
       r.querySelector(".trend").appendChild(svg);
       return r;
     }, "no streams", 5);
+    fill("conversations", o.conversations, (c) => {
+      const r = tr("data-conversation", c.tenant + "/" + c.conversation, [["time", ""], ["name", ""],
+        ["num turn", c.turn], ["outcome", c.outcome], ["error-type", c.error_type || ""]]);
+      r.dataset.outcome = c.outcome;
+      const t = el("time", "", c.time_text);
+      t.setAttribute("datetime", c.time);
+      r.querySelector(".time").appendChild(t);
+      const a = el("a", "conversation-link", c.tenant + " / " + c.conversation);
+      a.href = c.url;
+      r.querySelector(".name").appendChild(a);
+      return r;
+    }, "no conversations in this window", 5);
+    fill("latency", o.latency, (l) =>
+      tr("data-series", l.series, [["name", l.series], ["num count", l.count.text],
+        ["num p50", l.p50.text], ["num p99", l.p99.text]]), "nothing measured in this window", 4);
     fill("recent", o.recent, (x) => {
       const li = el("li", "outcome " + x.kind);
       li.dataset.kind = x.kind;
