@@ -134,7 +134,7 @@ func TestOrderHoldsWithAThousandConversationsWaitingOnASlowModel(t *testing.T) {
 // After a fail-over the ack floor can wait on an unrelated message (here
 // conversation x's turn, redelivered and slow) while a conversation's
 // earlier turn was already decided by the other replica. The gate must
-// not hold the later turn until MaxHold: the stage's Settled hook says
+// not hold the later turn until MaxHold: the stage's Stored answer says
 // the earlier turn's outputs are stored. Without the hook this test's
 // turn a2 is held until MaxHold, counted as a timeout.
 func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.T) {

@@ -36,7 +36,7 @@ import (
 // Publisher bounds each attempt); each process generated its own task key
 // (a shared --task-key is required on an external NATS); the order gate
 // held a turn whose predecessor the other replica had decided until its
-// hold expired, and the turn ran first (ConsumerConfig.Settled); a publish
+// hold expired, and the turn ran first (ConsumerConfig.Stored); a publish
 // gave up after ~5 s of "no responders" while a stream elected its leader
 // (the Publisher retries for DefaultRetryFor).
 
