@@ -114,27 +114,15 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 // answer: the consume loop's retry does not ask the module again.
 func TestFailedPublishIsRetriedWithTheSameDecision(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	ctx := context.Background()
 	// REIN_TASKS refuses every task until the first retry is seen.
-	tasks, err := h.JS.Stream(ctx, streams.StreamTasks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := tasks.CachedInfo().Config
-	small := cfg
-	small.MaxMsgSize = 16
-	if _, err := h.JS.UpdateStream(ctx, small); err != nil {
-		t.Fatal(err)
-	}
+	restore := refuseAll(t, h, streams.StreamTasks)
 	reg := prometheus.NewRegistry()
 	m := startJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	publishTurn(t, h, "retry", "user", 1, "cancel that one")
 	rtest.CheckFor(t, 30*time.Second, "the refused publish retried", func() bool {
 		return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "retry"}) >= 1
 	})
-	if _, err := h.JS.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged the turn %d times, want once", n)
@@ -270,28 +258,16 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 // retry. (Its first copy's decision, never stored, is handed on.)
 func TestADeadLetteredTurnSentAgainIsJudged(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	ctx := context.Background()
 	// REIN_DETECTIONS refuses every detection through the first copy's
 	// attempts: it is dead-lettered with nothing stored.
-	dets, err := h.JS.Stream(ctx, streams.StreamDetections)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := dets.CachedInfo().Config
-	small := cfg
-	small.MaxMsgSize = 16
-	if _, err := h.JS.UpdateStream(ctx, small); err != nil {
-		t.Fatal(err)
-	}
+	restore := refuseAll(t, h, streams.StreamDetections)
 	m := startJudging(t, h, detector.Deps{}, time.Hour)
 	publishTurn(t, h, "dlq", "user", 1, "cancel that one")
 	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters = %d, want the first copy", n)
 	}
-	if _, err := h.JS.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	resend(t, h, "dlq", 1, "cancel that one")
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
 	if n := judgedTurns(m); n < 1 {
@@ -427,4 +403,27 @@ func storeDecided(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix str
 	t.Helper()
 	storeDetection(t, h, conv, turn, idSuffix)
 	storeTask(t, h, conv, turn, idSuffix)
+}
+
+// refuseAll makes stream refuse every rein event (a 16-byte message size
+// limit) until restore is called.
+func refuseAll(t *testing.T, h *rtest.JS, stream string) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := h.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	small := cfg
+	small.MaxMsgSize = 16
+	if _, err := h.JS.UpdateStream(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := h.JS.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
