@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -14,14 +16,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
+	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
 )
 
@@ -42,6 +48,13 @@ type composeService struct {
 	Secrets     []composeSecret
 	DependsOn   map[string]string // service → condition
 	Replicas    int               // deploy.replicas; 0 when unset
+	EnvFiles    []composeEnvFile
+}
+
+// composeEnvFile is a service's env_file.
+type composeEnvFile struct {
+	Path     string // as ./path in the compose directory
+	Required bool
 }
 
 // composeSecret is a service's secret.
@@ -55,7 +68,13 @@ type composeSecret struct {
 // declared secrets.
 func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
 	t.Helper()
-	dir, err := filepath.Abs(composeDir)
+	return loadComposeIn(t, composeDir, nil)
+}
+
+// loadComposeIn loads dir/compose.yaml with the given profiles active.
+func loadComposeIn(t *testing.T, dir string, profiles []string) (map[string]composeService, map[string]string) {
+	t.Helper()
+	dir, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +82,7 @@ func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "compose.yaml")}},
 		Environment: types.Mapping{},
-	}, func(o *loader.Options) { o.SetProjectName("rein", true) })
+	}, func(o *loader.Options) { o.SetProjectName("rein", true); o.Profiles = profiles })
 	if err != nil {
 		t.Fatalf("compose.yaml does not load as the compose specification says: %v", err)
 	}
@@ -107,6 +126,9 @@ func loadCompose(t *testing.T) (map[string]composeService, map[string]string) {
 		}
 		for dep, d := range sc.DependsOn {
 			s.DependsOn[dep] = d.Condition
+		}
+		for _, ef := range sc.EnvFiles {
+			s.EnvFiles = append(s.EnvFiles, composeEnvFile{Path: rel(ef.Path), Required: bool(ef.Required)})
 		}
 		if sc.Deploy != nil && sc.Deploy.Replicas != nil {
 			s.Replicas = *sc.Deploy.Replicas
@@ -357,7 +379,22 @@ func TestComposeSecretsTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// secrets/llm.env is made for the key, holding none, private; the key
+	// the operator writes into it survives the next run.
+	llmEnv := filepath.Join(dir, llmEnvFile)
+	if b, err := os.ReadFile(llmEnv); err != nil || regexp.MustCompile(`(?m)^\s*[A-Z]`).Match(b) {
+		t.Errorf("make compose-secrets: %s: %v, want a file of comments only:\n%s", llmEnvFile, err, b)
+	}
+	if fi, err := os.Stat(llmEnv); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s is not private to its owner: %v", llmEnvFile, err)
+	}
+	if err := os.WriteFile(llmEnv, []byte("REIN_LLM_API_KEY=the-operators-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run()
+	if b, _ := os.ReadFile(llmEnv); string(b) != "REIN_LLM_API_KEY=the-operators-key\n" {
+		t.Errorf("a second make compose-secrets replaced the key in %s: %q", llmEnvFile, b)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "secrets", "http-tokens.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -498,6 +535,161 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
+// The image's default command (its CMD, with the data directory its ENV
+// names) starts rein reachable from outside the container: serve's
+// refusals of exposed ports pass, /healthz answers, the HTTP port still
+// wants the token serve generates in the data directory, and the
+// embedded NATS server listens on every interface. The ports are
+// replaced by free ones: the machine is shared.
+func TestDockerfileDefaultCommandServes(t *testing.T) {
+	b, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdLine := regexp.MustCompile(`(?m)^CMD \[(.*)\]`).FindSubmatch(b)
+	env := regexp.MustCompile(`(?m)^ENV REIN_DATA_DIR=(\S+)`).FindSubmatch(b)
+	expose := regexp.MustCompile(`(?m)^EXPOSE (.*)`).FindSubmatch(b)
+	if cmdLine == nil || env == nil || expose == nil {
+		t.Fatal("Dockerfile: no CMD, ENV REIN_DATA_DIR or EXPOSE")
+	}
+	args := jsonArgs(string(cmdLine[1]))
+	ports := map[string]string{}
+	for _, p := range strings.Fields(string(expose[1])) {
+		ports[p] = freePort(t)
+	}
+	for _, a := range args {
+		if host, port, err := net.SplitHostPort(a); err == nil && host == "0.0.0.0" && ports[port] == "" {
+			t.Errorf("CMD listens on %s, which the Dockerfile does not EXPOSE", a)
+		}
+	}
+	for i, a := range args {
+		if host, port, err := net.SplitHostPort(a); err == nil && ports[port] != "" {
+			args[i] = net.JoinHostPort(host, ports[port])
+		}
+	}
+	data := t.TempDir()
+	cmd := exec.Command(rein(t), args...)
+	cmd.Dir = data
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REIN_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "REIN_DATA_DIR="+data)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// exited is closed when the process has exited, with waitErr set.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	httpPort := ports["8080"]
+	base := "http://127.0.0.1:" + httpPort
+	testutil.CheckFor(t, 90*time.Second, "/readyz of rein "+strings.Join(args, " ")+" answers 200", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("rein %s exited: %v\n%s", strings.Join(args, " "), waitErr, out.String())
+		default:
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	token, err := os.ReadFile(filepath.Join(data, "http-token"))
+	if err != nil {
+		t.Fatalf("the default command wrote no HTTP token to the data directory: %v", err)
+	}
+	get := func(path, tok string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: %d, want 401", code)
+	}
+	if code := get("/metrics", strings.TrimSpace(string(token))); code != http.StatusOK {
+		t.Errorf("/metrics with the generated token: %d, want 200", code)
+	}
+	// Both ports answer on an address other than loopback, when the
+	// machine has one.
+	if ip := nonLoopbackIP(); ip != "" {
+		for _, p := range ports {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, p), 5*time.Second)
+			if err != nil {
+				t.Errorf("port %s is not reachable on %s: %v", p, ip, err)
+				continue
+			}
+			c.Close()
+		}
+	}
+}
+
+// freePort returns a TCP port free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// nonLoopbackIP returns an IPv4 address of this machine other than
+// loopback, or "".
+func nonLoopbackIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // jsonArgs splits the inside of an exec-form ["a", "b"] list.
 func jsonArgs(s string) []string {
 	var out []string
@@ -526,4 +718,182 @@ func TestMakefileTargets(t *testing.T) {
 	if !bytes.Contains(recipe, []byte("keys server-config --data-dir secrets > secrets/auth.conf")) {
 		t.Errorf("Makefile: compose-secrets does not build rein and generate secrets/auth.conf and secrets/nats-keys with rein keys server-config:\n%s", recipe)
 	}
+}
+
+// modelServices are the compose services that call a model: the agent
+// worker, and the detector when INCEPTION_MODULE is llm or cascade.
+var modelServices = []string{"agentworker", "detector"}
+
+// llmEnvFile is the env_file the model's API key comes from.
+const llmEnvFile = "./secrets/llm.env"
+
+// The agent worker and the detector get the model's provider, name and
+// base URL from compose.yaml and the API key from secrets/llm.env alone,
+// and those settings are ones rein starts with; no other service gets
+// any of them. With the local-model profile the default base URL is the
+// local-model service, whose pull service fetches the same model before
+// they start; without the profile the file loads and nothing waits for it.
+func TestComposeModel(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(composeDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "test-key-from-llm-env"
+	withKey, without := t.TempDir(), t.TempDir()
+	for _, dir := range []string{withKey, without} {
+		if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(withKey, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withKey, llmEnvFile), []byte("# the operator's key\nREIN_LLM_API_KEY="+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Without secrets/llm.env (a local model needs no key) the services
+	// start with no key at all: none is written in compose.yaml.
+	services, _ := loadComposeIn(t, without, nil)
+	for _, name := range modelServices {
+		if v, ok := services[name].Environment[llm.EnvAPIKey]; ok {
+			t.Errorf("compose service %s has %s=%q from compose.yaml itself; the key belongs in %s", name, llm.EnvAPIKey, v, llmEnvFile)
+		}
+	}
+	for _, profiles := range [][]string{nil, {localModelProfile}} {
+		services, _ := loadComposeIn(t, withKey, profiles)
+		for name, s := range services {
+			where := fmt.Sprintf("compose service %s (profiles %v)", name, profiles)
+			calls := slices.Contains(modelServices, name)
+			var llmVars []string
+			for k := range s.Environment {
+				if strings.HasPrefix(k, "REIN_LLM_") {
+					llmVars = append(llmVars, k)
+				}
+			}
+			checkLLMEnvNames(t, where, llmVars)
+			if !calls {
+				if len(llmVars) > 0 && strings.Contains(s.Image, "rein") {
+					t.Errorf("%s calls no model but gets %v", where, llmVars)
+				}
+				if s.Environment[llm.EnvAPIKey] != "" {
+					t.Errorf("%s gets the model's API key", where)
+				}
+				continue
+			}
+			if !slices.Equal(s.EnvFiles, []composeEnvFile{{Path: llmEnvFile, Required: false}}) {
+				t.Errorf("%s: env_file %v; want the key's file %s alone, optional (a local model needs no key)", where, s.EnvFiles, llmEnvFile)
+			}
+			if s.Environment[llm.EnvAPIKey] != key {
+				t.Errorf("%s: %s is %q; want the key from %s", where, llm.EnvAPIKey, s.Environment[llm.EnvAPIKey], llmEnvFile)
+			}
+			for _, n := range []string{llm.EnvProvider, llm.EnvModel} {
+				if s.Environment[n] == "" {
+					t.Errorf("%s: no %s", where, n)
+				}
+			}
+			checkModelConfig(t, where, s.Environment)
+			if s.DependsOn["provision"] != "service_completed_successfully" {
+				t.Errorf("%s: does not wait for provision (depends_on %v)", where, s.DependsOn)
+			}
+			if profiles == nil {
+				continue
+			}
+			// The local model: the base URL names the service and its
+			// port, and the model it serves is pulled first.
+			u, err := url.Parse(s.Environment[llm.EnvBaseURL])
+			if err != nil || u.Hostname() != localModelProfile {
+				t.Errorf("%s: %s %q is not the %s service", where, llm.EnvBaseURL, s.Environment[llm.EnvBaseURL], localModelProfile)
+				continue
+			}
+			if s.DependsOn["local-model-pull"] != "service_completed_successfully" {
+				t.Errorf("%s: does not wait for the model to be pulled (depends_on %v)", where, s.DependsOn)
+			}
+			pull := services["local-model-pull"]
+			if want := []string{"pull", s.Environment[llm.EnvModel]}; !slices.Equal(pull.Command, want) {
+				t.Errorf("local-model-pull runs %v; want %v, the model %s calls", pull.Command, want, name)
+			}
+			if host := pull.Environment["OLLAMA_HOST"]; !strings.Contains(host, "//"+u.Host) {
+				t.Errorf("local-model-pull pulls into %q, not the server at %s", host, u.Host)
+			}
+			if !strings.HasPrefix(services[localModelProfile].Image, "ollama/ollama:") || strings.HasSuffix(services[localModelProfile].Image, ":latest") {
+				t.Errorf("%s service: image %q; want a pinned Ollama (its OpenAI API on :11434/v1)", localModelProfile, services[localModelProfile].Image)
+			}
+			if u.Port() != "11434" || u.Path != "/v1" {
+				t.Errorf("%s: %s %q: Ollama's OpenAI-compatible API is on port 11434 under /v1", where, llm.EnvBaseURL, u)
+			}
+		}
+		_, local := services[localModelProfile]
+		if local != (profiles != nil) {
+			t.Errorf("profiles %v: the %s service present: %v", profiles, localModelProfile, local)
+		}
+	}
+}
+
+// localModelProfile is the compose profile, and the service, of the
+// local model server.
+const localModelProfile = "local-model"
+
+// workflowFile is the CI workflow that builds the image and runs compose.
+const workflowFile = "../.github/workflows/image.yml"
+
+// The image workflow (run where Docker is, never here) uses Makefile
+// targets that exist, the compose file's local-model profile, and rein
+// commands and flags the binary has.
+func TestImageWorkflow(t *testing.T) {
+	b, err := os.ReadFile(workflowFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Name string `yaml:"name"`
+				Run  string `yaml:"run"`
+				Uses string `yaml:"uses"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("%s: %v", workflowFile, err)
+	}
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs strings.Builder
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			runs.WriteString(s.Run + "\n")
+		}
+	}
+	script := runs.String()
+	targets := regexp.MustCompile(`make -f deploy/Makefile ([a-z-]+)`).FindAllStringSubmatch(script, -1)
+	seen := map[string]bool{}
+	for _, m := range targets {
+		seen[m[1]] = true
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(m[1]) + `:`).Match(mk) {
+			t.Errorf("%s runs make target %s, which deploy/Makefile lacks", workflowFile, m[1])
+		}
+	}
+	for _, want := range []string{"image", "compose-up", "compose-down"} {
+		if !seen[want] {
+			t.Errorf("%s does not run make %s", workflowFile, want)
+		}
+	}
+	if !strings.Contains(script, "--profile "+localModelProfile) || !strings.Contains(script, "/v1/turns") {
+		t.Errorf("%s does not post a turn to compose with the %s profile", workflowFile, localModelProfile)
+	}
+	// The one-off container's rein command: `… run … ingress audit …`.
+	m := regexp.MustCompile(`(?s)ingress (audit .*?--json)`).FindStringSubmatch(script)
+	if m == nil {
+		t.Fatalf("%s does not read the conversation back with rein audit", workflowFile)
+	}
+	checkArgs(t, workflowFile, strings.Fields(strings.ReplaceAll(m[1], "\\", "")))
+	services, _ := loadComposeIn(t, composeDir, []string{localModelProfile})
+	for _, s := range services["ingress"].Secrets {
+		if s.Target == "/run/rein-keys/reader.nk" {
+			return
+		}
+	}
+	t.Errorf("%s reads the timeline with /run/rein-keys/reader.nk, which the ingress service does not mount", workflowFile)
 }

@@ -17,7 +17,9 @@
 //   - Dockerfile (+ Dockerfile.dockerignore): multi-stage build of a
 //     static, stripped rein stamped with version, revision and build time,
 //     run as UID 65532 on distroless static with a HEALTHCHECK through
-//     `rein health`. Build from the repository root.
+//     `rein health`; with no arguments it serves the whole pipeline on
+//     0.0.0.0:8080 and 0.0.0.0:4222 (--insecure: credentials still
+//     required, no TLS). Build from the repository root.
 //
 //   - Makefile: build, test, test-cluster-long, lint, image, demo,
 //     compose-secrets, compose-up/down, k8s-render (make -f deploy/Makefile;
@@ -29,6 +31,9 @@
 //     service on R3 streams holding reader.nk and its own identity's seed,
 //     Prometheus with rein's rules (scraping with a metrics-role token
 //     that make compose-secrets writes) and Grafana with its dashboard.
+//     The agent worker and the detector get the model's REIN_LLM_*
+//     settings, the key from env_file secrets/llm.env; profile
+//     local-model adds an Ollama server and a pull service they wait for.
 //
 //   - k8s/: a kustomize base: a Deployment per stage and for the ingress
 //     (probes on /healthz and /readyz, resources, non-root read-only
@@ -42,7 +47,15 @@
 //     worker: 2 to 8 replicas on the stage's consumer lag, summed over its
 //     partition durables by a Prometheus query); nats-values.yaml for the
 //     official NATS Helm chart, with rein's identities from `rein keys
-//     server-config --helm-values`.
+//     server-config --helm-values`. The model's settings are ConfigMap
+//     rein-model, its key Secret rein-llm; every Deployment has a
+//     startupProbe.
+//
+//   - helm/rein: the same deployment as a Helm chart (values for each
+//     stage, the model with its key by Secret reference, the streams
+//     section, probes; PDB and NetworkPolicy on, ServiceMonitor and KEDA
+//     toggles off; the provision Job as a pre-install/pre-upgrade hook),
+//     with values.schema.json and NOTES.txt. It creates no Secret.
 //
 // The tests check that every rein_* metric the dashboard and the rules
 // query is one rein exports (internal/telemetry/names.go), that the
@@ -62,6 +75,10 @@
 // evaluates on series two replicas export; they check the compose file,
 // nats.conf, prometheus.yml, the Dockerfile and the Makefile; and build
 // rein once to check that every flag and REIN_* variable the artefacts
-// use is one `rein serve --help` (or `rein health --help`) lists. No
+// use is one `rein serve --help` (or `rein health --help`) lists, and
+// that REIN_LLM_* names are internal/llm's. The Helm chart is linted and
+// rendered with helm when it is on PATH (REIN_REQUIRE_HELM=1, set by
+// .ci/run, makes its absence a failure) and checked as the kustomize
+// base is. The image's CMD is run with the binary the tests build. No
 // Kubernetes cluster or Docker daemon is needed.
 package deploy

@@ -247,7 +247,12 @@ func TestKubernetesManifests(t *testing.T) {
 		names[fmt.Sprintf("%T/%s", o, o.GetName())] = true
 	}
 	deps := of[*appsv1.Deployment](r)
+	cms := map[string]*corev1.ConfigMap{}
+	for _, cm := range of[*corev1.ConfigMap](r) {
+		cms[cm.Name] = cm
+	}
 	components := map[string]bool{}
+	modelCalls := 0
 	for _, d := range deps {
 		where := "Deployment " + d.Name
 		tmpl := d.Spec.Template
@@ -265,6 +270,13 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		checkContainer(t, where, ps, ps.Containers[0], names)
 		checkNATSKeys(t, where, ps, ps.Containers[0], tmpl.Labels["app.kubernetes.io/component"])
+		checkPodModel(t, where, ps.Containers[0], cms)
+		if callsModel(ps.Containers[0].Args) {
+			modelCalls++
+		}
+	}
+	if modelCalls == 0 {
+		t.Errorf("no Deployment calls a model: the agent worker runs in sidecar mode")
 	}
 	jobs := of[*batchv1.Job](r)
 	if len(jobs) != 1 {
@@ -404,7 +416,7 @@ func checkContainer(t *testing.T, where string, ps corev1.PodSpec, c corev1.Cont
 	for what, pr := range map[string]struct {
 		p    *corev1.Probe
 		path string
-	}{"liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}} {
+	}{"liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}, "startup": {c.StartupProbe, "/healthz"}} {
 		if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path {
 			t.Errorf("%s: %s probe must GET %s", where, what, pr.path)
 			continue
@@ -412,6 +424,11 @@ func checkContainer(t *testing.T, where string, ps corev1.PodSpec, c corev1.Cont
 		if port := pr.p.HTTPGet.Port; port.Type == intstr.String && !ports[port.StrVal] {
 			t.Errorf("%s: %s probe's port %q is not a container port", where, what, port.StrVal)
 		}
+	}
+	// Liveness is held off until the start is over: the startup probe
+	// must give it longer than liveness would.
+	if sp, lp := c.StartupProbe, c.LivenessProbe; sp != nil && lp != nil && sp.PeriodSeconds*sp.FailureThreshold <= lp.PeriodSeconds*lp.FailureThreshold {
+		t.Errorf("%s: the startup probe allows %ds, no more than liveness's %ds", where, sp.PeriodSeconds*sp.FailureThreshold, lp.PeriodSeconds*lp.FailureThreshold)
 	}
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
@@ -468,16 +485,19 @@ func checkReadsConfig(t *testing.T, where string, ps corev1.PodSpec, c corev1.Co
 	if i := slices.Index(c.Args, "--config"); i < 0 || i+1 >= len(c.Args) || c.Args[i+1] != reinConfigPath {
 		t.Errorf("%s: does not read %s (--config)", where, reinConfigPath)
 	}
+	// A ConfigMap named *-config, or *-provision (the Helm chart's copy
+	// for its provision hook, which runs before the release's objects
+	// exist), holds rein.yaml.
 	var vol string
 	for _, v := range ps.Volumes {
-		if v.ConfigMap != nil && v.ConfigMap.Name == "rein-config" {
+		if v.ConfigMap != nil && (strings.HasSuffix(v.ConfigMap.Name, "-config") || strings.HasSuffix(v.ConfigMap.Name, "-provision")) {
 			vol = v.Name
 		}
 	}
-	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+	if vol == "" || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 		return m.Name == vol && m.MountPath == filepath.Dir(reinConfigPath)
 	}) {
-		t.Errorf("%s: ConfigMap rein-config is not mounted at %s", where, filepath.Dir(reinConfigPath))
+		t.Errorf("%s: no rein.yaml ConfigMap is mounted at %s", where, filepath.Dir(reinConfigPath))
 	}
 	for _, a := range c.Args {
 		if strings.HasPrefix(a, "--partitions") {
@@ -520,10 +540,11 @@ const metricsPort = "http"
 // rein reads it.
 func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, streams.ProvisionConfig) {
 	t.Helper()
-	if len(cms) != 1 {
-		t.Fatalf("%d ConfigMaps, want rein-config", len(cms))
+	i := slices.IndexFunc(cms, func(c *corev1.ConfigMap) bool { return c.Name == "rein-config" })
+	if i < 0 {
+		t.Fatalf("no ConfigMap rein-config")
 	}
-	src := cms[0].Data["rein.yaml"]
+	src := cms[i].Data["rein.yaml"]
 	var file map[string]any
 	if err := yaml.Unmarshal([]byte(src), &file); err != nil || len(file) == 0 {
 		t.Fatalf("ConfigMap rein.yaml: %v", err)
@@ -562,7 +583,11 @@ func checkConfigMap(t *testing.T, cms []*corev1.ConfigMap) {
 // The ServiceMonitor scrapes /metrics on every Service of rein, on the
 // port they all name, with a token from a Secret.
 func TestServiceMonitor(t *testing.T) {
-	r := render(t)
+	checkServiceMonitor(t, render(t))
+}
+
+func checkServiceMonitor(t *testing.T, r rendered) {
+	t.Helper()
 	sms := of[*monitoringv1.ServiceMonitor](r)
 	if len(sms) != 1 {
 		t.Fatalf("%d ServiceMonitors, want 1", len(sms))
@@ -638,7 +663,13 @@ func labelMatchers(query string) map[string][2]string {
 // query that selects exactly the stage's durables of its input stream in
 // rein's namespace. The escalation stage, not partitioned, is not scaled.
 func TestScaledObjects(t *testing.T) {
-	r := render(t)
+	checkScaledObjects(t, render(t), "rein-")
+}
+
+// checkScaledObjects checks the ScaledObjects of r, whose Deployments'
+// names start with prefix.
+func checkScaledObjects(t *testing.T, r rendered, prefix string) {
+	t.Helper()
 	_, prov := reinYAML(t, of[*corev1.ConfigMap](r))
 	deps := map[string]bool{}
 	for _, d := range of[*appsv1.Deployment](r) {
@@ -649,7 +680,7 @@ func TestScaledObjects(t *testing.T) {
 		where := "ScaledObject " + so.Name
 		ref := so.Spec.ScaleTargetRef
 		scaled[ref.Name]++
-		st, ok := partitionedStages[ref.Name]
+		st, ok := partitionedStages["rein-"+strings.TrimPrefix(ref.Name, prefix)]
 		if !ok || ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !deps[ref.Name] {
 			t.Errorf("%s scales %s %s; only the Deployments of the partitioned stages scale on lag", where, ref.Kind, ref.Name)
 			continue
@@ -671,6 +702,7 @@ func TestScaledObjects(t *testing.T) {
 		checkLagTrigger(t, where, so.Spec.Triggers[0], st.durable, st.stream, prov.Partitions)
 	}
 	for name := range partitionedStages {
+		name = prefix + strings.TrimPrefix(name, "rein-")
 		if scaled[name] != 1 {
 			t.Errorf("Deployment %s has %d ScaledObjects, want 1", name, scaled[name])
 		}
@@ -829,5 +861,37 @@ func TestNATSHelmValues(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "rein keys server-config") || !strings.Contains(string(b), "--helm-values") || !strings.Contains(string(b), "-f rein-auth-values.yaml") {
 		t.Errorf("nats-values.yaml does not say how to generate and pass rein's authorization values")
+	}
+}
+
+// Every Secret a pod or the ServiceMonitor reads is one kustomization.yaml
+// says how to create: the base ships none.
+func TestKubernetesSecretsAreDocumented(t *testing.T) {
+	r := render(t)
+	b, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secrets []string
+	for _, d := range of[*appsv1.Deployment](r) {
+		secrets = append(secrets, podSecrets(d.Spec.Template.Spec)...)
+	}
+	for _, j := range of[*batchv1.Job](r) {
+		secrets = append(secrets, podSecrets(j.Spec.Template.Spec)...)
+	}
+	for _, sm := range of[*monitoringv1.ServiceMonitor](r) {
+		for _, ep := range sm.Spec.Endpoints {
+			if a := ep.Authorization; a != nil && a.Credentials != nil {
+				secrets = append(secrets, a.Credentials.Name)
+			}
+		}
+	}
+	if !slices.Contains(secrets, "rein-llm") {
+		t.Errorf("no pod reads the model's key from Secret rein-llm")
+	}
+	for _, name := range secrets {
+		if !regexp.MustCompile(`(?m)^#.*create secret generic ` + regexp.QuoteMeta(name) + `\b`).Match(b) {
+			t.Errorf("Secret %s is read but kustomization.yaml does not say how to create it", name)
+		}
 	}
 }

@@ -118,11 +118,12 @@ func checkArgs(t *testing.T, where string, args []string) {
 var knownStages = map[string]bool{"all": true, "none": true, "detector": true, "injector": true, "agentworker": true, "escalation": true}
 
 // checkEnv reports REIN_* variables that set no flag of rein serve
-// (REIN_LLM_* are the model settings, read apart from the flags) and are
-// not listed by `rein --help` either (secrets taken from the environment
-// only, such as REIN_NATS_PASSWORD).
+// (REIN_LLM_* are the model settings, read apart from the flags: they
+// must be internal/llm's) and are not listed by `rein --help` either
+// (secrets taken from the environment only, such as REIN_NATS_PASSWORD).
 func checkEnv(t *testing.T, where string, names []string) {
 	t.Helper()
+	checkLLMEnvNames(t, where, names)
 	flags := flagsOf(t, "serve")
 	root, err := exec.Command(rein(t), "--help").CombinedOutput()
 	if err != nil {

@@ -42,7 +42,14 @@
 //     detection of it is stored) is acked with no output; one whose first
 //     copy was dead-lettered is judged; one with other text than its first
 //     copy is dead-lettered with reason conflicting_duplicate.
+//   - with Deps.Assign (a tenant's holdout experiment, package
+//     experiment), every detection records the conversation's experiment
+//     and arm; the conversation keeps its first detection's arm (read back
+//     from its last stored detection when its context is rebuilt). The
+//     decision is taken the same way in both arms; the injector plants
+//     nothing for control.
 //   - exports rein_detector_decisions_total{tenant,outcome},
+//     rein_experiment_decisions_total{tenant,arm,outcome},
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},
 //     rein_detector_context_fetches_total (reads of agent replies),

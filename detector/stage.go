@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/convcache"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -110,6 +111,9 @@ type Deps struct {
 	// TaskKey signs every task (schemas.TaskKey), so that the agent worker
 	// can tell rein's tasks from forged ones; nil publishes them unsigned.
 	TaskKey *schemas.TaskKey
+	// Assign, when set, draws a conversation's holdout arm
+	// (experiment.Assigner.Assign), recorded on its detections.
+	Assign func(tenant, conv string) experiment.Assignment
 }
 
 // Stage is the detector: a durable consumer on user turns that keeps each
@@ -273,6 +277,9 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			in.Dialogue = conv.dialogue()
 		}
 		det = s.detect(ctx, d.Meta, turn, in)
+		if err := s.assign(ctx, conv, meta, &det); err != nil {
+			return err // retried
+		}
 		// Kept until stored: a retry after a failed publish hands on this
 		// decision rather than asking the module again.
 		conv.pending = pendingDetection{turn: turn.Turn, det: det}

@@ -18,6 +18,7 @@ type Gated interface {
 type stageMetrics struct {
 	decisions   *prometheus.CounterVec
 	activations *prometheus.CounterVec
+	arms        *prometheus.CounterVec // decisions per experiment arm
 	inception   prometheus.Observer
 	fetches     prometheus.Counter // reads of agent replies
 	// unjudged counts user turns acked without asking the module, by
@@ -34,6 +35,8 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 			"Detections by outcome (activated, clear, failed), per tenant.", "tenant", "outcome"),
 		activations: telemetry.NewCounterVec(reg, telemetry.MDetectorActivations,
 			"Activations by detected error type, per tenant.", "tenant", "error_type"),
+		arms: telemetry.NewCounterVec(reg, telemetry.MExperimentDecisions,
+			"Detections of conversations in a holdout experiment, by arm (treatment, control) and outcome (activated, clear, failed), per tenant.", "tenant", "arm", "outcome"),
 		inception: telemetry.NewHistogramVec(reg, telemetry.MDetectorInceptionSeconds,
 			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
 		fetches: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,

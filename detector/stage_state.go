@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -33,6 +34,10 @@ type conversation struct {
 	// pending is a decision whose outputs are not all stored yet (turn 0:
 	// none).
 	pending pendingDetection
+	// arm is the conversation's experiment arm, read from its stored
+	// detections once (armRead) and then kept (experiment.go).
+	arm     experiment.Assignment
+	armRead bool
 }
 
 type pendingDetection struct {

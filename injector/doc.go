@@ -14,7 +14,10 @@
 // plants it as an assistant tool call think(thought) with an empty tool
 // result, after the user message and before the agent's first sampling.
 // Otherwise inception is null and the turn runs exactly as without rein
-// (fail-open). A detection without a turn number (from 1) has no task.
+// (fail-open); so too for a detection of a conversation in a holdout
+// experiment's control arm (arm "control"), judged but not acted on, and
+// the sidecar answers none for it. A detection without a turn number
+// (from 1) has no task.
 //
 // Sidecar (sidecar.go): for platforms that run their own agent, a NATS
 // request/reply responder in queue group SidecarConfig.QueueGroup on

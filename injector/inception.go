@@ -7,10 +7,11 @@ import (
 // Inception returns the block to plant for a detection: the recovery
 // reasoning as the thought of a think call, with the error type and its
 // recovery tool; nil when the detection says no, failed, or carries no
-// reasoning (nothing is planted then, so the turn runs as without rein).
-// tools maps error types to recovery tools for detections that name none.
+// reasoning (nothing is planted then, so the turn runs as without rein),
+// and for a conversation in an experiment's control arm, whose decision is
+// recorded but not acted on. tools maps error types to recovery tools for detections that name none.
 func Inception(det schemas.Detection, tools map[string]string) *schemas.Inception {
-	if !det.Rein || det.Failed || det.Reasoning == "" || det.ErrorType == "" {
+	if !det.Rein || det.Failed || det.Reasoning == "" || det.ErrorType == "" || det.Arm == schemas.ArmControl {
 		return nil
 	}
 	tool := det.RecoveryTool

@@ -27,6 +27,11 @@ type Detection struct {
 	Failed          bool    `json:"failed" jsonschema:"required"`
 	FailReason      string  `json:"fail_reason,omitempty"`
 	TaxonomyVersion string  `json:"taxonomy_version" jsonschema:"required,minLength=1"`
+	// Experiment and Arm say which holdout arm the conversation is in
+	// (empty when its tenant runs no experiment). In ArmControl the
+	// detector still decides, but the task carries no thought.
+	Experiment string `json:"experiment,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]{1\\,128}$"`
+	Arm        string `json:"arm,omitempty" jsonschema:"enum=treatment,enum=control"`
 }
 
 // Inception is the block the injector plants: an assistant tool call
@@ -154,3 +159,39 @@ type Redrive struct {
 	Stream      string `json:"stream" jsonschema:"required,minLength=1"`
 	NewSequence uint64 `json:"new_sequence" jsonschema:"required,minimum=1"`
 }
+
+// Feedback is the data of dev.rein.feedback.v1: what the platform learnt
+// of a conversation's outcome. One event per conversation and Key(): a
+// second, different one is a conflict.
+type Feedback struct {
+	Kind string `json:"kind" jsonschema:"required,enum=resolved,enum=abandoned,enum=reopened,enum=satisfaction,enum=label"`
+	// Score is the 1-5 satisfaction score (kind satisfaction only).
+	Score int `json:"score,omitempty" jsonschema:"minimum=1,maximum=5"`
+	// Label names a custom outcome (kind label only), id-safe.
+	Label string `json:"label,omitempty" jsonschema:"pattern=^[A-Za-z0-9_-]{1\\,64}$"`
+	Note  string `json:"note,omitempty" jsonschema:"maxLength=1024"`
+}
+
+// Feedback kinds.
+const (
+	FeedbackResolved     = "resolved"
+	FeedbackAbandoned    = "abandoned"
+	FeedbackReopened     = "reopened"
+	FeedbackSatisfaction = "satisfaction"
+	FeedbackLabel        = "label"
+)
+
+// Key is what a conversation's feedback is idempotent on: the kind, or
+// label-<label> for a custom label (kinds hold no '-', so none collide).
+func (f Feedback) Key() string {
+	if f.Kind == FeedbackLabel {
+		return "label-" + f.Label
+	}
+	return f.Kind
+}
+
+// Holdout arms of an experiment (Detection.Arm).
+const (
+	ArmTreatment = "treatment"
+	ArmControl   = "control"
+)

@@ -20,7 +20,7 @@ var samples = map[string]any{
 	schemas.TypeTurn: schemas.Turn{Role: "user", Text: "Please cancel that one.", Turn: 2},
 	schemas.TypeDetection: schemas.Detection{Turn: 2, UserText: "Please cancel that one.", Rein: true, ErrorType: "anaphora",
 		Category: "ambiguous", RecoveryTool: "ambiguity_report", Evidence: "that one", Reasoning: "It is unclear which reservation is meant; call ambiguity_report, then ask.",
-		Module: "rules", LatencyMS: 0.02, TaxonomyVersion: "rein-default-1"},
+		Module: "rules", LatencyMS: 0.02, TaxonomyVersion: "rein-default-1", Experiment: "holdout-1", Arm: schemas.ArmControl},
 	schemas.TypeTask: schemas.Task{Turn: 2, UserText: "Please cancel that one.", DetectionID: "detection.acme.c1.2",
 		Inception: &schemas.Inception{Thought: "It is unclear which reservation is meant; call ambiguity_report, then ask.", ErrorType: "anaphora", RecoveryTool: "ambiguity_report"}},
 	schemas.TypeStep:           schemas.Step{Turn: 2, Step: 1, Kind: "think", Name: "think", CallID: "call_2_0_0", Arguments: json.RawMessage(`{"thought":"…"}`), Injected: true},
@@ -31,6 +31,7 @@ var samples = map[string]any{
 	schemas.TypeUnanswered:     schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredSuperseded, SupersededBy: 3},
 	schemas.TypeRedrive:        schemas.Redrive{DLQSequence: 7, Subject: "rein.escalations.acme.c1", Stream: "REIN_OUTCOMES", NewSequence: 42},
 	schemas.TypeRelease:        schemas.Release{Turn: 1, Reason: schemas.ReleaseOperator, HandoffReason: schemas.ReasonAgentUnavailable, By: "ops"},
+	schemas.TypeFeedback:       schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 4, Note: "post-chat survey"},
 }
 
 func TestEverySchemaAcceptsItsSampleAndGolden(t *testing.T) {
@@ -62,6 +63,10 @@ func TestValidationNamesTheField(t *testing.T) {
 		{schemas.TypeDetection, `{"turn":-1,"user_text":"x","rein":false,"module":"rules","latency_ms":0,"tokens":0,"failed":false,"taxonomy_version":"1"}`, "/turn"},
 		{schemas.TypeTask, `{"turn":1,"user_text":"x","inception":{"thought":"","error_type":"a","recovery_tool":"b"}}`, "/inception"},
 		{schemas.TypeStep, `{"turn":1,"step":1,"kind":"dance","injected":false}`, "/kind"},
+		{schemas.TypeDetection, `{"turn":1,"user_text":"x","rein":false,"module":"rules","latency_ms":0,"tokens":0,"failed":false,"taxonomy_version":"1","arm":"placebo"}`, "/arm"},
+		{schemas.TypeFeedback, `{"kind":"satisfaction","score":9}`, "/score"},
+		{schemas.TypeFeedback, `{"kind":"satisfaction"}`, ""},
+		{schemas.TypeFeedback, `{"kind":"label","label":"a.b"}`, "/label"},
 	}
 	for _, c := range cases {
 		err := schemas.Validate(c.typ, []byte(c.data))

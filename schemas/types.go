@@ -13,6 +13,7 @@ const (
 	TypeUnanswered     = "dev.rein.unanswered.v1"
 	TypeRedrive        = "dev.rein.redrive.v1"
 	TypeRelease        = "dev.rein.release.v1"
+	TypeFeedback       = "dev.rein.feedback.v1"
 )
 
 // Reasons a user turn ends with no agent reply (dev.rein.unanswered.v1).
@@ -83,7 +84,7 @@ const (
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
 	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
-	TypeUnanswered, TypeRedrive, TypeRelease,
+	TypeUnanswered, TypeRedrive, TypeRelease, TypeFeedback,
 }
 
 // Plain JSON documents (not CloudEvents) with a JSON Schema of their own.

@@ -196,7 +196,7 @@ func SubjectIDs(subject string) (tenant, conv string, ok bool) {
 		return "", "", false
 	}
 	switch parts[1] {
-	case "turns", "ingest", "detections", "tasks", "steps", "escalations", "reports":
+	case "turns", "ingest", "detections", "tasks", "steps", "escalations", "reports", "feedback":
 		return parts[2], parts[3], true
 	}
 	return "", "", false

@@ -104,7 +104,7 @@ func (in *Ingress) serveNATS(ctx context.Context, m *nats.Msg) {
 	if m.Reply == "" || !strings.HasPrefix(m.Reply, InboxPrefix) {
 		return
 	}
-	ack := IngestAck{Stream: StreamTurns, Sequence: o.res.Sequence, Duplicate: o.res.Duplicate}
+	ack := IngestAck{Stream: o.stream, Sequence: o.res.Sequence, Duplicate: o.res.Duplicate}
 	if o.why != "" {
 		ack = IngestAck{Error: &IngestError{Code: o.code, Description: o.why}}
 	}
@@ -124,8 +124,11 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if len(tokens) != 5 {
 		return refused(http.StatusBadRequest, "", fmt.Errorf("%w: subject %s is not %s.<tenant>.<conversation>.<role>", ErrUndecodable, m.Subject, subjIngest))
 	}
+	if tokens[4] == IngestFeedback {
+		return in.offerFeedback(ctx, m)
+	}
 	if role := tokens[4]; role != schemas.RoleUser && role != schemas.RoleAgent {
-		return refused(http.StatusBadRequest, "role", fmt.Errorf("%w: role %q in subject %s: only %s and %s turns are taken", ErrUndecodable, role, m.Subject, schemas.RoleUser, schemas.RoleAgent))
+		return refused(http.StatusBadRequest, "role", fmt.Errorf("%w: role %q in subject %s: only %s and %s turns and %s are taken", ErrUndecodable, role, m.Subject, schemas.RoleUser, schemas.RoleAgent, IngestFeedback))
 	}
 	// Decode checks what every consumer checks, and that the subject's
 	// tenant and conversation are the event's.
@@ -133,7 +136,7 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	subject, o := in.check(d.Event)
+	subject, o := in.check(d.Event, kindTurn)
 	if o.code != 0 {
 		return o
 	}
@@ -141,5 +144,21 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 		return refused(http.StatusBadRequest, "data/role", fmt.Errorf("%w: the turn's role does not match its subject (%s)", ErrUndecodable, want))
 	}
 	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
-	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, subject)
+	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, subject, kindTurn)
+}
+
+// offerFeedback checks and stores a feedback event sent to
+// rein.ingest.<tenant>.<conv>.feedback: the subject's tenant and
+// conversation must be the event's (Decode checks them).
+func (in *Ingress) offerFeedback(ctx context.Context, m *nats.Msg) offer {
+	d, err := Decode(m.Subject, m.Header, m.Data, in.maxBytes)
+	if err != nil {
+		return refused(http.StatusBadRequest, fieldOf(err), err)
+	}
+	subject, o := in.check(d.Event, kindFeedback)
+	if o.code != 0 {
+		return o
+	}
+	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
+	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, subject, kindFeedback)
 }

@@ -173,8 +173,30 @@ func (in *Ingress) refuse(w http.ResponseWriter, code int, field, format string,
 	telemetry.WriteJSON(w, code, IngressError{Error: fmt.Sprintf(format, args...), Field: field})
 }
 
-// ServeHTTP implements http.Handler.
-func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// kind is what the ingress takes: turns, or feedback (feedback.go).
+type kind struct {
+	// subjectOf checks an offered event and names its subject.
+	subjectOf func(*event.Event) (subject, field string, err error)
+	stream    string
+	// feedback: stored with PublishFeedback, else with Ingress.publish.
+	feedback bool
+}
+
+var (
+	kindTurn     = kind{subjectOf: TurnSubjectOf, stream: StreamTurns}
+	kindFeedback = kind{subjectOf: FeedbackSubjectOf, stream: StreamFeedback, feedback: true}
+)
+
+// Feedback is the handler of POST /v1/feedback: a dev.rein.feedback.v1
+// event, authenticated, bound to its tenant and answered as turns are.
+func (in *Ingress) Feedback() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { in.serveHTTP(w, r, kindFeedback) })
+}
+
+// ServeHTTP implements http.Handler (POST /v1/turns).
+func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) { in.serveHTTP(w, r, kindTurn) }
+
+func (in *Ingress) serveHTTP(w http.ResponseWriter, r *http.Request, k kind) {
 	r.Body = http.MaxBytesReader(w, r.Body, int64(in.maxBytes)+4096) // room for structured-mode attributes
 	ev, err := eventFromHTTP(r)
 	if err != nil {
@@ -186,39 +208,44 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.refuse(w, http.StatusBadRequest, "", "not a CloudEvent: %v", err)
 		return
 	}
-	subject, o := in.check(ev)
+	subject, o := in.check(ev, k)
 	if o.code != 0 {
 		in.refuse(w, o.code, o.field, "%s", o.why)
 		return
 	}
-	if tenant, _, ok := SubjectIDs(subject); ok {
-		if code, why := in.authorize(r, tenant); code != 0 {
-			in.requests.WithLabelValues("http", "unauthorized").Inc()
-			if code == http.StatusUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="rein"`)
-			}
-			telemetry.WriteJSON(w, code, IngressError{Error: why})
-			return
-		}
-		if wait := in.throttle(tenant); wait > 0 {
-			in.requests.WithLabelValues("http", "throttled").Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-			telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("tenant %s is over its rate of turns; retry in %s", tenant, wait.Round(time.Millisecond))})
-			return
-		}
-		// A request waiting on JetStream holds its slot: one tenant's
-		// hung requests cannot take every connection of the port.
-		if !in.enter(tenant) {
-			in.requests.WithLabelValues("http", "busy").Inc()
-			w.Header().Set("Retry-After", "1")
-			telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("%v: tenant %s has %d requests in flight; retry in a second", ErrTenantBusy, tenant, in.maxInFlight())})
-			return
-		}
-		defer in.leave(tenant)
+	// Every kind's subject names its tenant; a request without one is
+	// refused, never let through unauthenticated.
+	tenant, _, ok := SubjectIDs(subject)
+	if !ok {
+		in.refuse(w, http.StatusInternalServerError, "", "no tenant in subject %s", subject)
+		return
 	}
+	if code, why := in.authorize(r, tenant); code != 0 {
+		in.requests.WithLabelValues("http", "unauthorized").Inc()
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rein"`)
+		}
+		telemetry.WriteJSON(w, code, IngressError{Error: why})
+		return
+	}
+	if wait := in.throttle(tenant); wait > 0 {
+		in.requests.WithLabelValues("http", "throttled").Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("tenant %s is over its rate of turns; retry in %s", tenant, wait.Round(time.Millisecond))})
+		return
+	}
+	// A request waiting on JetStream holds its slot: one tenant's
+	// hung requests cannot take every connection of the port.
+	if !in.enter(tenant) {
+		in.requests.WithLabelValues("http", "busy").Inc()
+		w.Header().Set("Retry-After", "1")
+		telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("%v: tenant %s has %d requests in flight; retry in a second", ErrTenantBusy, tenant, in.maxInFlight())})
+		return
+	}
+	defer in.leave(tenant)
 	// The turn's traceparent: the event's, else the request's.
 	parent, _ := ev.Extensions()[schemas.ExtTraceparent].(string)
-	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, subject)
+	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, subject, k)
 	in.requests.WithLabelValues("http", o.outcome).Inc()
 	if o.code == http.StatusServiceUnavailable {
 		// The publisher retried for its window (a leader election fits in
@@ -229,7 +256,7 @@ func (in *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		telemetry.WriteJSON(w, o.code, IngressError{Error: o.why, Field: o.field})
 		return
 	}
-	telemetry.WriteJSON(w, o.code, IngressAccepted{ID: ev.ID(), Stream: StreamTurns, Sequence: o.res.Sequence, Subject: subject, Duplicate: o.res.Duplicate})
+	telemetry.WriteJSON(w, o.code, IngressAccepted{ID: ev.ID(), Stream: k.stream, Sequence: o.res.Sequence, Subject: subject, Duplicate: o.res.Duplicate})
 }
 
 // offer is what became of one offered turn, for either transport: an HTTP
@@ -239,7 +266,8 @@ type offer struct {
 	outcome      string
 	field, why   string
 	res          TurnResult
-	deadLettered bool // the refusal's dead letter is written already
+	deadLettered bool   // the refusal's dead letter is written already
+	stream       string // where it was stored
 }
 
 func refused(code int, field string, err error) offer {
@@ -247,13 +275,13 @@ func refused(code int, field string, err error) offer {
 }
 
 // check is what both transports check of an offered event before anything
-// else: its size, and that it is a turn with valid ids, role and payload.
-// It returns the turn's subject, or the refusal.
-func (in *Ingress) check(ev *event.Event) (string, offer) {
+// else: its size, and that it is of the kind with valid ids and payload.
+// It returns the event's subject, or the refusal.
+func (in *Ingress) check(ev *event.Event, k kind) (string, offer) {
 	if len(ev.Data()) > in.maxBytes {
 		return "", refused(http.StatusRequestEntityTooLarge, "data", fmt.Errorf("data exceeds the %d-byte limit", in.maxBytes))
 	}
-	subject, field, err := TurnSubjectOf(ev)
+	subject, field, err := k.subjectOf(ev)
 	if err != nil {
 		return "", refused(http.StatusBadRequest, field, err)
 	}
@@ -262,7 +290,7 @@ func (in *Ingress) check(ev *event.Event) (string, offer) {
 
 // store stores a checked turn on its subject (PublishTurn: under the id
 // rein derives, a conflict dead-lettered), within the turn's span.
-func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string) offer {
+func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string, k kind) offer {
 	ctx, span := telemetry.Tracer().Start(ctx, "rein.ingress", trace.WithSpanKind(trace.SpanKindProducer))
 	defer span.End()
 	if tp := telemetry.TraceparentOf(ctx); tp != "" {
@@ -277,16 +305,20 @@ func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string) o
 	if _, err := Decode(msg.Subject, msg.Header, msg.Data, in.maxBytes); err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	res, err := in.publish(ctx, in.pub, msg)
+	publish := in.publish
+	if k.feedback {
+		publish = PublishFeedback
+	}
+	res, err := publish(ctx, in.pub, msg)
 	switch {
 	case IsConflict(err):
 		return offer{code: http.StatusConflict, outcome: "conflict", field: "data", why: err.Error(), res: res, deadLettered: true}
 	case err != nil:
 		return offer{code: http.StatusServiceUnavailable, outcome: "error", why: err.Error()}
 	case res.Duplicate:
-		return offer{code: http.StatusOK, outcome: "duplicate", res: res}
+		return offer{code: http.StatusOK, outcome: "duplicate", res: res, stream: k.stream}
 	}
-	return offer{code: http.StatusAccepted, outcome: "accepted", res: res}
+	return offer{code: http.StatusAccepted, outcome: "accepted", res: res, stream: k.stream}
 }
 
 // eventFromHTTP reads the CloudEvent of a request, binary or structured

@@ -15,6 +15,9 @@ const (
 	// StreamReplay holds `rein replay --to PREFIX` re-publications, under
 	// PREFIX.<original subject>, never on live subjects.
 	StreamReplay = "REIN_REPLAY"
+	// StreamFeedback holds platforms' dev.rein.feedback.v1, one per
+	// conversation and kind (feedback.go).
+	StreamFeedback = "REIN_FEEDBACK"
 )
 
 // KV buckets, and the stream JetStream keeps each in.
@@ -45,6 +48,7 @@ const (
 	subjHandoffTO   = "rein.handoff.timeout"
 	subjInception   = "rein.inception.get"
 	subjIngest      = "rein.ingest"
+	subjFeedback    = "rein.feedback"
 )
 
 // Stream subject filters (what each stream stores).
@@ -71,7 +75,18 @@ const (
 	HandoffItems   = subjHandoff + ".items.>"
 	HandoffTimeout = subjHandoffTO + ".>"
 	InceptionAll   = subjInception + ".>"
+	FeedbackAll    = subjFeedback + ".>"
 )
+
+// IngestFeedback is the last token of the ingest subject of a feedback
+// event: rein.ingest.<tenant>.<conv>.feedback.
+const IngestFeedback = "feedback"
+
+// FeedbackSubject is rein.feedback.<tenant>.<conv>.<key>, key being the
+// feedback's schemas.Feedback.Key: one subject per conversation and kind.
+func FeedbackSubject(tenant, conv, key string) string {
+	return subjFeedback + "." + tenant + "." + conv + "." + key
+}
 
 // IngestAll is what the NATS ingest listens on:
 // rein.ingest.<tenant>.<conv>.<role>. No stream captures it; rein's ingress
@@ -189,6 +204,8 @@ func SubjectsFor(stream, tenant, conv string) []string {
 			subjReleases + "." + t + "." + c}
 	case StreamHandoff:
 		return []string{subjHandoff + ".items." + t + "." + c, subjHandoffTO + "." + t + "." + c}
+	case StreamFeedback:
+		return []string{subjFeedback + "." + t + "." + c + ".*"}
 	}
 	return nil
 }

@@ -208,11 +208,12 @@ var grants = map[string]func(*grant){
 	IdentityIngress: func(g *grant) {
 		g.client()
 		// A duplicate Msg-Id, or a turn number the conversation has used
-		// already, is compared with the turn stored under it.
-		g.get(StreamTurns)
-		// User and agent turns (no other role), and the dead letter of a
-		// conflict or of a refused NATS ingest message.
-		g.publish(UserTurnsAll, AgentTurnsAll, DLQSubject(StageIngress))
+		// already, is compared with the turn stored under it; feedback
+		// with the feedback stored for its kind.
+		g.get(StreamTurns, StreamFeedback)
+		// User and agent turns (no other role), feedback, and the dead
+		// letter of a conflict or of a refused NATS ingest message.
+		g.publish(UserTurnsAll, AgentTurnsAll, FeedbackAll, DLQSubject(StageIngress))
 		// The NATS ingest: tenants' turns in (a queue group), one answer
 		// to each.
 		g.sub = append(g.sub, IngestAll)
@@ -255,7 +256,7 @@ func readerGrant(g *grant) {
 	// streams), not its records: they are the agent worker's state.
 	g.streamInfo(StreamConversations)
 	g.publish(jsAPI+".CONSUMER.LIST."+StreamConversations, jsAPI+".CONSUMER.NAMES."+StreamConversations)
-	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, DLQAll, HandoffItems, HandoffTimeout)
+	g.sub = append(g.sub, TurnsAll, DetectionsAll, TasksAll, StepsAll, EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll, DLQAll, HandoffItems, HandoffTimeout, FeedbackAll)
 }
 
 func handoffDesktopGrant(g *grant) {
@@ -300,7 +301,8 @@ func dedupe(s []string) []string {
 // directly for one tenant: it may send that tenant's user and agent turns
 // to rein's ingest (rein.ingest.<tenant>.<conv>.user|agent), which stores
 // them under ids rein derives, and ask the sidecar for that tenant's
-// inception blocks (rein.inception.get.<tenant>.>); it receives the
+// inception blocks (rein.inception.get.<tenant>.>), and send its
+// conversations' feedback (rein.ingest.<tenant>.<conv>.feedback); it receives the
 // answers on its own inboxes only (TenantInbox), never on _INBOX.>, where
 // it would read every other client's replies. It publishes into no
 // stream: no Nats-Msg-Id of its choosing ever reaches JetStream. It needs
@@ -311,7 +313,7 @@ func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 	}
 	var g grant
 	g.sub = append(g.sub, TenantInbox(tenant)+".>")
-	g.publish(TenantIngest(tenant, schemas.RoleUser), TenantIngest(tenant, schemas.RoleAgent), subjInception+"."+tenant+".>")
+	g.publish(TenantIngest(tenant, schemas.RoleUser), TenantIngest(tenant, schemas.RoleAgent), TenantIngest(tenant, IngestFeedback), subjInception+"."+tenant+".>")
 	return g.permissions(), nil
 }
 

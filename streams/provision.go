@@ -167,10 +167,11 @@ var streamSubjects = map[string][]string{
 	StreamOutcomes:   {EscalationsAll, ReportsAll, UnansweredAll, ReleasesAll},
 	StreamDLQ:        {DLQAll},
 	StreamHandoff:    {HandoffItems, HandoffTimeout},
+	StreamFeedback:   {FeedbackAll},
 }
 
 // StreamNames lists rein's streams in pipeline order.
-var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff}
+var StreamNames = []string{StreamTurns, StreamDetections, StreamTasks, StreamSteps, StreamOutcomes, StreamDLQ, StreamHandoff, StreamFeedback}
 
 func (p ProvisionConfig) settings(name string) StreamSettings {
 	s := p.Defaults

@@ -360,3 +360,28 @@ func TestConfigCheckNamesTheLine(t *testing.T) {
 		t.Errorf("a good configuration: %q, %v", out, err)
 	}
 }
+
+// An experiments file serve would refuse (a holdout over the 0.5 cap) is
+// refused by config check, and by serve before anything starts.
+func TestConfigCheckExperimentsFile(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "experiments.yaml")
+	if err := os.WriteFile(exp, []byte("key: 0123456789abcdef-key\ntenants:\n  acme: {name: e1, holdout: 0.9}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := writeConfig(t, "experiments: "+exp+"\n")
+	_, err := runCLI(t, context.Background(), "config", "check", "--config", file)
+	if err == nil || !strings.Contains(err.Error(), "--experiments") || !strings.Contains(err.Error(), "holdout") {
+		t.Fatalf("config check: %v", err)
+	}
+	data := filepath.Join(dir, "data")
+	if _, serr := runCLI(t, context.Background(), "serve", "--config", file, "--data-dir", data, "--nats-listen", "127.0.0.1:0", "--http", "127.0.0.1:0"); serr == nil || serr.Error() != err.Error() {
+		t.Errorf("serve: %v, want %v", serr, err)
+	}
+	if err := os.WriteFile(exp, []byte("key: 0123456789abcdef-key\ntenants:\n  acme: {name: e1, holdout: 0.1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI(t, context.Background(), "config", "check", "--config", file); err != nil || !strings.HasPrefix(out, "ok: ") {
+		t.Errorf("a good experiments file: %q, %v", out, err)
+	}
+}

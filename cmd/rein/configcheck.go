@@ -11,13 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/streams"
 )
 
 // preflight checks, before anything starts, what serve would otherwise
 // refuse only after its NATS server, streams and earlier stages were up:
 // the streams section, the sinks section, the inception module (its model
-// settings, taxonomy and learned models) and the agent's model. Each error
+// settings, taxonomy and learned models), the experiments file and the
+// agent's model. Each error
 // names its place in rein.yaml when the file set it. serve runs it first;
 // rein config check runs nothing else.
 func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []string, prov streams.ProvisionConfig) error {
@@ -38,6 +40,11 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 		// Built and dropped: a model client dials nothing until called.
 		if _, _, err := modules.Build(prometheus.NewRegistry()); err != nil {
 			return fmt.Errorf("stage detector: %w%s", err, modelSources(cmd))
+		}
+		if so.experiments != "" {
+			if _, err := experiment.LoadFile(so.experiments); err != nil {
+				return fmt.Errorf("--experiments: %w", err)
+			}
 		}
 	}
 	if slices.Contains(names, streams.StageAgentWorker) && so.agentBackend != "none" && so.agentModel == nil && so.agentScript == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/pipeline"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
@@ -258,6 +259,8 @@ type stageOptions struct {
 	maxSteps                                                                                  int
 	// Conversations kept in memory per stage (0: the stage's default).
 	detectorCache, agentCache int
+	// experiments is the holdout experiments file (docs/experiments.md).
+	experiments string
 	// ackWait overrides every stage's ack wait (0: the stages' defaults).
 	ackWait time.Duration
 	// pinTTL is how soon a standby replica takes over a crashed one's stage.
@@ -296,6 +299,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
+	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
 
@@ -387,8 +391,30 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		}
 		opts.Sinks = sinks
 	}
+	if rt.stages.experiments != "" && slices.Contains(names, streams.StageDetector) {
+		cfg, err := experiment.LoadFile(rt.stages.experiments)
+		if err != nil {
+			return fmt.Errorf("--experiments: %w", err)
+		}
+		a, err := experiment.NewAssigner(cfg)
+		if err != nil {
+			return fmt.Errorf("--experiments: %w", err)
+		}
+		opts.Experiments = a
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Watch(wctx, rt.stages.experiments, experimentReload, func(err error) { rt.Log.Warn("experiments file", "err", err) })
+		}()
+		defer func() { stop(); <-done }()
+	}
 	return rt.Run(ctx, opts, names)
 }
+
+// experimentReload is how often the experiments file is re-read: the kill
+// switch takes effect within it.
+const experimentReload = 5 * time.Second
 
 // sinksConfig decodes rein.yaml's `sinks:` section: one flat entry per sink,
 // each checked against the keys of its type.

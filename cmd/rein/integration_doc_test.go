@@ -203,18 +203,19 @@ func TestIntegrationDocStatic(t *testing.T) {
 	// Every subject of the table is rein's, on the stream named.
 	table := docExample(t, doc, "subjects")
 	subjects := map[string]string{
-		streams.TurnSubject("<tenant>", "<conv>", "user"):   streams.StreamTurns,
-		streams.TurnSubject("<tenant>", "<conv>", "agent"):  streams.StreamTurns,
-		streams.DetectionSubject("<tenant>", "<conv>"):      streams.StreamDetections,
-		streams.TaskSubject("<tenant>", "<conv>"):           streams.StreamTasks,
-		streams.StepSubject("<tenant>", "<conv>"):           streams.StreamSteps,
-		streams.EscalationSubject("<tenant>", "<conv>"):     streams.StreamOutcomes,
-		streams.ReportSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
-		streams.UnansweredSubject("<tenant>", "<conv>"):     streams.StreamOutcomes,
-		streams.ReleaseSubject("<tenant>", "<conv>"):        streams.StreamOutcomes,
-		streams.HandoffSubject("<tenant>", "<conv>"):        streams.StreamHandoff,
-		streams.HandoffTimeoutSubject("<tenant>", "<conv>"): streams.StreamHandoff,
-		streams.DLQSubject("<stage>"):                       streams.StreamDLQ,
+		streams.TurnSubject("<tenant>", "<conv>", "user"):       streams.StreamTurns,
+		streams.TurnSubject("<tenant>", "<conv>", "agent"):      streams.StreamTurns,
+		streams.DetectionSubject("<tenant>", "<conv>"):          streams.StreamDetections,
+		streams.TaskSubject("<tenant>", "<conv>"):               streams.StreamTasks,
+		streams.StepSubject("<tenant>", "<conv>"):               streams.StreamSteps,
+		streams.EscalationSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
+		streams.ReportSubject("<tenant>", "<conv>"):             streams.StreamOutcomes,
+		streams.UnansweredSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
+		streams.ReleaseSubject("<tenant>", "<conv>"):            streams.StreamOutcomes,
+		streams.HandoffSubject("<tenant>", "<conv>"):            streams.StreamHandoff,
+		streams.HandoffTimeoutSubject("<tenant>", "<conv>"):     streams.StreamHandoff,
+		streams.DLQSubject("<stage>"):                           streams.StreamDLQ,
+		streams.FeedbackSubject("<tenant>", "<conv>", "<kind>"): streams.StreamFeedback,
 	}
 	rows := strings.Split(table, "\n")[2:]
 	if len(rows) != len(subjects) {

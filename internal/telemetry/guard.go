@@ -11,7 +11,8 @@ import (
 // role, unless OpenReads leaves both open (rein does so on a loopback
 // port, where only this machine reaches them and the Host check keeps
 // rebinding pages out). /healthz and /readyz are always open; POST
-// /v1/turns checks its own tokens (the tenant is in the event).
+// /v1/turns and /v1/feedback check their own tokens (the tenant is in the
+// event).
 type Access struct {
 	Tokens    *Tokens
 	OpenReads bool
@@ -21,7 +22,7 @@ type Access struct {
 // checks its own (probes, ingress, the login page).
 func routeRole(r *http.Request) string {
 	switch p := r.URL.Path; {
-	case p == "/healthz" || p == "/readyz" || p == "/login" || strings.HasPrefix(p, "/v1/turns"):
+	case p == "/healthz" || p == "/readyz" || p == "/login" || strings.HasPrefix(p, "/v1/turns") || strings.HasPrefix(p, "/v1/feedback"):
 		return ""
 	case p == "/metrics":
 		return RoleMetrics

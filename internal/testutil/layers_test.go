@@ -18,7 +18,7 @@ import (
 // cmd on top, and nothing below a stage imports one. internal/testutil serves tests only.
 var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
-	{"internal/llm"},
+	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"injector"},
 	{"detector", "agentworker", "escalation"},

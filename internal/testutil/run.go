@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -33,3 +34,9 @@ func Run(t testing.TB, name string, run func(ctx context.Context) error) (stop f
 	t.Cleanup(stop)
 	return stop
 }
+
+// Long reports whether the long variants of the tests run (REIN_LONG=1):
+// every τ-bench trajectory instead of a fixed sample, for instance. CI
+// runs the short ones, which keep every package well under Go's default
+// per-package timeout on two cores.
+func Long() bool { return os.Getenv("REIN_LONG") != "" }

@@ -42,6 +42,7 @@ func sources() []source {
 		{schemas.TypeUnanswered, schemas.Unanswered{}, "The explicit outcome of a user turn that gets no agent reply: superseded by a later turn, failed, or on the human path of a conversation handed to a human.", true, nil},
 		{schemas.TypeRelease, schemas.Release{}, "A conversation handed to a human is given back to the agent (by an operator, or after the quiet period of an agent_unavailable handoff).", true, nil},
 		{schemas.TypeRedrive, schemas.Redrive{}, "A dead letter put back on its original subject, once.", true, nil},
+		{schemas.TypeFeedback, schemas.Feedback{}, "What the platform learnt of a conversation's outcome (resolved, abandoned, reopened, a 1-5 satisfaction score or a custom label); one per conversation and kind.", true, feedbackKinds},
 		{schemas.DocSidecarAnswer, injector.Answer{}, "The reply to a sidecar request on rein.inception.get.{tenant}.{conversation}.{turn}: what to plant, if anything (an inception block when status is ready, null otherwise).", false, sidecarStatuses},
 		{schemas.DocHandoffItem, escalation.HandoffItem{}, "A human-handoff work item on rein.handoff.items.{tenant}.{conversation} (work-queue stream REIN_HANDOFF), plain JSON.", false, transcriptRoles},
 	}
@@ -53,6 +54,16 @@ func activatedNamesItsError(s *jsonschema.Schema) {
 	props.Set("rein", &jsonschema.Schema{Const: true})
 	s.If = &jsonschema.Schema{Properties: props}
 	s.Then = &jsonschema.Schema{Required: []string{"error_type", "reasoning"}}
+}
+
+// feedbackKinds: a satisfaction carries its score, a label its name.
+func feedbackKinds(s *jsonschema.Schema) {
+	when := func(kind string, field string) *jsonschema.Schema {
+		props := jsonschema.NewProperties()
+		props.Set("kind", &jsonschema.Schema{Const: kind})
+		return &jsonschema.Schema{If: &jsonschema.Schema{Properties: props}, Then: &jsonschema.Schema{Required: []string{field}}}
+	}
+	s.AllOf = []*jsonschema.Schema{when(schemas.FeedbackSatisfaction, "score"), when(schemas.FeedbackLabel, "label")}
 }
 
 // sidecarStatuses: the answer's status is one of injector's five; its

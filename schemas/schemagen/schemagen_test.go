@@ -98,6 +98,8 @@ func examples() map[string][]any {
 		schemas.TypeUnanswered: {schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredFailed, Detail: "model down"},
 			schemas.Unanswered{Turn: 3, Reason: schemas.UnansweredHumanPath, EscalatedTurn: 2, HandoffReason: schemas.ReasonAgentUnavailable}},
 		schemas.TypeRelease: {schemas.Release{Turn: 2, Reason: schemas.ReleaseQuietPeriod, HandoffReason: schemas.ReasonAgentUnavailable, By: "agentworker"}},
+		schemas.TypeFeedback: {schemas.Feedback{Kind: schemas.FeedbackResolved}, schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 5},
+			schemas.Feedback{Kind: schemas.FeedbackLabel, Label: "refund_issued", Note: "by the desk"}},
 		schemas.TypeRedrive: {schemas.Redrive{DLQSequence: 1, Subject: "rein.tasks.a.b", Stream: "REIN_TASKS", NewSequence: 9}},
 		schemas.DocSidecarAnswer: {ready, injector.Answer{Status: injector.StatusNone, Turn: 1},
 			injector.Answer{Status: injector.StatusInvalid, Error: "subject is not rein.inception.get.<tenant>.<conversation>.<turn>"}},

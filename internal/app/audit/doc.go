@@ -21,7 +21,11 @@
 //   - TextWriter: a readable transcript grouped by conversation (held in
 //     memory up to MaxBuffered, 64 MiB); Timeline/WriteTimeline: one
 //     conversation's events from every stream merged in time order, each
-//     agent action naming the detection that preceded it.
+//     agent action naming the detection that preceded it (a detection
+//     shows its experiment arm; the platform's feedback is in it too).
+//   - ExperimentConversations: one tenant's holdout experiment read from
+//     REIN_DETECTIONS, REIN_OUTCOMES, REIN_STEPS and REIN_FEEDBACK, as
+//     package experiment's Conversation records (rein experiment report).
 //   - Republisher: copies events into a replay namespace, subject
 //     <prefix>.<original subject> in DefaultReplayStream (REIN_REPLAY,
 //     created on demand). CheckPrefix refuses "rein" and "rein.…", so a

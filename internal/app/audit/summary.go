@@ -21,6 +21,7 @@ const (
 	KindTimeout    = "HANDOFF TIMEOUT"
 	KindUnanswered = "UNANSWERED"
 	KindRelease    = "RELEASE"
+	KindFeedback   = "FEEDBACK"
 	KindOther      = "EVENT"
 )
 
@@ -69,6 +70,22 @@ func Summarize(typ string, data []byte) (kind, text string) {
 			txt += " (" + e.ErrorType + ")"
 		}
 		return KindEscalation, txt + ": " + e.Summary
+	case schemas.TypeFeedback:
+		var f schemas.Feedback
+		if json.Unmarshal(data, &f) != nil {
+			return KindFeedback, string(data)
+		}
+		txt := f.Kind
+		switch f.Kind {
+		case schemas.FeedbackSatisfaction:
+			txt += fmt.Sprintf(" %d/5", f.Score)
+		case schemas.FeedbackLabel:
+			txt += " " + f.Label
+		}
+		if f.Note != "" {
+			txt += ": " + f.Note
+		}
+		return KindFeedback, txt
 	case schemas.TypeReport:
 		var r schemas.Report
 		if json.Unmarshal(data, &r) != nil {
@@ -145,6 +162,13 @@ func detectionText(d schemas.Detection) string {
 		b.WriteString(", taxonomy " + d.TaxonomyVersion)
 	}
 	b.WriteString("]")
+	if d.Arm != "" {
+		// Control is judged like treatment; its task plants nothing.
+		fmt.Fprintf(&b, " experiment %s, arm %s", d.Experiment, d.Arm)
+		if d.Arm == schemas.ArmControl && d.Rein {
+			b.WriteString(" (would have planted)")
+		}
+	}
 	return b.String()
 }
 

@@ -33,3 +33,29 @@ func TestSummarizeHumanPathAndRelease(t *testing.T) {
 		}
 	}
 }
+
+// The timeline shows a detection's experiment arm (control says what it
+// would have planted) and the platform's feedback.
+func TestExperimentArmAndFeedbackInTheTimeline(t *testing.T) {
+	cases := []struct {
+		typ       string
+		data      any
+		kind, has string
+	}{
+		{schemas.TypeDetection, schemas.Detection{Turn: 2, Rein: true, ErrorType: "anaphora", Category: "ambiguous", Module: "rules", Experiment: "e1", Arm: schemas.ArmControl},
+			KindDetection, "experiment e1, arm control (would have planted)"},
+		{schemas.TypeDetection, schemas.Detection{Turn: 2, Module: "rules", Experiment: "e1", Arm: schemas.ArmTreatment}, KindDetection, "clear [rules] experiment e1, arm treatment"},
+		{schemas.TypeFeedback, schemas.Feedback{Kind: schemas.FeedbackSatisfaction, Score: 4}, KindFeedback, "satisfaction 4/5"},
+		{schemas.TypeFeedback, schemas.Feedback{Kind: schemas.FeedbackLabel, Label: "refund"}, KindFeedback, "label refund"},
+	}
+	for _, tc := range cases {
+		b, err := json.Marshal(tc.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, text := Summarize(tc.typ, b)
+		if kind != tc.kind || !strings.Contains(text, tc.has) {
+			t.Errorf("%s %s: %s %q, want %s containing %q", tc.typ, b, kind, text, tc.kind, tc.has)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 // compete with the handoff claimers) and its items repeat escalations.
 var TimelineStreams = []string{
 	streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps,
-	streams.StreamOutcomes, streams.StreamDLQ,
+	streams.StreamOutcomes, streams.StreamDLQ, streams.StreamFeedback,
 }
 
 // Entry is one event of a conversation's timeline.

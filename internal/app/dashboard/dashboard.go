@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 )
 
@@ -45,6 +46,11 @@ type Deps struct {
 	// agent said, tool results and arguments, escalation summaries, the
 	// evidence quote. Nil, or false for a request: they are redacted.
 	Reveal func(r *http.Request) bool
+	// Experiments reads a tenant's holdout experiment (nil: the
+	// experiment pages answer 404); Holdout says what the experiments
+	// file in force says of a tenant (nil or false: not known here).
+	Experiments ExperimentReader
+	Holdout     func(tenant string) (experiment.Tenant, bool)
 }
 
 // Mux is what Register mounts on (*http.ServeMux and telemetry.Server).
@@ -104,6 +110,14 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	tmpl, err := template.New("").Funcs(template.FuncMap{
 		"trendW": func() int { return TrendWidth },
 		"trendH": func() int { return TrendHeight },
+		"pct":    func(f float64) float64 { return 100 * (1 - f) },
+		"dict": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[fmt.Sprint(kv[i])] = kv[i+1]
+			}
+			return m
+		},
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard templates: %w", err)
@@ -161,6 +175,8 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /api/overview", http.HandlerFunc(d.serveOverviewJSON))
 	mux.Handle("GET /api/conversations/{tenant}/{conv}", http.HandlerFunc(d.serveConversationJSON))
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
+	mux.Handle("GET /experiments/{tenant}", http.HandlerFunc(d.serveExperiment))
+	mux.Handle("GET /api/experiments/{tenant}", http.HandlerFunc(d.serveExperimentJSON))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
 	mux.Handle("GET /assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -295,6 +311,7 @@ type page struct {
 	Overview     *Overview
 	Conversation *Conversation
 	Search       *searchPage
+	Experiment   *ExperimentPage
 	Status       int
 	Error        string
 }

@@ -12,6 +12,12 @@
 //	                                        the tenants that have it, or 404
 //	GET /api/overview?window=&tenant=&type= the overview as JSON (the page polls it)
 //	GET /api/conversations/{tenant}/{conv}  the timeline as JSON
+//	GET /experiments/{tenant}?experiment=&min_effect=
+//	                                        a holdout experiment: the holdout
+//	                                        in force (or killed) first, arms,
+//	                                        outcomes with intervals and
+//	                                        always-valid p-values, guard flags
+//	GET /api/experiments/{tenant}           the same as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
 //
 // # Windows, trend and filters
@@ -102,6 +108,12 @@
 // REIN_OUTCOMES through ordered consumers (streams.ReadStream). A search
 // reads the subjects REIN_TURNS holds for the id (stream info with a
 // subject filter), never the messages.
+//
+// The experiment page reads through Deps.Experiments (the pipeline wires
+// audit.ExperimentConversations) and Deps.Holdout (the experiments file in
+// force); its hooks are data-testid holdout, holdout-fraction, arms
+// (rows data-arm), metrics-activated and metrics-all (rows data-metric,
+// data-flag when flagged) and guard-flags.
 //
 // It produces nothing and exports no metrics.
 //

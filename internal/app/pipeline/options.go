@@ -5,6 +5,7 @@ import (
 
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -46,4 +47,7 @@ type Stages struct {
 	// Sinks configure the escalation stage (rein.yaml's sinks section);
 	// with none, events stay in REIN_OUTCOMES.
 	Sinks escalation.SinksConfig
+	// Experiments, when set, assigns holdout arms (the detector records
+	// them; the injector plants nothing in control).
+	Experiments *experiment.Assigner
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -17,7 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/app/dashboard"
+	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
@@ -106,9 +109,12 @@ type Process struct {
 	srv    *server.Server   // nil with an external NATS
 	lock   *streams.DirLock // the data directory's, with the embedded server
 	stages *Stages
-	closer []func()
-	cc     streams.ConnectConfig // how stages open their own connections
-	conns  []*nats.Conn          // the stages' connections
+	// experiments is Stages.Experiments once Run starts (the dashboard
+	// reads it from its own goroutines).
+	experiments atomic.Pointer[experiment.Assigner]
+	closer      []func()
+	cc          streams.ConnectConfig // how stages open their own connections
+	conns       []*nats.Conn          // the stages' connections
 	// keys are the embedded server's identities (nil with an external
 	// NATS, where every connection uses the given credentials, or the
 	// seeds of KeysDir).
@@ -310,6 +316,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		ingress.SetTenantInFlight(cfg.IngressInFlight)
 		ingress.SetTokens(cfg.Tokens)
 		rt.HTTP.Handle("POST /v1/turns", ingress)
+		rt.HTTP.Handle("POST /v1/feedback", ingress.Feedback())
 		stopIngest, err := ingress.ListenNATS(il.nc, 0)
 		if err != nil {
 			rt.Close()
@@ -318,7 +325,12 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		rt.closer = append(rt.closer, stopIngest)
 	}
 	dash, err := dashboard.New(dashboard.Config{}, dashboard.Deps{JS: rt.JS, Gatherer: rt.Reg, Logger: log.With("component", "dashboard"),
-		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens)})
+		Reveal: dashboardReveal(cfg.DashboardReveal, cfg.Tokens),
+		Experiments: func(ctx context.Context, tenant, name string) (string, []experiment.Conversation, error) {
+			return audit.ExperimentConversations(ctx, rt.JS, tenant, name)
+		},
+		Holdout: func(tenant string) (experiment.Tenant, bool) { return rt.experiments.Load().Tenant(tenant) },
+	})
 	if err != nil {
 		rt.Close()
 		return nil, err

@@ -40,6 +40,9 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 		Tools:     taubench.ToolCatalogue,
 		TaskKey:   key,
 	}
+	if o.Experiments != nil {
+		deps.Assign = o.Experiments.Assign
+	}
 	return detector.New(detector.Config{
 		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,
 		MaxConversations: o.DetectorCache, AckWait: o.AckWait, PinTTL: o.PinTTL,

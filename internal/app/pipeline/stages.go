@@ -63,6 +63,7 @@ func ResolveStages(req []string) ([]string, error) {
 // until ctx is cancelled; the first stage to fail stops the others.
 func (rt *Process) Run(ctx context.Context, opts Stages, names []string) error {
 	rt.stages = &opts
+	rt.experiments.Store(opts.Experiments)
 	runners := make([]stageRunner, 0, len(names))
 	var inputs []string
 	for _, n := range names {

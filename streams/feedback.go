@@ -1,0 +1,106 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/reinception/rein/schemas"
+)
+
+// Feedback from a platform (dev.rein.feedback.v1, POST /v1/feedback or
+// rein.ingest.<tenant>.<conv>.feedback) is stored on
+// rein.feedback.<tenant>.<conv>.<key> in REIN_FEEDBACK, one event per
+// conversation and key (its kind, or label-<label>), under the id rein
+// derives, feedback.<tenant>.<conv>.<key>. The same event offered again is
+// a duplicate; another one for the same key is a conflict, dead-lettered.
+
+// FeedbackID is the id, and Nats-Msg-Id, of a conversation's feedback of
+// one key.
+func FeedbackID(tenant, conv, key string) string {
+	return "feedback." + tenant + "." + conv + "." + key
+}
+
+// FeedbackSubjectOf checks that ev is a valid feedback event and returns
+// its subject; on error, field names the offending attribute or field.
+func FeedbackSubjectOf(ev *event.Event) (subject, field string, err error) {
+	if ev.Type() != schemas.TypeFeedback {
+		return "", "type", fmt.Errorf("type %q: only %s is accepted here", ev.Type(), schemas.TypeFeedback)
+	}
+	meta, err := schemas.MetaOf(ev)
+	if err != nil {
+		return "", fieldOf(err), err
+	}
+	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
+		return "", fieldOf(err), err
+	}
+	var f schemas.Feedback
+	if err := json.Unmarshal(ev.Data(), &f); err != nil {
+		return "", "data", err
+	}
+	switch {
+	case f.Kind != schemas.FeedbackSatisfaction && f.Score != 0:
+		return "", "data/score", fmt.Errorf("%w: score is for kind %s only", ErrUndecodable, schemas.FeedbackSatisfaction)
+	case f.Kind != schemas.FeedbackLabel && f.Label != "":
+		return "", "data/label", fmt.Errorf("%w: label is for kind %s only", ErrUndecodable, schemas.FeedbackLabel)
+	}
+	return FeedbackSubject(meta.Tenant, meta.Conversation, f.Key()), "", nil
+}
+
+// PublishFeedback stores one checked feedback event (msg as Encode made
+// it, on its FeedbackSubject) under FeedbackID: the subject's stored event,
+// if any, decides duplicate or conflict, past the duplicate window too.
+func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult, error) {
+	d, err := Decode(msg.Subject, msg.Header, msg.Data, 0)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	var f schemas.Feedback
+	if err := d.Payload(&f); err != nil {
+		return TurnResult{}, err
+	}
+	key := f.Key()
+	if want := FeedbackSubject(d.Meta.Tenant, d.Meta.Conversation, key); msg.Subject != want {
+		return TurnResult{}, fmt.Errorf("%w: this feedback belongs on %s, not %s", ErrUndecodable, want, msg.Subject)
+	}
+	msg.Header.Set(HeaderMsgID, FeedbackID(d.Meta.Tenant, d.Meta.Conversation, key))
+	conflict := func(seq uint64) (TurnResult, error) {
+		cerr := fmt.Errorf("%w: %s feedback of %s/%s is already stored (seq %d) with different content",
+			ErrConflictingDuplicate, key, d.Meta.Tenant, d.Meta.Conversation, seq)
+		if err := PublishDeadLetter(ctx, pub, StageIngress, StreamFeedback, 0, 0, msg.Subject, msg.Header, msg.Data, ReasonConflictingDuplicate+": "+cerr.Error()); err != nil {
+			return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
+		}
+		return TurnResult{Sequence: seq}, cerr
+	}
+	s, err := pub.js.Stream(ctx, StreamFeedback)
+	if err != nil {
+		return TurnResult{}, fmt.Errorf("feedback: %w", err)
+	}
+	check := func() (TurnResult, bool, error) {
+		last, found, err := LastEvent(ctx, s, msg.Subject)
+		if err != nil || !found {
+			return TurnResult{}, false, err
+		}
+		if sameTurn(last.Subject, last.Event.Data(), msg) {
+			return TurnResult{Sequence: last.Sequence, Duplicate: true}, true, nil
+		}
+		r, err := conflict(last.Sequence)
+		return r, true, err
+	}
+	if r, found, err := check(); err != nil || found {
+		return r, err
+	}
+	seq, dup, err := pub.publishOne(ctx, StreamFeedback, msg)
+	if errors.Is(err, ErrIDHijack) || (err == nil && dup) {
+		// Another copy was stored meanwhile: it decides.
+		if r, found, err := check(); err != nil || found {
+			return r, err
+		}
+		return TurnResult{Sequence: seq, Duplicate: true}, nil
+	}
+	return TurnResult{Sequence: seq}, err
+}
