@@ -18,6 +18,10 @@
 //     rein.detections.<tenant>.<conv>, id detection.<tenant>.<conv>.<turn>,
 //     yes or no; a module error, deadline or panic gives failed=true, no
 //     activation (fail-open; a panic is logged with its stack).
+//     An activation of the error type planted at the conversation's
+//     previous user turn is not planted again (rein=false, the type and
+//     evidence kept, fail_reason says why): the agent answered that turn
+//     with the plan already in its context.
 //     The turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv>, id
 //     task.<tenant>.<conv>.<turn>, built by the injector library
 //     (injector.Tasks: the inception block when the detection activated,
@@ -53,6 +57,7 @@
 //     rein_detector_activations_total{tenant,error_type},
 //     rein_detector_inception_seconds{module},
 //     rein_detector_context_fetches_total (reads of agent replies),
+//     rein_detector_repeats_not_planted_total{error_type},
 //     rein_detector_unjudged_turns_total{reason} (turns acked without a
 //     module call: handed_on, sent_again; those whose outputs are all
 //     stored are rein_stage_messages_total{outcome="stored"}),

@@ -9,27 +9,28 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// assign sets det's experiment and arm (Deps.Assign; none without it).
-// A conversation keeps the arm of its first detection: every detection
-// records the arm in force, so the conversation's last stored one, read
-// once when its context is rebuilt, carries it (experiment.Sticky).
-func (s *Stage) assign(ctx context.Context, c *conversation, meta schemas.Meta, det *schemas.Detection) error {
+// armOf is the conversation's experiment arm for this turn (Deps.Assign;
+// none without it, or when killed: treated). A conversation keeps the arm
+// of its first detection: every detection records the arm in force, so
+// the conversation's last stored one, read once when its context is
+// rebuilt, carries it (experiment.Sticky).
+func (s *Stage) armOf(ctx context.Context, c *conversation, meta schemas.Meta) (experiment.Assignment, error) {
 	if s.deps.Assign == nil {
-		return nil
+		return experiment.Assignment{}, nil
 	}
 	drawn := s.deps.Assign(meta.Tenant, meta.Conversation)
 	if drawn.Experiment == "" {
-		return nil // no experiment, or killed: treated
+		return experiment.Assignment{}, nil // no experiment, or killed: treated
 	}
 	if !c.armRead {
 		if meta.Turn > 1 {
 			dets, err := s.stream(ctx, streams.StreamDetections)
 			if err != nil {
-				return err
+				return experiment.Assignment{}, err
 			}
 			last, found, err := streams.LastEvent(ctx, dets, streams.DetectionSubject(meta.Tenant, meta.Conversation))
 			if err != nil {
-				return fmt.Errorf("detector: read the conversation's arm: %w", err)
+				return experiment.Assignment{}, fmt.Errorf("detector: read the conversation's arm: %w", err)
 			}
 			var prev schemas.Detection
 			if found && last.Payload(&prev) == nil {
@@ -39,9 +40,16 @@ func (s *Stage) assign(ctx context.Context, c *conversation, meta schemas.Meta, 
 		c.armRead = true
 	}
 	c.arm = experiment.Sticky(c.arm, drawn)
-	det.Experiment, det.Arm = c.arm.Experiment, c.arm.Arm
-	s.m.arms.WithLabelValues(s.m.tenant(meta.Tenant), c.arm.Arm, decisionOutcome(*det)).Inc()
-	return nil
+	return c.arm, nil
+}
+
+// assign records the arm on det and counts the decision per arm.
+func (s *Stage) assign(meta schemas.Meta, arm experiment.Assignment, det *schemas.Detection) {
+	if arm.Experiment == "" {
+		return
+	}
+	det.Experiment, det.Arm = arm.Experiment, arm.Arm
+	s.m.arms.WithLabelValues(s.m.tenant(meta.Tenant), arm.Arm, decisionOutcome(*det)).Inc()
 }
 
 // decisionOutcome is the outcome label of a detection.

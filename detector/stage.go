@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -276,10 +277,18 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 			}
 			in.Dialogue = conv.dialogue()
 		}
-		det = s.detect(ctx, d.Meta, turn, in)
-		if err := s.assign(ctx, conv, meta, &det); err != nil {
+		arm, err := s.armOf(ctx, conv, meta)
+		if err != nil {
 			return err // retried
 		}
+		prev := conv.planted
+		if prev.control && arm.Arm != schemas.ArmControl {
+			// Control planted nothing: a turn now planted for real (the
+			// holdout was killed) repeats nothing the agent saw.
+			prev = planted{}
+		}
+		det = s.detect(ctx, d.Meta, turn, in, prev)
+		s.assign(meta, arm, &det)
 		// Kept until stored: a retry after a failed publish hands on this
 		// decision rather than asking the module again.
 		conv.pending = pendingDetection{turn: turn.Turn, det: det}
@@ -294,8 +303,17 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	}
 	conv.pending = pendingDetection{}
 	conv.judged = max(conv.judged, turn.Turn)
+	if det.Rein || strings.HasPrefix(det.FailReason, notPlantedAgain) {
+		// A repeat held back extends the run: a module that keeps naming
+		// the type is planted once, not every other turn.
+		conv.planted = planted{turn: turn.Turn, errorType: det.ErrorType, control: det.Arm == schemas.ArmControl}
+	}
 	return nil
 }
+
+// notPlantedAgain starts the fail_reason of an activation held back as a
+// repeat.
+const notPlantedAgain = "not planted again: "
 
 // publish stores a turn's task, with its detection under id when
 // withDetection (else the detection is stored already), in one pipelined
@@ -335,8 +353,10 @@ func (s *Stage) detectRecovered(ctx context.Context, meta schemas.Meta, in incep
 	return s.deps.Module.Detect(ctx, in)
 }
 
-// detect runs the module under the deadline and fails open.
-func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in inception.Input) schemas.Detection {
+// detect runs the module under the deadline and fails open. An
+// activation repeating the error planted at the turn before (prev) is
+// recorded but not planted again.
+func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in inception.Input, prev planted) schemas.Detection {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	start := time.Now()
 	dec, err := s.detectRecovered(mctx, meta, in)
@@ -362,6 +382,11 @@ func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn
 		}
 		if det.Rein && (det.ErrorType == "" || det.Reasoning == "") {
 			det.Rein, det.Failed, det.FailReason = false, true, "module activated without an error type or reasoning"
+		}
+		if det.Rein && prev.repeats(turn.Turn, det.ErrorType) {
+			// Kept as the module's decision (type, evidence) with no plant.
+			det.Rein, det.FailReason = false, fmt.Sprintf(notPlantedAgain+"%s was named at turn %d too and the agent has answered it with the plan", det.ErrorType, prev.turn)
+			s.m.repeats.WithLabelValues(det.ErrorType).Inc()
 		}
 	}
 	tenant := s.m.tenant(meta.Tenant)

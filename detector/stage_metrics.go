@@ -21,6 +21,7 @@ type stageMetrics struct {
 	arms        *prometheus.CounterVec // decisions per experiment arm
 	inception   prometheus.Observer
 	fetches     prometheus.Counter // reads of agent replies
+	repeats     *prometheus.CounterVec
 	// unjudged counts user turns acked without asking the module, by
 	// reason (the Unjudged* constants).
 	unjudged map[string]prometheus.Counter
@@ -39,6 +40,8 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 			"Detections of conversations in a holdout experiment, by arm (treatment, control) and outcome (activated, clear, failed), per tenant.", "tenant", "arm", "outcome"),
 		inception: telemetry.NewHistogramVec(reg, telemetry.MDetectorInceptionSeconds,
 			"Time the inception module took per user turn.", telemetry.LatencyBuckets, "module").WithLabelValues(m.Name()),
+		repeats: telemetry.NewCounterVec(reg, telemetry.MDetectorRepeats,
+			"Activations not planted because the same error type was planted at the conversation's turn before.", "error_type"),
 		fetches: telemetry.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MDetectorContextFetches,
 			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
 	}

@@ -38,6 +38,26 @@ type conversation struct {
 	// detections once (armRead) and then kept (experiment.go).
 	arm     experiment.Assignment
 	armRead bool
+	// planted is the newest turn at which this worker planted a thought,
+	// or held one back as a repeat, and its error type (turn 0: none; a
+	// context rebuilt from the stream starts with none).
+	planted planted
+}
+
+// planted is a stored activation: the turn and the error type planted.
+type planted struct {
+	turn      int
+	errorType string
+	// control: the arm held it back; only a later control turn (judged
+	// as if planted) counts it as a repeat.
+	control bool
+}
+
+// repeats reports whether an activation of errorType at turn repeats the
+// one planted at the turn before: the agent has answered that turn with
+// the plan in its context, so planting it again only repeats it.
+func (p planted) repeats(turn int, errorType string) bool {
+	return p.turn != 0 && p.turn == turn-1 && p.errorType == errorType
 }
 
 type pendingDetection struct {

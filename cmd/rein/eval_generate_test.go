@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/eval/generate"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -181,6 +183,9 @@ func TestEvalGenerateAgainstOpenAICompatibleServerAndReplay(t *testing.T) {
 
 	// Another seed asks other questions: the replay misses and writes nothing.
 	third := filepath.Join(tmp, "c", "gen.jsonl")
+	if err := os.MkdirAll(filepath.Dir(third), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := runCLI(t, context.Background(), "eval", "scenarios", "generate", "--domain", "airline", "--tasks", "2", "--seed", "6",
 		"--types", "anaphora", "--taubench", rtest.TauBench(t), "--out", third, "--replay-from", rec); err == nil ||
 		!strings.Contains(err.Error(), "not in") {
@@ -214,5 +219,43 @@ func TestEvalGenerateScriptedOffline(t *testing.T) {
 	set, err := eval.LoadScenarios(bytes.NewReader(raw), eval.LoadOptions{})
 	if err != nil || len(set)+len(readLines(t, generate.RejectedPath(out))) != 12+1 {
 		t.Fatalf("%d scenarios, %v\n%s", len(set), err, res)
+	}
+	// The paper's filter (reconstructed) keeps 73 of the 115 retail test
+	// tasks; the drawn task is one of them.
+	if !strings.Contains(res, "retail test: kept 73 of 115 tasks") {
+		t.Errorf("no kept-task count:\n%s", res)
+	}
+	tasks, err := taubench.LoadTasks(filepath.Join(rtest.TauBench(t), "retail"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := eval.PaperTasks("retail", tasks)
+	for _, s := range set {
+		if !slices.Contains(keep, s.TaskID) {
+			t.Errorf("%s: task %d is not one the filter keeps", s.ID, s.TaskID)
+		}
+	}
+}
+
+// An --out whose directory is missing is refused before any model call,
+// not after the whole generation.
+func TestEvalGenerateRefusesAMissingOutDirectoryFirst(t *testing.T) {
+	var calls atomic.Int32
+	srv := fakeGeneratorServer(t, &calls)
+	defer srv.Close()
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "missing", "gen.jsonl")
+	_, err := runCLI(t, context.Background(), "eval", "scenarios", "generate", "--domain", "airline", "--tasks", "1",
+		"--types", "anaphora", "--taubench", rtest.TauBench(t), "--out", out, "--record", filepath.Join(tmp, "rec"),
+		"--provider", "openai", "--model", "local-model", "--base-url", srv.URL+"/v1")
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("err %v, want the missing directory named", err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d model calls before the refusal", n)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "rec")); err == nil {
+		t.Error("the recording directory was created before the refusal")
 	}
 }

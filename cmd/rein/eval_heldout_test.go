@@ -28,24 +28,32 @@ func TestEvalRunHeldOutTypesAreUnseen(t *testing.T) {
 	}
 	for _, r := range results {
 		// The scripted simulators' tokens are estimates; the rules module calls no model.
-		if r.AgentTokens == 0 && r.ErrorType == "none" || r.UserTokens == 0 && r.ErrorType == "none" || r.InceptionTokens != 0 {
+		if r.AgentTokens == 0 && r.ErrorType == "" || r.UserTokens == 0 && r.ErrorType == "" || r.InceptionTokens != 0 {
 			t.Errorf("%s/%s: tokens agent %d, user %d, inception %d", r.Condition, r.ScenarioID, r.AgentTokens, r.UserTokens, r.InceptionTokens)
 		}
 		wantSeen := r.ScenarioID != "ret-ana-1" && r.ScenarioID != "air-ud-1"
 		if r.Seen != wantSeen {
 			t.Errorf("%s/%s: seen %v, want %v", r.Condition, r.ScenarioID, r.Seen, wantSeen)
 		}
-		if r.Condition == "rein" && r.ErrorType != "none" && r.Activated != wantSeen {
+		if r.Condition == "rein" && r.ErrorType != "" && r.Activated != wantSeen {
 			t.Errorf("%s: activated %v (%s); the module sees only the seen types", r.ScenarioID, r.Activated, r.DetectedType)
 		}
 	}
 	rep, _ := readReport(t, dir)
 	for _, c := range []string{"none", "rein"} {
-		by := rep["conditions"].(map[string]any)[c].(map[string]any)["by_seen"].(map[string]any)
-		for _, k := range []string{"seen", "unseen", "clean"} {
+		cond := rep["conditions"].(map[string]any)[c].(map[string]any)
+		by := cond["by_seen"].(map[string]any)
+		for _, k := range []string{"seen", "unseen"} {
 			if _, ok := by[k]; !ok {
 				t.Errorf("%s: by_seen has no %q slice: %v", c, k, by)
 			}
+		}
+		// Clean scenarios are reported apart from the error-only slices.
+		if _, ok := by["clean"]; ok {
+			t.Errorf("%s: by_seen mixes the clean scenarios in: %v", c, by)
+		}
+		if _, ok := cond["clean"]; !ok {
+			t.Errorf("%s: no clean section", c)
 		}
 	}
 

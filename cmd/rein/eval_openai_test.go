@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,8 +32,13 @@ func fakeChatServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 		raw, _ := io.ReadAll(r.Body)
 		var req struct {
 			Messages []struct {
-				Role    string `json:"role"`
-				Content any    `json:"content"`
+				Role      string `json:"role"`
+				Content   any    `json:"content"`
+				ToolCalls []struct {
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tool_calls"`
 			} `json:"messages"`
 		}
 		if err := json.Unmarshal(raw, &req); err != nil {
@@ -46,6 +52,13 @@ func fakeChatServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
 			}
 		}
 		last := req.Messages[len(req.Messages)-1].Role
+		// A planted think step is the agent's own reasoning, not an action
+		// to report on: the agent goes on deciding as it would.
+		if n := len(req.Messages); last == "tool" && n >= 2 {
+			if tc := req.Messages[n-2].ToolCalls; len(tc) == 1 && tc[0].Function.Name == "think" {
+				last = "user"
+			}
+		}
 		message := `{"role":"assistant","content":"Sure, that is done."}`
 		finish := "stop"
 		switch {
@@ -77,7 +90,7 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 	t.Setenv("REIN_LLM_API_KEY", "sk-local")
 	scen := subsetScenarios(t, "air-ua-1", "air-clean-1")
 	dir := filepath.Join(t.TempDir(), "run")
-	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--out", dir,
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--trials", "1", "--out", dir,
 		"--taubench", rtest.TauBench(t), "--record",
 		"--agent-provider", "openai", "--agent-model", "local-model", "--agent-base-url", srv.URL+"/v1",
 		"--user-provider", "openai", "--user-model", "local-model", "--user-base-url", srv.URL+"/v1")
@@ -115,12 +128,57 @@ func TestEvalRunAgainstOpenAICompatibleServer(t *testing.T) {
 	}
 	rep, _ := readReport(t, dir)
 	tok := rep["conditions"].(map[string]any)["none"].(map[string]any)["tokens_per_turn"].(map[string]any)
-	if tok["agent"].(float64) <= 0 || tok["user"].(float64) <= 0 {
+	// The headline is over error scenarios only, and air-ua-1 ends before
+	// the simulator speaks: its user tokens are checked per result above.
+	if tok["agent"].(float64) <= 0 {
 		t.Errorf("tokens_per_turn %v", tok)
 	}
 	for _, purpose := range []string{"agent", "user_simulator"} {
 		if fi, err := os.Stat(filepath.Join(dir, run.CassettesDir, purpose+".jsonl")); err != nil || fi.Size() == 0 {
 			t.Errorf("cassette %s: %v", purpose, err)
 		}
+	}
+}
+
+// When the inception model cannot be reached the cascade decides with its
+// rules: such a decision is marked in results.jsonl (fallback_turns),
+// counted in report.json (fallback_decisions) and named in the summary.
+// The error turn is judged (--plant-at error-turn): the cascade's rules gate
+// reads the newest user turn, and the opening's follow-up carries no cue.
+func TestEvalMarksCascadeFallbacks(t *testing.T) {
+	t.Setenv("REIN_LLM_API_KEY", "sk-local")
+	scen := subsetScenarios(t, "ret-ana-1", "air-clean-1")
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--trials", "1",
+		"--plant-at", "error-turn", "--out", dir, "--taubench", rtest.TauBench(t), "--module", "cascade",
+		"--inception-provider", "openai", "--inception-model", "m", "--inception-base-url", "http://127.0.0.1:1/v1")
+	if err != nil {
+		t.Fatalf("eval run: %v\n%s", err, out)
+	}
+	results, err := run.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, r := range results {
+		if r.Condition == "rein" && r.ErrorType != "" && r.FallbackTurns != r.JudgedTurns {
+			t.Errorf("%s: %d fallback turns of %d judged; the model is unreachable", r.ScenarioID, r.FallbackTurns, r.JudgedTurns)
+		}
+		if r.Condition == "none" && r.FallbackTurns != 0 {
+			t.Errorf("none/%s: %d fallback turns", r.ScenarioID, r.FallbackTurns)
+		}
+		total += r.FallbackTurns
+	}
+	if total == 0 {
+		t.Fatal("no fallback decision marked")
+	}
+	rep, _ := readReport(t, dir)
+	rein := rep["conditions"].(map[string]any)["rein"].(map[string]any)
+	got := rein["fallback_decisions"].(float64) + rein["clean"].(map[string]any)["fallback_decisions"].(float64)
+	if int(got) != total {
+		t.Errorf("report counts %v fallback decisions, results.jsonl %d", got, total)
+	}
+	if !strings.Contains(out, "rein: "+strconv.Itoa(total)+" decisions were the cascade's rules fallback") {
+		t.Errorf("the summary does not name the fallbacks:\n%s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,7 +105,7 @@ func TestEvalRunBundledOffline(t *testing.T) {
 		t.Skip("plays 240 conversations through the pipeline")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	out, err := runCLI(t, context.Background(), "eval", "run", "--bundled", "--conditions", "none,rein,npi,self-refine",
+	out, err := runCLI(t, context.Background(), "eval", "run", "--quick", "--conditions", "none,rein,npi,self-refine",
 		"--trials", "2", "--out", dir, "--taubench", rtest.TauBench(t))
 	if err != nil {
 		t.Fatalf("eval run: %v\n%s", err, out)
@@ -138,7 +139,7 @@ func TestEvalRunBundledOffline(t *testing.T) {
 			}
 		}
 		_, hasP := m["mcnemar_p"]
-		if hasP != (c != eval.ConditionRein) {
+		if hasP != (c != eval.ConditionNone) {
 			t.Errorf("%s: mcnemar_p present %v", c, hasP)
 		}
 		if c != eval.ConditionRein && m["activation_rate"].(float64) != 0 {
@@ -171,6 +172,21 @@ func TestEvalRunBundledOffline(t *testing.T) {
 			t.Errorf("report.md does not mention %s", c)
 		}
 	}
+	// The headline is over error scenarios only and equals what
+	// results.jsonl gives, in report.json and in the CLI summary.
+	headline := headlineFromResults(t, dir)
+	for c, want := range headline {
+		got := conds[c].(map[string]any)["pass_at_1"].(map[string]any)["value"].(float64)
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: report.json pass@1 %v, results.jsonl's error scenarios give %v", c, got, want)
+		}
+		if line := fmt.Sprintf("%.3f [", want); !strings.Contains(out, line) {
+			t.Errorf("%s: the CLI summary lacks the headline %s:\n%s", c, line, out)
+		}
+	}
+	if headline["none"] != 0 {
+		t.Errorf("the scripted agent recovers nothing without rein, yet none's headline is %v", headline["none"])
+	}
 	// rein eval report rebuilds the same report from results.jsonl.
 	if out, err = runCLI(t, context.Background(), "eval", "report", dir); err != nil {
 		t.Fatalf("eval report: %v\n%s", err, out)
@@ -182,9 +198,51 @@ func TestEvalRunBundledOffline(t *testing.T) {
 		t.Errorf("report output:\n%s", out)
 	}
 	// A rerun finds every play finished and plays nothing.
-	if out, err = runCLI(t, context.Background(), "eval", "run", "--bundled", "--trials", "2", "--out", dir, "--taubench", rtest.TauBench(t)); err != nil || !strings.Contains(out, "played 0, resumed 240") {
+	if out, err = runCLI(t, context.Background(), "eval", "run", "--quick", "--trials", "2", "--out", dir, "--taubench", rtest.TauBench(t)); err != nil || !strings.Contains(out, "played 0, resumed 240") {
 		t.Errorf("rerun: %v\n%s", err, out)
 	}
+}
+
+// headlineFromResults recomputes each condition's headline Pass@1 from
+// results.jsonl alone: over error scenarios (error_type not none), the mean
+// over scenarios of the fraction of trials that succeeded.
+func headlineFromResults(t *testing.T, dir string) map[string]float64 {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, run.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ cond, id string }
+	wins, plays := map[key]int{}, map[key]int{}
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var r struct {
+			Condition  string `json:"condition"`
+			ScenarioID string `json:"scenario_id"`
+			ErrorType  string `json:"error_type"`
+			Success    bool   `json:"success"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.ErrorType == "" {
+			continue
+		}
+		k := key{r.Condition, r.ScenarioID}
+		plays[k]++
+		if r.Success {
+			wins[k]++
+		}
+	}
+	sum, n := map[string]float64{}, map[string]int{}
+	for k, p := range plays {
+		sum[k.cond] += float64(wins[k]) / float64(p)
+		n[k.cond]++
+	}
+	out := map[string]float64{}
+	for c := range sum {
+		out[c] = sum[c] / float64(n[c])
+	}
+	return out
 }
 
 func resultLines(t *testing.T, dir string) int {
@@ -319,6 +377,7 @@ func stripLatency(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		delete(x, "latency_ms_p50")
+		delete(x, "latency_ms_p95")
 		delete(x, "note")
 		for _, e := range x {
 			stripLatency(e)
@@ -353,12 +412,16 @@ func TestEvalRunTriggerModes(t *testing.T) {
 		}
 		for _, turn := range p.Turns {
 			judged := turn.Detection.Model != "not-judged"
-			if want := trigger == "dynamic" || turn.Turn == eval.ErrorTurnIndex; judged != want {
+			// Dynamic judges every turn from the planting point on: the
+			// error turn is answered by the recorded mishandling.
+			if want := trigger == "dynamic" && turn.Turn >= eval.FollowUpTurnIndex || turn.Turn == eval.FollowUpTurnIndex; judged != want {
 				t.Errorf("%s: turn %d judged %v (detection %+v)", trigger, turn.Turn, judged, turn.Detection)
 			}
 		}
-		if !p.Result.Activated || p.Turns[0].Detection.ErrorType != "anaphora" || !p.Turns[0].Injected {
-			t.Errorf("%s: error turn %+v, result %+v", trigger, p.Turns[0], p.Result)
+		// The planting point is the opening's follow-up (in dynamic mode
+		// too, the activation counted as the scenario's is there).
+		if plant := p.Turns[eval.FollowUpTurnIndex-1]; !p.Result.Activated || plant.Detection.ErrorType != "anaphora" || !plant.Injected {
+			t.Errorf("%s: planting turn %+v, result %+v", trigger, plant, p.Result)
 		}
 	}
 	// The two runs side by side.
@@ -443,7 +506,8 @@ func TestEvalReadsOutcomesTheCollectorMissed(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	p := readPlay(t, dir, "rein", "ret-ana-1.t1")
-	if len(p.Turns) < 2 || !p.Turns[0].Injected || p.Turns[0].Detection.ErrorType != "anaphora" {
+	// The thought is planted after the recorded opening, at user turn 2.
+	if len(p.Turns) < 2 || !p.Turns[1].Injected || p.Turns[1].Detection.ErrorType != "anaphora" {
 		t.Fatalf("play %+v", p)
 	}
 	for _, turn := range p.Turns {

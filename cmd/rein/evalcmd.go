@@ -100,13 +100,15 @@ func (m *evalModel) client(purpose, record, cassette string, builtin func() (llm
 }
 
 type evalRunFlags struct {
-	scenarios, out, tauBench, trigger, logLevel, replayFrom string
-	bundled, record                                         bool
-	conditions, heldOut                                     []string
-	trials, maxTurns, concurrency, maxSteps                 int
-	turnTimeout, detectorTimeout                            time.Duration
-	agent, user                                             evalModel
-	modules                                                 moduleFlags
+	scenarios, out, tauBench, trigger, plantAt, logLevel, replayFrom string
+	userPrompt                                                       string
+	agentTemperature, userTemperature                                float64
+	bundled, quick, record                                           bool
+	conditions, heldOut                                              []string
+	trials, maxTurns, concurrency, maxSteps                          int
+	turnTimeout, detectorTimeout                                     time.Duration
+	agent, user                                                      evalModel
+	modules                                                          moduleFlags
 }
 
 func newEvalRunCmd() *cobra.Command {
@@ -153,12 +155,17 @@ report (see rein eval report).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEval(cmd, &f) },
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&f.bundled, "bundled", false, "play the bundled hand-written scenarios (24 error scenarios, 6 clean)")
+	fs.BoolVar(&f.bundled, "bundled", false, "play the bundled scenario set: the set near the paper's size (scenarios/paper.jsonl) when the binary has it, else the quick set")
+	fs.BoolVar(&f.quick, "quick", false, "play the quick bundled set: 30 hand-written scenarios (24 error scenarios, 6 clean)")
 	fs.StringVar(&f.scenarios, "scenarios", "", "JSONL scenario file (format: internal/app/eval/README.md)")
 	fs.StringVar(&f.out, "out", "", "run directory (created; an existing one is resumed)")
-	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine")
-	fs.IntVar(&f.trials, "trials", 1, "k: plays of each scenario per condition (pass^k needs k ≥ 2)")
-	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (the error turn only) or dynamic (every user turn)")
+	fs.StringSliceVar(&f.conditions, "conditions", eval.Conditions, "conditions to play: none, rein, npi, self-refine; and the ablation rein-no-tool (rein with the recovery tools withheld from the agent)")
+	fs.IntVar(&f.trials, "trials", 3, "k: plays of each scenario per condition (pass^k needs k ≥ 2; the report takes one outcome per scenario, the majority over trials)")
+	fs.StringVar(&f.trigger, "trigger", run.TriggerFixed, "when the inception module judges: fixed (one planting point, see --plant-at) or dynamic (every user turn)")
+	fs.StringVar(&f.plantAt, "plant-at", run.PlantOpening, "planting point of the fixed trigger: opening (after the recorded error turn, mishandling and follow-up, the module judging all three: the paper's protocol) or error-turn (the bare error turn, before the mishandling: an ablation)")
+	fs.StringVar(&f.userPrompt, "user-prompt", run.UserPromptTauBench, "user simulator prompt: taubench (never invents what the task's instruction does not give, as τ-bench's) or rein (rein's earlier prompt: answers what the instruction does not settle)")
+	fs.Float64Var(&f.agentTemperature, "agent-temperature", run.DefaultAgentTemperature, "sampling temperature of every agent call (recorded in run.json)")
+	fs.Float64Var(&f.userTemperature, "user-temperature", run.DefaultUserTemperature, "sampling temperature of every user simulator call (recorded in run.json)")
 	fs.IntVar(&f.maxTurns, "max-turns", 12, "user turns per conversation before it is cut")
 	fs.IntVar(&f.concurrency, "concurrency", 4, "scenarios played at once on a pipeline")
 	fs.DurationVar(&f.turnTimeout, "turn-timeout", 2*time.Minute, "how long one turn may take before its play fails")
@@ -170,7 +177,7 @@ report (see rein eval report).`,
 	fs.DurationVar(&f.detectorTimeout, "detector-timeout", 30*time.Second, "deadline of one inception call")
 	fs.StringVar(&f.modules.module, "module", inception.ModuleRules, "rein's inception module: rules (offline), llm or cascade")
 	fs.StringVar(&f.modules.taxonomy, "taxonomy", "", "taxonomy YAML (default: the embedded one); its held_out flags decide seen/unseen, and npi and self-refine are told about it")
-	fs.StringSliceVar(&f.heldOut, "held-out", nil, "error types held out of the taxonomy (e.g. contradiction,multiple_interpretation): the module, npi and self-refine are not shown them, and their scenarios are reported as unseen")
+	fs.StringSliceVar(&f.heldOut, "held-out", eval.PaperHeldOutTypes, "error types held out of the taxonomy (default the paper's pair; none for no held-out type): the module, npi and self-refine are not shown them, and their scenarios are reported as unseen")
 	fs.StringVar(&f.modules.plan, "plan", inception.PlanTemplate, "planted reasoning: template or generated")
 	fs.StringVar(&f.modules.provider, "inception-provider", "", "inception model provider for --module llm/cascade (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.modules.model, "inception-model", "", "inception model name (default $REIN_LLM_MODEL)")
@@ -184,8 +191,8 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 	switch {
 	case f.out == "":
 		return errors.New("--out DIR is required: the run directory")
-	case f.bundled == (f.scenarios != ""):
-		return errors.New("give exactly one of --bundled or --scenarios FILE")
+	case countTrue(f.bundled, f.quick, f.scenarios != "") != 1:
+		return errors.New("give exactly one of --bundled, --quick or --scenarios FILE")
 	}
 	tax := inception.DefaultTaxonomy()
 	if f.modules.taxonomy != "" {
@@ -194,9 +201,7 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 			return err
 		}
 	}
-	for i := range f.heldOut {
-		f.heldOut[i] = strings.TrimSpace(f.heldOut[i])
-	}
+	f.heldOut = heldOutTypes(f.heldOut)
 	if len(f.heldOut) > 0 {
 		var err error
 		if tax, err = tax.WithHeldOut(f.heldOut...); err != nil {
@@ -209,9 +214,12 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 		return !ok || et.HeldOut
 	}}
 	var set []eval.Scenario
-	if f.bundled {
+	switch {
+	case f.bundled:
 		set = eval.Bundled(opts)
-	} else {
+	case f.quick:
+		set = eval.BundledQuick(opts)
+	default:
 		raw, err := os.ReadFile(f.scenarios)
 		if err != nil {
 			return err
@@ -293,9 +301,10 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	sum, err := run.Run(ctx, run.Config{
-		Scenarios: set, Conditions: f.conditions, Trials: f.trials, Trigger: f.trigger, MaxTurns: f.maxTurns,
+		Scenarios: set, Conditions: f.conditions, Trials: f.trials, Trigger: f.trigger, PlantAt: f.plantAt, MaxTurns: f.maxTurns,
 		Concurrency: f.concurrency, TurnTimeout: f.turnTimeout, TauBench: f.tauBench, Dir: f.out, Taxonomy: tax,
 		AgentLabel: agentLabel, InceptionLabel: inceptionLabel, UserLabel: userLabel, Note: note,
+		UserPrompt: f.userPrompt, AgentTemperature: &f.agentTemperature, UserTemperature: &f.userTemperature,
 	}, deps)
 	out := cmd.OutOrStdout()
 	if err != nil && sum.Played+sum.Failed+sum.Resumed == 0 {
@@ -313,6 +322,28 @@ func runEval(cmd *cobra.Command, f *evalRunFlags) error {
 	return nil
 }
 
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// heldOutTypes trims the --held-out names; "none" (or nothing) holds out
+// no type.
+func heldOutTypes(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" && n != "none" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func containsString(list []string, s string) bool {
 	for _, x := range list {
 		if strings.TrimSpace(x) == s {
@@ -322,18 +353,41 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// printReportSummary prints the headline figures of a report.
+// printReportSummary prints the headline of a report: error scenarios
+// only, Δ against none first; clean scenarios apart.
 func printReportSummary(w io.Writer, dir string, r *eval.RunReport) {
 	if r.Note != "" {
 		fmt.Fprintln(w, "note:", r.Note)
 	}
-	fmt.Fprintf(w, "%d scenarios × %d trials\n", r.Scenarios, r.Trials)
-	fmt.Fprintf(w, "%-12s %-22s %-11s %-11s %-9s %s\n", "condition", "pass@1 [95% CI]", "activation", "false act.", "deferral", "mcnemar p vs rein")
+	fmt.Fprintf(w, "%d scenarios × %d trials; headline over error scenarios only\n", r.Scenarios, r.Trials)
+	fmt.Fprintf(w, "%-12s %-28s %-22s %-12s %-11s %s\n", "condition", "Δ pass@1 vs none [95% CI]", "pass@1 [95% CI]", "mcnemar p", "activation", "clean: broke, false act./judged turn")
 	for _, c := range r.ConditionNames() {
-		m := r.Conditions[c].Metrics
-		fmt.Fprintf(w, "%-12s %-22s %-11s %-11s %-9s %s\n", c,
+		cr := r.Conditions[c]
+		m := cr.Metrics
+		delta := "—"
+		if m.DeltaVsNone != nil {
+			delta = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", m.DeltaVsNone.Value, m.DeltaVsNone.Low, m.DeltaVsNone.High)
+		}
+		clean := "—"
+		if cr.Clean != nil {
+			clean = fmt.Sprintf("%d, %s", cr.Clean.Broke, rate(cr.Clean.FalseActivationRate))
+		}
+		fmt.Fprintf(w, "%-12s %-28s %-22s %-12s %-11s %s\n", c, delta,
 			fmt.Sprintf("%.3f [%.3f, %.3f]", m.PassAt1.Value, m.PassAt1.Low, m.PassAt1.High),
-			rate(m.ActivationRate), rate(m.FalseActivationRate), rate(m.OverDeferralRate), pValue(m.McNemarP))
+			pValue(m.McNemarP), rate(m.ActivationRate), clean)
+	}
+	if r.MultipleTests != "" {
+		fmt.Fprintln(w, "note:", r.MultipleTests)
+	}
+	for _, c := range r.ConditionNames() {
+		cr := r.Conditions[c]
+		n := cr.Fallbacks
+		if cr.Clean != nil {
+			n += cr.Clean.Fallbacks
+		}
+		if n > 0 {
+			fmt.Fprintf(w, "note: %s: %d decisions were the cascade's rules fallback (the inception model could not judge); see fallback_decisions\n", c, n)
+		}
 	}
 	fmt.Fprintf(w, "report: %s, %s, %s, %s\n", filepath.Join(dir, eval.ReportJSON), filepath.Join(dir, eval.ReportMarkdown),
 		filepath.Join(dir, eval.ChartPassAt1), filepath.Join(dir, eval.ChartActivationType))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,12 +52,38 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	serveArgs := []string{"serve", "--nats-url", url, "--nats-keys-dir", stageDir, "--task-key", taskKey, "--data-dir", t.TempDir(),
 		"--agent-script", "../../internal/app/demo/demodata/agent.yaml", "--log-level", "error"}
 
-	// Without the streams, the reader may not create them: a clear error.
+	// Started before the streams exist (a stage pod ahead of the
+	// provisioning job), the process may not create them: it waits, not
+	// ready, saying why, instead of exiting into a restart loop.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if _, err := runCLI(t, ctx, append(serveArgs, "--http", freePort(t))...); err == nil || !strings.Contains(err.Error(), "rein provision") {
-		t.Fatalf("serve as reader before provisioning: %v; want an error that says to run rein provision", err)
-	}
+	httpAddr := freePort(t)
+	served := make(chan error, 1)
+	serveCtx, stopServe := context.WithCancel(ctx)
+	go func() {
+		_, err := runCLI(t, serveCtx, append(serveArgs, "--http", httpAddr)...)
+		served <- err
+	}()
+	defer func() {
+		stopServe()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	rtest.CheckFor(t, time.Minute, "serve waits for rein provision on /readyz", func() bool {
+		select {
+		case err := <-served:
+			t.Fatalf("serve exited before provisioning: %v", err)
+		default:
+		}
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "waiting for rein provision")
+	})
 	out, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", adminDir, "--partitions", strconv.Itoa(partitions))
 	if err != nil {
 		t.Fatalf("provision: %v", err)
@@ -64,9 +91,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	if !strings.Contains(out, streams.StreamTurns) {
 		t.Fatalf("provision printed no streams:\n%s", out)
 	}
-
-	httpAddr := freePort(t)
-	defer runServe(t, httpAddr, time.Minute, append(serveArgs[1:], "--http", httpAddr)...)()
+	rtest.CheckFor(t, time.Minute, "serve ready once provisioned", func() bool { return httpReady(httpAddr) })
 
 	// The platform's turn, published under the ingress identity.
 	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityIngress+".nk"),

@@ -37,6 +37,10 @@ const (
 	EnvModel      = "REIN_LLM_MODEL"
 	EnvBaseURL    = "REIN_LLM_BASE_URL"
 	EnvAPIKey     = "REIN_LLM_API_KEY"
+	// EnvAPIKeyFile names a file holding the key (a compose or Kubernetes
+	// secret mounted as a file), so that it is in no process environment;
+	// REIN_LLM_API_KEY wins when both are set.
+	EnvAPIKeyFile = "REIN_LLM_API_KEY_FILE"
 	EnvHeaders    = "REIN_LLM_HEADERS"
 	EnvTimeout    = "REIN_LLM_TIMEOUT"
 	EnvMaxRetries = "REIN_LLM_MAX_RETRIES"
@@ -153,9 +157,19 @@ func configFromLookup(lookup func(string) (string, bool)) Config {
 		Cassette: get(EnvCassette),
 		Record:   get(EnvRecord),
 	}
+	var errs []error
+	if path := get(EnvAPIKeyFile); path != "" && c.APIKey == "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvAPIKeyFile, err))
+		}
+		c.APIKey = strings.TrimSpace(string(b))
+		if err == nil && c.APIKey == "" {
+			errs = append(errs, fmt.Errorf("%s: %s is empty", EnvAPIKeyFile, path))
+		}
+	}
 	c.envLookup = lookup
 	c = c.withInferredProvider()
-	var errs []error
 	if h := get(EnvHeaders); h != "" {
 		hdrs, err := ParseHeaders(h)
 		if err != nil {

@@ -2,6 +2,8 @@ package llm
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,5 +158,37 @@ func TestNewErrors(t *testing.T) {
 				t.Fatalf("New = %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// The key can come from a file (a mounted secret), so that it sits in no
+// process environment; the variable wins over the file, and a missing or
+// empty file is a configuration error, not a silent keyless client.
+func TestAPIKeyFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "key")
+	if err := os.WriteFile(file, []byte("sk-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(env map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	}
+	c := configFromLookup(lookup(map[string]string{EnvProvider: "openai", EnvModel: "m", EnvAPIKeyFile: file}))
+	if c.APIKey != "sk-from-file" || c.Validate() != nil {
+		t.Errorf("key %q, validate %v; want the file's key", c.APIKey, c.Validate())
+	}
+	c = configFromLookup(lookup(map[string]string{EnvProvider: "openai", EnvModel: "m", EnvAPIKey: "sk-env", EnvAPIKeyFile: file}))
+	if c.APIKey != "sk-env" {
+		t.Errorf("key %q, want the variable's", c.APIKey)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "missing"), empty} {
+		c = configFromLookup(lookup(map[string]string{EnvProvider: "openai", EnvModel: "m", EnvAPIKeyFile: path}))
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), EnvAPIKeyFile) {
+			t.Errorf("%s: validate %v, want an error naming %s", path, err, EnvAPIKeyFile)
+		}
 	}
 }

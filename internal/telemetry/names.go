@@ -43,8 +43,9 @@ const (
 	MDetectorInceptionSeconds = "rein_detector_inception_seconds" // {module}
 	MDetectorGate             = "rein_detector_gate_total"        // {result} result: pass, skip
 	MDetectorContextFetches   = "rein_detector_context_fetches_total"
-	MExperimentDecisions      = "rein_experiment_decisions_total"    // {tenant,arm,outcome} arm: treatment, control
-	MDetectorUnjudged         = "rein_detector_unjudged_turns_total" // {reason} reason: stored, handed_on, sent_again
+	MExperimentDecisions      = "rein_experiment_decisions_total"         // {tenant,arm,outcome} arm: treatment, control
+	MDetectorUnjudged         = "rein_detector_unjudged_turns_total"      // {reason} reason: stored, handed_on, sent_again
+	MDetectorRepeats          = "rein_detector_repeats_not_planted_total" // {error_type}
 
 	// injector and agent
 	MInjectorInjections   = "rein_injector_injections_total" // {error_type}

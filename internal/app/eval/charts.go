@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // palette colours the conditions (colour-blind safe Okabe–Ito hues).
@@ -37,14 +39,14 @@ func PassAt1Chart(r *RunReport) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render(p, 5*vg.Inch, 3.5*vg.Inch, "svg")
+	return render(p, 6*vg.Inch, 3.5*vg.Inch, "svg")
 }
 
 func passAt1Plot(r *RunReport) (*plot.Plot, error) {
 	conds := r.ConditionNames()
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Pass@1 by condition (%.0f %% bootstrap intervals)", r.Bootstrap.Level*100)
-	p.Y.Label.Text = "Pass@1"
+	p.Title.Text = fmt.Sprintf("Pass@1 on error scenarios by condition (%.0f %% intervals)", r.Bootstrap.Level*100)
+	p.Y.Label.Text = "Pass@1 (error scenarios)"
 	p.Y.Min, p.Y.Max = 0, 1
 	vals := make(plotter.Values, len(conds))
 	eb := errBars{}
@@ -69,6 +71,20 @@ func passAt1Plot(r *RunReport) (*plot.Plot, error) {
 	return p, nil
 }
 
+// rateTicks marks 0 to 1 only, so the headroom above 1 that holds the
+// legend carries no ticks.
+var rateTicks = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25}, {Value: 0.5, Label: "0.5"}, {Value: 0.75}, {Value: 1, Label: "1"}}
+
+// tickLines breaks a category name at its first underscore, so that the
+// labels stand level and clear of each other.
+func tickLines(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.Replace(n, "_", "\n", 1)
+	}
+	return out
+}
+
 // ActivationChart draws, per error type, each condition's activation rate
 // at the error turn and, in the last group, the false-activation rate on
 // clean turns, as SVG. Missing rates are drawn as 0.
@@ -77,16 +93,18 @@ func ActivationChart(r *RunReport) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render(p, 8*vg.Inch, 4*vg.Inch, "svg")
+	return render(p, 9*vg.Inch, 4*vg.Inch, "svg")
 }
 
 func activationPlot(r *RunReport) (*plot.Plot, error) {
 	conds := r.ConditionNames()
-	groups := append(append([]string(nil), ErrorTypes...), "clean (false)")
+	groups := append(append([]string(nil), ErrorTypes...), "clean_(false act.)")
 	p := plot.New()
-	p.Title.Text = "Activation at the error turn by type; false activation per clean turn"
+	p.Title.Text = "Activation at the planting point by type; false activation per judged clean turn"
 	p.Y.Label.Text = "rate"
-	p.Y.Min, p.Y.Max = 0, 1
+	// Headroom above 1 holds the legend clear of the bars.
+	p.Y.Min, p.Y.Max = 0, 1+0.12*float64(len(conds)+1)
+	p.Y.Tick.Marker = rateTicks
 	w := vg.Points(9)
 	for ci, c := range conds {
 		cr := r.Conditions[c]
@@ -96,8 +114,8 @@ func activationPlot(r *RunReport) (*plot.Plot, error) {
 				vals[gi] = *m.ActivationRate
 			}
 		}
-		if cr.FalseActivationRate != nil {
-			vals[len(groups)-1] = *cr.FalseActivationRate
+		if cr.Clean != nil && cr.Clean.FalseActivationRate != nil {
+			vals[len(groups)-1] = *cr.Clean.FalseActivationRate
 		}
 		bars, err := plotter.NewBarChart(vals, w)
 		if err != nil {
@@ -109,20 +127,27 @@ func activationPlot(r *RunReport) (*plot.Plot, error) {
 		p.Add(bars)
 		p.Legend.Add(c, bars)
 	}
-	p.Legend.Top = true
-	p.NominalX(groups...)
-	p.X.Tick.Label.Rotation = 0.4
-	p.X.Tick.Label.XAlign = -0.9
+	// Top left, swatch before label: a label drawn wider than measured
+	// runs into the empty headroom, not into its swatch or a bar.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.Padding = vg.Points(5)
+	p.Legend.XOffs = vg.Points(8)
+	p.NominalX(tickLines(groups)...)
 	return p, nil
 }
 
+// chartMargin keeps labels inside the picture when a viewer draws them in
+// a wider font than the one the layout was measured with.
+const chartMargin = 8 * vg.Millimeter
+
 func render(p *plot.Plot, w, h vg.Length, format string) ([]byte, error) {
-	wt, err := p.WriterTo(w, h, format)
+	c, err := draw.NewFormattedCanvas(w, h, format)
 	if err != nil {
 		return nil, fmt.Errorf("chart: %w", err)
 	}
+	p.Draw(draw.Crop(draw.New(c), chartMargin/2, -chartMargin, chartMargin/2, -chartMargin/2))
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, fmt.Errorf("chart: %w", err)
 	}
 	return append(trimTrailingSpace(buf.Bytes()), '\n'), nil

@@ -12,33 +12,34 @@ import (
 	"testing"
 )
 
-// synthetic is a small run: S1 (airline anaphora, seen), S2 (retail
-// unsupported_domain, unseen) and S3 (airline clean), four conditions, two
-// trials. Outcomes (trial 1, trial 2):
+// synthetic is a small run: S1 (airline task 0, anaphora, seen), S2
+// (retail task 0, unsupported_domain, unseen) and S3 (airline task 1,
+// clean), four conditions, two trials. Outcomes (trial 1, trial 2):
 //
 //	           S1     S2     S3
 //	rein       ✓ ✓    ✓ ✗    ✓ ✓
-//	none       ✗ ✗    ✗ ✗    ✓ ✗
+//	none       ✗ ✗    ✗ ✗    ✓ ✓
 //	npi        ✓ ✗    ✗ ✗    ✓ ✓
 //	self-ref.  ✗ ✓    ✓ ✓    ✗ ✗
 //
-// rein activates on S1 in both trials (naming anaphora, then
-// contradiction) and on S2 in trial 1 (unsupported_domain); on S3 it
-// activates once over 8 user turns. self-refine transfers on S3 in trial 1.
-// Every play has 4 user turns and 400 agent tokens; rein's plays add 100
-// inception tokens; rein's agent latencies are 100 and 300 ms, inception
-// 20 ms and rein's own 5 ms.
+// rein judges one turn per play; it activates on S1 in both trials
+// (naming anaphora, then contradiction: credited, then false), on S2 in
+// trial 1 (unsupported_domain, credited) and on S3 in trial 1 (false).
+// self-refine transfers on S3 in trial 1. Every play has 4 user turns and
+// 400 agent tokens; rein's plays add 100 inception tokens; rein's agent
+// latencies are 100 and 300 ms, inception 20 ms and rein's own 5 ms.
 func synthetic() []Result {
 	type sc struct {
 		id, domain, et string
+		task           int
 		seen           bool
 	}
-	s1 := sc{"S1", "airline", TypeAnaphora, true}
-	s2 := sc{"S2", "retail", TypeUnsupportedDomain, false}
-	s3 := sc{"S3", "airline", TypeNone, true}
+	s1 := sc{"S1", "airline", TypeAnaphora, 0, true}
+	s2 := sc{"S2", "retail", TypeUnsupportedDomain, 0, false}
+	s3 := sc{"S3", "airline", TypeNone, 1, true}
 	outcomes := map[string][3][2]bool{
 		"rein":        {{true, true}, {true, false}, {true, true}},
-		"none":        {{false, false}, {false, false}, {true, false}},
+		"none":        {{false, false}, {false, false}, {true, true}},
 		"npi":         {{true, false}, {false, false}, {true, true}},
 		"self-refine": {{false, true}, {true, true}, {false, false}},
 	}
@@ -46,20 +47,31 @@ func synthetic() []Result {
 	for cond, o := range outcomes {
 		for i, s := range []sc{s1, s2, s3} {
 			for t := range 2 {
-				r := Result{Condition: cond, ScenarioID: s.id, Domain: s.domain, ErrorType: s.et, Seen: s.seen,
-					Trial: t + 1, Success: o[i][t], UserTurns: 4, AgentTokens: 400}
+				r := Result{Condition: cond, ScenarioID: s.id, TaskID: s.task, Domain: s.domain, ErrorType: s.et, Seen: s.seen,
+					Trial: t + 1, Success: o[i][t], UserTurns: 4, AgentTokens: 400, ActivationTurns: []int{}}
 				if cond == "rein" {
 					r.InceptionTokens = 100
+					r.JudgedTurns = 1
 					r.AgentLatencyMs = []float64{100, 300}
 					r.InceptionLatencyMs = []float64{20}
 					r.ReinLatencyMs = []float64{5}
+					activate := func(et string, credited bool) {
+						r.ActivationTurns, r.ActivationTypes = []int{2}, []string{et}
+						if credited {
+							r.CreditedActivations = 1
+						} else {
+							r.FalseActivations = 1
+						}
+					}
 					switch {
 					case s.id == "S1":
 						r.Activated, r.DetectedType = true, []string{TypeAnaphora, TypeContradiction}[t]
+						activate(r.DetectedType, t == 0)
 					case s.id == "S2" && t == 0:
 						r.Activated, r.DetectedType = true, TypeUnsupportedDomain
+						activate(r.DetectedType, true)
 					case s.id == "S3" && t == 0:
-						r.FalseActivations = 1
+						activate(TypeAnaphora, false)
 					}
 				}
 				if cond == "self-refine" && s.id == "S3" && t == 0 {
@@ -79,6 +91,18 @@ func f(p *float64) float64 {
 	return *p
 }
 
+// Wilson intervals of the synthetic run, computed by hand from
+// (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n), z = 1.959964.
+const (
+	wilson075of2Low  = 0.197867
+	wilson075of2High = 0.973323
+	wilson0of2High   = 0.657620 // z²/(2 + z²)
+)
+
+// The headline is over the error scenarios only (S1, S2); the clean one
+// (S3) is reported apart. On the code before, Pass@1 mixed S3 in (none
+// showed 0.5/3 while it solved no error scenario), McNemar paired every
+// trial, and a slice of two scenarios had a percentile interval.
 func TestReportOfASyntheticRunHasTheHandComputedFigures(t *testing.T) {
 	rep, err := Report(synthetic(), ReportOptions{})
 	if err != nil {
@@ -92,42 +116,66 @@ func TestReportOfASyntheticRunHasTheHandComputedFigures(t *testing.T) {
 	}
 	const eps = 1e-12
 	type want struct {
-		pass1, pass2, kappa, mcnemar float64 // mcnemar -1: none
-		only, onlyRein               int
+		pass1, pass2, kappa float64 // kappa -1: undefined
+		delta               float64 // -9: none
 	}
 	for cond, w := range map[string]want{
-		// rein: (1 + ½ + 1)/3; pass^2 (1+0+1)/3; κ: trial 1 (✓✓✓) vs 2
-		// (✓✗✓), po = pe = 2/3, κ = 0.
-		"rein": {2.5 / 3, 2.0 / 3, 0, -1, 0, 0},
-		// none: (0+0+½)/3; κ 0; vs rein 0 and 4 discordant: p = 2/16.
-		"none": {0.5 / 3, 0, 0, 0.125, 0, 4},
-		// npi: (½+0+1)/3; pass^2 1/3; κ (2/3-4/9)/(5/9) = 0.4; 0 vs 2: p = ½.
-		"npi": {1.5 / 3, 1.0 / 3, 0.4, 0.5, 0, 2},
-		// self-refine: (½+1+0)/3; pass^2 1/3; κ 0.4; 1 vs 3: p = 2·5/16.
-		"self-refine": {1.5 / 3, 1.0 / 3, 0.4, 0.625, 1, 3},
+		// rein: (1 + ½)/2; pass^2 (1+0)/2; Fleiss κ: P̄ = (1+0)/2, p✓ = ¾,
+		// Pe = 10/16, κ = (½ − ⅝)/⅜ = −⅓; Δ = ((1−0) + (½−0))/2.
+		"rein": {0.75, 0.5, -1.0 / 3, 0.75},
+		// none: solved no error scenario; every rating ✗: κ undefined.
+		"none":        {0, 0, -1, -9},
+		"npi":         {0.25, 0, -1.0 / 3, 0.25},
+		"self-refine": {0.75, 0.5, -1.0 / 3, 0.75},
 	} {
 		m := rep.Conditions[cond].Metrics
+		if m.Scenarios != 2 || m.Tasks != 2 {
+			t.Errorf("%s: %d scenarios on %d tasks, want the 2 error scenarios on 2 tasks", cond, m.Scenarios, m.Tasks)
+		}
 		if !near(m.PassAt1.Value, w.pass1, eps) || !near(m.PassHatK["1"], w.pass1, eps) || !near(m.PassHatK["2"], w.pass2, eps) {
 			t.Errorf("%s: pass@1 %v pass^k %v, want %v and %v", cond, m.PassAt1, m.PassHatK, w.pass1, w.pass2)
 		}
-		if m.PassAt1.Low > m.PassAt1.Value || m.PassAt1.High < m.PassAt1.Value {
-			t.Errorf("%s: interval %+v does not hold its value", cond, m.PassAt1)
+		if m.PassAt1.Method != MethodWilson || m.PassAt1.High-m.PassAt1.Low <= 0 {
+			t.Errorf("%s: a slice of 2 scenarios has interval %+v, want Wilson's, never of zero width", cond, m.PassAt1)
 		}
-		if !near(f(m.Kappa), w.kappa, eps) {
+		if w.kappa == -1 {
+			if m.Kappa != nil {
+				t.Errorf("%s: κ %v, want undefined", cond, *m.Kappa)
+			}
+		} else if !near(f(m.Kappa), w.kappa, eps) {
 			t.Errorf("%s: κ %v, want %v", cond, f(m.Kappa), w.kappa)
 		}
-		if w.mcnemar < 0 {
-			if m.McNemarP != nil {
-				t.Errorf("rein has a McNemar p against itself")
+		if w.delta == -9 {
+			if m.DeltaVsNone != nil || m.McNemarP != nil {
+				t.Errorf("none is compared with itself")
 			}
-		} else if !near(f(m.McNemarP), w.mcnemar, eps) || m.McNemar.Only != w.only || m.McNemar.OnlyRein != w.onlyRein || m.McNemar.Method != McNemarExact {
-			t.Errorf("%s: McNemar %v %+v, want p %v (%d/%d)", cond, f(m.McNemarP), m.McNemar, w.mcnemar, w.only, w.onlyRein)
+			continue
+		}
+		if m.DeltaVsNone == nil || !near(m.DeltaVsNone.Value, w.delta, eps) {
+			t.Errorf("%s: Δ %+v, want %v", cond, m.DeltaVsNone, w.delta)
 		}
 	}
-	// rein's pass@1 interval: resample means are ½ (p 1/27), 2/3, 5/6 or 1
-	// (p 8/27); with 2000 resamples the 2.5 % and 97.5 % quantiles fall on ½ and 1.
-	if iv := rep.Conditions["rein"].PassAt1; iv.Low != 0.5 || iv.High != 1 {
-		t.Errorf("rein interval %+v, want [0.5, 1]", iv)
+	// Pass@1 = ¾ over 2 scenarios and 0 over 2: Wilson's intervals.
+	if iv := rep.Conditions["rein"].PassAt1; !near(iv.Low, wilson075of2Low, 1e-5) || !near(iv.High, wilson075of2High, 1e-5) {
+		t.Errorf("rein interval %+v, want [%v, %v]", iv, wilson075of2Low, wilson075of2High)
+	}
+	if iv := rep.Conditions["none"].PassAt1; iv.Low != 0 || !near(iv.High, wilson0of2High, 1e-5) {
+		t.Errorf("none interval %+v, want [0, %v]", iv, wilson0of2High)
+	}
+	// Δ rein − none resamples the two tasks: means 1, ¾ or ½ (¼, ½, ¼);
+	// with 2000 resamples the quantiles fall on ½ and 1.
+	if d := rep.Conditions["rein"].DeltaVsNone; d.Low != 0.5 || d.High != 1 || d.Method != MethodClusterBootstrap {
+		t.Errorf("rein Δ %+v, want [0.5, 1]", d)
+	}
+	// McNemar on one outcome per scenario (a strict majority of 2 trials:
+	// S1 ✓, S2 ✗ for rein; none ✗ ✗): 1 discordant scenario, p = 1. The
+	// code before paired each trial (3 discordant plays, p = 0.25).
+	if m := rep.Conditions["rein"].McNemar; m == nil || m.Only != 1 || m.Other != 0 || m.P != 1 || m.Method != McNemarExact {
+		t.Errorf("rein McNemar %+v, want 1/0, p 1", m)
+	}
+	// Trial 1 vs trial 2 for rein: S2 ✓ then ✗: 1/0, p = 1.
+	if m := rep.Conditions["rein"].RunVsRun; m == nil || m.Only != 1 || m.Other != 0 || m.P != 1 {
+		t.Errorf("rein run vs run %+v", m)
 	}
 
 	rein := rep.Conditions["rein"]
@@ -135,15 +183,22 @@ func TestReportOfASyntheticRunHasTheHandComputedFigures(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"activation", f(rein.ActivationRate), 0.75},             // 3 of 4 error plays
-		{"exact type", f(rein.ExactTypeRate), 0.5},               // 2 of 4
-		{"false activation", f(rein.FalseActivationRate), 0.125}, // 1 per 8 clean turns
-		{"over-deferral", f(rein.OverDeferralRate), 0},
-		{"self-refine over-deferral", f(rep.Conditions["self-refine"].OverDeferralRate), 0.5},
+		{"activation", f(rein.ActivationRate), 0.75},                       // 3 of 4 error plays
+		{"exact type", f(rein.ExactTypeRate), 0.5},                         // 2 of 4
+		{"precision", f(rein.ActivationPrecision), 2.0 / 3},                // 2 credited of 3
+		{"recall", f(rein.ActivationRecall), 0.5},                          // 2 of 4 error plays
+		{"false activation", f(rein.FalseActivationRate), 0.25},            // 1 wrong type per 4 judged turns
+		{"clean false activation", f(rein.Clean.FalseActivationRate), 0.5}, // 1 per 2 judged clean turns
+		{"clean pass@1", rein.Clean.PassAt1.Value, 1},
+		{"rein broke", float64(rein.Clean.Broke), 0},
+		{"self-refine broke", float64(rep.Conditions["self-refine"].Clean.Broke), 1},
+		{"self-refine over-deferral", f(rep.Conditions["self-refine"].Clean.OverDeferralRate), 0.5},
 		{"none activation", f(rep.Conditions["none"].ActivationRate), 0},
-		{"agent tokens/turn", rein.TokensPerTurn.Agent, 100}, // 2400 / 24
+		{"agent tokens/turn", rein.TokensPerTurn.Agent, 100}, // 1600 / 16
 		{"inception tokens/turn", rein.TokensPerTurn.Inception, 25},
+		{"tokens per success", f(rein.TokensPerSuccess), 2000.0 / 3}, // 4 × 500 over 3 successes
 		{"agent p50", rein.LatencyMsP50.Agent, 200},
+		{"agent p95", rein.LatencyMsP95.Agent, 300},
 		{"inception p50", rein.LatencyMsP50.Inception, 20},
 		{"rein p50", rein.LatencyMsP50.Rein, 5},
 		{"anaphora pass@1", rein.ByErrorType[TypeAnaphora].PassAt1.Value, 1},
@@ -153,17 +208,20 @@ func TestReportOfASyntheticRunHasTheHandComputedFigures(t *testing.T) {
 		{"airline pass@1", rein.ByDomain["airline"].PassAt1.Value, 1},
 		{"retail pass@1", rein.ByDomain["retail"].PassAt1.Value, 0.5},
 		{"unseen activation", f(rein.BySeen["unseen"].ActivationRate), 0.5},
-		{"clean false activation", f(rein.BySeen["clean"].FalseActivationRate), 0.125},
-		// none vs rein on anaphora only: 0 vs 2 discordant, p = ½.
-		{"none anaphora McNemar", f(rep.Conditions["none"].ByErrorType[TypeAnaphora].McNemarP), 0.5},
+		{"ambiguous/seen pass@1", rein.ByCategorySeen["ambiguous/seen"].PassAt1.Value, 1},
+		{"unsupported/unseen pass@1", rein.ByCategorySeen["unsupported/unseen"].PassAt1.Value, 0.5},
 	}
 	for _, c := range checks {
 		if !near(c.got, c.want, eps) {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if rein.ByErrorType[TypeNone].ActivationRate != nil || rein.ByErrorType[TypeAnaphora].FalseActivationRate != nil {
-		t.Error("a rate with nothing to measure is not null")
+	if rein.ByErrorType[TypeNone] != nil || rein.BySeen[CategoryClean] != nil {
+		t.Error("a clean slice in the error-only breakdowns")
+	}
+	// 3 conditions × (overall + 8 slices) McNemar tests: the report warns.
+	if rep.Tests != 27 || !strings.Contains(rep.MultipleTests, "27 McNemar tests") {
+		t.Errorf("tests %d, note %q", rep.Tests, rep.MultipleTests)
 	}
 	// Deterministic: the same results give the same report.
 	again, _ := Report(synthetic(), ReportOptions{})
@@ -209,12 +267,12 @@ func TestWriteReportFilesAndCharts(t *testing.T) {
 				t.Errorf("%s pass_at_1 lacks %s", c, k)
 			}
 		}
-		if _, ok := cr["mcnemar_p"]; ok != (c != ConditionRein) {
+		if _, ok := cr["mcnemar_p"]; ok != (c != ConditionNone) {
 			t.Errorf("%s: mcnemar_p present %v", c, ok)
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, ReportMarkdown))
-	for _, want := range []string{"| rein | 0.833 [0.500, 1.000]", "## By error type", "| anaphora |", "not a model"} {
+	for _, want := range []string{"| rein | +0.750 [+0.500, +1.000] | 0.750 [0.198, 0.973]", "## Headline: error scenarios only", "## Clean scenarios: conversations rein broke", "| self-refine | 0.000 [0.000, 0.793] | 1 (S3)", "## By error type", "| anaphora |", "not a model"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -294,8 +352,8 @@ func TestCompareSideBySide(t *testing.T) {
 	for _, r := range c.Rows {
 		if r.Condition == "rein" && r.Slice == "all" {
 			found = true
-			if r.DeltaPassAt1 == nil || !near(*r.DeltaPassAt1, 0.5/3, 1e-12) {
-				t.Errorf("rein delta %v, want 1/6", r.DeltaPassAt1)
+			if r.DeltaPassAt1 == nil || !near(*r.DeltaPassAt1, 0.25, 1e-12) {
+				t.Errorf("rein delta %v, want ¼ (S2's ½ over the two error scenarios)", r.DeltaPassAt1)
 			}
 		}
 		if r.Condition == "none" && r.Slice == "all" && (r.DeltaPassAt1 == nil || *r.DeltaPassAt1 != 0) {
@@ -306,7 +364,7 @@ func TestCompareSideBySide(t *testing.T) {
 		t.Fatal("no rein/all row")
 	}
 	md := c.Markdown()
-	if !strings.Contains(md, "Pass@1 before") || !strings.Contains(md, "| rein | all | 0.833") || !strings.Contains(md, "+0.167") {
+	if !strings.Contains(md, "Pass@1 before") || !strings.Contains(md, "| rein | all | 0.750") || !strings.Contains(md, "+0.250") {
 		t.Errorf("comparison table:\n%s", md)
 	}
 	// A condition present in one run only still gets its row.
@@ -316,5 +374,33 @@ func TestCompareSideBySide(t *testing.T) {
 		if r.Condition == "npi" && r.Slice == "all" && (r.A == nil || r.B != nil || r.DeltaPassAt1 != nil) {
 			t.Errorf("npi row %+v", r)
 		}
+	}
+}
+
+// A clean scenario's result carries no error type (results.jsonl says ""),
+// and a report reads it, and an older run's "none", as clean alike.
+func TestCleanResultHasNoErrorType(t *testing.T) {
+	r := NewResult(ConditionNone, Scenario{ID: "c", Domain: "airline", ErrorType: TypeNone}, 1, Verdict{})
+	if r.ErrorType != "" {
+		t.Fatalf("clean result's error type %q, want empty", r.ErrorType)
+	}
+	old, err := Report(synthetic(), ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := synthetic()
+	for i := range rs {
+		if rs[i].ErrorType == TypeNone {
+			rs[i].ErrorType = ""
+		}
+	}
+	now, err := Report(rs, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(old)
+	b, _ := json.Marshal(now)
+	if !bytes.Equal(a, b) {
+		t.Errorf("reports differ with \"\" for clean:\n%s\n%s", a, b)
 	}
 }

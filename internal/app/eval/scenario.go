@@ -66,6 +66,10 @@ func Category(errorType string) string {
 	return ""
 }
 
+// PaperHeldOutTypes are the types the paper holds out of the module's
+// prompt, the default of `rein eval run --held-out`.
+var PaperHeldOutTypes = []string{TypeContradiction, TypeUnsupportedDomain}
+
 // PaperHeldOut reports the held-out types of the paper's setting
 // (contradiction and unsupported_domain), for callers without a taxonomy.
 func PaperHeldOut(errorType string) bool {
@@ -118,6 +122,23 @@ type Opening struct {
 // ErrorTurnIndex is the user-turn index (1-based) of the opening's error
 // turn: the first user turn of the conversation.
 const ErrorTurnIndex = 1
+
+// FollowUpTurnIndex is the user-turn index of the opening's follow-up: the
+// paper plants once, here, after the recorded opening (error turn, the
+// agent's mishandling, this follow-up) and before the agent's first own
+// decision, with the module judging all three messages.
+const FollowUpTurnIndex = 2
+
+// PlantTurn is the user turn at which a fixed trigger judges s: the
+// follow-up of an opening (the paper's protocol), or its error turn when
+// atErrorTurn (the ablation); a clean scenario's first turn either way,
+// since it has no recorded opening and the agent decides from turn 1.
+func (s Scenario) PlantTurn(atErrorTurn bool) int {
+	if s.Opening == nil || atErrorTurn {
+		return ErrorTurnIndex
+	}
+	return FollowUpTurnIndex
+}
 
 // Category is the scenario's error category.
 func (s Scenario) Category() string { return Category(s.ErrorType) }

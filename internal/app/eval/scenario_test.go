@@ -76,7 +76,7 @@ func TestLoadScenariosSeenFlag(t *testing.T) {
 }
 
 func TestBundledSetCoversEveryTypeAndDomain(t *testing.T) {
-	set := Bundled(LoadOptions{HeldOut: PaperHeldOut})
+	set := BundledQuick(LoadOptions{HeldOut: PaperHeldOut})
 	count := map[string]int{}
 	styles := map[string]int{}
 	for _, s := range set {
@@ -108,7 +108,7 @@ func TestBundledSetCoversEveryTypeAndDomain(t *testing.T) {
 // who does hold several reservations or orders.
 func TestBundledSetResolvesAgainstTauBench(t *testing.T) {
 	dir := testutil.TauBench(t)
-	set := Bundled(LoadOptions{})
+	set := BundledQuick(LoadOptions{})
 	ts := NewTaskSource(dir)
 	if err := ts.Check(set); err != nil {
 		t.Fatal(err)

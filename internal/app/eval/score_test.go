@@ -51,7 +51,7 @@ func TestScoreOnHandBuiltTrajectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set := Bundled(LoadOptions{})
+	set := BundledQuick(LoadOptions{})
 	byID := map[string]Scenario{}
 	for _, s := range set {
 		byID[s.ID] = s

@@ -43,6 +43,9 @@ type Interval struct {
 	Value float64 `json:"value"`
 	Low   float64 `json:"ci_low"`
 	High  float64 `json:"ci_high"`
+	// Method is how the interval was drawn (MethodClusterBootstrap,
+	// MethodWilson; empty for BootstrapMean's).
+	Method string `json:"method,omitempty"`
 }
 
 // BootstrapMean estimates the mean of values (one per scenario) and its
@@ -143,7 +146,7 @@ func McNemar(b, c int) McNemarResult {
 		r.P = math.Min(1, 2*tail)
 		return r
 	}
-	d := math.Abs(float64(b-c)) - 1
+	d := max(0, math.Abs(float64(b-c))-1) // b = c: no evidence, χ² = 0
 	r.Method = McNemarChi2
 	r.Statistic = d * d / float64(n)
 	r.P = math.Erfc(math.Sqrt(r.Statistic / 2)) // chi-square survival, 1 df
@@ -151,7 +154,8 @@ func McNemar(b, c int) McNemarResult {
 }
 
 // McNemarPaired counts the discordant pairs of two equally long outcome
-// lists (pair i is the same scenario and trial) and tests them.
+// lists (pair i is the same scenario: one outcome per scenario, see
+// ScenarioOutcome) and tests them.
 func McNemarPaired(first, second []bool) (McNemarResult, error) {
 	if len(first) != len(second) {
 		return McNemarResult{}, fmt.Errorf("mcnemar: %d and %d outcomes are not paired", len(first), len(second))
@@ -221,4 +225,101 @@ func TrialKappa(trials [][]bool) (float64, bool) {
 		return 0, false
 	}
 	return sum / float64(n), true
+}
+
+// ScenarioOutcome is a scenario's one outcome for the tests that need
+// independent pairs (McNemar): success when a strict majority of its
+// trials succeeded (with an even k, a tie is a failure). Counting every
+// (scenario, trial) as a pair would treat a scenario's repeated trials as
+// independent evidence (pseudo-replication).
+func ScenarioOutcome(successes, trials int) bool { return 2*successes > trials }
+
+// WilsonZ is the normal quantile of a 95 % interval.
+const WilsonZ = 1.959963984540054
+
+// Wilson is the Wilson score interval of a proportion p over n units at
+// WilsonZ: never of zero width for n ≥ 1 (0/4 gives [0, 0.490]), and
+// sensible near 0 and 1 where the normal and percentile intervals are not.
+// p is a proportion of units (a Pass@1 over n scenarios counts as
+// p·n successes).
+func Wilson(p float64, n int) Interval {
+	if n < 1 {
+		return Interval{Value: p}
+	}
+	z2 := WilsonZ * WilsonZ
+	nf := float64(n)
+	centre := (p + z2/(2*nf)) / (1 + z2/nf)
+	half := WilsonZ / (1 + z2/nf) * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	return Interval{Value: p, Low: max(0, centre-half), High: min(1, centre+half)}
+}
+
+// Cluster is one unit of the cluster bootstrap: the scenarios played on
+// one τ-bench task, which share the task's instruction, data and
+// difficulty and so are not independent.
+type Cluster []float64
+
+// ClusterBootstrapMean estimates the mean over every value of clusters
+// and its BootstrapLevel percentile interval, resampling whole clusters
+// with replacement (resamples draws from a PCG seeded with seed): the
+// mean of a resample is its values' sum over their count. With one
+// cluster the interval is the point.
+func ClusterBootstrapMean(clusters []Cluster, resamples int, seed uint64) Interval {
+	sum, n := 0.0, 0
+	for _, c := range clusters {
+		for _, v := range c {
+			sum += v
+		}
+		n += len(c)
+	}
+	if n == 0 {
+		return Interval{}
+	}
+	iv := Interval{Value: sum / float64(n)}
+	if resamples < 1 || len(clusters) < 2 {
+		iv.Low, iv.High = iv.Value, iv.Value
+		return iv
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	means := make([]float64, 0, resamples)
+	for range resamples {
+		s, k := 0.0, 0
+		for range clusters {
+			c := clusters[rng.IntN(len(clusters))]
+			for _, v := range c {
+				s += v
+			}
+			k += len(c)
+		}
+		if k > 0 {
+			means = append(means, s/float64(k))
+		}
+	}
+	slices.Sort(means)
+	alpha := (1 - BootstrapLevel) / 2
+	iv.Low, iv.High = quantile(means, alpha), quantile(means, 1-alpha)
+	return iv
+}
+
+// FleissKappa is Fleiss' κ of binary ratings: successes[i] of the
+// scenario i's trials succeeded, each scenario rated by the same number of
+// trials. ok is false with fewer than two trials or scenarios, or when
+// chance agreement is 1 (every rating the same).
+func FleissKappa(successes []int, trials int) (float64, bool) {
+	if trials < 2 || len(successes) < 2 {
+		return 0, false
+	}
+	n := float64(trials)
+	agree, yes := 0.0, 0
+	for _, c := range successes {
+		y, f := float64(c), float64(trials-c)
+		agree += (y*y + f*f - n) / (n * (n - 1))
+		yes += c
+	}
+	pbar := agree / float64(len(successes))
+	py := float64(yes) / (n * float64(len(successes)))
+	pe := py*py + (1-py)*(1-py)
+	if pe >= 1 {
+		return 0, false
+	}
+	return (pbar - pe) / (1 - pe), true
 }

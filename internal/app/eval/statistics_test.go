@@ -40,7 +40,7 @@ func TestBootstrapMean(t *testing.T) {
 		t.Errorf("{0,1}: %+v", iv)
 	}
 	// A constant sample has no spread.
-	if iv := BootstrapMean([]float64{0.75, 0.75, 0.75}, 500, 1); iv != (Interval{0.75, 0.75, 0.75}) {
+	if iv := BootstrapMean([]float64{0.75, 0.75, 0.75}, 500, 1); iv != (Interval{Value: 0.75, Low: 0.75, High: 0.75}) {
 		t.Errorf("constant: %+v", iv)
 	}
 	// 100 scenarios, half passing: the interval is close to the normal
@@ -133,5 +133,103 @@ func TestCohenKappaTextbookValues(t *testing.T) {
 	}
 	if _, ok := TrialKappa([][]bool{{true}}); ok {
 		t.Error("one trial: κ defined")
+	}
+}
+
+// The χ² branch with b = c: no evidence of a difference, χ² = 0 and p = 1.
+// Without the max(0, |b−c|−1) guard, (|0|−1)² gave χ² = 1/26, p = 0.84.
+func TestMcNemarChiSquareGuard(t *testing.T) {
+	r := McNemar(13, 13)
+	if r.Method != McNemarChi2 || r.Statistic != 0 || r.P != 1 {
+		t.Errorf("McNemar(13, 13) = %+v, want χ² 0, p 1", r)
+	}
+	// Exact below 25 discordant: 0 vs 8, p = 2·(½)⁸ = 0.0078125 (the
+	// issue's per-scenario figure for 8 scenarios only rein solved).
+	if r := McNemar(0, 8); r.Method != McNemarExact || !near(r.P, 0.0078125, 1e-15) {
+		t.Errorf("McNemar(0, 8) = %+v", r)
+	}
+}
+
+// One outcome per scenario: a strict majority of its trials.
+func TestScenarioOutcome(t *testing.T) {
+	for _, c := range []struct {
+		s, k int
+		want bool
+	}{{2, 3, true}, {1, 3, false}, {3, 3, true}, {1, 2, false}, {2, 2, true}, {0, 1, false}, {1, 1, true}} {
+		if got := ScenarioOutcome(c.s, c.k); got != c.want {
+			t.Errorf("%d of %d: %v", c.s, c.k, got)
+		}
+	}
+}
+
+// Wilson's interval by hand: 0 of 4 is [0, z²/(4+z²)] = [0, 0.48989],
+// never the zero-width [0, 0] a percentile bootstrap gives.
+func TestWilsonHandValues(t *testing.T) {
+	iv := Wilson(0, 4)
+	if iv.Low != 0 || !near(iv.High, 0.489891, 1e-6) {
+		t.Errorf("Wilson(0, 4) = %+v", iv)
+	}
+	if iv := Wilson(1, 4); iv.High != 1 || !near(iv.Low, 1-0.489891, 1e-6) {
+		t.Errorf("Wilson(1, 4) = %+v", iv)
+	}
+	// ½ of 10: centre ½, half-width z/(1+z²/10)·√(1/40 + z²/400).
+	if iv := Wilson(0.5, 10); !near(iv.Low, 0.236593, 1e-6) || !near(iv.High, 0.763407, 1e-6) {
+		t.Errorf("Wilson(0.5, 10) = %+v", iv)
+	}
+}
+
+// Fleiss' κ by hand: 4 scenarios, 3 trials, successes 3, 0, 2, 1: P_i =
+// 1, 1, ⅓, ⅓ (P̄ = ⅔), p✓ = ½ (Pe = ½), κ = (⅔ − ½)/½ = ⅓.
+func TestFleissKappaHandValue(t *testing.T) {
+	if k, ok := FleissKappa([]int{3, 0, 2, 1}, 3); !ok || !near(k, 1.0/3, 1e-12) {
+		t.Errorf("κ %v %v, want ⅓", k, ok)
+	}
+	if k, ok := FleissKappa([]int{3, 0, 3, 0}, 3); !ok || !near(k, 1, 1e-12) {
+		t.Errorf("perfect agreement: κ %v %v", k, ok)
+	}
+	if _, ok := FleissKappa([]int{0, 0}, 3); ok {
+		t.Error("every rating the same: κ must be undefined")
+	}
+	if _, ok := FleissKappa([]int{1, 0}, 1); ok {
+		t.Error("one trial: κ must be undefined")
+	}
+}
+
+// The cluster bootstrap resamples whole tasks: two tasks of three
+// scenarios each, all 1 and all 0, give resample means of 0, ½ or 1 only
+// (a bootstrap over the six scenarios would give sixths), so the interval
+// is [0, 1]; one task gives the point.
+func TestClusterBootstrapResamplesTasks(t *testing.T) {
+	iv := ClusterBootstrapMean([]Cluster{{1, 1, 1}, {0, 0, 0}}, 2000, BootstrapSeed)
+	if iv.Value != 0.5 || iv.Low != 0 || iv.High != 1 {
+		t.Errorf("interval %+v, want 0.5 [0, 1]", iv)
+	}
+	naive := BootstrapMean([]float64{1, 1, 1, 0, 0, 0}, 2000, BootstrapSeed)
+	if naive.Low <= 0 || naive.High >= 1 {
+		t.Errorf("the scenario bootstrap %+v was expected narrower: the test no longer shows the difference", naive)
+	}
+	if iv := ClusterBootstrapMean([]Cluster{{1, 0}}, 2000, BootstrapSeed); iv.Low != 0.5 || iv.High != 0.5 {
+		t.Errorf("one cluster: %+v", iv)
+	}
+}
+
+// A Δ whose bootstrap has no width is bounded by the share of scenarios
+// that differ instead: none of 4 differs, so |Δ| ≤ Wilson's upper bound of
+// 0/4, 3.8416/7.8416 = 0.48990 (the code before printed [0, 0]); all 4
+// better by 1, so Δ = 1 and its lower end is 1 − … clipped by the bound of
+// 4/4 = 1: [−1, 1] holds the point.
+func TestDeltaIntervalNeverOfZeroWidth(t *testing.T) {
+	same := []Cluster{{0}, {0}, {0}, {0}}
+	iv := deltaInterval(same, ReportOptions{Resamples: 200, Seed: 1})
+	if iv.Method != MethodDiscordanceBound || iv.Value != 0 || !near(iv.High, 0.489898, 1e-5) || !near(iv.Low, -0.489898, 1e-5) {
+		t.Errorf("no scenario differs: %+v, want ±0.48990", iv)
+	}
+	all := []Cluster{{1}, {1}, {1}, {1}}
+	if iv := deltaInterval(all, ReportOptions{Resamples: 200, Seed: 1}); iv.High-iv.Low <= 0 || iv.Value != 1 || iv.High != 1 {
+		t.Errorf("all better: %+v", iv)
+	}
+	mixed := []Cluster{{1}, {0}, {1}, {0}, {0}}
+	if iv := deltaInterval(mixed, ReportOptions{Resamples: 200, Seed: 1}); iv.Method != MethodClusterBootstrap {
+		t.Errorf("a bootstrap with width is kept: %+v", iv)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/reinception/rein/agentworker/taubench"
@@ -65,4 +66,19 @@ func (ts *TaskSource) Check(set []Scenario) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PaperTasks returns the indices of the tasks the paper's protocol keeps:
+// those whose ground-truth actions change the database and that require
+// no outputs. The paper does not publish its criteria; this reconstruction
+// keeps 27 of τ-bench's 50 airline test tasks (the paper's count exactly)
+// and 73 of 115 retail ones (the paper has 71).
+func PaperTasks(domain string, tasks []taubench.Task) []int {
+	var keep []int
+	for i, task := range tasks {
+		if len(task.Outputs) == 0 && slices.ContainsFunc(task.Actions, func(a taubench.Action) bool { return StateChanging(domain, a.Name) }) {
+			keep = append(keep, i)
+		}
+	}
+	return keep
 }

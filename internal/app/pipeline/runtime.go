@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -289,7 +290,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if provision {
 		err = streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log))
 	} else {
-		err = streams.CheckProvisioned(pctx, rt.JS)
+		err = rt.waitProvisioned(ctx, log)
 	}
 	if err != nil {
 		rt.Close()
@@ -415,4 +416,35 @@ func (rt *Process) Connections() string {
 		}
 	}
 	return b.String()
+}
+
+// provisionPoll is how often a process that may not create the streams
+// looks for them again.
+const provisionPoll = 2 * time.Second
+
+// waitProvisioned waits until the streams exist, for a process whose
+// identity may not create them: started before the deployment's
+// provisioning job (rein provision) finished, it reports "waiting for
+// rein provision" on /readyz instead of exiting, so its pod is not
+// restarted in a loop. Any other failure, or ctx ending, returns.
+func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error {
+	logged := false
+	for {
+		cctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
+		err := streams.CheckProvisioned(cctx, rt.JS)
+		cancel()
+		if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return err
+		}
+		if !logged {
+			log.Warn("the streams are not provisioned yet: waiting for rein provision", "err", err)
+			rt.HTTP.SetReady(false, "waiting for rein provision")
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (stopped while waiting for rein provision)", err)
+		case <-time.After(provisionPoll):
+		}
+	}
 }

@@ -44,8 +44,12 @@ type Config struct {
 	Split string
 	// TauBench is the τ-bench data directory (default eval.DefaultTauBenchDir).
 	TauBench string
-	// Tasks, when above 0, keeps that many tasks of the split, drawn with
-	// Seed (a cheap run); 0 takes every task.
+	// AllTasks turns the task filter off. By default only the tasks
+	// eval.PaperTasks keeps are used (they change the database and need no
+	// outputs: a reconstruction of the paper's unpublished filter).
+	AllTasks bool
+	// Tasks, when above 0, keeps that many of those tasks, drawn with Seed
+	// (a cheap run); 0 takes every one.
 	Tasks int
 	// Seed draws the tasks and is written into every request as its
 	// variation number, so another seed asks for other openings.
@@ -158,6 +162,9 @@ type Output struct {
 	Rejected []Rejected
 	// Model names the model that wrote the openings.
 	Model string
+	// TasksInSplit is the split's task count, TasksKept how many of them
+	// the task filter kept (all of them with Config.AllTasks).
+	TasksInSplit, TasksKept int
 }
 
 // job is one (task, error type, style).
@@ -195,7 +202,14 @@ func Generate(ctx context.Context, cfg Config, client llm.Client, progress *run.
 	}
 	chk := newChecker(cfg.Domain, cfg.Taxonomy, dom.Tools())
 	var jobs []job
-	picked := pickTasks(len(tasks), cfg.Tasks, cfg.Seed)
+	kept := eval.PaperTasks(cfg.Domain, tasks)
+	if cfg.AllTasks {
+		kept = pickTasks(len(tasks), 0, 0)
+	}
+	var picked []int
+	for _, i := range pickTasks(len(kept), cfg.Tasks, cfg.Seed) {
+		picked = append(picked, kept[i])
+	}
 	for _, t := range picked {
 		for _, et := range cfg.Types {
 			for _, st := range cfg.Styles {
@@ -254,7 +268,7 @@ func Generate(ctx context.Context, cfg Config, client llm.Client, progress *run.
 		return nil, err
 	}
 	progress.Finish()
-	out := &Output{Model: client.Model()}
+	out := &Output{Model: client.Model(), TasksInSplit: len(tasks), TasksKept: len(kept)}
 	if cfg.Clean {
 		for _, t := range picked {
 			c := eval.Scenario{ID: fmt.Sprintf("gen-%s-%s-%d-clean", cfg.Domain, cfg.Split, t), Domain: cfg.Domain, TaskID: t,

@@ -71,18 +71,6 @@ func loadPaperWorlds(t *testing.T) map[string]*paperWorld {
 	return worlds
 }
 
-// paperTasks is the reconstruction of the paper's task filter: the test
-// tasks whose actions change the database and that require no outputs.
-func paperTasks(domain string, tasks []taubench.Task) []int {
-	var keep []int
-	for i, task := range tasks {
-		if len(task.Outputs) == 0 && slices.ContainsFunc(task.Actions, func(a taubench.Action) bool { return eval.StateChanging(domain, a.Name) }) {
-			keep = append(keep, i)
-		}
-	}
-	return keep
-}
-
 // paperProblem runs every check a generated opening must pass on a
 // hand-written one — Validate with the user's candidates as the generator
 // counts them — plus the data grounding the bundled set is held to: an
@@ -208,7 +196,7 @@ func TestPaperScenariosValidate(t *testing.T) {
 	}
 
 	for d, w := range worlds {
-		keep := paperTasks(d, w.tasks)
+		keep := eval.PaperTasks(d, w.tasks)
 		for _, task := range keep {
 			for _, et := range append(slices.Clone(eval.ErrorTypes), eval.TypeNone) {
 				if _, ok := covered[slot{d, task, et}]; !ok {

@@ -2,9 +2,13 @@ package run
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/schemas"
 )
 
 // The agent's model is wrapped, outermost first, in openingClient (the
@@ -30,6 +34,66 @@ func (c openingClient) Chat(ctx context.Context, req llm.Request) (llm.Response,
 	return c.Client.Chat(ctx, req)
 }
 
+// temperatureClient sends the run's agent temperature with every call the
+// agent loop makes without one, so a run's sampling is set, not left to
+// the provider, and is the one run.json records.
+type temperatureClient struct {
+	llm.Client
+	temperature float64
+}
+
+func (c temperatureClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if req.Temperature == nil {
+		t := c.temperature
+		req.Temperature = &t
+	}
+	return c.Client.Chat(ctx, req)
+}
+
+// withholdClient is the rein-no-tool ablation: the agent is not offered
+// the withheld tools (the taxonomy's recovery tools), so a planted plan
+// names a tool the agent does not have. The agent worker runs recovery
+// tools whatever the catalogue says, so a call of a withheld tool is
+// renamed (WithheldPrefix) and the worker answers it as an unknown tool,
+// as a deployment without that tool would.
+type withholdClient struct {
+	llm.Client
+	withheld map[string]bool
+}
+
+// WithheldPrefix marks a call of a withheld tool in the rein-no-tool
+// ablation's transcripts.
+const WithheldPrefix = "withheld_"
+
+func (c withholdClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	var tools []llm.Tool
+	for _, t := range req.Tools {
+		if !c.withheld[t.Name] {
+			tools = append(tools, t)
+		}
+	}
+	req.Tools = tools
+	resp, err := c.Client.Chat(ctx, req)
+	for i, tc := range resp.ToolCalls {
+		if c.withheld[tc.Name] {
+			resp.ToolCalls[i].Name = WithheldPrefix + tc.Name
+		}
+	}
+	return resp, err
+}
+
+// recoveryToolNames are the taxonomy's recovery tools, the planted
+// think step's own tool aside.
+func recoveryToolNames(tax *inception.Taxonomy) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range tax.ErrorTypes {
+		if t.RecoveryTool != "" && t.RecoveryTool != schemas.ToolThink {
+			out[t.RecoveryTool] = true
+		}
+	}
+	return out
+}
+
 // meterClient counts each conversation's agent tokens and model time.
 type meterClient struct {
 	llm.Client
@@ -45,8 +109,8 @@ func (c meterClient) Chat(ctx context.Context, req llm.Request) (llm.Response, e
 	return resp, err
 }
 
-// refineClient is the self-refine baseline: when the model drafts a text
-// reply, it is asked once per user turn to check the draft for the
+// refineClient is the self-refine baseline: the model's first draft of a
+// user turn, a text reply or tool calls alike, is checked once for the
 // taxonomy's errors, and its second answer (text or tool calls) is what the
 // agent loop gets. The check is not kept in the agent's context.
 type refineClient struct {
@@ -57,7 +121,7 @@ type refineClient struct {
 
 func (c refineClient) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
 	draft, err := c.Client.Chat(ctx, req)
-	if err != nil || len(draft.ToolCalls) > 0 || draft.Content == "" {
+	if err != nil || len(draft.ToolCalls) == 0 && draft.Content == "" {
 		return draft, err
 	}
 	cv := c.tap.lookup(firstUser(req.Messages))
@@ -65,9 +129,16 @@ func (c refineClient) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 		return draft, nil
 	}
 	check := req
-	check.Messages = append(append([]llm.Message(nil), req.Messages...),
-		llm.Message{Role: llm.RoleAssistant, Content: draft.Content},
-		llm.Message{Role: llm.RoleUser, Content: c.prompt})
+	msgs := append([]llm.Message(nil), req.Messages...)
+	if len(draft.ToolCalls) == 0 {
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: draft.Content},
+			llm.Message{Role: llm.RoleUser, Content: c.prompt})
+	} else {
+		// A tool call without its result would be refused by the providers'
+		// APIs, so the drafted calls are described in the check instead.
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: describeCalls(draft.ToolCalls) + "\n\n" + c.prompt})
+	}
+	check.Messages = msgs
 	final, err := c.Client.Chat(ctx, check)
 	if err != nil {
 		return draft, nil // the check failed: the draft stands
@@ -76,4 +147,15 @@ func (c refineClient) Chat(ctx context.Context, req llm.Request) (llm.Response, 
 	final.Usage.OutputTokens += draft.Usage.OutputTokens
 	final.Usage.CachedInputTokens += draft.Usage.CachedInputTokens
 	return final, nil
+}
+
+// describeCalls writes drafted tool calls as the self-refine check shows
+// them to the model.
+func describeCalls(calls []llm.ToolCall) string {
+	var b strings.Builder
+	b.WriteString("Your draft is to call these tools:")
+	for _, c := range calls {
+		fmt.Fprintf(&b, "\n- %s %s", c.Name, c.Arguments)
+	}
+	return b.String()
 }

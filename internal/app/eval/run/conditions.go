@@ -11,21 +11,39 @@ import (
 
 // Trigger modes: when the inception module judges a user turn.
 const (
-	// TriggerFixed judges only the error turn (user turn 1, the paper's
-	// main setting; for a clean scenario its first turn, so that false
-	// activations are measured in this mode too).
+	// TriggerFixed judges one user turn: the planting point (see
+	// PlantOpening and PlantErrorTurn; for a clean scenario its first
+	// turn, so that false activations are measured in this mode too).
 	TriggerFixed = "fixed"
 	// TriggerDynamic judges every user turn (rein's production mode).
 	TriggerDynamic = "dynamic"
 )
 
+// Planting points of the fixed trigger: which user turn of an error
+// scenario is judged.
+const (
+	// PlantOpening (the default, the paper's protocol) judges the opening's
+	// follow-up, user turn 2: the module sees the error turn, the recorded
+	// mishandling and the follow-up, and a planted thought precedes the
+	// agent's first own decision.
+	PlantOpening = "opening"
+	// PlantErrorTurn (an ablation, rein's earlier default) judges the bare
+	// error turn, user turn 1, before the recorded mishandling.
+	PlantErrorTurn = "error-turn"
+)
+
 // conditionUsesModule reports whether the inception module runs under a
 // condition (only rein's does; the others run the pipeline with a module
 // that never activates).
-func conditionUsesModule(c string) bool { return c == eval.ConditionRein }
+func conditionUsesModule(c string) bool {
+	return c == eval.ConditionRein || c == eval.ConditionReinNoTool
+}
 
-// validCondition reports whether c is one of eval.Conditions.
-func validCondition(c string) bool { return slices.Contains(eval.Conditions, c) }
+// validCondition reports whether c is one of eval.Conditions or
+// eval.Ablations.
+func validCondition(c string) bool {
+	return slices.Contains(eval.Conditions, c) || slices.Contains(eval.Ablations, c)
+}
 
 // recoveryGuide renders the taxonomy the agent is told about under npi and
 // asked to check against under self-refine: each type the module would be

@@ -2,9 +2,11 @@ package run
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
 )
 
@@ -72,4 +74,34 @@ func (countingModule) Name() string { return "counting" }
 func (m countingModule) Detect(context.Context, inception.Input) (inception.Decision, error) {
 	*m.n++
 	return inception.Decision{Rein: true, ErrorType: "anaphora"}, nil
+}
+
+// With a recorded opening, dynamic mode judges every turn from the
+// planting point on: the error turn is answered by the recorded
+// mishandling, so a thought planted there would reach no decision of the
+// agent's (and, planted, would stop the follow-up's plant as a repeat).
+func TestDynamicJudgesFromThePlantingPoint(t *testing.T) {
+	s := bundled(t, "ret-ana-1")
+	tp, _ := registered(t, s.Opening.ErrorTurn, s, taubench.Task{})
+	for _, tc := range []struct {
+		fixed bool
+		want  []int
+	}{{true, []int{2}}, {false, []int{2, 3, 4}}} {
+		m := triggerModule{inner: countingModule{n: new(int)}, fixed: tc.fixed, tap: tp}
+		d := []inception.Utterance{{Role: "user", Text: s.Opening.ErrorTurn}}
+		var judged []int
+		for turn := 1; turn <= 4; turn++ {
+			dec, err := m.Detect(context.Background(), inception.Input{Dialogue: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Model != notJudged {
+				judged = append(judged, turn)
+			}
+			d = append(d, inception.Utterance{Role: "agent", Text: "b"}, inception.Utterance{Role: "user", Text: "c"})
+		}
+		if !slices.Equal(judged, tc.want) {
+			t.Errorf("fixed=%v: judged turns %v, want %v", tc.fixed, judged, tc.want)
+		}
+	}
 }

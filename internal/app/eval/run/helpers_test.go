@@ -36,7 +36,7 @@ func (f *fakeClient) calls() int {
 // bundled returns the bundled scenario with the id.
 func bundled(t *testing.T, id string) eval.Scenario {
 	t.Helper()
-	for _, s := range eval.Bundled(eval.LoadOptions{}) {
+	for _, s := range eval.BundledQuick(eval.LoadOptions{}) {
 		if s.ID == id {
 			return s
 		}

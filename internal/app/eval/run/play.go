@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/schemas"
 )
@@ -70,6 +71,8 @@ type player struct {
 	user     userSim
 	domain   *taubench.Domain
 	maxTurns int
+	// atErrorTurn: the planting point is the error turn (PlantErrorTurn).
+	atErrorTurn bool
 }
 
 // play plays scenario s once: the opening's recorded turns (error turn,
@@ -176,12 +179,16 @@ func (p *player) score(ctx context.Context, pl *Play, s eval.Scenario, task taub
 	return nil
 }
 
-// measure fills the play's Result: activation at the error turn, false
-// activations, tokens and latencies.
+// measure fills the play's Result: activation at the planting point, the
+// turns of every activation (credited when an error scenario's planted type
+// was named, false otherwise), judged and fallback turns, tokens and
+// latencies.
 func (p *player) measure(pl *Play, cv *conv) {
 	s := cv.scenario
 	r := eval.NewResult(pl.Condition, s, pl.Trial, pl.Verdict)
 	r.UserTurns = len(pl.Turns)
+	r.PlantTurn = s.PlantTurn(p.atErrorTurn)
+	r.ActivationTurns = []int{}
 	cv.mu.Lock()
 	r.AgentTokens = cv.agentTokens
 	for i := range pl.Turns {
@@ -197,14 +204,23 @@ func (p *player) measure(pl *Play, cv *conv) {
 		r.InceptionTokens += d.Tokens
 		if d.Module != (silentModule{}).Name() && d.Model != notJudged {
 			r.InceptionLatencyMs = append(r.InceptionLatencyMs, d.LatencyMs)
+			r.JudgedTurns++
+		}
+		if d.Model == inception.FallbackModel {
+			r.FallbackTurns++
 		}
 		r.ReinLatencyMs = append(r.ReinLatencyMs, t.ReinMs)
 		if !d.Rein {
 			continue
 		}
-		if s.Clean() {
+		r.ActivationTurns = append(r.ActivationTurns, t.Turn)
+		r.ActivationTypes = append(r.ActivationTypes, d.ErrorType)
+		if s.Clean() || d.ErrorType != s.ErrorType {
 			r.FalseActivations++
-		} else if t.Turn == eval.ErrorTurnIndex {
+		} else {
+			r.CreditedActivations++
+		}
+		if !s.Clean() && t.Turn == r.PlantTurn {
 			r.Activated, r.DetectedType = true, d.ErrorType
 		}
 	}

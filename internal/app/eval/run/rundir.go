@@ -3,6 +3,7 @@ package run
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,7 +40,10 @@ type Manifest struct {
 	Conditions []string  `json:"conditions"`
 	Trials     int       `json:"trials"`
 	Trigger    string    `json:"trigger"`
-	MaxTurns   int       `json:"max_turns"`
+	// PlantAt is the planting point (PlantOpening, PlantErrorTurn; empty
+	// in a run made before it existed, which planted at the error turn).
+	PlantAt  string `json:"plant_at,omitempty"`
+	MaxTurns int    `json:"max_turns"`
 	// ScenariosSHA256 identifies the scenario set (scenarios.jsonl).
 	ScenariosSHA256 string `json:"scenarios_sha256"`
 	Scenarios       int    `json:"scenarios"`
@@ -50,6 +54,12 @@ type Manifest struct {
 	// Note goes into the report (e.g. that scripted figures measure the
 	// harness, not a model).
 	Note string `json:"note,omitempty"`
+	// UserPrompt names the user simulator's prompt; AgentTemperature and
+	// UserTemperature are the temperatures sent (all absent in a run made
+	// before they were recorded: rein's prompt, provider defaults).
+	UserPrompt       string   `json:"user_prompt,omitempty"`
+	AgentTemperature *float64 `json:"agent_temperature,omitempty"`
+	UserTemperature  *float64 `json:"user_temperature,omitempty"`
 }
 
 // manifestFormat is the current run.json format.
@@ -121,6 +131,12 @@ func compatible(old, m Manifest) error {
 		return errors.New("it was run on another scenario set")
 	case old.Trigger != m.Trigger:
 		return fmt.Errorf("trigger %s, not %s", old.Trigger, m.Trigger)
+	case cmp.Or(old.PlantAt, PlantErrorTurn) != cmp.Or(m.PlantAt, PlantErrorTurn):
+		return fmt.Errorf("plant-at %s, not %s", cmp.Or(old.PlantAt, PlantErrorTurn), cmp.Or(m.PlantAt, PlantErrorTurn))
+	case cmp.Or(old.UserPrompt, UserPromptRein) != cmp.Or(m.UserPrompt, UserPromptRein):
+		return fmt.Errorf("user prompt %s, not %s", cmp.Or(old.UserPrompt, UserPromptRein), cmp.Or(m.UserPrompt, UserPromptRein))
+	case !sameTemperature(old.AgentTemperature, m.AgentTemperature) || !sameTemperature(old.UserTemperature, m.UserTemperature):
+		return errors.New("other model temperatures")
 	case old.MaxTurns != m.MaxTurns:
 		return fmt.Errorf("max turns %d, not %d", old.MaxTurns, m.MaxTurns)
 	case old.Agent != m.Agent || old.Inception != m.Inception || old.User != m.User:
@@ -128,6 +144,11 @@ func compatible(old, m Manifest) error {
 			old.Agent, old.Inception, old.User, m.Agent, m.Inception, m.User)
 	}
 	return nil
+}
+
+// sameTemperature compares two recorded temperatures (nil: not recorded).
+func sameTemperature(a, b *float64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // ReadManifest reads a run directory's run.json.

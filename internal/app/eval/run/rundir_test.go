@@ -68,6 +68,15 @@ func TestRunDirRefusesAnotherRun(t *testing.T) {
 		"scenarios": func(*Manifest) ([]byte, string) { return []byte("two\n"), "another scenario set" },
 		"agent":     func(x *Manifest) ([]byte, string) { x.Agent = "b"; return []byte("one\n"), "models" },
 		"trigger":   func(x *Manifest) ([]byte, string) { x.Trigger = TriggerDynamic; return []byte("one\n"), "trigger" },
+		"user prompt": func(x *Manifest) ([]byte, string) {
+			x.UserPrompt = UserPromptTauBench
+			return []byte("one\n"), "user prompt"
+		},
+		"temperature": func(x *Manifest) ([]byte, string) {
+			t := 0.7
+			x.UserTemperature = &t
+			return []byte("one\n"), "temperatures"
+		},
 	} {
 		x := m
 		set, want := change(&x)
@@ -79,7 +88,7 @@ func TestRunDirRefusesAnotherRun(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	set := eval.Bundled(eval.LoadOptions{})
+	set := eval.BundledQuick(eval.LoadOptions{})
 	for name, tc := range map[string]struct {
 		cfg  Config
 		want string

@@ -63,8 +63,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) (Summary, error) {
 		return sum, err
 	}
 	rd, err := openRunDir(cfg.Dir, Manifest{
-		Conditions: cfg.Conditions, Trials: cfg.Trials, Trigger: cfg.Trigger, MaxTurns: cfg.MaxTurns,
+		Conditions: cfg.Conditions, Trials: cfg.Trials, Trigger: cfg.Trigger, PlantAt: cfg.PlantAt, MaxTurns: cfg.MaxTurns,
 		Scenarios: len(cfg.Scenarios), Agent: cfg.AgentLabel, Inception: cfg.InceptionLabel, User: cfg.UserLabel, Note: cfg.Note,
+		UserPrompt: cfg.UserPrompt, AgentTemperature: cfg.AgentTemperature, UserTemperature: cfg.UserTemperature,
 	}, set)
 	if err != nil {
 		return sum, err
@@ -135,13 +136,16 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 		spec.SystemPrompt = NPIPrompt(string(policy), cfg.Taxonomy)
 	}
 	if conditionUsesModule(cond) {
-		spec.Module = triggerModule{inner: deps.Module, fixed: cfg.Trigger == TriggerFixed}
+		spec.Module = triggerModule{inner: deps.Module, fixed: cfg.Trigger == TriggerFixed, tap: tp, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
 	}
 	var agent llm.Client = simAgent{tap: tp}
 	if deps.Agent != nil {
 		agent = deps.Agent
 	}
-	agent = Estimating(agent)
+	agent = Estimating(temperatureClient{Client: agent, temperature: *cfg.AgentTemperature})
+	if cond == eval.ConditionReinNoTool {
+		agent = withholdClient{Client: agent, withheld: recoveryToolNames(cfg.Taxonomy)}
+	}
 	if cond == eval.ConditionSelfRefine {
 		agent = refineClient{Client: agent, tap: tp, prompt: selfRefinePrompt(cfg.Taxonomy)}
 	}
@@ -159,7 +163,7 @@ func runPipeline(ctx context.Context, cfg Config, deps Deps, user llm.Client, ta
 			err = fmt.Errorf("%s %s: stopping the pipeline: %w", cond, domain, cerr)
 		}
 	}()
-	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user}, domain: dom, maxTurns: cfg.MaxTurns}
+	pl := &player{pipe: pipe, tap: tp, user: userSim{client: user, prompt: cfg.UserPrompt, temperature: *cfg.UserTemperature}, domain: dom, maxTurns: cfg.MaxTurns, atErrorTurn: cfg.PlantAt == PlantErrorTurn}
 	var (
 		mu   sync.Mutex
 		errs []error

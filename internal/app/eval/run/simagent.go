@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/reinception/rein/agentworker/taubench"
@@ -50,7 +51,8 @@ func (a simAgent) Chat(_ context.Context, req llm.Request) (llm.Response, error)
 		for _, c := range m.ToolCalls {
 			switch c.Name {
 			case schemas.ToolThink:
-				if t := plannedTool(c.Arguments); t != "" {
+				// A plan is followed only with a tool the agent is offered.
+				if t := plannedTool(c.Arguments); t != "" && offered(req.Tools, t) {
 					pending = t
 				}
 			case schemas.ToolAmbiguityReport:
@@ -97,6 +99,12 @@ func (a simAgent) Chat(_ context.Context, req llm.Request) (llm.Response, error)
 		return text("Understood, I have noted your request and it is being taken care of."), nil
 	}
 	return text("I understand. I have gone ahead as I described."), nil
+}
+
+// offered reports whether the request offers the named tool (a request
+// without a catalogue offers every tool).
+func offered(tools []llm.Tool, name string) bool {
+	return len(tools) == 0 || slices.ContainsFunc(tools, func(t llm.Tool) bool { return t.Name == name })
 }
 
 // plannedTool names the recovery tool a planted thought tells the agent to

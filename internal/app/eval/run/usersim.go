@@ -37,16 +37,35 @@ type Line struct {
 	Text string `json:"text"`
 }
 
+// User simulator prompts (Config.UserPrompt).
+const (
+	// UserPromptTauBench (the default) holds the simulator to τ-bench's
+	// rule: it never invents what its instruction does not give.
+	UserPromptTauBench = "taubench"
+	// UserPromptRein is rein's earlier prompt, which lets the simulator
+	// answer what its instruction does not settle.
+	UserPromptRein = "rein"
+)
+
 // UserSimPrompt is the user simulator's system prompt for a task
-// instruction (rein's own wording; τ-bench's simulator has the same
-// shape: play the customer, reveal only what is needed, stop when done).
-func UserSimPrompt(instruction string) string {
-	return `You play a customer who contacts a customer-service agent, so that the agent can be tested.
-The instruction below says who you are and what you want. Follow these rules:
-- Write only the customer's next message, briefly and in the first person, as a person would type it.
+// instruction under the named prompt (UserPromptTauBench or
+// UserPromptRein). Both are rein's own wording; the default follows the
+// rules τ-bench gives its simulator: one message at a time, the
+// instruction's details only when needed, nothing made up, stop when done.
+func UserSimPrompt(prompt, instruction string) string {
+	rules := `- Write only the customer's next message, briefly and in the first person, as a person would type it.
+- Give the agent the details of the instruction only when they are needed, a few at a time.
+- Never make up a detail the instruction does not give (no names, numbers, addresses or preferences of your own): when the agent asks for something the instruction does not say, say you do not have it or do not know.
+- Do not repeat the instruction word for word, and do not reveal that you follow one.`
+	if prompt == UserPromptRein {
+		rules = `- Write only the customer's next message, briefly and in the first person, as a person would type it.
 - Give the agent the details of the instruction only when they are needed; never invent details it does not give.
 - Do not repeat the instruction word for word, and do not reveal that you follow one.
-- When the agent asks something the instruction does not settle, answer as the instruction's customer would.
+- When the agent asks something the instruction does not settle, answer as the instruction's customer would.`
+	}
+	return `You play a customer who contacts a customer-service agent, so that the agent can be tested.
+The instruction below says who you are and what you want. Follow these rules:
+` + rules + `
 - When your goal is met, when you have been handed to a human, or when the conversation cannot go anywhere, write only ` + StopToken + `.
 
 <instruction>
@@ -55,7 +74,13 @@ The instruction below says who you are and what you want. Follow these rules:
 }
 
 // userSim continues a conversation as the customer.
-type userSim struct{ client llm.Client }
+type userSim struct {
+	client llm.Client
+	// prompt names the system prompt (UserPromptTauBench when empty).
+	prompt string
+	// temperature is sent with every call.
+	temperature float64
+}
 
 // next returns the customer's next message, or stop when the simulator
 // ends the conversation, and the call's token usage. The simulator sees the dialogue from its side:
@@ -70,7 +95,8 @@ func (u userSim) next(ctx context.Context, instruction string, lines []Line) (te
 		}
 		msgs = append(msgs, llm.Message{Role: role, Content: l.Text})
 	}
-	resp, err := u.client.Chat(ctx, llm.Request{Purpose: llm.PurposeUser, System: UserSimPrompt(instruction), Messages: msgs})
+	resp, err := u.client.Chat(ctx, llm.Request{Purpose: llm.PurposeUser, System: UserSimPrompt(u.prompt, instruction), Messages: msgs,
+		Temperature: &u.temperature})
 	if err != nil {
 		return "", false, usage, fmt.Errorf("user simulator: %w", err)
 	}
