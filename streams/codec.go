@@ -95,6 +95,11 @@ type Decoded struct {
 	// delivery was not acked — a worker that stopped mid-turn, an ack
 	// lost, or the ack wait passed — and some of its outputs may be stored.
 	Delivered uint64
+	// Outputs is what of its outputs the consume loop found stored before
+	// handing it to the handler (ConsumerConfig.Stored): StoredSome, or
+	// StoredNone when none are or it was not asked (a first delivery
+	// within the recheck age).
+	Outputs Stored
 }
 
 // Time is when the event happened (EventTime of its time and Stored).
