@@ -37,6 +37,7 @@ func TestStageContract(t *testing.T) {
 		return stagetest.Stage{
 			Run:      st.Run,
 			Consumer: st.ConsumerConfig(),
+			Metrics:  reg,
 			Publish: func(t *testing.T, conv string, turn int) {
 				publishTask(t, h, conv, turn, "I want to change my flight", nil)
 			},

@@ -73,26 +73,25 @@
 // stored. So a redelivered task resumes where the stored State stopped and
 // never applies a tool call with side effects twice (a domain call whose
 // result was not stored re-runs on the overlay from before it; an HTTP call
-// re-runs with the same idempotency key). A redelivered finished turn whose
-// outputs are all stored publishes nothing: a turn's outputs on one subject
-// are stored in the order published, so one direct get per subject (of the
-// last event there) tells, and only when this worker did not publish the
-// turn itself; one whose outputs are not all stored republishes them
-// (duplicates are dropped by Nats-Msg-Id within the streams' duplicate
-// window); while they cannot be stored, even past every retry, the task goes
-// back for redelivery instead of to the dead letters. A durable created anew replays REIN_TASKS from its
-// start, past the duplicate window and perhaps past the state's expiry: a
-// task stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
-// duplicate window) of a turn the state does not know of is first checked
-// against the conversation's last stored reply and escalation (direct
-// gets), and acked without running when that reply is of this turn or a
-// later one, or when the conversation was handed to a human.
-//
-// After a fail-over the order gate holds a task whose conversation's
-// earlier task is unacked; the stage tells it (ConsumerConfig.Settled) when
-// that earlier turn is done all the same: the stored State finished it and
-// each of its outputs is stored (the same direct gets), so only
-// conversations whose earlier turn is really undecided wait.
+// re-runs with the same idempotency key). What of a task's outputs is
+// stored is answered in one place, the stage's ConsumerConfig.Stored
+// (Stage.stored), which the consume loop asks for a task delivered again
+// or stored longer ago than Config.RecheckAfter (half of REIN_TURNS'
+// duplicate window: a durable created anew replays REIN_TASKS from its
+// start), and the order gate for a held task's predecessor after a
+// fail-over. The State (this worker's, else the stored one) decides: a
+// turn it finished has all its outputs stored when the last event on each
+// of its subjects (one direct get each: a turn's outputs on one subject
+// are stored in the order published) is its own or a later turn's — the
+// task is then acked unhandled — and some otherwise, which the handler
+// publishes again (duplicates dropped by Nats-Msg-Id within the window;
+// while they cannot be stored, even past every retry, the task goes back
+// for redelivery instead of to the dead letters). A worker that did not
+// publish a finished turn itself asks the same question before
+// publishing. A turn the State does not know of (expired) counts as
+// stored when the conversation's last reply is of it or a later turn, or,
+// with no State left, when an escalation is stored (a human's turns never
+// reach the model).
 //
 // Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
 // human_path, agent_unavailable, failed, superseded),

@@ -17,7 +17,7 @@ import (
 // x1 until the server redelivers it, an ack wait later (two minutes here).
 // The standby receives a's turn 2 at once; its order gate must see that a1
 // is answered, every output stored, and run a2 now, not after x1 comes
-// back. Without the stage's Settled hook it held every such conversation
+// back. Without the stage's Stored answer it held every such conversation
 // for the whole ack wait.
 func TestStandbyAnswersATurnWhosePredecessorTheDeadReplicaAnswered(t *testing.T) {
 	h := rtest.StartJetStream(t, "")

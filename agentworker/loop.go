@@ -57,7 +57,20 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// an explicit superseded record, never a silent ack.
 		return s.supersede(ctx, meta, st, turn)
 	case st.Turn == turn && st.TurnDone:
-		return s.republish(ctx, meta, st) // redelivered after it finished
+		// Delivered again after it finished. The consume loop acks it
+		// unhandled when all its outputs are stored; it asks only for an
+		// input delivered before or old, so a worker that did not publish
+		// the turn itself (a restart, a durable made anew) asks here.
+		if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
+			if have, err := s.stored(ctx, s.outputs, d); err != nil || have == streams.StoredAll {
+				if err == nil {
+					st.published = len(outs)
+				}
+				return err
+			}
+		}
+		// Publish what is missing, the ids dropping what the window holds.
+		return s.publish(ctx, meta, st)
 	case st.Turn == turn:
 		// resume the turn in progress
 	case st.Status == StatusHuman:
@@ -73,18 +86,8 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		}
 		s.begin(meta, st, task)
 	default:
-		// A turn the state does not know of. When the task is old, the
-		// state may have expired after the turn was answered, or after the
-		// conversation was handed to a human: do not run it.
-		if d.OlderThan(s.recheck) {
-			settled, err := s.settled(ctx, meta)
-			if err != nil {
-				return err // retried
-			}
-			if settled {
-				return nil
-			}
-		}
+		// A turn the state does not know of (stored reports an old one
+		// answered, or handed to a human, to the consume loop).
 		s.begin(meta, st, task)
 	}
 	start := time.Now()
@@ -108,24 +111,63 @@ func (s *Stage) begin(meta schemas.Meta, st *State, task schemas.Task) {
 	}
 }
 
-// republish handles a finished turn delivered again. When every output of
-// the turn is found stored, nothing is published again; otherwise all are,
-// their ids dropping the ones stored within the duplicate window. The check
-// costs a direct get per subject the turn publishes to (two to four), and
-// only when this worker has not published the turn itself (a restart, a
-// reload, a failed publish): a worker that did returns at once.
-func (s *Stage) republish(ctx context.Context, meta schemas.Meta, st *State) error {
-	if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); st.published < len(outs) {
-		stored, err := s.allStored(ctx, outs, st.Turn)
-		if err != nil {
-			return err
-		}
-		if stored {
-			st.published = len(outs)
-			return nil
+// stored is the stage's answer to the consume loop (ConsumerConfig.Stored):
+// what of a task's outputs is stored. The loop asks it for a task
+// delivered again or older than the recheck age, and for a held task's
+// predecessor (another replica may have handled it before its ack
+// counted). The conversation's state (this worker's, else the stored one,
+// which another replica's writes reach) decides:
+//   - it finished this very turn: all, when every output the turn yields
+//     (steps, reply, escalation or report) is stored; some otherwise, and
+//     the handler publishes them again. A stored reply alone would not do:
+//     a predecessor taken as finished would never publish the rest;
+//   - it is at this turn or a later one, or on the human path: none, the
+//     handler decides (resume, supersede, human_path record);
+//   - it does not know the turn: the state may have expired after the turn
+//     was answered (its reply, or a later one, is stored), or, with no
+//     state left, after the conversation was handed to a human (an
+//     escalation is stored, and the turn must not reach the model): all.
+func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
+	_, turn, ok := taskOf(d)
+	if !ok || turn < 1 {
+		return streams.StoredNone, nil
+	}
+	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn}
+	st, known := s.cache.Get(streams.ConversationKey(meta.Tenant, meta.Conversation))
+	if !known {
+		var err error
+		if st, known, err = s.store.load(ctx, meta.Tenant, meta.Conversation); err != nil {
+			return streams.StoredNone, err
 		}
 	}
-	return s.publish(ctx, meta, st)
+	switch {
+	case known && st.Turn == turn && st.TurnDone:
+		outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+		if all, err := allStored(ctx, out, outs, turn); err != nil || !all {
+			return streams.StoredSome, err
+		}
+		return streams.StoredAll, nil
+	case known && (st.Turn >= turn || st.Status == StatusHuman):
+		return streams.StoredNone, nil
+	}
+	last, answered, err := streams.LastTurn(ctx, out[streams.StreamTurns], streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	if err != nil {
+		return streams.StoredNone, fmt.Errorf("agentworker: %w", err)
+	}
+	if answered && last >= turn {
+		return streams.StoredAll, nil
+	}
+	if known {
+		return streams.StoredNone, nil
+	}
+	_, escalated, err := streams.LastTurn(ctx, out[streams.StreamOutcomes], streams.EscalationSubject(meta.Tenant, meta.Conversation))
+	if err != nil {
+		return streams.StoredNone, fmt.Errorf("agentworker: %w", err)
+	}
+	if escalated {
+		return streams.StoredAll, nil
+	}
+	return streams.StoredNone, nil
 }
 
 // allStored tells whether every output of a turn is stored. The outputs on
@@ -133,13 +175,13 @@ func (s *Stage) republish(ctx context.Context, meta schemas.Meta, st *State) err
 // stores a connection's messages in the order sent, so they are all stored
 // when the subject's last stored event is the turn's last output there, or
 // of a later turn.
-func (s *Stage) allStored(ctx context.Context, outs []output, turn int) (bool, error) {
+func allStored(ctx context.Context, streamsOf streams.OutputStreams, outs []output, turn int) (bool, error) {
 	last := map[string]output{} // subject → the turn's last output on it
 	for _, o := range outs {
 		last[o.subject] = o
 	}
 	for subject, o := range last {
-		d, found, err := streams.LastEvent(ctx, s.outputs[o.stream], subject)
+		d, found, err := streams.LastEvent(ctx, streamsOf[o.stream], subject)
 		if err != nil {
 			return false, fmt.Errorf("agentworker: %w", err)
 		}
@@ -150,42 +192,6 @@ func (s *Stage) allStored(ctx context.Context, outs []output, turn int) (bool, e
 	return true, nil
 }
 
-// settled tells whether an old turn the state does not know of must not
-// run: it is answered, or the conversation was handed to a human (its
-// escalation is stored), whose turns never reach the model.
-func (s *Stage) settled(ctx context.Context, meta schemas.Meta) (bool, error) {
-	if answered, err := s.replyStored(ctx, meta); err != nil || answered {
-		return answered, err
-	}
-	_, escalated, err := streams.LastTurn(ctx, s.outputs[streams.StreamOutcomes], streams.EscalationSubject(meta.Tenant, meta.Conversation))
-	if err != nil {
-		return false, fmt.Errorf("agentworker: %w", err)
-	}
-	return escalated, nil
-}
-
-// taskSettled tells the order gate whether an earlier task of a
-// conversation was handled, perhaps by a replica that died before its ack
-// counted: the stored state (read from REIN_CONVERSATIONS, which another
-// replica's writes reach and this process's memory may not) has finished
-// that very turn, and every output the turn yields — steps, reply,
-// escalation or report — is stored. A stored reply alone would not do: a
-// predecessor redelivered after a later turn began is taken as finished
-// and its missing outputs never published. Anything else waits for the
-// ack floor (or MaxHold).
-func (s *Stage) taskSettled(ctx context.Context, d streams.Decoded) (bool, error) {
-	_, turn, ok := taskOf(d)
-	if !ok || turn < 1 {
-		return false, nil
-	}
-	st, ok, err := s.store.load(ctx, d.Meta.Tenant, d.Meta.Conversation)
-	if err != nil || !ok || st.Turn != turn || !st.TurnDone {
-		return false, err
-	}
-	outs, _ := turnOutputs(schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn}, st, s.cfg.MaxSteps)
-	return s.allStored(ctx, outs, turn)
-}
-
 // taskOf decodes d as a task and names its turn: the payload's, else the
 // event's turn extension. ok is false for another event type or a payload
 // that does not decode.
@@ -194,17 +200,6 @@ func taskOf(d streams.Decoded) (task schemas.Task, turn int, ok bool) {
 		return task, 0, false
 	}
 	return task, cmp.Or(task.Turn, d.Meta.Turn), true
-}
-
-// replyStored tells whether the turn is answered: the conversation's last
-// stored agent reply (replies are stored in turn order) is of this turn or
-// a later one.
-func (s *Stage) replyStored(ctx context.Context, meta schemas.Meta) (bool, error) {
-	last, found, err := streams.LastTurn(ctx, s.outputs[streams.StreamTurns], streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
-	if err != nil {
-		return false, fmt.Errorf("agentworker: %w", err)
-	}
-	return found && last >= meta.Turn, nil
 }
 
 // run is the agent loop: model → tool calls → results → … until a text

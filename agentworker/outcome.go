@@ -44,7 +44,7 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 		// leader for that long). They are its outcome, so publish them
 		// now; while that fails, the consumer hands the task back rather
 		// than dead-lettering a turn whose reply was never stored.
-		if err := s.republish(ctx, meta, st); err != nil && !errors.Is(err, streams.ErrPermanent) {
+		if err := s.publish(ctx, meta, st); err != nil && !errors.Is(err, streams.ErrPermanent) {
 			return err
 		}
 		return nil

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
@@ -29,12 +27,9 @@ type Stage struct {
 	m        *metrics
 	cache    *convcache.Cache[*State]
 	store    store
-	fresh    []byte // the overlay of a new conversation (not stored)
-	// outputs are the streams a turn publishes to (REIN_STEPS, REIN_TURNS,
-	// REIN_OUTCOMES), by name, for the checks of what is stored.
-	outputs map[string]jetstream.Stream
-	recheck time.Duration // Config.RecheckAfter or half the turns' duplicate window
-	spec    *speculator   // Config.Speculate
+	fresh    []byte                // the overlay of a new conversation (not stored)
+	spec     *speculator           // Config.Speculate
+	outputs  streams.OutputStreams // the consumer's Outputs, looked up by Run
 	// lastUnavailable is when (unix ns) this worker last handed a turn to
 	// a human agent_unavailable (Config.QuietPeriod).
 	lastUnavailable atomic.Int64
@@ -119,7 +114,9 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
-		Settled: s.taskSettled,
+		// The agent replies (REIN_TURNS) tell whether a turn was answered.
+		Outputs: []string{streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes}, RecheckAfter: s.cfg.RecheckAfter,
+		Stored: s.stored,
 	}
 }
 
@@ -142,13 +139,17 @@ func (s *Stage) Run(ctx context.Context) error {
 		st.now = s.deps.Now
 	}
 	s.store = st
-	// The agent replies (REIN_TURNS) tell whether a turn was answered.
-	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle,
-		streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes)
+	cc := s.ConsumerConfig()
+	s.outputs = streams.OutputStreams{}
+	for _, name := range cc.Outputs {
+		if s.outputs[name], err = s.deps.JS.Stream(ctx, name); err != nil {
+			return fmt.Errorf("agentworker: stream %s: %w", name, err)
+		}
+	}
+	c, err := streams.NewConsumer(cc, s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}
-	s.outputs, s.recheck = start.Outputs, start.Recheck
 	if s.spec != nil {
 		sub, err := s.spec.subscribe(s.deps.JS.Conn())
 		if err != nil {
@@ -157,5 +158,5 @@ func (s *Stage) Run(ctx context.Context) error {
 		defer func() { _ = sub.Unsubscribe() }()
 	}
 	defer s.cache.StartSweeper(time.Minute)()
-	return start.Consumer.Run(ctx)
+	return c.Run(ctx)
 }

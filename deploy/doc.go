@@ -43,7 +43,7 @@
 //     ingress Service and a headless Service per stage, NetworkPolicies,
 //     the rein.yaml ConfigMap (R3 streams in 8 partitions), a
 //     ServiceMonitor scraping every Service's /metrics, and a KEDA
-//     ScaledObject per partitioned stage (detector, injector, agent
+//     ScaledObject per partitioned stage (detector, agent
 //     worker: 2 to 8 replicas on the stage's consumer lag, summed over its
 //     partition durables by a Prometheus query); nats-values.yaml for the
 //     official NATS Helm chart, with rein's identities from `rein keys

@@ -637,7 +637,6 @@ func checkServiceMonitor(t *testing.T, r rendered) {
 // partition, with their durable and input stream: these scale on lag.
 var partitionedStages = map[string]struct{ durable, stream string }{
 	"rein-detector":    {streams.DurableDetector, streams.StreamTurns},
-	"rein-injector":    {streams.DurableInjector, streams.StreamDetections},
 	"rein-agentworker": {streams.DurableAgentWorker, streams.StreamTasks},
 }
 
@@ -780,7 +779,7 @@ func TestScaledObjectQueriesSumTheStagesLag(t *testing.T) {
 	// 10*(p+1) + the stage's offset, as both replicas a and b export it,
 	// and the same consumers in another namespace lagging by 1000.
 	want := map[string]int{}
-	for i, d := range []string{streams.DurableDetector, streams.DurableInjector, streams.DurableAgentWorker} {
+	for i, d := range []string{streams.DurableDetector, streams.DurableAgentWorker} {
 		for p := range prov.Partitions {
 			lag := 10*(p+1) + i
 			want[d] += lag

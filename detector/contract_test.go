@@ -42,6 +42,7 @@ func TestStageContract(t *testing.T) {
 		return stagetest.Stage{
 			Run:      st.Run,
 			Consumer: st.ConsumerConfig(),
+			Metrics:  reg,
 			Publish: func(t *testing.T, conv string, turn int) {
 				publishTurn(t, h, conv, schemas.RoleUser, turn, "I want to change my flight")
 			},

@@ -22,26 +22,26 @@
 //     previous user turn is not planted again (rein=false, the type and
 //     evidence kept, fail_reason says why): the agent answered that turn
 //     with the plan already in its context.
-//     With Deps.Then set (cmd/rein fuses the injector into this stage when
-//     both run in one process), the event Then builds from the detection —
-//     the turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv> — is
-//     published in the same batch, and the turn is acked once both are
-//     stored.
-//   - a user turn delivered before without an ack (a worker stopped
-//     mid-turn, an ack lost), or stored longer ago than
-//     Config.RecheckAfter (half the detections' duplicate window: a
-//     durable created anew replays REIN_TURNS from its start), is first
-//     checked against the conversation's last stored detection (one direct
-//     get) and, fused, its task (Deps.ThenStored): when they are of this
-//     turn, or of a later one and this turn's own are stored too
-//     (streams.TurnStored reads the conversation's for them: a later turn
-//     that overtook this one past the order gate's MaxHold proves nothing
-//     about it), the turn is acked with no second inception call and no
-//     output; when only this turn's detection is stored, the task
-//     is built from it, so that what the agent is told is what was
-//     recorded (a second call could answer otherwise). A publish that
-//     fails after the module answered is retried with that answer. A user
-//     turn sent again as a new message (a platform's retry: its number is
+//     The turn's dev.rein.task.v1 on rein.tasks.<tenant>.<conv>, id
+//     task.<tenant>.<conv>.<turn>, built by the injector library
+//     (injector.Tasks: the inception block when the detection activated,
+//     signed with Deps.TaskKey), is published in the same batch, and the
+//     turn is acked once both are stored.
+//   - what of a turn's outputs is stored is answered in one place,
+//     ConsumerConfig.Stored (stage_state.go: its detection, then its task,
+//     each by streams.TurnStored — the conversation's last, and only when
+//     that is of a later turn, the turn's own, since a later turn that
+//     overtook this one past the order gate's MaxHold proves nothing about
+//     it). The consume loop asks it for a user turn delivered before
+//     without an ack (a worker stopped mid-turn, an ack lost) or stored
+//     longer ago than Config.RecheckAfter (half the detections' duplicate
+//     window: a durable created anew replays REIN_TURNS from its start),
+//     and the order gate for a held turn's predecessor. Both stored, the
+//     turn is acked with no second inception call and no output; its
+//     detection alone, the task is built from it, so that what the agent
+//     is told is what was recorded (a second call could answer otherwise).
+//     A publish that fails after the module answered is retried with that
+//     answer. A user turn sent again as a new message (a platform's retry: its number is
 //     already in the conversation's context, from another message, and a
 //     detection of it is stored) is acked with no output; one whose first
 //     copy was dead-lettered is judged; one with other text than its first
@@ -59,7 +59,10 @@
 //     rein_detector_context_fetches_total (reads of agent replies),
 //     rein_detector_repeats_not_planted_total{error_type},
 //     rein_detector_unjudged_turns_total{reason} (turns acked without a
-//     module call: stored, handed_on, sent_again)
+//     module call: handed_on, sent_again; those whose outputs are all
+//     stored are rein_stage_messages_total{outcome="stored"}),
+//     rein_injector_injections_total{error_type} (tasks with an inception
+//     block)
 //     and, for the cascade, rein_detector_gate_total{result} from
 //     Cascade.Stats.
 package detector

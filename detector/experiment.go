@@ -23,8 +23,12 @@ func (s *Stage) armOf(ctx context.Context, c *conversation, meta schemas.Meta) (
 		return experiment.Assignment{}, nil // no experiment, or killed: treated
 	}
 	if !c.armRead {
-		if meta.Turn > 1 && s.detections != nil {
-			last, found, err := streams.LastEvent(ctx, s.detections, streams.DetectionSubject(meta.Tenant, meta.Conversation))
+		if meta.Turn > 1 {
+			dets, err := s.stream(ctx, streams.StreamDetections)
+			if err != nil {
+				return experiment.Assignment{}, err
+			}
+			last, found, err := streams.LastEvent(ctx, dets, streams.DetectionSubject(meta.Tenant, meta.Conversation))
 			if err != nil {
 				return experiment.Assignment{}, fmt.Errorf("detector: read the conversation's arm: %w", err)
 			}

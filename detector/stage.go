@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/llm"
@@ -54,14 +55,15 @@ type Config struct {
 	TaxonomyVersion string
 	// RecheckAfter: a user turn stored longer ago than this (or delivered
 	// before without an ack) is first checked against the conversation's
-	// last stored detection (and, with Deps.Then, Deps.ThenStored), since
-	// the duplicate window may no longer hold the ids of its outputs: a
-	// durable created anew reads REIN_TURNS from its start. A turn whose
-	// outputs are stored is acked without a second inception call; one whose
-	// detection alone is stored has Then's event built from that detection.
-	// Default: half of REIN_DETECTIONS' duplicate window, read from the
-	// stream when the stage starts.
+	// stored detection and task (ConsumerConfig.Stored), since the
+	// duplicate window may no longer hold the ids of its outputs: a durable
+	// created anew reads REIN_TURNS from its start. Default: half of
+	// REIN_DETECTIONS' duplicate window, read when the stage starts.
 	RecheckAfter time.Duration
+	// RecoveryTools maps an error type to its recovery tool for the task
+	// of a detection that names none (added to
+	// injector.DefaultRecoveryTools).
+	RecoveryTools map[string]string
 }
 
 func (c *Config) defaults() {
@@ -107,19 +109,9 @@ type Deps struct {
 	Module inception.Module
 	// Tools returns the agent's tool catalogue of a domain.
 	Tools func(domain string) ([]llm.Tool, error)
-	// Then, when set, builds one more event from each detection, published
-	// in one batch with it before the turn is acked; stored is called once
-	// both are stored. cmd/rein sets it to the injector's Stage.Task when
-	// both stages run in one process (fused: one hop fewer per turn).
-	Then func(meta schemas.Meta, det schemas.Detection, detectionID string) (out streams.Out, stored func(), err error)
-	// ThenStored tells whether Then's event of a user turn is already
-	// stored (the injector's Stage.TaskStored); asked only for turns older
-	// than Config.RecheckAfter or delivered again. With Then set and
-	// ThenStored nil, Then's event of such a turn is built again from its
-	// stored detection and published (its id drops it within the duplicate
-	// window).
-	// since is when the user turn was stored (zero: unknown).
-	ThenStored func(ctx context.Context, tenant, conv string, turn int, since time.Time) (bool, error)
+	// TaskKey signs every task (schemas.TaskKey), so that the agent worker
+	// can tell rein's tasks from forged ones; nil publishes them unsigned.
+	TaskKey *schemas.TaskKey
 	// Assign, when set, draws a conversation's holdout arm
 	// (experiment.Assigner.Assign), recorded on its detections.
 	Assign func(tenant, conv string) experiment.Assignment
@@ -128,19 +120,17 @@ type Deps struct {
 // Stage is the detector: a durable consumer on user turns that keeps each
 // conversation's surface context, merging the agent's replies from the
 // stream when the module needs them, and publishes one detection per user
-// turn.
+// turn, with its task.
 type Stage struct {
 	cfg   Config
 	deps  Deps
+	tasks *injector.Tasks
 	m     *stageMetrics
 	convs *convcache.Cache[*conversation]
 	tools map[string][]llm.Tool
 
 	streamMu sync.Mutex
-	stream   jetstream.Stream // REIN_TURNS, looked up once
-
-	detections jetstream.Stream // REIN_DETECTIONS, for the recheck
-	recheck    time.Duration    // Config.RecheckAfter or half the detections' duplicate window
+	streams  map[string]jetstream.Stream // looked up once each (Stage.stream)
 }
 
 // New builds the detector stage.
@@ -155,7 +145,11 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	s := &Stage{cfg: cfg, deps: deps, m: newStageMetrics(deps.Registerer, deps.Module),
+	tasks, err := injector.NewTasks(cfg.RecoveryTools, deps.TaskKey, deps.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	s := &Stage{cfg: cfg, deps: deps, tasks: tasks, m: newStageMetrics(deps.Registerer, deps.Module),
 		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
 	domains := map[string]bool{cfg.Domain: true}
 	for _, d := range cfg.TenantDomains {
@@ -181,37 +175,18 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
-		Settled: s.settled,
+		Outputs: []string{streams.StreamDetections, streams.StreamTasks}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
 	}
-}
-
-// settled tells the order gate whether a user turn was handled already,
-// perhaps by another replica: every output stored — its detection and,
-// fused with the injector, its task (storedOutputs' done). A detection
-// stored without its task is not settled: the turn must be handed on
-// before a later one runs, or the later task would be stored first.
-func (s *Stage) settled(ctx context.Context, d streams.Decoded) (bool, error) {
-	var turn schemas.Turn
-	if err := d.Payload(&turn); err != nil || turn.Role != schemas.RoleUser {
-		return false, nil
-	}
-	n := cmp.Or(turn.Turn, d.Meta.Turn)
-	if n < 1 {
-		return false, nil
-	}
-	st, err := s.storedOutputs(ctx, d.Meta.Tenant, d.Meta.Conversation, n, d.Stored)
-	return st.done, err
 }
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
-	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), s.cfg.RecheckAfter, s.handle, streams.StreamDetections)
+	c, err := streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}
-	s.detections, s.recheck = start.Outputs[streams.StreamDetections], start.Recheck
 	defer s.convs.StartSweeper(time.Minute)()
-	return start.Consumer.Run(ctx)
+	return c.Run(ctx)
 }
 
 func (s *Stage) domainOf(tenant string) string {
@@ -245,30 +220,17 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return streams.Permanent(fmt.Errorf("detector: a user turn without a turn number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply"))
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn.Turn, Traceparent: d.Meta.Traceparent}
-	key := streams.ConversationKey(meta.Tenant, meta.Conversation)
-	if d.Delivered > 1 || d.OlderThan(s.recheck) {
-		// Delivered before without an ack, or older than the duplicate
-		// window covers: its outputs may be stored already.
-		st, err := s.storedOutputs(ctx, meta.Tenant, meta.Conversation, turn.Turn, d.Stored)
-		if err != nil {
-			return err // retried
-		}
-		if st.det != nil {
-			// Decided before and not all handed on: hand on what was
-			// decided, never a second judgement that may differ from it.
-			if err := s.publish(ctx, meta, *st.det, st.id, false); err != nil {
-				return err
+	if d.Outputs == streams.StoredSome {
+		// Decided before and not all handed on: hand on what was decided,
+		// never a second judgement that may differ from it.
+		if det, id, ok, err := s.storedDetection(ctx, meta); err != nil || ok {
+			if err == nil {
+				err = s.publish(ctx, meta, det, id, false)
 			}
-		}
-		if st.done || st.det != nil {
-			// Its context may be cached without this turn: read it anew.
-			s.convs.Drop(key)
-			if st.det != nil {
+			if err == nil {
 				s.m.unjudged[UnjudgedHandedOn].Inc()
-			} else {
-				s.m.unjudged[UnjudgedStored].Inc()
 			}
-			return nil
+			return err
 		}
 	}
 	conv, err := s.conversation(ctx, d)
@@ -353,28 +315,21 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 // repeat.
 const notPlantedAgain = "not planted again: "
 
-// publish stores a turn's detection under id (when withDetection; else
-// only what Deps.Then builds from it) and, fused, the event Then builds,
-// in one pipelined batch.
+// publish stores a turn's task, with its detection under id when
+// withDetection (else the detection is stored already), in one pipelined
+// batch.
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Detection, id string, withDetection bool) error {
-	var outs []streams.Out
+	task, stored, err := s.tasks.Task(meta, det, id)
+	if err != nil {
+		return streams.Permanent(fmt.Errorf("detector: %w", err))
+	}
+	outs := []streams.Out{task}
 	if withDetection {
 		ev, err := schemas.BuildEvent(schemas.TypeDetection, id, "", meta, det)
 		if err != nil {
 			return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
 		}
-		outs = append(outs, streams.Out{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev})
-	}
-	stored := func() {}
-	if s.deps.Then != nil {
-		next, done, err := s.deps.Then(meta, det, id)
-		if err != nil {
-			return streams.Permanent(fmt.Errorf("detector: %w", err))
-		}
-		outs, stored = append(outs, next), done
-	}
-	if len(outs) == 0 {
-		return nil
+		outs = []streams.Out{{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}, task}
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, outs...); err != nil {
 		return err

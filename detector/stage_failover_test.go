@@ -45,7 +45,7 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 		if !strings.Contains(msg.Subject(), ".a.") {
 			continue // x1: never acked, the replica dies
 		}
-		storeDetection(t, h, "a", 1, "")
+		storeDecided(t, h, "a", 1, "")
 		if err := msg.DoubleAck(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -69,26 +69,18 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 	}
 }
 
-// Fused with the injector, a replica dies after storing a1's detection
-// but before its task (and before acking a1). a1 is not settled: the
-// standby must not run a2 first, or a2's task would be stored before a1's.
-// (The gate's hook once looked at the detection alone.)
-func TestFusedTurnWithoutItsTaskIsNotSettled(t *testing.T) {
+// A replica dies after storing a1's detection but before its task (and
+// before acking a1). a1 is not settled: the standby must not run a2 first,
+// or a2's task would be stored before a1's. (The gate's hook once looked
+// at the detection alone.)
+func TestATurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
-	tasks := func(ctx context.Context, _, conv string, turn int, _ time.Time) (bool, error) {
-		s, err := h.JS.Stream(ctx, streams.StreamTasks)
-		if err != nil {
-			return false, err
-		}
-		last, found, err := streams.LastTurn(ctx, s, streams.TaskSubject("acme", conv))
-		return found && last >= turn, err
-	}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second, AckWait: 2 * time.Second}, detector.Deps{
 		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()},
-		Module:    m, Then: taskThen, ThenStored: tasks,
-		Tools: func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
+		Module:    m,
+		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +107,11 @@ func TestATurnOvertakenByALaterOneStillGetsItsOutputs(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
 	publishTurn(t, h, "a", "user", 2, "the one to Boston")
-	inj, err := injector.New(injector.Config{}, injector.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)}})
+	inj, err := injector.NewTasks(nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, m := newJudging(t, h, detector.Deps{Then: inj.Task, ThenStored: inj.TaskStored}, time.Hour)
+	st, m := newJudging(t, h, detector.Deps{}, time.Hour)
 	// Both turns were delivered before; a2's outputs are stored, a1 has none.
 	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	storeDetection(t, h, "a", 2, "")

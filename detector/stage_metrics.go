@@ -47,9 +47,9 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 			Help: "Reads of agent replies (batched direct gets) that bring a conversation's surface context up to date."})),
 	}
 	unjudged := telemetry.NewCounterVec(reg, telemetry.MDetectorUnjudged,
-		"User turns acked without asking the inception module: their outputs were stored (stored), their stored detection was handed on (handed_on), or a platform sent a judged turn again (sent_again).", "reason")
+		"User turns acked without asking the inception module: their stored detection was handed on (handed_on), or a platform sent a judged turn again (sent_again). Turns whose outputs are all stored are the consume loop's rein_stage_messages_total{outcome=\"stored\"}.", "reason")
 	sm.unjudged = map[string]prometheus.Counter{}
-	for _, r := range []string{UnjudgedStored, UnjudgedHandedOn, UnjudgedSentAgain} {
+	for _, r := range []string{UnjudgedHandedOn, UnjudgedSentAgain} {
 		sm.unjudged[r] = unjudged.WithLabelValues(r)
 	}
 	if g, ok := m.(Gated); ok && reg != nil {
@@ -61,7 +61,6 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 
 // Reasons of rein_detector_unjudged_turns_total.
 const (
-	UnjudgedStored    = "stored"     // a replayed or redelivered turn whose outputs are stored
 	UnjudgedHandedOn  = "handed_on"  // its stored detection handed on to the task
 	UnjudgedSentAgain = "sent_again" // a platform's retry of a judged turn
 )

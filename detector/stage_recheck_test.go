@@ -2,11 +2,9 @@ package detector_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -22,73 +21,38 @@ import (
 
 // A durable created anew reads REIN_TURNS from its start, past the
 // duplicate window of the outputs' ids: a user turn older than RecheckAfter
-// whose detection (and, fused, whose task) is stored is acked without a
-// second inception call; any other is judged as usual.
+// whose detection and task are stored is acked without a second inception
+// call; one whose detection alone is stored has its task built from that
+// detection; any other is judged as usual.
 func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	storeDecided(t, h, "both", 1, "-long-ago")
+	storeDetection(t, h, "detection-only", 1, "-long-ago")
+	publishTurn(t, h, "both", "user", 1, "cancel that one")
+	publishTurn(t, h, "detection-only", "user", 1, "hello")
+	publishTurn(t, h, "fresh", "user", 1, "hello")
+	reg := prometheus.NewRegistry()
 	// Every turn counts as old: stored over a nanosecond ago.
-	run := func(t *testing.T, h *rtest.JS, deps detector.Deps) *fakeModule {
-		return startJudging(t, h, deps, time.Nanosecond)
+	m := startJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Nanosecond)
+	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 3)
+	if n := judgedTurns(m); n != 1 {
+		t.Errorf("the module judged %d turns, want only the one without a detection", n)
 	}
-
-	t.Run("detector alone", func(t *testing.T) {
-		h := rtest.StartJetStream(t, "")
-		storeDetection(t, h, "done", 1, "-long-ago")
-		publishTurn(t, h, "done", "user", 1, "cancel that one")
-		publishTurn(t, h, "fresh", "user", 1, "hello")
-		reg := prometheus.NewRegistry()
-		m := run(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}})
-		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-		if n := judgedTurns(m); n != 1 {
-			t.Errorf("the module judged %d turns, want only the one without a detection", n)
-		}
-		if n := unjudged(t, reg, detector.UnjudgedStored); n != 1 {
-			t.Errorf("unjudged{stored} = %v, want 1", n)
-		}
-		ds := detections(t, h)
-		if _, again := ds[schemas.EventID("detection", "acme", "done", 1)]; again || len(ds) != 2 {
-			t.Errorf("detections %v: want the stored one and fresh's", ds)
-		}
-	})
-
-	t.Run("fused", func(t *testing.T) {
-		h := rtest.StartJetStream(t, "")
-		storeDetection(t, h, "both", 1, "-long-ago")
-		storeDetection(t, h, "detection-only", 1, "-long-ago")
-		publishTurn(t, h, "both", "user", 1, "cancel that one")
-		publishTurn(t, h, "detection-only", "user", 1, "hello")
-		reg := prometheus.NewRegistry()
-		m := run(t, h, detector.Deps{
-			StageDeps: streams.StageDeps{Registerer: reg},
-			Then:      taskThen,
-			// Only "both" has its task stored too.
-			ThenStored: func(_ context.Context, _, conv string, _ int, _ time.Time) (bool, error) { return conv == "both", nil },
-		})
-		h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-		if n := judgedTurns(m); n != 0 {
-			t.Errorf("the module judged %d turns, want none: both were decided before", n)
-		}
-		if st, on := unjudged(t, reg, detector.UnjudgedStored), unjudged(t, reg, detector.UnjudgedHandedOn); st != 1 || on != 1 {
-			t.Errorf("unjudged stored %v, handed_on %v; want 1 and 1", st, on)
-		}
-		if n := h.StreamMsgs(t, streams.StreamDetections); n != 2 {
-			t.Errorf("detections stored = %d, want the 2 stored before", n)
-		}
-		// The missing task is built from the stored detection.
-		tasks := storedTasks(t, h)
-		if len(tasks) != 1 || tasks[0].DetectionID != schemas.EventID("detection", "acme", "detection-only", 1)+"-long-ago" || tasks[0].UserText != "earlier" {
-			t.Errorf("tasks %+v: want detection-only's, built from its stored detection", tasks)
-		}
-	})
-}
-
-// taskThen is a fused detector's Then: the turn's task, from its detection.
-func taskThen(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
-	task := schemas.Task{Turn: meta.Turn, UserText: det.UserText, DetectionID: id}
-	if det.Rein {
-		task.Inception = &schemas.Inception{Thought: det.Reasoning, ErrorType: det.ErrorType, RecoveryTool: det.RecoveryTool}
+	if st, on := storedUnhandled(t, reg), unjudged(t, reg, detector.UnjudgedHandedOn); st != 1 || on != 1 {
+		t.Errorf("stored unhandled %v, handed_on %v; want 1 and 1", st, on)
 	}
-	ev, err := schemas.BuildEvent(schemas.TypeTask, schemas.EventID("task", meta.Tenant, meta.Conversation, meta.Turn), "", meta, task)
-	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, func() {}, err
+	ds := detections(t, h)
+	if _, again := ds[schemas.EventID("detection", "acme", "both", 1)]; again || len(ds) != 3 {
+		t.Errorf("detections %v: want the two stored before and fresh's", ds)
+	}
+	// The missing task is built from the stored detection.
+	tasks := map[string]schemas.Task{}
+	for _, task := range storedTasks(t, h) {
+		tasks[task.DetectionID] = task
+	}
+	if task, ok := tasks[schemas.EventID("detection", "acme", "detection-only", 1)+"-long-ago"]; !ok || task.UserText != "earlier" || len(tasks) != 3 {
+		t.Errorf("tasks %+v: want detection-only's built from its stored detection, both's stored before, and fresh's", tasks)
+	}
 }
 
 // storedTasks reads REIN_TASKS.
@@ -122,11 +86,7 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	publishTurn(t, h, "cut", "user", 1, "cancel that one")
 	publishTurn(t, h, "lost", "user", 1, "hello")
 	reg := prometheus.NewRegistry()
-	st, m := newJudging(t, h, detector.Deps{
-		StageDeps:  streams.StageDeps{Registerer: reg},
-		Then:       taskThen,
-		ThenStored: func(context.Context, string, string, int, time.Time) (bool, error) { return false, nil },
-	}, time.Hour)
+	st, m := newJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	rtest.Run(t, "stage", st.Run)
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
@@ -154,25 +114,24 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 // answer: the consume loop's retry does not ask the module again.
 func TestFailedPublishIsRetriedWithTheSameDecision(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	var calls atomic.Int32
-	m := startJudging(t, h, detector.Deps{
-		Then: func(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
-			out, done, err := taskThen(meta, det, id)
-			if calls.Add(1) == 1 {
-				out.Stream = streams.StreamSteps // refused: the subject is not that stream's
-			}
-			return out, done, err
-		}}, time.Hour)
+	// REIN_TASKS refuses every task until the first retry is seen.
+	restore := refuseAll(t, h, streams.StreamTasks)
+	reg := prometheus.NewRegistry()
+	m := startJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	publishTurn(t, h, "retry", "user", 1, "cancel that one")
+	rtest.CheckFor(t, 30*time.Second, "the refused publish retried", func() bool {
+		return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "retry"}) >= 1
+	})
+	restore()
 	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged the turn %d times, want once", n)
 	}
-	if n := calls.Load(); n != 2 {
-		t.Errorf("the task was built %d times, want 2 (the refused publish and its retry)", n)
-	}
 	if n := len(storedTasks(t, h)); n != 1 {
 		t.Errorf("tasks stored = %d, want 1", n)
+	}
+	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+		t.Errorf("dead letters = %d, want none", n)
 	}
 }
 
@@ -202,27 +161,42 @@ func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time
 	return st, m
 }
 
+// storedUnhandled is rein_stage_messages_total{stage="detector",
+// outcome="stored"} in reg: turns the consume loop acked unhandled because
+// their outputs were all stored.
+func storedUnhandled(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "stored"})
+}
+
 // unjudged is rein_detector_unjudged_turns_total{reason} in reg.
 func unjudged(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	return counterValue(t, reg, "rein_detector_unjudged_turns_total", map[string]string{"reason": reason})
+}
+
+// counterValue is the counter name{labels} in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "rein_detector_unjudged_turns_total" {
+		if mf.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
 				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("rein_detector_unjudged_turns_total{reason=%q} not found", reason)
-	return 0
+	return 0 // not registered yet, or no such series
 }
 
 func judgedTurns(m *fakeModule) int {
@@ -279,27 +253,28 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	}
 }
 
-// A turn whose first copy was dead-lettered, never judged, is judged when
-// it is sent again: the turn number alone does not make it a retry.
+// A turn whose first copy was dead-lettered with no detection stored is
+// handled when it is sent again: the turn number alone does not make it a
+// retry. (Its first copy's decision, never stored, is handed on.)
 func TestADeadLetteredTurnSentAgainIsJudged(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	var calls atomic.Int32
-	m := startJudging(t, h, detector.Deps{
-		Then: func(meta schemas.Meta, det schemas.Detection, id string) (streams.Out, func(), error) {
-			if calls.Add(1) == 1 {
-				return streams.Out{}, nil, errors.New("the task cannot be built") // permanent: dead-lettered
-			}
-			return taskThen(meta, det, id)
-		}}, time.Hour)
+	// REIN_DETECTIONS refuses every detection through the first copy's
+	// attempts: it is dead-lettered with nothing stored.
+	restore := refuseAll(t, h, streams.StreamDetections)
+	m := startJudging(t, h, detector.Deps{}, time.Hour)
 	publishTurn(t, h, "dlq", "user", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters = %d, want the first copy", n)
 	}
+	restore()
 	resend(t, h, "dlq", 1, "cancel that one")
 	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
-	if n := judgedTurns(m); n != 2 {
-		t.Errorf("the module judged %d times, want 2: the copy sent again is judged", n)
+	if n := judgedTurns(m); n < 1 {
+		t.Errorf("the module judged %d times", n)
+	}
+	if ds := detections(t, h); len(ds) != 1 {
+		t.Errorf("detections %v, want the copy sent again's", ds)
 	}
 	if n := len(storedTasks(t, h)); n != 1 {
 		t.Errorf("tasks stored = %d, want 1", n)
@@ -402,5 +377,53 @@ func storeDetection(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix s
 	}
 	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", conv), &ev); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// storeTask stores the task of conv's turn as the detector would, from a
+// detection stored under the turn's id plus idSuffix.
+func storeTask(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix string) {
+	t.Helper()
+	tasks, err := injector.NewTasks(nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := tasks.Task(schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn}, schemas.Detection{Turn: turn, UserText: "earlier"},
+		schemas.EventID("detection", "acme", conv, turn)+idSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewPublisher(h.JS, nil).PublishAll(context.Background(), out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeDecided stores a turn's detection and its task: every output.
+func storeDecided(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix string) {
+	t.Helper()
+	storeDetection(t, h, conv, turn, idSuffix)
+	storeTask(t, h, conv, turn, idSuffix)
+}
+
+// refuseAll makes stream refuse every rein event (a 16-byte message size
+// limit) until restore is called.
+func refuseAll(t *testing.T, h *rtest.JS, stream string) (restore func()) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := h.JS.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	small := cfg
+	small.MaxMsgSize = 16
+	if _, err := h.JS.UpdateStream(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if _, err := h.JS.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

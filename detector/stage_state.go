@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,7 +193,7 @@ func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta,
 		return nil
 	}
 	s.m.fetches.Inc()
-	st, err := s.turnsStream(ctx)
+	st, err := s.stream(ctx, streams.StreamTurns)
 	if err != nil {
 		return fmt.Errorf("detector: merge agent replies: %w", err)
 	}
@@ -238,7 +239,7 @@ func agentTurn(r streams.Raw) (schemas.Turn, error) {
 // conversation has a turn stored before d, so that a conversation's first
 // turn costs no rebuild. On error it answers yes (the rebuild then decides).
 func (s *Stage) hasEarlierTurns(ctx context.Context, d streams.Decoded) bool {
-	st, err := s.turnsStream(ctx)
+	st, err := s.stream(ctx, streams.StreamTurns)
 	if err != nil {
 		return true
 	}
@@ -249,17 +250,22 @@ func (s *Stage) hasEarlierTurns(ctx context.Context, d streams.Decoded) bool {
 	return m.Sequence < d.Sequence
 }
 
-func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
+// stream is the named stream, looked up once.
+func (s *Stage) stream(ctx context.Context, name string) (jetstream.Stream, error) {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
-	if s.stream != nil {
-		return s.stream, nil
+	if st, ok := s.streams[name]; ok {
+		return st, nil
 	}
-	st, err := s.deps.JS.Stream(ctx, streams.StreamTurns)
-	if err == nil {
-		s.stream = st
+	st, err := s.deps.JS.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("detector: stream %s: %w", name, err)
 	}
-	return st, err
+	if s.streams == nil {
+		s.streams = map[string]jetstream.Stream{}
+	}
+	s.streams[name] = st
+	return st, nil
 }
 
 // errFound stops a read once it has found what it looked for.
@@ -268,7 +274,11 @@ var errFound = errors.New("found")
 // detectionStored reads the conversation's detections (batched direct gets;
 // asked only for a turn sent again) for one of this turn.
 func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
-	err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.StoredFilter(s.detections, streams.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
+	dets, err := s.stream(ctx, streams.StreamDetections)
+	if err != nil {
+		return false, err
+	}
+	err = streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.StoredFilter(dets, streams.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
 		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
 			return errFound
 		}
@@ -283,43 +293,58 @@ func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn i
 	return false, nil
 }
 
-// stored is what of a user turn's outputs is already stored.
-type stored struct {
-	// done: the detection and, with Deps.Then, Then's event.
-	done bool
-	// det (with its event id) is the turn's stored detection when Then's
-	// event is not known to be stored with it.
-	det *schemas.Detection
-	id  string
+// userTurn is the number of the user turn d holds; ok is false for
+// anything else (the handler rejects or skips it).
+func userTurn(d streams.Decoded) (n int, ok bool) {
+	var turn schemas.Turn
+	if d.Event.Type() != schemas.TypeTurn || d.Payload(&turn) != nil || turn.Role != schemas.RoleUser {
+		return 0, false
+	}
+	n = cmp.Or(turn.Turn, d.Meta.Turn)
+	return n, n >= 1
 }
 
-// storedOutputs tells what of a user turn's outputs is stored: its
-// detection (streams.TurnStored: the conversation's last detection, and
-// only when that is of a later turn, the turn's own) and, with Deps.Then,
-// Then's event (Deps.ThenStored). Both stored, the turn is done; its
-// detection alone, it is returned to be handed on as decided. With
-// ThenStored nil, Then's event is published again (its id drops it within
-// the duplicate window). since is when the user turn was stored.
-func (s *Stage) storedOutputs(ctx context.Context, tenant, conv string, turn int, since time.Time) (stored, error) {
-	own, found, err := streams.TurnStored(ctx, s.deps.JS, s.detections, streams.DetectionSubject(tenant, conv), turn, since)
+// stored is the stage's answer to the consume loop (ConsumerConfig.Stored):
+// what of a user turn's outputs is stored, each read with
+// streams.TurnStored (the conversation's last, and only when that is of a
+// later turn, the turn's own). Its detection and its task make all; its
+// detection alone, some: the handler hands the stored decision on as the
+// task. A turn stored elsewhere may be missing from the cached surface
+// context, which is then read anew.
+func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
+	turn, ok := userTurn(d)
+	if !ok {
+		return streams.StoredNone, nil
+	}
+	tenant, conv := d.Meta.Tenant, d.Meta.Conversation
+	_, found, err := streams.TurnStored(ctx, s.deps.JS, out[streams.StreamDetections], streams.DetectionSubject(tenant, conv), turn, d.Stored)
+	if err != nil || !found {
+		return streams.StoredNone, err
+	}
+	s.convs.Drop(streams.ConversationKey(tenant, conv))
+	_, found, err = streams.TurnStored(ctx, s.deps.JS, out[streams.StreamTasks], streams.TaskSubject(tenant, conv), turn, d.Stored)
+	switch {
+	case err != nil:
+		return streams.StoredNone, err
+	case found:
+		return streams.StoredAll, nil
+	}
+	return streams.StoredSome, nil
+}
+
+// storedDetection is the turn's stored detection and its event id; ok is
+// false when it is not at hand (aged out: the turn is judged again).
+func (s *Stage) storedDetection(ctx context.Context, meta schemas.Meta) (det schemas.Detection, id string, ok bool, err error) {
+	dets, err := s.stream(ctx, streams.StreamDetections)
 	if err != nil {
-		return stored{}, fmt.Errorf("detector: %w", err)
+		return det, "", false, err
 	}
-	if !found {
-		return stored{}, nil
+	own, found, err := streams.TurnStored(ctx, s.deps.JS, dets, streams.DetectionSubject(meta.Tenant, meta.Conversation), meta.Turn, time.Time{})
+	if err != nil {
+		return det, "", false, fmt.Errorf("detector: %w", err)
 	}
-	if s.deps.Then == nil {
-		return stored{done: true}, nil
+	if !found || own.Meta.Turn != meta.Turn || own.Event.Type() != schemas.TypeDetection || own.Payload(&det) != nil {
+		return det, "", false, nil
 	}
-	if s.deps.ThenStored != nil {
-		ok, err := s.deps.ThenStored(ctx, tenant, conv, turn, since)
-		if err != nil || ok {
-			return stored{done: ok}, err
-		}
-	}
-	var det schemas.Detection
-	if own.Meta.Turn != turn || own.Event.Type() != schemas.TypeDetection || own.Payload(&det) != nil {
-		return stored{}, nil // this turn's detection is not at hand: judged again
-	}
-	return stored{det: &det, id: own.Event.ID()}, nil
+	return det, own.Event.ID(), true, nil
 }

@@ -2,10 +2,8 @@ package detector_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,32 +17,27 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// With Deps.Then (the injector fused into the detector), each detection's
-// follower is stored with it and its stored callback runs once it is; a
-// follower that cannot be built dead-letters the turn, detection and all.
-func TestThenIsPublishedWithTheDetection(t *testing.T) {
+// Each detection's task (the injector's Tasks) is stored in one batch with
+// it, signed, and counted as an injection when it plants a thought.
+func TestTheTaskIsPublishedWithTheDetection(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	var mu sync.Mutex
-	stored := map[string]int{}
-	then := func(meta schemas.Meta, det schemas.Detection, detectionID string) (streams.Out, func(), error) {
-		if meta.Conversation == "broken" {
-			return streams.Out{}, nil, errors.New("no task for this one")
-		}
-		task := schemas.Task{Turn: meta.Turn, UserText: det.UserText, DetectionID: detectionID}
-		id := schemas.EventID("task", meta.Tenant, meta.Conversation, meta.Turn)
-		ev, err := schemas.BuildEvent(schemas.TypeTask, id, "", meta, task)
-		if err != nil {
-			return streams.Out{}, nil, err
-		}
-		return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev},
-			func() { mu.Lock(); stored[id]++; mu.Unlock() }, nil
+	key, err := schemas.NewTaskKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	module := &fakeModule{answer: func(_ context.Context, in inception.Input) (inception.Decision, error) {
+		switch last := in.Dialogue[len(in.Dialogue)-1].Text; last {
+		case "my booking please":
+			return inception.Decision{Rein: true, ErrorType: "anaphora", Category: "ambiguous", Reasoning: "ask which booking"}, nil
+		}
+		return inception.Decision{}, nil
+	}}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
 		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
-		Module:    &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }},
+		Module:    module,
 		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
-		Then:      then,
+		TaskKey:   key,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +45,13 @@ func TestThenIsPublishedWithTheDetection(t *testing.T) {
 	rtest.Run(t, "stage", st.Run)
 	publishTurn(t, h, "c1", "user", 1, "hello")
 	publishTurn(t, h, "c1", "user", 2, "my booking please")
-	publishTurn(t, h, "broken", "user", 1, "hello")
 
 	taskCount := func() map[string]schemas.Task {
 		out := map[string]schemas.Task{}
 		if err := streams.ReadStream(context.Background(), h.JS, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
+			if err := key.Verify(r.Decoded.Event); err != nil {
+				t.Errorf("task %s: %v", r.Decoded.Event.ID(), err)
+			}
 			var task schemas.Task
 			if err := r.Decoded.Payload(&task); err != nil {
 				return err
@@ -68,25 +63,21 @@ func TestThenIsPublishedWithTheDetection(t *testing.T) {
 		}
 		return out
 	}
-	rtest.CheckFor(t, 10*time.Second, "two tasks and a dead letter", func() bool {
-		return len(taskCount()) == 2 && streamMsgs(t, h, streams.StreamDLQ) == 1
-	})
+	rtest.CheckFor(t, 10*time.Second, "two tasks", func() bool { return len(taskCount()) == 2 })
 	tasks := taskCount()
 	for turn, text := range map[int]string{1: "hello", 2: "my booking please"} {
 		id := schemas.EventID("task", "acme", "c1", turn)
 		task := tasks[id]
-		if task.UserText != text || task.DetectionID != schemas.EventID("detection", "acme", "c1", turn) {
+		if task.UserText != text || task.DetectionID != schemas.EventID("detection", "acme", "c1", turn) || (task.Inception != nil) != (turn == 2) {
 			t.Errorf("task %s = %+v", id, task)
 		}
-		mu.Lock()
-		if stored[id] != 1 {
-			t.Errorf("stored callback of %s ran %d times", id, stored[id])
-		}
-		mu.Unlock()
+	}
+	if n := counterValue(t, reg, "rein_injector_injections_total", map[string]string{"error_type": "anaphora"}); n != 1 {
+		t.Errorf("injections = %v, want 1", n)
 	}
 	ds := detections(t, h)
-	if len(ds) != 2 {
-		t.Errorf("detections %v: the broken conversation's should be dead-lettered with its turn", ds)
+	if len(ds) != 2 || streamMsgs(t, h, streams.StreamDLQ) != 0 {
+		t.Errorf("detections %v (and %d dead letters): want one per turn", ds, streamMsgs(t, h, streams.StreamDLQ))
 	}
 }
 

@@ -114,11 +114,11 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := s.ensureDesktops(ctx); err != nil {
 		return err
 	}
-	start, err := streams.StartStage(ctx, s.deps.StageDeps, s.ConsumerConfig(), 0, s.handle)
+	c, err := streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}
-	return start.Consumer.Run(ctx)
+	return c.Run(ctx)
 }
 
 // ensureDesktops creates the desktops' durable consumer on REIN_HANDOFF

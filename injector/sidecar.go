@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,9 +54,49 @@ func ParseInceptionSubject(subject string) (tenant, conv string, turn int, err e
 	return parts[3], parts[4], n, nil
 }
 
-// responder answers sidecar requests in a queue group.
+// Sidecar is the responder for platforms that run their own agent: it
+// answers rein.inception.get.<tenant>.<conv>.<turn> in a queue group with
+// the turn's inception block, read from REIN_DETECTIONS.
+type Sidecar struct {
+	cfg   SidecarConfig
+	deps  streams.StageDeps
+	tools map[string]string
+}
+
+// NewSidecar checks cfg and prepares the responder; Run starts it. It uses
+// the NATS connection of deps.JS.
+func NewSidecar(cfg SidecarConfig, deps streams.StageDeps) (*Sidecar, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.JS == nil || deps.JS.Conn() == nil {
+		return nil, fmt.Errorf("%w: the sidecar responder needs JetStream on a NATS connection", ErrInvalidConfig)
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	tools, err := RecoveryTools(cfg.RecoveryTools)
+	if err != nil {
+		return nil, err
+	}
+	return &Sidecar{cfg: cfg, deps: deps, tools: tools}, nil
+}
+
+// Run answers requests until ctx is cancelled, then stops taking them and
+// lets the ones in flight finish (each within its budget).
+func (s *Sidecar) Run(ctx context.Context) error {
+	r, err := s.start(ctx)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return r.stop()
+}
+
+// responder is a running Sidecar's subscription and requests in flight.
 type responder struct {
-	s      *Stage
+	s      *Sidecar
 	nc     *nats.Conn
 	stream jetstream.Stream
 	sub    *nats.Subscription
@@ -63,16 +104,13 @@ type responder struct {
 	wg     sync.WaitGroup
 }
 
-func (s *Stage) startResponder(ctx context.Context) (*responder, error) {
+func (s *Sidecar) start(ctx context.Context) (*responder, error) {
 	nc := s.deps.JS.Conn()
-	if nc == nil {
-		return nil, fmt.Errorf("%w: the sidecar responder needs a NATS connection", ErrInvalidConfig)
-	}
 	st, err := s.deps.JS.Stream(ctx, streams.StreamDetections)
 	if err != nil {
 		return nil, fmt.Errorf("injector: stream %s: %w", streams.StreamDetections, err)
 	}
-	r := &responder{s: s, nc: nc, stream: st, sem: make(chan struct{}, s.cfg.SidecarMaxInflight)}
+	r := &responder{s: s, nc: nc, stream: st, sem: make(chan struct{}, s.cfg.MaxInflight)}
 	rctx := context.WithoutCancel(ctx) // in-flight answers finish within their budget
 	r.sub, err = nc.QueueSubscribe(streams.InceptionAll, s.cfg.QueueGroup, func(m *nats.Msg) {
 		if m.Reply == "" {
@@ -93,7 +131,7 @@ func (s *Stage) startResponder(ctx context.Context) (*responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("injector: subscribe %s: %w", streams.InceptionAll, err)
 	}
-	s.deps.Logger.Info("sidecar responder started", "subject", streams.InceptionAll, "queue", s.cfg.QueueGroup, "wait", s.cfg.SidecarWait)
+	s.deps.Logger.Info("sidecar responder started", "subject", streams.InceptionAll, "queue", s.cfg.QueueGroup, "wait", s.cfg.Wait)
 	return r, nil
 }
 
@@ -121,7 +159,7 @@ func (r *responder) answer(ctx context.Context, subject string) Answer {
 	if err != nil {
 		return Answer{Status: StatusInvalid, Error: err.Error()}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.s.cfg.SidecarWait)
+	ctx, cancel := context.WithTimeout(ctx, r.s.cfg.Wait)
 	defer cancel()
 	// Watch the conversation's detection subject before looking, so a
 	// detection stored between the lookup and the wait is not missed.
@@ -194,7 +232,7 @@ func detectionTurn(d streams.Decoded) int {
 }
 
 // answerFor answers from a detection event when it is the requested turn's.
-func (s *Stage) answerFor(d streams.Decoded, turn int) (Answer, bool) {
+func (s *Sidecar) answerFor(d streams.Decoded, turn int) (Answer, bool) {
 	if d.Event.Type() != schemas.TypeDetection {
 		return Answer{}, false
 	}
@@ -209,7 +247,7 @@ func (s *Stage) answerFor(d streams.Decoded, turn int) (Answer, bool) {
 	if t != turn {
 		return Answer{}, false
 	}
-	a := Answer{Status: StatusNone, DetectionID: d.Event.ID(), Turn: turn, Inception: Inception(det, s.cfg.RecoveryTools)}
+	a := Answer{Status: StatusNone, DetectionID: d.Event.ID(), Turn: turn, Inception: Inception(det, s.tools)}
 	if a.Inception != nil {
 		a.Status = StatusReady
 	}

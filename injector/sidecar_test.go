@@ -17,7 +17,7 @@ import (
 
 func TestSidecarRequestReply(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	startStage(t, h, injector.Config{Sidecar: true, SidecarWait: 300 * time.Millisecond}, nil)
+	startSidecar(t, h, injector.SidecarConfig{Wait: 300 * time.Millisecond})
 	yes := schemas.Detection{Turn: 1, UserText: "cancel that one", Rein: true, ErrorType: "anaphora", RecoveryTool: "ambiguity_report", Reasoning: "ask which"}
 	publishDetection(t, h, "s1", yes, "")
 	publishDetection(t, h, "s1", schemas.Detection{Turn: 2, UserText: "thanks"}, "")
@@ -78,7 +78,7 @@ func TestSidecarWaitsForALateDetection(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	// The responder's budget outlasts the request's own wait: an answer
 	// given only at the budget's end would reach no one (Ask fails first).
-	startStage(t, h, injector.Config{Sidecar: true, SidecarWait: time.Minute}, nil)
+	startSidecar(t, h, injector.SidecarConfig{Wait: time.Minute})
 	type result struct {
 		a   injector.Answer
 		err error

@@ -95,6 +95,11 @@ type Decoded struct {
 	// delivery was not acked — a worker that stopped mid-turn, an ack
 	// lost, or the ack wait passed — and some of its outputs may be stored.
 	Delivered uint64
+	// Outputs is what of its outputs the consume loop found stored before
+	// handing it to the handler (ConsumerConfig.Stored): StoredSome, or
+	// StoredNone when none are or it was not asked (a first delivery
+	// within the recheck age).
+	Outputs Stored
 }
 
 // Time is when the event happened (EventTime of its time and Stored).
@@ -125,7 +130,14 @@ func (d Decoded) Payload(out any) error {
 // bad tenant or conversation ids, a subject that disagrees with the
 // extensions, or a payload that breaks its schema.
 func Decode(subject string, header nats.Header, data []byte, maxBytes int) (Decoded, error) {
-	return decode(subject, header, data, maxBytes, toEvent)
+	return decodeWith(subject, header, data, maxBytes, toEvent, true)
+}
+
+// decodeEnvelope is Decode without the data's JSON Schema check: for the
+// ingress, which validates an offered event's data once (check) and must
+// not pay for it again on the message it encoded from that event.
+func decodeEnvelope(subject string, header nats.Header, data []byte, maxBytes int) (Decoded, error) {
+	return decodeWith(subject, header, data, maxBytes, toEvent, false)
 }
 
 // toEvent reads the CloudEvent of a message: binary mode 1.0 directly,
@@ -147,6 +159,11 @@ func sdkToEvent(subject string, header nats.Header, data []byte) (*event.Event, 
 // that the tests can run the same checks on sdk-go's result.
 func decode(subject string, header nats.Header, data []byte, maxBytes int,
 	read func(subject string, header nats.Header, data []byte) (*event.Event, error)) (Decoded, error) {
+	return decodeWith(subject, header, data, maxBytes, read, true)
+}
+
+func decodeWith(subject string, header nats.Header, data []byte, maxBytes int,
+	read func(subject string, header nats.Header, data []byte) (*event.Event, error), validate bool) (Decoded, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxEventBytes
 	}
@@ -177,8 +194,10 @@ func decode(subject string, header nats.Header, data []byte, maxBytes int,
 	if t, c, ok := SubjectIDs(subject); ok && (t != meta.Tenant || c != meta.Conversation) {
 		return Decoded{}, fmt.Errorf("%w: subject %s disagrees with tenant %q / conversation %q", ErrUndecodable, subject, meta.Tenant, meta.Conversation)
 	}
-	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
-		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	if validate {
+		if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
+			return Decoded{}, fmt.Errorf("%w: %w", ErrUndecodable, err)
+		}
 	}
 	return Decoded{Event: ev, Meta: meta, Subject: subject}, nil
 }

@@ -43,14 +43,29 @@ type ConsumerConfig struct {
 	// conversation to a human. It runs before the dead letter is stored;
 	// when it fails the message is released and retried.
 	OnDeadLetter func(ctx context.Context, d Decoded, cause error) error
-	// Settled, when set, tells whether an earlier input's outputs are
-	// stored: decided by some holder, perhaps another replica whose ack the
-	// consumer's ack floor does not show yet (the floor waits on every
-	// earlier unacked message, of any conversation). The order gate asks it
-	// about a held message's predecessor, so that a fail-over holds only
-	// conversations whose earlier turn is really undecided. Without it the
-	// gate waits for the floor, or MaxHold.
-	Settled func(ctx context.Context, d Decoded) (bool, error)
+	// Outputs names the streams the stage publishes to. The consumer looks
+	// them up when it starts, warns when one's duplicate window is shorter
+	// than AckWait, and hands them to Stored.
+	Outputs []string
+	// RecheckAfter is the age (Decoded.Stored) past which an input is
+	// checked against its stored outputs before it is handled, since their
+	// ids may have left the duplicate window (default: half the window of
+	// the first of Outputs; see RecheckAfter).
+	RecheckAfter time.Duration
+	// Stored, when set, tells what of an input's outputs is stored already
+	// (perhaps by another replica whose ack the consumer's ack floor does
+	// not show yet). It is the stage's one answer to "was this handled?",
+	// asked by the loop in two places. The order gate asks it about a held
+	// message's predecessor: StoredAll counts as decided, so a fail-over
+	// holds only conversations whose earlier turn is really undecided
+	// (without Stored the gate waits for the floor, or MaxHold). And before
+	// the handler runs an input delivered before (Decoded.Delivered > 1) or
+	// older than the recheck age: StoredAll acks it unhandled (outcome
+	// "stored"), StoredSome is handed to the handler in Decoded.Outputs so
+	// that it publishes only what is missing. An error is the handler's
+	// (retried). It must answer StoredNone for an input it cannot read:
+	// the handler rejects that.
+	Stored func(ctx context.Context, out OutputStreams, d Decoded) (Stored, error)
 	// MaxHold bounds how long the order gate holds a message whose
 	// conversation has an earlier message undecided (default 3×AckWait,
 	// at least MinMaxHold): a dead holder's message is redelivered after
@@ -181,7 +196,7 @@ type stageMetrics struct {
 func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 	return stageMetrics{
 		messages: telemetry.NewCounterVec(reg, telemetry.MStageMessages,
-			"Messages handled by a stage, by outcome (ack, retry, dlq, requeue, unavailable).", "stage", "outcome"),
+			"Messages handled by a stage, by outcome (ack, stored, retry, dlq, requeue, unavailable).", "stage", "outcome"),
 		handle: telemetry.NewHistogramVec(reg, telemetry.MStageHandleSeconds,
 			"Time from a message's delivery to its ack or dead letter.", telemetry.LatencyBuckets, "stage"),
 		inFlight: telemetry.NewGaugeVec(reg, telemetry.MStageInFlight,
@@ -208,6 +223,8 @@ type Consumer struct {
 	outcome map[string]prometheus.Counter
 	handle  prometheus.Observer
 	source  jetstream.Stream // looked up by Run
+	outs    OutputStreams    // cfg.Outputs, looked up by Run
+	recheck time.Duration    // the age past which inputs are checked (cfg.RecheckAfter)
 
 	mu     sync.Mutex
 	scheds map[*scheduler]struct{} // of the running durables
@@ -230,7 +247,7 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
 	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{}}
 	c.outcome = map[string]prometheus.Counter{}
-	for _, o := range []string{"ack", "retry", "dlq", "requeue", "unavailable"} {
+	for _, o := range []string{"ack", "stored", "retry", "dlq", "requeue", "unavailable"} {
 		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
 	}
 	c.handle = c.m.handle.WithLabelValues(cfg.Stage)
@@ -280,6 +297,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return fmt.Errorf("consumer %s: %w", c.cfg.Durable, err)
 	}
 	c.source = s
+	if c.outs, c.recheck, err = lookupOutputs(ctx, c.deps.JS, c.deps.Logger, c.cfg); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	slots := make(chan struct{}, c.cfg.MaxInFlight)
 	if n := partitionsOf(s); n > 1 {
 		return c.runGroup(ctx, n, slots)
@@ -311,7 +334,7 @@ func (c *Consumer) runOne(ctx context.Context, cfg ConsumerConfig, slots chan st
 
 	inFlight := c.m.inFlight.WithLabelValues(cfg.Stage)
 	gate := &orderGate{stage: cfg.Stage, stream: cfg.Stream, js: c.deps.JS, cons: cons, log: log,
-		settled: cfg.Settled, maxHold: cfg.MaxHold, recheck: min(time.Second, cfg.AckWait/3), holds: c.m.holds}
+		settled: c.storedAll, maxHold: cfg.MaxHold, recheck: min(time.Second, cfg.AckWait/3), holds: c.m.holds}
 	gate.start(ctx, cons.CachedInfo())
 	sched := newScheduler(slots,
 		func(key string, j *job) time.Duration {
@@ -478,7 +501,13 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 	defer span.End()
 	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
-		err = c.safeHandle(ctx, d)
+		var skipped bool
+		skipped, err = c.safeHandle(ctx, d)
+		if err == nil && skipped {
+			_ = msg.Ack()
+			c.outcome["stored"].Inc()
+			return true
+		}
 		if err != nil {
 			span.RecordError(err)
 		}
@@ -548,14 +577,36 @@ func (c *Consumer) recordOutcome(ctx context.Context, msg jetstream.Msg, d Decod
 }
 
 // safeHandle runs the handler, turning a panic into a permanent error so
-// that bad input can never crash the process.
-func (c *Consumer) safeHandle(ctx context.Context, d Decoded) (err error) {
+// that bad input can never crash the process. An input delivered before,
+// or older than the recheck age, is first checked against its stored
+// outputs (ConsumerConfig.Stored): all stored, it is skipped unhandled.
+func (c *Consumer) safeHandle(ctx context.Context, d Decoded) (skipped bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = Permanent(fmt.Errorf("handler panic: %v", r))
 		}
 	}()
-	return c.h(ctx, d)
+	if c.cfg.Stored != nil && (d.Delivered > 1 || time.Since(d.Stored) > c.recheck) {
+		st, err := c.cfg.Stored(ctx, c.outs, d)
+		if err != nil {
+			return false, fmt.Errorf("%s: are the outputs stored: %w", c.cfg.Stage, err)
+		}
+		if st == StoredAll {
+			c.deps.Logger.Debug("outputs stored already; acked unhandled", "subject", d.Subject, "seq", d.Sequence)
+			return true, nil
+		}
+		d.Outputs = st
+	}
+	return false, c.h(ctx, d)
+}
+
+// storedAll is the order gate's question: are all of d's outputs stored?
+func (c *Consumer) storedAll(ctx context.Context, d Decoded) (bool, error) {
+	if c.cfg.Stored == nil {
+		return false, nil
+	}
+	st, err := c.cfg.Stored(ctx, c.outs, d)
+	return st == StoredAll, err
 }
 
 // deadLetter publishes the message to rein.dlq.<stage> with the reason and

@@ -127,7 +127,7 @@ func TestRetryThenSuccessYieldsOneOutput(t *testing.T) {
 }
 
 func counter(reg *prometheus.Registry, outcome string) prometheus.Collector {
-	return telemetry.NewCounterVec(reg, telemetry.MStageMessages, "Messages handled by a stage, by outcome (ack, retry, dlq, requeue, unavailable).", "stage", "outcome").WithLabelValues("test", outcome)
+	return telemetry.NewCounterVec(reg, telemetry.MStageMessages, "Messages handled by a stage, by outcome (ack, stored, retry, dlq, requeue, unavailable).", "stage", "outcome").WithLabelValues("test", outcome)
 }
 
 func TestMalformedInputGoesToDLQAndConsumerKeepsGoing(t *testing.T) {
@@ -248,6 +248,72 @@ func TestRedeliveryIsCounted(t *testing.T) {
 	})
 	if delivered[1] != 2 || delivered[2] != 1 {
 		t.Errorf("delivery counts %v, want turn 1 delivered twice and turn 2 once", delivered)
+	}
+}
+
+// The loop asks the stage what of an input's outputs is stored before it
+// runs an input delivered again or an old one, and only then: all stored,
+// the input is acked without its handler (counted "stored"); some, the
+// handler is told; a first delivery within the recheck age is not asked
+// about. The output streams, looked up once, are handed to the stage.
+func TestLoopAsksWhatIsStoredBeforeRedeliveredOrOldInput(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "all", 1, "x"), *turnEvent(t, "acme", "some", 1, "x"),
+		*turnEvent(t, "acme", "fresh", 1, "x")})
+	cfg := streams.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "stored", Filter: []string{streams.UserTurnsAll},
+		Outputs: []string{streams.StreamDetections}, RecheckAfter: time.Hour}
+	h.DeliverUnacked(t, streams.StreamTurns, cfg.ConsumerConfigJS(), 2) // all's and some's
+	var mu sync.Mutex
+	asked, handled := map[string]bool{}, map[string]streams.Stored{}
+	cfg.Stored = func(_ context.Context, out streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if out[streams.StreamDetections] == nil {
+			t.Errorf("the output stream was not handed to Stored: %v", out)
+		}
+		asked[d.Meta.Conversation] = true
+		if d.Meta.Conversation == "all" {
+			return streams.StoredAll, nil
+		}
+		return streams.StoredSome, nil
+	}
+	reg := prometheus.NewRegistry()
+	runConsumer(t, h, cfg, reg, func(_ context.Context, d streams.Decoded) error {
+		mu.Lock()
+		defer mu.Unlock()
+		handled[d.Meta.Conversation] = d.Outputs
+		return nil
+	})
+	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, "stored", 3)
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ran := handled["all"]; ran {
+		t.Error("the handler ran for an input whose outputs are all stored")
+	}
+	if got, ok := handled["some"]; !ok || got != streams.StoredSome {
+		t.Errorf("some's handler saw Outputs %v (ran %v), want StoredSome", got, ok)
+	}
+	if got, ok := handled["fresh"]; !ok || got != streams.StoredNone || asked["fresh"] {
+		t.Errorf("fresh: handled with %v (ran %v), asked %v: a first delivery within the recheck age is run unasked", got, ok, asked["fresh"])
+	}
+	if n := testutil.ToFloat64(counter(reg, "stored")); n != 1 {
+		t.Errorf("rein_stage_messages_total{outcome=stored} = %v, want 1", n)
+	}
+
+	// Past the recheck age every input is asked about, delivered once or not.
+	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "all", 2, "x")})
+	cfg.Durable, cfg.RecheckAfter = "old", time.Nanosecond
+	mu.Unlock()
+	runConsumer(t, h, cfg, nil, func(_ context.Context, d streams.Decoded) error {
+		mu.Lock()
+		defer mu.Unlock()
+		handled[d.Meta.Conversation+"-old"] = d.Outputs
+		return nil
+	})
+	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, "old", 4)
+	mu.Lock()
+	if _, ran := handled["all-old"]; ran || handled["fresh-old"] != streams.StoredSome {
+		t.Errorf("old inputs handled %v: want all's skipped and the others told StoredSome", handled)
 	}
 }
 

@@ -20,8 +20,8 @@
 // The embedded server never runs without authentication. EnsureKeyring
 // (credentials.go) generates, on first start, one nkey per identity under
 // <data dir>/nats-keys (0700, seeds 0600): admin (provisioning and the CLI
-// tools), ingress, detector, detector-injector (the fused detector, which
-// also stores tasks), injector, agentworker and escalation, plus one
+// tools), ingress, detector (which stores each detection with its task),
+// injector (the sidecar responder), agentworker and escalation, plus one
 // ingress-<tenant> identity per tenant added with AddTenantIngress.
 // permissions.go is the one table of what each may publish and subscribe
 // to, built from the names in names.go: a stage publishes only what it
@@ -93,7 +93,7 @@
 //     delivered to) — and until the ack floor has passed them, a message
 //     runs only once the previous message on its subject (one batch direct
 //     get) is under the floor, was decided here, or is settled (its outputs
-//     stored: ConsumerConfig.Settled); otherwise it is held, costing no
+//     all stored: ConsumerConfig.Stored); otherwise it is held, costing no
 //     slot, up to MaxHold (3×AckWait, at least a minute; counted as a
 //     timeout, and a turn overtaken that way ends with an explicit
 //     superseded record).
@@ -102,16 +102,19 @@
 //     the id alphabet), so a turn handled twice yields one output; turns
 //     from outside are stored under ids derived from tenant, conversation,
 //     turn and role (PublishTurn), never a caller's. Past the duplicate
-//     window the ids no longer protect: an input stored longer ago than
-//     half of it (Decoded.Stored, the server's timestamp) (RecheckAfter) is
-//     checked against the conversation's last stored output (LastTurn or
-//     LastEvent, one direct get; TurnStored, when the last is of a later
-//     turn, also looks for the turn's own) before it is handled again; so
-//     is, by the detector, an input delivered before without an ack
-//     (Decoded.Delivered > 1). What the window still covers — a turn cut short by a crash,
-//     its stored outputs published again AckWait later — is why a stage
-//     warns at start when the window is shorter than its AckWait
-//     (WarnShortWindow).
+//     window the ids no longer protect. Idempotency has one home, the
+//     stage's ConsumerConfig.Stored (what of an input's outputs is stored:
+//     none, some or all; read with LastTurn, LastEvent or TurnStored, one
+//     direct get when the conversation's last output answers): the loop
+//     asks it before handling an input delivered before without an ack
+//     (Decoded.Delivered > 1) or stored longer ago than the recheck age
+//     (half the first output's window, RecheckAfter), acks an input whose
+//     outputs are all stored unhandled (outcome "stored"), and hands
+//     StoredSome to the handler (Decoded.Outputs), which publishes only
+//     what is missing. What the window still covers — a turn cut short by
+//     a crash, its stored outputs published again AckWait later — is why
+//     a consumer warns at start when the window is shorter than its
+//     AckWait (WarnShortWindow).
 //   - An input about to be dead-lettered first has its outcome recorded
 //     (ConsumerConfig.OnDeadLetter): every user turn ends with one.
 //   - An input whose outputs could not be stored, or whose context could

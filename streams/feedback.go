@@ -59,6 +59,12 @@ func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnRe
 	if err != nil {
 		return TurnResult{}, err
 	}
+	return publishFeedback(ctx, pub, msg, d)
+}
+
+// publishFeedback is PublishFeedback of a message already decoded (d) and
+// checked.
+func publishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var f schemas.Feedback
 	if err := d.Payload(&f); err != nil {
 		return TurnResult{}, err

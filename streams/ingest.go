@@ -130,9 +130,9 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if role := tokens[4]; role != schemas.RoleUser && role != schemas.RoleAgent {
 		return refused(http.StatusBadRequest, "role", fmt.Errorf("%w: role %q in subject %s: only %s and %s turns and %s are taken", ErrUndecodable, role, m.Subject, schemas.RoleUser, schemas.RoleAgent, IngestFeedback))
 	}
-	// Decode checks what every consumer checks, and that the subject's
-	// tenant and conversation are the event's.
-	d, err := Decode(m.Subject, m.Header, m.Data, in.maxBytes)
+	// What every consumer checks, and that the subject's tenant and
+	// conversation are the event's; check validates the data, once.
+	d, err := decodeEnvelope(m.Subject, m.Header, m.Data, in.maxBytes)
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
@@ -151,7 +151,7 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 // rein.ingest.<tenant>.<conv>.feedback: the subject's tenant and
 // conversation must be the event's (Decode checks them).
 func (in *Ingress) offerFeedback(ctx context.Context, m *nats.Msg) offer {
-	d, err := Decode(m.Subject, m.Header, m.Data, in.maxBytes)
+	d, err := decodeEnvelope(m.Subject, m.Header, m.Data, in.maxBytes)
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}

@@ -50,8 +50,9 @@ type Ingress struct {
 	inFlight    map[string]int
 	inFlightMax int
 
-	// publish stores a checked turn (PublishTurn; tests stand in for it).
-	publish func(context.Context, *Publisher, *nats.Msg) (TurnResult, error)
+	// publish stores a checked turn, decoded (publishTurn; tests stand in
+	// for it).
+	publish func(context.Context, *Publisher, *nats.Msg, Decoded) (TurnResult, error)
 }
 
 // DefaultTenantInFlight bounds each tenant's HTTP requests in flight.
@@ -144,7 +145,7 @@ func NewIngress(pub *Publisher, maxBytes int, reg prometheus.Registerer) *Ingres
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxEventBytes
 	}
-	in := &Ingress{pub: pub, maxBytes: maxBytes, publish: PublishTurn,
+	in := &Ingress{pub: pub, maxBytes: maxBytes, publish: publishTurn,
 		inFlight: map[string]int{}, inFlightMax: DefaultTenantInFlight,
 		requests: telemetry.NewCounterVec(reg, telemetry.MIngressRequests, "Turns offered to the ingress, by transport and outcome.", "transport", "outcome")}
 	in.SetTenantRate(DefaultTenantRate, DefaultTenantBurst)
@@ -300,16 +301,18 @@ func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string, k
 	if err != nil {
 		return refused(http.StatusBadRequest, "", err)
 	}
-	// The same check every consumer applies; a turn refused here would
-	// only have been dead-lettered later.
-	if _, err := Decode(msg.Subject, msg.Header, msg.Data, in.maxBytes); err != nil {
+	// What every consumer checks of the message as encoded (its data was
+	// validated by check, once); a turn refused here would only have been
+	// dead-lettered later.
+	d, err := decodeEnvelope(msg.Subject, msg.Header, msg.Data, in.maxBytes)
+	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
 	publish := in.publish
 	if k.feedback {
-		publish = PublishFeedback
+		publish = publishFeedback
 	}
-	res, err := publish(ctx, in.pub, msg)
+	res, err := publish(ctx, in.pub, msg, d)
 	switch {
 	case IsConflict(err):
 		return offer{code: http.StatusConflict, outcome: "conflict", field: "data", why: err.Error(), res: res, deadLettered: true}

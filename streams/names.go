@@ -227,7 +227,7 @@ func SubjectsFor(stream, tenant, conv string) []string {
 // Durable consumer names, one per stage.
 const (
 	DurableDetector    = "detector"
-	DurableInjector    = "injector"
+	DurableInjector    = "injector" // retired: provisioning deletes it
 	DurableAgentWorker = "agentworker"
 	DurableEscalation  = "escalation"
 	// DurableHandoffDesktops is the one durable pull consumer through which

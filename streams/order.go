@@ -30,7 +30,7 @@ import (
 //     the previous message on its subject (one batch direct get, "last
 //     message up to sequence n-1") must be acked (at or under the floor),
 //     decided by this process, or settled: its outputs stored, as the
-//     stage's ConsumerConfig.Settled tells (another replica decided it, but
+//     stage's ConsumerConfig.Stored tells (another replica decided it, but
 //     the floor still waits on an unrelated earlier message). Otherwise the
 //     message is held, costing no in-flight slot, until the earlier one is
 //     redelivered and decided, the floor passes it, or MaxHold passes
@@ -42,7 +42,7 @@ type orderGate struct {
 	js            jetstream.JetStream
 	cons          jetstream.Consumer
 	log           *slog.Logger
-	settled       func(ctx context.Context, d Decoded) (bool, error) // nil: floor or MaxHold only
+	settled       func(ctx context.Context, d Decoded) (bool, error) // are all its outputs stored (ConsumerConfig.Stored)
 	maxHold       time.Duration
 	recheck       time.Duration // floor refresh while a zone is open
 	holds         *prometheus.CounterVec
@@ -147,9 +147,6 @@ func (g *orderGate) hold(ctx context.Context, key string, j *job) time.Duration 
 // remembers a yes as a decision so that the conversation's later messages
 // do not ask again.
 func (g *orderGate) settledElsewhere(ctx context.Context, key string, prev *jetstream.RawStreamMsg) bool {
-	if g.settled == nil {
-		return false
-	}
 	d, err := Decode(prev.Subject, prev.Header, prev.Data, 0)
 	if err != nil {
 		return false // whoever holds it dead-letters it: wait for the floor

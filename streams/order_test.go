@@ -145,7 +145,7 @@ func TestOrderHoldsWithAThousandConversationsWaitingOnASlowModel(t *testing.T) {
 // After a fail-over the ack floor can wait on an unrelated message (here
 // conversation x's turn, redelivered and slow) while a conversation's
 // earlier turn was already decided by the other replica. The gate must
-// not hold the later turn until MaxHold: the stage's Settled hook says
+// not hold the later turn until MaxHold: the stage's Stored answer says
 // the earlier turn's outputs are stored. Without the hook this test's
 // turn a2 is held until MaxHold, counted as a timeout.
 func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.T) {
@@ -183,9 +183,15 @@ func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.
 	}
 	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "a", 2, "second")})
 
-	cfg.Settled = func(_ context.Context, d streams.Decoded) (bool, error) {
+	cfg.Stored = func(_ context.Context, _ streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
+		if d.Delivered > 0 {
+			return streams.StoredNone, nil // the loop's own check of a delivered input
+		}
 		settledAsked.Add(1)
-		return d.Meta.Conversation == "a" && d.Meta.Turn == 1, nil
+		if d.Meta.Conversation == "a" && d.Meta.Turn == 1 {
+			return streams.StoredAll, nil
+		}
+		return streams.StoredNone, nil
 	}
 	a2done := make(chan struct{})
 	var mu sync.Mutex

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -357,5 +358,32 @@ func TestParsePartitionDurable(t *testing.T) {
 		if stage != tc.stage || p != tc.p || ok != tc.ok {
 			t.Errorf("ParsePartitionDurable(%q) = %q, %d, %v; want %q, %d, %v", tc.name, stage, p, ok, tc.stage, tc.p, tc.ok)
 		}
+	}
+}
+
+// Provisioning deletes the injector's durable, retired since the detector
+// stores each detection's task, and its partitions' (a deployment upgraded
+// from one that ran the injector as its own consumer); other consumers of
+// the stream stay.
+func TestProvisionDeletesTheRetiredInjectorDurable(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	for _, name := range []string{streams.DurableInjector, streams.PartitionDurable(streams.DurableInjector, 1), "audit"} {
+		if _, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamDetections, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := streams.Provision(ctx, h.JS, streams.DefaultProvision()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{streams.DurableInjector: false, streams.PartitionDurable(streams.DurableInjector, 1): false, "audit": true} {
+		_, err := h.JS.Consumer(ctx, streams.StreamDetections, name)
+		if got := err == nil; got != want {
+			t.Errorf("consumer %s exists: %v (%v), want %v", name, got, err, want)
+		}
+	}
+	// Nothing to delete the second time.
+	if err := streams.Provision(ctx, h.JS, streams.DefaultProvision()); err != nil {
+		t.Fatal(err)
 	}
 }

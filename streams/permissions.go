@@ -13,16 +13,15 @@ import (
 // subscribe to on NATS. It is built from the names in names.go only, so a
 // subject renamed there is renamed here too.
 
-// Identities: one per stage, one for the detector running fused with the
-// injector, the HTTP ingress, and admin for provisioning and the CLI tools.
+// Identities: one per stage (the injector's is its sidecar responder's),
+// the HTTP ingress, and admin for provisioning and the CLI tools.
 const (
-	IdentityDetector      = StageDetector
-	IdentityDetectorFused = "detector-injector"
-	IdentityInjector      = StageInjector
-	IdentityAgentWorker   = StageAgentWorker
-	IdentityEscalation    = StageEscalation
-	IdentityIngress       = StageIngress
-	IdentityAdmin         = "admin"
+	IdentityDetector    = StageDetector
+	IdentityInjector    = StageInjector
+	IdentityAgentWorker = StageAgentWorker
+	IdentityEscalation  = StageEscalation
+	IdentityIngress     = StageIngress
+	IdentityAdmin       = "admin"
 	// IdentityReader is for a platform's event consumers: it reads every
 	// stream (ordered consumers, gets) and subscribes to rein's subjects,
 	// and publishes nothing.
@@ -34,7 +33,7 @@ const (
 )
 
 // Identities lists every identity the embedded server knows, in a fixed order.
-var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector, IdentityDetectorFused,
+var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector,
 	IdentityInjector, IdentityAgentWorker, IdentityEscalation, IdentityReader, IdentityHandoffDesktop}
 
 // JetStream API and reply subjects.
@@ -183,18 +182,19 @@ func detectorGrant(g *grant) {
 	g.client()
 	g.consume(StreamTurns, DurableDetector)
 	g.deleteMsg(StreamTurns) // quarantine of undecodable turns
-	g.get(StreamTurns, StreamDetections)
-	g.publish(DetectionsAll, DLQSubject(StageDetector))
+	// Each detection is stored with its signed task (the injector's
+	// library), and both are read back for the check of what is stored.
+	g.get(StreamTurns, StreamDetections, StreamTasks)
+	g.publish(DetectionsAll, TasksAll, DLQSubject(StageDetector))
 }
 
+// injectorGrant is the sidecar responder's: requests in, answers to their
+// reply subjects, the stored detections read, and a live look at a
+// conversation's next detection. It stores nothing.
 func injectorGrant(g *grant) {
 	g.client()
-	g.consume(StreamDetections, DurableInjector)
-	g.get(StreamDetections, StreamTasks)
+	g.get(StreamDetections)
 	g.read(StreamDetections)
-	g.publish(TasksAll, DLQSubject(StageInjector))
-	// The sidecar responder: requests in, answers to their reply subjects,
-	// and a live look at a conversation's next detection.
 	g.sub = append(g.sub, InceptionAll, DetectionsAll)
 	g.responses = true
 }
@@ -224,15 +224,7 @@ var grants = map[string]func(*grant){
 	IdentityDetector:       detectorGrant,
 	IdentityReader:         readerGrant,
 	IdentityHandoffDesktop: handoffDesktopGrant,
-	// Fused, the detector publishes the injector's task with each detection
-	// and checks the tasks already stored; the injector part (sidecar,
-	// durable) keeps its own identity.
-	IdentityDetectorFused: func(g *grant) {
-		detectorGrant(g)
-		g.get(StreamTasks)
-		g.publish(TasksAll)
-	},
-	IdentityInjector: injectorGrant,
+	IdentityInjector:       injectorGrant,
 	IdentityAgentWorker: func(g *grant) {
 		g.client()
 		g.consume(StreamTasks, DurableAgentWorker)

@@ -118,20 +118,21 @@ func TestStagePermissions(t *testing.T) {
 		subject  string
 		allowed  bool
 	}{
-		// The detector stores detections, never tasks (only fused) nor turns.
+		// The detector stores detections and their tasks, never turns.
 		{streams.IdentityDetector, pub, streams.DetectionSubject("acme", "c1"), true},
-		{streams.IdentityDetector, pub, streams.TaskSubject("acme", "c1"), false},
+		{streams.IdentityDetector, pub, streams.TaskSubject("acme", "c1"), true},
 		{streams.IdentityDetector, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
+		{streams.IdentityDetector, pub, streams.StepSubject("acme", "c1"), false},
 		{streams.IdentityDetector, pub, streams.DLQSubject(streams.StageDetector), true},
 		{streams.IdentityDetector, pub, streams.DLQSubject(streams.StageAgentWorker), false},
-		{streams.IdentityDetectorFused, pub, streams.TaskSubject("acme", "c1"), true},
-		{streams.IdentityDetectorFused, pub, streams.StepSubject("acme", "c1"), false},
-		// The injector plants tasks; it may not speak for the agent.
-		{streams.IdentityInjector, pub, streams.TaskSubject("acme", "c1"), true},
+		// The injector is the sidecar responder: it answers requests and
+		// stores nothing, tasks included; it may not speak for the agent.
+		{streams.IdentityInjector, pub, streams.TaskSubject("acme", "c1"), false},
 		{streams.IdentityInjector, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), false},
 		{streams.IdentityInjector, sub, streams.InceptionAll, true},
-		// A reader of its own stream keeps its own durable (single-filter create).
-		{streams.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + "." + streams.DurableInjector + "." + streams.DetectionsAll, true},
+		// It reads the detections with ordered consumers, and makes no
+		// durable of its own.
+		{streams.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + "." + streams.DurableInjector + "." + streams.DetectionsAll, false},
 		{streams.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + ".ordered_1", true},
 		{streams.IdentityInjector, sub, streams.TasksAll, false},
 		// The agent worker answers as the agent, never as the user, and
@@ -209,7 +210,6 @@ func TestStagePermissions(t *testing.T) {
 		{streams.IdentityReader, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 		{streams.IdentityIngress, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 		{streams.IdentityDetector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{streams.IdentityDetectorFused, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 		{streams.IdentityInjector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 		{streams.IdentityAgentWorker, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
 		{streams.IdentityEscalation, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -70,6 +71,40 @@ func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, o
 	if p.Partitions > 1 {
 		if _, err := pv.kv(ctx, js, p.membersConfig()); err != nil {
 			return fmt.Errorf("provision KV %s: %w", BucketMembers, err)
+		}
+	}
+	return pv.retire(ctx, js)
+}
+
+// retiredDurables are durables no rein stage consumes with any more, by
+// stream. The injector's went when the detector began storing each
+// detection's task itself: left in place, it would pile up every
+// detection as pending for ever.
+var retiredDurables = map[string]string{StreamDetections: DurableInjector}
+
+// retire deletes the retired durables, and their partitions'
+// (<durable>-p<k>), where they exist.
+func (pv *provisioner) retire(ctx context.Context, js jetstream.JetStream) error {
+	for stream, durable := range retiredDurables {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("provision: stream %s: %w", stream, err)
+		}
+		names := s.ConsumerNames(ctx)
+		var retired []string
+		for name := range names.Name() {
+			if name == durable || strings.HasPrefix(name, durable+"-p") {
+				retired = append(retired, name)
+			}
+		}
+		if err := names.Err(); err != nil {
+			return fmt.Errorf("provision: consumers of %s: %w", stream, err)
+		}
+		for _, name := range retired {
+			if err := s.DeleteConsumer(ctx, name); err != nil && !IsNotFound(err) {
+				return fmt.Errorf("provision: delete the retired durable %s on %s: %w", name, stream, err)
+			}
+			pv.log.Info("deleted a retired durable consumer", "stream", stream, "durable", name)
 		}
 	}
 	return nil

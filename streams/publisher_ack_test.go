@@ -163,7 +163,7 @@ func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 	forge(t, h, streams.TaskSubject("acme", "other"), id, 1)
 	forge(t, h, streams.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
 	reg := prometheus.NewRegistry()
-	_, ijs := h.ConnectAs(t, streams.IdentityInjector, nil)
+	_, ijs := h.ConnectAs(t, streams.IdentityDetector, nil)
 	p := streams.NewPublisher(ijs, reg)
 	ctx := context.Background()
 	real := func(turn int) *event.Event {

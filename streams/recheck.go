@@ -133,15 +133,15 @@ func WarnShortWindow(log *slog.Logger, cc ConsumerConfig, out jetstream.Stream) 
 	}
 }
 
-// Outputs is a stage's start-up over the streams it publishes to: it looks
-// each up, warns when one's duplicate window is shorter than the
-// consumer's ack wait (WarnShortWindow), and returns them with the
-// stage's recheck age: configured when set, else half the duplicate
-// window of the first output (RecheckAfter), the stream whose stored
+// lookupOutputs is a consumer's start-up over the streams its stage
+// publishes to (ConsumerConfig.Outputs): it looks each up, warns when
+// one's duplicate window is shorter than the consumer's ack wait
+// (WarnShortWindow), and returns them with the recheck age: RecheckAfter
+// of the configured age and the first output, the stream whose stored
 // output tells whether an input was handled.
-func Outputs(ctx context.Context, js jetstream.JetStream, log *slog.Logger, cc ConsumerConfig, configured time.Duration, names ...string) (map[string]jetstream.Stream, time.Duration, error) {
-	outs := make(map[string]jetstream.Stream, len(names))
-	for _, name := range names {
+func lookupOutputs(ctx context.Context, js jetstream.JetStream, log *slog.Logger, cc ConsumerConfig) (OutputStreams, time.Duration, error) {
+	outs := make(OutputStreams, len(cc.Outputs))
+	for _, name := range cc.Outputs {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: stream %s: %w", cc.Stage, name, err)
@@ -149,8 +149,8 @@ func Outputs(ctx context.Context, js jetstream.JetStream, log *slog.Logger, cc C
 		outs[name] = s
 		WarnShortWindow(log, cc, s)
 	}
-	if len(names) == 0 {
-		return outs, configured, nil
+	if len(cc.Outputs) == 0 {
+		return outs, cc.RecheckAfter, nil
 	}
-	return outs, RecheckAfter(configured, outs[names[0]]), nil
+	return outs, RecheckAfter(cc.RecheckAfter, outs[cc.Outputs[0]]), nil
 }

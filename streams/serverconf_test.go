@@ -19,7 +19,7 @@ import (
 // TestAuthorizationConfigForAnExternalServer: the block `rein keys
 // server-config` prints loads into a stock nats-server, and there every
 // identity has the embedded server's permissions: the detector stores
-// detections, not tasks; a tenant's ingress sends only that tenant's
+// detections and their tasks, not the agent's steps; a tenant's ingress sends only that tenant's
 // turns to the ingest, and stores nothing itself; no key, no connection.
 func TestAuthorizationConfigForAnExternalServer(t *testing.T) {
 	dir := t.TempDir()
@@ -36,7 +36,7 @@ func TestAuthorizationConfigForAnExternalServer(t *testing.T) {
 	}
 	try := startExternalServer(t, block.String())
 	det := keys.SeedFile(streams.IdentityDetector)
-	if !try(det, streams.DetectionSubject("acme", "c1")) || try(det, streams.TaskSubject("acme", "c1")) {
+	if !try(det, streams.DetectionSubject("acme", "c1")) || !try(det, streams.TaskSubject("acme", "c1")) || try(det, streams.StepSubject("acme", "c1")) {
 		t.Error("the detector's permissions differ from the embedded server's")
 	}
 	acme := keys.SeedFile("ingress-acme")
@@ -98,8 +98,11 @@ func TestHelmValuesForTheNATSChart(t *testing.T) {
 	if !try(det, streams.DetectionSubject("acme", "c1")) {
 		t.Error("the detector may not store a detection")
 	}
-	if try(det, streams.TaskSubject("acme", "c1")) {
-		t.Error("the detector may store a task")
+	if !try(det, streams.TaskSubject("acme", "c1")) {
+		t.Error("the detector may not store its task")
+	}
+	if try(det, streams.StepSubject("acme", "c1")) {
+		t.Error("the detector may store an agent step")
 	}
 	if try("", streams.TurnSubject("acme", "c1", schemas.RoleUser)) {
 		t.Error("a connection without a key was accepted")

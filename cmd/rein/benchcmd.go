@@ -33,8 +33,7 @@ agent reply stored) p50/p99, CPU seconds per 1,000 turns and the pipeline's peak
 reference chains run in the same process). In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
 server of its own, and reports the ratio of the two throughputs; then a raw chain shaped like rein:
-its hops (two with the injector fused into the detector, as serve runs it; three with
---separate-injector), rein's message count per turn (the first hop also stores the detection, the
+its two hops (the detector stores each detection with its task), rein's message count per turn (the first hop also stores the detection, the
 last the turn's steps and state records) and rein's headers (a stored event's CloudEvents
 attributes and Nats-Msg-Id, which the server deduplicates), in messages of the same size, with no
 application work: the ceiling of rein's design on this machine.
@@ -125,7 +124,6 @@ minutes.`,
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
-	fs.BoolVar(&plan.Separate, "separate-injector", false, "run the injector as its own consumer of REIN_DETECTIONS, as serve --fuse-injector=false does (default: fused into the detector)")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	fs.StringVar(&plan.NATSNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")

@@ -36,7 +36,7 @@ import (
 // Publisher bounds each attempt); each process generated its own task key
 // (a shared --task-key is required on an external NATS); the order gate
 // held a turn whose predecessor the other replica had decided until its
-// hold expired, and the turn ran first (ConsumerConfig.Settled); a publish
+// hold expired, and the turn ran first (ConsumerConfig.Stored); a publish
 // gave up after ~5 s of "no responders" while a stream elected its leader
 // (the Publisher retries for DefaultRetryFor).
 
@@ -235,7 +235,7 @@ func (cc *chaosCluster) run(t *testing.T, breakIt, repair func()) {
 func logConsumers(t *testing.T, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamDetections, streams.DurableInjector},
+	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector},
 		{streams.StreamTasks, streams.DurableAgentWorker}, {streams.StreamOutcomes, streams.DurableEscalation}} {
 		infos, err := stageConsumers(ctx, js, sd[0], sd[1])
 		if err != nil {

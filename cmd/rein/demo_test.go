@@ -13,13 +13,9 @@ import (
 // turn with the type it is written to show (all six types, the
 // multiple-interpretation turn not taken for anaphora, the contradiction
 // inside one utterance caught), and each ends in the right recovery tool.
-// The injector runs fused into the detector by default, and as its own
-// consumer with --fuse-injector=false: the outcome is the same.
 func TestDemoOfflineJSON(t *testing.T) {
 	t.Setenv("REIN_LLM_PROVIDER", "")
-	for _, fuse := range []string{"true", "false"} {
-		t.Run("fuse-injector="+fuse, func(t *testing.T) { demoOffline(t, "--fuse-injector="+fuse) })
-	}
+	demoOffline(t)
 }
 
 func demoOffline(t *testing.T, flags ...string) {

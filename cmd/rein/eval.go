@@ -57,7 +57,7 @@ func (e evalRuntime) starter() run.Starter {
 		}
 		rt.stages = &stageOptions{
 			domain: spec.Domain, agentData: spec.DataDir, agentBackend: agentworker.BackendDomain,
-			agentPersist: agentworker.PersistStep, maxSteps: e.maxSteps, fuseInjector: true,
+			agentPersist: agentworker.PersistStep, maxSteps: e.maxSteps,
 			detectorTimeout: e.detectorTimeout, agentModel: spec.Agent, agentSystem: spec.SystemPrompt,
 			module: spec.Module, taxonomyVersion: spec.TaxonomyVersion,
 		}

@@ -264,9 +264,6 @@ type stageOptions struct {
 
 	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
 	maxSteps                                                                                  int
-	// fuseInjector: the detector publishes each task with its detection
-	// when both stages run in this process.
-	fuseInjector bool
 	// Conversations kept in memory per stage (0: the stage's default).
 	detectorCache, agentCache int
 	// experiments is the holdout experiments file (docs/experiments.md).
@@ -303,7 +300,6 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.agentPersist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
 	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
-	fs.BoolVar(&o.fuseInjector, "fuse-injector", true, "when the detector and the injector run in this process, the detector publishes each turn's task together with its detection (one delivery fewer per turn); false runs the injector as its own consumer of REIN_DETECTIONS")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
 	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
@@ -318,7 +314,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 func (o *stageOptions) runtime() pipeline.Stages {
 	return pipeline.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
 		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
-		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps, FuseInjector: o.fuseInjector,
+		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps,
 		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate, AgentQuietPeriod: o.agentQuietPeriod,
 		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
 }

@@ -226,7 +226,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 			t.Errorf("the table lacks %s in %s", subj, stream)
 		}
 	}
-	for _, name := range []string{streams.DurableDetector, streams.DurableInjector, streams.DurableAgentWorker, streams.DurableEscalation, streams.DurableHandoffDesktops} {
+	for _, name := range []string{streams.DurableDetector, streams.DurableAgentWorker, streams.DurableEscalation, streams.DurableHandoffDesktops} {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("rein's durable %s is not named", name)
 		}

@@ -19,8 +19,9 @@ import (
 )
 
 // One turn posted over HTTP under a platform's trace yields one trace
-// through every stage: the ingress, the detector, the injector, the agent
-// worker, with the agent's model call as a child span.
+// through every stage: the ingress, the detector (which stores the task
+// with the detection), the agent worker, with the agent's model call as a
+// child span.
 func TestOneTurnTracesThroughEveryStage(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -29,7 +30,7 @@ func TestOneTurnTracesThroughEveryStage(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "data")
 	natsAddr, httpAddr := freePort(t), freePort(t)
-	stop := startServe(t, dir, natsAddr, httpAddr, "--agent-script", "../../internal/app/demo/demodata/agent.yaml", "--fuse-injector=false")
+	stop := startServe(t, dir, natsAddr, httpAddr, "--agent-script", "../../internal/app/demo/demodata/agent.yaml")
 	defer stop()
 	tok, err := os.ReadFile(filepath.Join(dir, "http-token"))
 	if err != nil {
@@ -47,7 +48,7 @@ func TestOneTurnTracesThroughEveryStage(t *testing.T) {
 	}
 	resp.Body.Close()
 	root.End()
-	want := []string{"rein.ingress", "rein.detector", "rein.injector", "rein.agentworker", "rein.model"}
+	want := []string{"rein.ingress", "rein.detector", "rein.agentworker", "rein.model"}
 	traceID := root.SpanContext().TraceID()
 	rtest.CheckFor(t, 30*time.Second, "every stage's span in the platform's trace", func() bool {
 		seen := map[string]bool{}
@@ -71,8 +72,8 @@ func TestOneTurnTracesThroughEveryStage(t *testing.T) {
 	}
 	for _, s := range exp.GetSpans() {
 		if s.Name == "rein.agentworker" && s.SpanContext.TraceID() == traceID {
-			if p := byID[s.Parent.SpanID().String()]; p.Name != "rein.injector" {
-				t.Errorf("the agent worker's span has parent %q, want rein.injector", p.Name)
+			if p := byID[s.Parent.SpanID().String()]; p.Name != "rein.detector" {
+				t.Errorf("the agent worker's span has parent %q, want rein.detector", p.Name)
 			}
 		}
 	}

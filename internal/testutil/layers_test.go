@@ -10,7 +10,8 @@ import (
 )
 
 // layers ranks rein's packages, bottom first. An import must point to a
-// strictly lower layer: the stages never import each other, the ops
+// strictly lower layer: the stages never import each other (the
+// injector is a library the detector calls, below them), the ops
 // tools (audit, dashboard, eval, the schema generator, which reads the
 // stages' payload types) sit above the stages, the runtime that
 // wires them above those, the bench and demo drivers above the runtime,
@@ -19,8 +20,8 @@ var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
-	{"inception/llmmodule"},
-	{"detector", "injector", "agentworker", "escalation", "internal/labels"},
+	{"inception/llmmodule", "injector"},
+	{"detector", "agentworker", "escalation", "internal/labels"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
 	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},
 	{"internal/app/bench", "internal/app/demo", "internal/app/eval/generate"},

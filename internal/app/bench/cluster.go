@@ -174,7 +174,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
-	if err := waitPulling(ctx, js, done, !plan.Separate, plan.Partitions); err != nil {
+	if err := waitPulling(ctx, js, done, plan.Partitions); err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	if err := waitShared(ctx, procs, plan.Partitions); err != nil {

@@ -62,9 +62,6 @@ type Result struct {
 	// machine. CeilingRatio = RawShape ÷ Raw3Hop.
 	ShapeExtra int `json:"shape_extra_msgs"`
 	ShapeHops  int `json:"shape_hops"`
-	// Injector is "fused" (the detector publishes each task with its
-	// detection: two hops per turn) or "separate" (three hops).
-	Injector         string  `json:"injector"`
 	DuplicatesS      float64 `json:"duplicates_window_s"`
 	ShapeHeaderBytes int     `json:"shape_header_bytes"`
 	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
@@ -114,8 +111,6 @@ type Plan struct {
 	Workers int
 	RawMsgs int
 	Persist string
-	// Separate runs the injector as its own consumer (--fuse-injector=false).
-	Separate bool
 	Verbose  bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
@@ -197,7 +192,7 @@ func agentModel(plan Plan) (llm.Client, error) {
 func stages(plan Plan, agent llm.Client) pipeline.Stages {
 	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: cmp.Or(plan.Workers, workers()), MaxSteps: 30,
 		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
-		FuseInjector: !plan.Separate, DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
+		DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
 		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
 		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
 }
@@ -246,7 +241,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(sctx, so, names) }()
-	err = waitPulling(ctx, rt.JS, done, !plan.Separate, 1)
+	err = waitPulling(ctx, rt.JS, done, 1)
 	var res Result
 	if err == nil {
 		res, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
@@ -304,13 +299,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	}
 	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
 	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
-	// rein's shape: the detector stores the detection and hands on the
-	// task, in its own hop or fused; the agent worker stores the extras.
-	side := []int{0, 0, res.ShapeExtra}
-	res.Injector = "separate"
-	if !plan.Separate {
-		side, res.Injector = []int{1, res.ShapeExtra}, "fused"
-	}
+	// rein's shape: the detector stores the detection with the task; the
+	// agent worker stores the extras.
+	side := []int{1, res.ShapeExtra}
 	res.ShapeHops = len(side)
 	fmt.Fprintf(progress, "raw 3-hop: %.0f msgs/s; now rein's shape: %d hops, %d extra stores per turn, its headers…\n", raw.MsgsPerSec, res.ShapeHops, res.ShapeExtra)
 	shape, err := RunRawShape(ctx, filepath.Join(dir, "shape"), plan.RawMsgs, res.AvgEventBytes, side, hdr)
@@ -355,13 +346,10 @@ func writeHeapProfile(path string) error {
 // waitPulling waits until the stages' consumers are pulling, so that the
 // offered load does not queue behind their start-up (consumers created,
 // first pull requests out), which would count as latency of the first turns.
-func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, fused bool, partitions int) error {
+func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, partitions int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	type durable struct{ stream, durable string }
 	stageDurables := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
-	if !fused {
-		stageDurables = append(stageDurables, durable{streams.StreamDetections, streams.DurableInjector})
-	}
 	pulling := stageDurables
 	if partitions > 1 {
 		pulling = nil

@@ -6,9 +6,10 @@
 // to an external server or cluster), provisions every rein stream
 // idempotently, and opens the HTTP port (/metrics, /healthz, /readyz,
 // POST /v1/turns, the dashboard). Process.Run builds the named stages
-// (detector, injector, agentworker, escalation; ResolveStages reads a
-// --stages list), each on its own NATS connection under its own identity,
-// fuses the injector into the detector when both run here, and runs them
+// (detector, which stores each turn's detection with its signed task;
+// injector, the sidecar responder; agentworker; escalation; ResolveStages
+// reads a --stages list), each on its own NATS connection under its own
+// identity, and runs them
 // until the context ends; the first stage to fail stops the others.
 // Modules builds the inception module.
 //

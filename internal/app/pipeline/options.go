@@ -19,9 +19,6 @@ type Stages struct {
 
 	AgentPrompt, AgentData, AgentBackend, AgentToolURL, AgentTools, AgentScript, AgentPersist string
 	MaxSteps                                                                                  int
-	// FuseInjector: the detector publishes each task with its detection
-	// when both stages run in this process.
-	FuseInjector bool
 	// Conversations kept in memory per stage (0: the stage's default).
 	DetectorCache, AgentCache int
 	// AckWait overrides every stage's ack wait (0: the stages' defaults).

@@ -17,8 +17,8 @@ const (
 	readinessTTL     = time.Second
 )
 
-// stageInput is the stream each stage consumes: the stage cannot work
-// while it has no leader.
+// stageInput is the stream each stage consumes (the injector's sidecar
+// responder reads it): the stage cannot work while it has no leader.
 var stageInput = map[string]string{
 	streams.StageDetector:    streams.StreamTurns,
 	streams.StageInjector:    streams.StreamDetections,

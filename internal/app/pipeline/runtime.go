@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/internal/experiment"
@@ -131,10 +130,6 @@ type Process struct {
 	seeds streams.SeedDir
 	// taskKeyLoaded is the task signing key, once loaded (taskKey).
 	taskKeyLoaded *schemas.TaskKey
-	// running names the stages this process runs (Run); injector is the
-	// one injector stage, built once (see injectorStage).
-	running  []string
-	injector *injector.Stage
 }
 
 // link is one stage's own NATS connection: each stage consumes, acks and
@@ -154,9 +149,6 @@ func (rt *Process) stageLink(stage string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
 	id := stage
-	if stage == streams.StageDetector && rt.fused() {
-		id = streams.IdentityDetectorFused
-	}
 	switch {
 	case rt.keys != nil:
 		cc.NkeyFile = rt.keys.SeedFile(id)

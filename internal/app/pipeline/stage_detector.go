@@ -30,20 +30,18 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	if o.InceptionLatency > 0 {
 		m = delayedModule{Module: m, d: o.InceptionLatency}
 	}
+	key, err := rt.taskKey()
+	if err != nil {
+		return nil, err
+	}
 	deps := detector.Deps{
 		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageDetector), Registerer: rt.Reg},
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
+		TaskKey:   key,
 	}
 	if o.Experiments != nil {
 		deps.Assign = o.Experiments.Assign
-	}
-	if rt.fused() {
-		inj, err := rt.injectorStage()
-		if err != nil {
-			return nil, err
-		}
-		deps.Then, deps.ThenStored = inj.Task, inj.TaskStored
 	}
 	return detector.New(detector.Config{
 		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,

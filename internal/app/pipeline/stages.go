@@ -65,7 +65,6 @@ func (rt *Process) Run(ctx context.Context, opts Stages, names []string) error {
 	rt.stages = &opts
 	rt.experiments.Store(opts.Experiments)
 	runners := make([]stageRunner, 0, len(names))
-	rt.running = names
 	var inputs []string
 	for _, n := range names {
 		if in, ok := stageInput[n]; ok && in != streams.StreamTurns {

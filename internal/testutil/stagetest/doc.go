@@ -19,6 +19,10 @@
 //     were stored (a durable made anew, a lost ack) yields no second
 //     output, and a stage that checks stored outputs does not ask its
 //     collaborator again.
+//   - StoredSkipsHandler: for a stage that checks its stored outputs
+//     (ConsumerConfig.Stored), such an input is acked by the consume loop
+//     without running the handler (rein_stage_messages_total counts it
+//     "stored", not "ack").
 //   - HeldSuccessorReleased: a conversation's later input waits while an
 //     earlier one is held by a holder that died, and runs once the earlier
 //     one is decided, so outputs keep the conversation's order.

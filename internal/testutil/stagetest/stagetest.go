@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -36,6 +39,9 @@ type Stage struct {
 	Outputs func(t *testing.T, conv string) []int
 	// PerInput is how many outputs one handled input yields (default 1).
 	PerInput int
+	// Metrics is the registry the stage registers its metrics in (nil:
+	// the parts that read the consume loop's counters are skipped).
+	Metrics prometheus.Gatherer
 }
 
 // Features say which parts of the contract a stage has and how it keeps
@@ -53,7 +59,8 @@ type Features struct {
 	// final: the input is dead-lettered with it as the reason (nil: none).
 	Final error
 	// ChecksStored: an input delivered again after its outputs were stored
-	// is checked against them, so the collaborator is not asked again.
+	// is checked against them (ConsumerConfig.Stored), so the consume loop
+	// acks it unhandled and the collaborator is not asked again.
 	ChecksStored bool
 }
 
@@ -78,6 +85,7 @@ func Run(t *testing.T, features Features, newStage NewStage) {
 		{"PermanentDeadLetters", permanentDeadLetters},
 		{"Panic", panics},
 		{"NoDuplicateOnRedelivery", noDuplicateOnRedelivery},
+		{"StoredSkipsHandler", storedSkipsHandler},
 		{"HeldSuccessorReleased", heldSuccessorReleased},
 		{"DrainOnCancel", drainOnCancel},
 	}
@@ -260,6 +268,40 @@ func panics(t *testing.T, fs Features, h *testutil.JS, f *Fault, newStage NewSta
 // An input delivered again after its outputs were stored, to a durable
 // made anew, yields no second output.
 func noDuplicateOnRedelivery(t *testing.T, fs Features, h *testutil.JS, f *Fault, newStage NewStage) {
+	s, hits := redeliverHandled(t, h, f, newStage)
+	if out := s.Outputs(t, conv); len(out) != perInput(s) {
+		t.Fatalf("outputs after redelivery: turns %v, want %d", out, perInput(s))
+	}
+	if fs.ChecksStored && f.Hits() != hits {
+		t.Errorf("collaborator called %d more times on redelivery, want 0: stored outputs are handed on, not decided again", f.Hits()-hits)
+	}
+	noDeadLetters(t, h, s)
+}
+
+// An input delivered again whose outputs are all stored is acked by the
+// consume loop without running the handler: the stage's
+// ConsumerConfig.Stored answers all, and the loop counts it "stored".
+func storedSkipsHandler(t *testing.T, fs Features, h *testutil.JS, f *Fault, newStage NewStage) {
+	if !fs.ChecksStored {
+		t.Skip("the stage does not check its stored outputs")
+	}
+	if s := newStage(t, h, f); s.Consumer.Stored == nil || s.Metrics == nil {
+		t.Fatal("a stage that checks its stored outputs sets ConsumerConfig.Stored, and the adapter its Metrics")
+	}
+	s, _ := redeliverHandled(t, h, f, newStage)
+	if n := stageMessages(t, s, "stored"); n != 1 {
+		t.Errorf("rein_stage_messages_total{outcome=\"stored\"} = %v after the redelivery, want 1: the handler ran again", n)
+	}
+	if n := stageMessages(t, s, "ack"); n != 0 {
+		t.Errorf("rein_stage_messages_total{outcome=\"ack\"} = %v after the redelivery, want 0", n)
+	}
+}
+
+// redeliverHandled has the stage handle an input, then delivers it again to
+// a stage started anew on a durable made anew, and waits until it is
+// acked. It returns the new stage and the collaborator's calls before it.
+func redeliverHandled(t *testing.T, h *testutil.JS, f *Fault, newStage NewStage) (Stage, int) {
+	t.Helper()
 	s, stop := start(t, h, f, newStage)
 	s.Publish(t, conv, 1)
 	waitOutputs(t, s, perInput(s))
@@ -277,13 +319,31 @@ func noDuplicateOnRedelivery(t *testing.T, fs Features, h *testutil.JS, f *Fault
 	h.DeliverUnacked(t, s.Consumer.Stream, s.Consumer.ConsumerConfigJS(), 1)
 	s, _ = start(t, h, f, newStage)
 	waitAcked(t, h, s)
-	if out := s.Outputs(t, conv); len(out) != perInput(s) {
-		t.Fatalf("outputs after redelivery: turns %v, want %d", out, perInput(s))
+	return s, hits
+}
+
+// stageMessages is the stage's rein_stage_messages_total of outcome.
+func stageMessages(t *testing.T, s Stage, outcome string) float64 {
+	t.Helper()
+	mfs, err := s.Metrics.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
 	}
-	if fs.ChecksStored && f.Hits() != hits {
-		t.Errorf("collaborator called %d more times on redelivery, want 0: stored outputs are handed on, not decided again", f.Hits()-hits)
+	for _, mf := range mfs {
+		if mf.GetName() != telemetry.MStageMessages {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["stage"] == s.Consumer.Stage && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
 	}
-	noDeadLetters(t, h, s)
+	return 0
 }
 
 // A conversation's later input waits behind an earlier one held by a

@@ -53,6 +53,5 @@ capabilities: {drop: [ALL]}
 {{/* The stages that scale on lag (partitioned), with their durable and input stream. */}}
 {{- define "rein.partitioned" -}}
 detector: {durable: detector, stream: REIN_TURNS}
-injector: {durable: injector, stream: REIN_DETECTIONS}
 agentworker: {durable: agentworker, stream: REIN_TASKS}
 {{- end -}}
