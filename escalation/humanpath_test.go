@@ -57,6 +57,12 @@ func TestHumanPathTurnsAndReleasesReachTheSinksAndTheDesk(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The desk's consumer is the running stage's to create: a claim
+	// before it exists gets "no responders" (it failed so under load).
+	rtest.CheckFor(t, 30*time.Second, "the handoff desk's consumer", func() bool {
+		_, err := h.JS.Consumer(ctx, streams.StreamHandoff, streams.DurableHandoffDesktops)
+		return err == nil
+	})
 	item, err := escalation.Claim(ctx, h.JS, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
