@@ -216,6 +216,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 		streams.HandoffTimeoutSubject("<tenant>", "<conv>"):     streams.StreamHandoff,
 		streams.DLQSubject("<stage>"):                           streams.StreamDLQ,
 		streams.FeedbackSubject("<tenant>", "<conv>", "<kind>"): streams.StreamFeedback,
+		"rein.labels.<tenant>.<conv>.<turn>.<labeller>":         streams.StreamLabels,
 	}
 	rows := strings.Split(table, "\n")[2:]
 	if len(rows) != len(subjects) {

@@ -162,9 +162,14 @@ func TestAStageProcessNeedsOnlyItsOwnSeedAndReaders(t *testing.T) {
 		t.Fatalf("provision: %v", err)
 	}
 	dir := seedDir(t, keys, streams.IdentityReader, streams.IdentityDetector)
+	// The detector signs the tasks it stores: it holds the task key too.
+	taskKey := filepath.Join(t.TempDir(), "task-key")
+	if err := os.WriteFile(taskKey, []byte(strings.Repeat("k", 64)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	httpAddr := freePort(t)
 	defer runServe(t, httpAddr, time.Minute, "--stages", "detector", "--module", "rules", "--nats-url", url,
-		"--nats-keys-dir", dir, "--http", httpAddr, "--data-dir", t.TempDir(), "--log-level", "error")()
+		"--nats-keys-dir", dir, "--task-key", taskKey, "--http", httpAddr, "--data-dir", t.TempDir(), "--log-level", "error")()
 	resp, err := http.Post("http://"+httpAddr+"/v1/turns", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
