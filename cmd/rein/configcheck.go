@@ -57,6 +57,24 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 	return nil
 }
 
+// checkedServe resolves serve's configuration (flags, environment,
+// rein.yaml) and runs the preflight on it: what serve and config check
+// both do before anything starts.
+func checkedServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*fileConfig, []string, streams.ProvisionConfig, error) {
+	file, names, err := resolveServe(cmd, so, stagesFlag)
+	if err != nil {
+		return nil, nil, streams.ProvisionConfig{}, err
+	}
+	prov, err := provisionConfig(file)
+	if err != nil {
+		return nil, nil, streams.ProvisionConfig{}, err
+	}
+	if err := preflight(cmd, file, so, names, prov); err != nil {
+		return nil, nil, streams.ProvisionConfig{}, err
+	}
+	return file, names, prov, nil
+}
+
 // modelSources says where the model settings came from, so that a
 // provider set in rein.yaml is found by its line.
 func modelSources(cmd *cobra.Command) string {
@@ -159,15 +177,8 @@ stderr). serve runs the same checks first, before its NATS server starts.`,
   REIN_LLM_PROVIDER=openai rein config check     # fails: provider openai needs a model`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, names, err := resolveServe(cmd, &so, stagesFlag)
+			file, names, _, err := checkedServe(cmd, &so, stagesFlag)
 			if err != nil {
-				return err
-			}
-			prov, err := provisionConfig(file)
-			if err != nil {
-				return err
-			}
-			if err := preflight(cmd, file, &so, names, prov); err != nil {
 				return err
 			}
 			where := "flags, environment and defaults"

@@ -33,15 +33,8 @@ taxonomy, domain, stages, NATS and retention are in force (secrets redacted); re
 the same without starting anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, names, err := resolveServe(cmd, &so, stagesFlag)
+			file, names, prov, err := checkedServe(cmd, &so, stagesFlag)
 			if err != nil {
-				return err
-			}
-			prov, err := provisionConfig(file)
-			if err != nil {
-				return err
-			}
-			if err := preflight(cmd, file, &so, names, prov); err != nil {
 				return err
 			}
 			sf.announce = effectiveSettings(cmd, &sf, &so, names, file, prov)
