@@ -60,8 +60,8 @@ type Result struct {
 	// in messages of the same total size, still without any application
 	// work: the most rein's turns/s could be with its design on this
 	// machine. CeilingRatio = RawShape ÷ Raw3Hop.
-	ShapeExtra int `json:"shape_extra_msgs"`
-	ShapeHops  int `json:"shape_hops"`
+	ShapeExtra       int     `json:"shape_extra_msgs"`
+	ShapeHops        int     `json:"shape_hops"`
 	DuplicatesS      float64 `json:"duplicates_window_s"`
 	ShapeHeaderBytes int     `json:"shape_header_bytes"`
 	RawShapePerS     float64 `json:"raw_shape_turns_per_s"`
@@ -111,7 +111,7 @@ type Plan struct {
 	Workers int
 	RawMsgs int
 	Persist string
-	Verbose  bool
+	Verbose bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	DetectorCache, AgentCache int
