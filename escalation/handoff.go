@@ -394,6 +394,26 @@ func Claim(ctx context.Context, js jetstream.JetStream, wait time.Duration) (*Ha
 	}
 }
 
+// noResponderPause is how long a claim waits before asking a consumer
+// that did not answer again.
+const noResponderPause = 50 * time.Millisecond
+
+// noResponder reports a pull nobody answered: the consumer exists but
+// does not take pulls yet (the stage starting beside this desktop has
+// just created it). Nothing to claim now; Claim asks again within its wait.
+func noResponder(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// pauseForResponder waits a little before the next pull (at most until
+// until, or ctx's end: Claim then returns).
+func pauseForResponder(ctx context.Context, until time.Time) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(min(noResponderPause, max(time.Until(until), 0))):
+	}
+}
+
 // claimBatch fetches at most one message (waiting until `until`) and tries
 // to claim it. got reports whether a message was fetched at all.
 func claimBatch(ctx context.Context, stream jetstream.Stream, cons jetstream.Consumer, until time.Time) (item *HandoffItem, got bool, err error) {
@@ -404,6 +424,10 @@ func claimBatch(ctx context.Context, stream jetstream.Stream, cons jetstream.Con
 		fctx, cancel := context.WithDeadline(ctx, until)
 		defer cancel()
 		batch, err = cons.Fetch(1, jetstream.FetchContext(fctx))
+	}
+	if noResponder(err) {
+		pauseForResponder(ctx, until)
+		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("claim: fetch: %w", err)
@@ -417,7 +441,10 @@ func claimBatch(ctx context.Context, stream jetstream.Stream, cons jetstream.Con
 	if err != nil || item != nil {
 		return item, got, err
 	}
-	if berr := batch.Error(); berr != nil && !errors.Is(berr, jetstream.ErrNoMessages) &&
+	if berr := batch.Error(); noResponder(berr) {
+		pauseForResponder(ctx, until)
+		return nil, got, nil
+	} else if berr != nil && !errors.Is(berr, jetstream.ErrNoMessages) &&
 		!errors.Is(berr, context.DeadlineExceeded) && !errors.Is(berr, nats.ErrTimeout) {
 		return nil, got, fmt.Errorf("claim: fetch: %w", berr)
 	}
