@@ -10,6 +10,7 @@ import (
 	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -28,20 +29,20 @@ func (c *countingModule) Detect(context.Context, inception.Input) (inception.Dec
 func contextCases() [][]inception.Utterance {
 	listing := "I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to cancel?"
 	return [][]inception.Utterance{
-		dialogue("I want to cancel a reservation.", listing, "Cancel that one."),
-		dialogue("I want to cancel a reservation.", listing, "Cancel that one from Boston."),
-		dialogue("I want to cancel a reservation.", listing, "Cancel those, please."),
-		dialogue("I want to cancel a reservation.", listing, "Cancel ABC123, not that one."),
-		dialogue("I booked a flight last week, please cancel it."),
-		dialogue("Cancel that one."),
-		dialogue("Hello", "Hi! How can I help?", "Please cancel that one."),
-		dialogue("I want to fly to Denver.", "Done, booked to Denver.", "I never said that, I wanted Seattle."),
-		dialogue("I never said that."),
-		dialogue("Hi", "Welcome. Which reservation, ABC123 or XYZ789?", "Change that one to economy."),
-		dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Either is fine, I'm not sure which."),
-		dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Change it to May 24, in business."),
-		dialogue("Can you also book me a hotel in Denver?", listing, "Cancel that one."),
-		dialogue("I'd like to change the date of ABC123.", "Sure. ABC123 or XYZ789? Which one?", "ABC123, to May 24 please."),
+		inceptiontest.Dialogue("I want to cancel a reservation.", listing, "Cancel that one."),
+		inceptiontest.Dialogue("I want to cancel a reservation.", listing, "Cancel that one from Boston."),
+		inceptiontest.Dialogue("I want to cancel a reservation.", listing, "Cancel those, please."),
+		inceptiontest.Dialogue("I want to cancel a reservation.", listing, "Cancel ABC123, not that one."),
+		inceptiontest.Dialogue("I booked a flight last week, please cancel it."),
+		inceptiontest.Dialogue("Cancel that one."),
+		inceptiontest.Dialogue("Hello", "Hi! How can I help?", "Please cancel that one."),
+		inceptiontest.Dialogue("I want to fly to Denver.", "Done, booked to Denver.", "I never said that, I wanted Seattle."),
+		inceptiontest.Dialogue("I never said that."),
+		inceptiontest.Dialogue("Hi", "Welcome. Which reservation, ABC123 or XYZ789?", "Change that one to economy."),
+		inceptiontest.Dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Either is fine, I'm not sure which."),
+		inceptiontest.Dialogue("Change my flight.", "Which one, ABC123 or XYZ789?", "Change it to May 24, in business."),
+		inceptiontest.Dialogue("Can you also book me a hotel in Denver?", listing, "Cancel that one."),
+		inceptiontest.Dialogue("I'd like to change the date of ABC123.", "Sure. ABC123 or XYZ789? Which one?", "ABC123, to May 24 please."),
 	}
 }
 
@@ -92,13 +93,13 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := miniTools(t, "airline")
+	tools := inceptiontest.MiniTools(t, "airline")
 	cases := contextCases()
 	if !testing.Short() {
 		// Every trajectory under the race detector took 8 minutes; a
 		// fixed sample (every 8th) keeps real conversations of every shape
 		// in CI, REIN_LONG=1 runs them all.
-		for i, tr := range trajectoryTurns(t) {
+		for i, tr := range inceptiontest.TrajectoryTurns(t) {
 			if testutil.Long() || i%8 == 0 {
 				cases = append(cases, tr)
 			}
@@ -159,17 +160,17 @@ func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
 		dlg  []inception.Utterance
 		want bool
 	}{
-		{"no cue", dialogue("I want to cancel a reservation.", "Which one?", "ABC123 please."), false},
-		{"bare anaphora", dialogue("I want to cancel a reservation.", "Which one?", "Cancel that one."), true},
-		{"anaphora resolved in the turn", dialogue("Hi", "Which one?", "Cancel that one from Boston."), false},
+		{"no cue", inceptiontest.Dialogue("I want to cancel a reservation.", "Which one?", "ABC123 please."), false},
+		{"bare anaphora", inceptiontest.Dialogue("I want to cancel a reservation.", "Which one?", "Cancel that one."), true},
+		{"anaphora resolved in the turn", inceptiontest.Dialogue("Hi", "Which one?", "Cancel that one from Boston."), false},
 		// A bare plural is ambiguous among three or more listed entities
 		// (issue 22), so it needs the agent's listing.
-		{"plural after earlier turns", dialogue("Hi", "Which one?", "Cancel those."), true},
-		{"plural naming the whole set", dialogue("Hi", "Which one?", "Cancel all of those."), false},
-		{"plural as the first turn", dialogue("Cancel those."), true},
-		{"contradiction after a user turn", dialogue("Fly me to Denver.", "Booked.", "I never said that."), true},
-		{"contradiction with no earlier user turn", dialogue("I never said that."), false},
-		{"other ambiguity", dialogue("Change my flight.", "Which one?", "Either is fine, I'm not sure which."), false},
+		{"plural after earlier turns", inceptiontest.Dialogue("Hi", "Which one?", "Cancel those."), true},
+		{"plural naming the whole set", inceptiontest.Dialogue("Hi", "Which one?", "Cancel all of those."), false},
+		{"plural as the first turn", inceptiontest.Dialogue("Cancel those."), true},
+		{"contradiction after a user turn", inceptiontest.Dialogue("Fly me to Denver.", "Booked.", "I never said that."), true},
+		{"contradiction with no earlier user turn", inceptiontest.Dialogue("I never said that."), false},
+		{"other ambiguity", inceptiontest.Dialogue("Change my flight.", "Which one?", "Either is fine, I'm not sure which."), false},
 	} {
 		in := inception.Input{Domain: "airline", Dialogue: tc.dlg}
 		if got := m.NeedsContext(in); got != tc.want {
@@ -268,7 +269,7 @@ func BenchmarkRulesNeedsContext(b *testing.B) {
 		"clean": "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.",
 		"cued":  "Change that one to the later flight, please.",
 	} {
-		in := inception.Input{Domain: "airline", Dialogue: dialogue("Hi, I need to change a flight.", text)}
+		in := inception.Input{Domain: "airline", Dialogue: inceptiontest.Dialogue("Hi, I need to change a flight.", text)}
 		in.Dialogue[1].Role = inception.RoleUser
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
