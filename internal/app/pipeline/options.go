@@ -21,6 +21,8 @@ type Stages struct {
 	MaxSteps                                                                                  int
 	// Conversations kept in memory per stage (0: the stage's default).
 	DetectorCache, AgentCache int
+	// The same caches' budgets in MiB (0: the stage's default).
+	DetectorCacheMiB, AgentCacheMiB int
 	// AckWait overrides every stage's ack wait (0: the stages' defaults).
 	AckWait time.Duration
 	// PinTTL is how soon a standby replica takes over a crashed one's stage.

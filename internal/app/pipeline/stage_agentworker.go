@@ -23,7 +23,7 @@ func newAgentWorkerStage(rt *Process) (stageRunner, error) {
 	o := rt.stages
 	cfg := agentworker.Config{
 		Domain: o.Domain, DataDir: o.AgentData, SystemPromptFile: o.AgentPrompt,
-		Backend: o.AgentBackend, MaxSteps: o.MaxSteps, Workers: o.Workers, Persist: o.AgentPersist, MaxConversations: o.AgentCache, AckWait: o.AckWait, PinTTL: o.PinTTL, Speculate: o.Speculate,
+		Backend: o.AgentBackend, MaxSteps: o.MaxSteps, Workers: o.Workers, Persist: o.AgentPersist, MaxConversations: o.AgentCache, MaxCacheBytes: int64(o.AgentCacheMiB) << 20, AckWait: o.AckWait, PinTTL: o.PinTTL, Speculate: o.Speculate,
 		QuietPeriod: o.AgentQuietPeriod, HTTP: agentworker.HTTPConfig{URL: o.AgentToolURL, ToolsFile: o.AgentTools},
 	}
 	if o.AgentSystem != "" {

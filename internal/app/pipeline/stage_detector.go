@@ -45,7 +45,7 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	}
 	return detector.New(detector.Config{
 		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,
-		MaxConversations: o.DetectorCache, AckWait: o.AckWait, PinTTL: o.PinTTL,
+		MaxConversations: o.DetectorCache, MaxCacheBytes: int64(o.DetectorCacheMiB) << 20, AckWait: o.AckWait, PinTTL: o.PinTTL,
 	}, deps)
 }
 
