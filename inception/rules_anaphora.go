@@ -47,7 +47,11 @@ func findRefs(lower string) [][]int {
 		w          string
 		start, end int
 	}
-	var ws []word
+	// Most turns have a few dozen words: room for them on the stack
+	// spares the slice's growth on every turn (2 % of a bench run's
+	// allocated bytes).
+	var room [48]word
+	ws := room[:0]
 	forEachWord(lower, func(start, end int) { ws = append(ws, word{lower[start:end], start, end}) })
 	var out [][]int
 	at := func(i int) string {
