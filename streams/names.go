@@ -1,6 +1,8 @@
 package streams
 
-import "strconv"
+import (
+	"strconv"
+)
 
 // This file names every NATS stream, subject, durable consumer, KV bucket and
 // header rein uses. Nothing else in the code base spells one out.
@@ -178,6 +180,9 @@ func HandoffSubject(tenant, conv string) string { return subjHandoff + ".items."
 func HandoffTimeoutSubject(tenant, conv string) string {
 	return subjHandoffTO + "." + tenant + "." + conv
 }
+
+// TenantInception is every inception request subject of one tenant.
+func TenantInception(tenant string) string { return subjInception + "." + tenant + ".>" }
 
 // InceptionSubject is rein.inception.get.<tenant>.<conv>.<turn> (sidecar request/reply).
 func InceptionSubject(tenant, conv, turn string) string {

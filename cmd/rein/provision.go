@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newProvisionCmd) }
@@ -64,7 +65,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				if err := checkKeysDir(&sf); err != nil {
 					return err
 				}
-				if cc.NkeyFile, err = streams.SeedDir(sf.natsKeysDir).Seed(streams.IdentityAdmin); err != nil {
+				if cc.NkeyFile, err = natsserver.SeedDir(sf.natsKeysDir).Seed(natsserver.IdentityAdmin); err != nil {
 					return err
 				}
 			}
@@ -86,7 +87,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), pipeline.ProvisionTimeout)
 			defer cancel()
-			if err := streams.Provision(ctx, js, prov, streams.WithLogger(log)); err != nil {
+			if err := natsserver.Provision(ctx, js, prov, natsserver.WithLogger(log)); err != nil {
 				return err
 			}
 			return printProvisioned(ctx, cmd, js)
@@ -101,7 +102,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetStream) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STREAM\tREPLICAS\tMESSAGES")
-	for _, name := range slices.Concat(streams.StreamNames, []string{"KV_" + streams.BucketConversations}) {
+	for _, name := range slices.Concat(natsserver.StreamNames, []string{"KV_" + streams.BucketConversations}) {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)

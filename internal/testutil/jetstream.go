@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // JS is an in-process JetStream server with a connection, provisioned with
@@ -20,7 +21,7 @@ type JS struct {
 	JS     jetstream.JetStream
 	Dir    string
 	// Keys are the server's NATS identities (ConnectAs); Conn is admin.
-	Keys *streams.Keyring
+	Keys *natsserver.Keyring
 }
 
 // StartJetStream starts an embedded server with file storage in dir (a new
@@ -33,15 +34,15 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	keys, users, err := streams.ServerAuth(dir)
+	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
 		t.Fatalf("keyring: %v", err)
 	}
-	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
+	s, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatalf("start embedded server: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
+	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		s.Shutdown()
 		t.Fatalf("connect: %v", err)
@@ -52,7 +53,7 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := streams.Provision(ctx, js, streams.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(ctx, js, natsserver.DefaultProvision()); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	h := &JS{Server: s, Conn: nc, JS: js, Dir: dir, Keys: keys}

@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // ClusterPlan is `rein bench --cluster`: the same load as Plan, played
@@ -119,7 +120,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err != nil {
 		return ClusterRun{}, err
 	}
-	prov := streams.DefaultProvision()
+	prov := natsserver.DefaultProvision()
 	prov.Defaults.Replicas = streamReplicas
 	prov.Partitions = plan.Partitions
 	if plan.Duplicates > 0 {
@@ -128,7 +129,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	// Every replica signs and checks tasks with one shared key, as the
 	// processes of a deployment do.
 	key := filepath.Join(dir, "task-key")
-	if _, err := streams.EnsureSecretFile(key, 32); err != nil {
+	if _, err := natsserver.EnsureSecretFile(key, 32); err != nil {
 		return ClusterRun{}, err
 	}
 	procs := make([]*pipeline.Process, 0, replicas)
