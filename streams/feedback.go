@@ -23,19 +23,10 @@ func FeedbackID(tenant, conv, key string) string {
 }
 
 // PublishFeedback stores one checked feedback event (msg as Encode made
-// it, on its FeedbackSubject) under FeedbackID: the subject's stored event,
-// if any, decides duplicate or conflict, past the duplicate window too.
-func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult, error) {
-	d, err := Decode(msg.Subject, msg.Header, msg.Data, 0)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	return PublishFeedbackDecoded(ctx, pub, msg, d)
-}
-
-// publishFeedback is PublishFeedback of a message already decoded (d) and
-// checked.
-func PublishFeedbackDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
+// it, on its FeedbackSubject; d, its decoding) under FeedbackID: the
+// subject's stored event, if any, decides duplicate or conflict, past the
+// duplicate window too.
+func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var f schemas.Feedback
 	if err := d.Payload(&f); err != nil {
 		return TurnResult{}, err

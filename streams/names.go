@@ -60,18 +60,13 @@ const (
 
 // Stream subject filters (what each stream stores).
 const (
-	TurnsAll = subjTurns + ".>"
-	// TurnsEach is every turn subject a client may publish on,
-	// rein.turns.<tenant>.<conv>.<role>: no more tokens, so that no client
-	// picks a stored partition token itself (partition.go).
-	TurnsEach     = subjTurns + ".*.*.*"
+	TurnsAll      = subjTurns + ".>"
 	UserTurnsAll  = subjTurns + ".*.*.user"
 	AgentTurnsAll = subjTurns + ".*.*.agent"
 	DetectionsAll = subjDetections + ".>"
 	TasksAll      = subjTasks + ".>"
-	// DetectionsEach and TasksEach are the stages' consumer filters: every
+	// TasksEach is the agent worker's consumer filter: every
 	// conversation's subject, to which a partition token can be added.
-	DetectionsEach = subjDetections + ".*.*"
 	TasksEach      = subjTasks + ".*.*"
 	StepsAll       = subjSteps + ".>"
 	EscalationsAll = subjEscalations + ".>"

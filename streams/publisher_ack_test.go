@@ -113,7 +113,7 @@ func TestLostAcksLeaveTheConnectionsPendingSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	js, err := streams.NewJetStream(h.Conn)
+	js, err := natsserver.NewJetStream(h.Conn)
 	if err != nil {
 		t.Fatal(err)
 	}

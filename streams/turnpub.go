@@ -59,7 +59,8 @@ func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult
 	return PublishTurnDecoded(ctx, pub, msg, d)
 }
 
-// publishTurn is PublishTurn of a message already decoded (d) and checked.
+// PublishTurnDecoded is PublishTurn of a message already decoded (d) and
+// checked (the ingress decodes and checks before it stores).
 func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var t schemas.Turn
 	if err := d.Payload(&t); err != nil {

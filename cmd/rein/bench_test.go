@@ -76,7 +76,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 	if r.Turns != 40 || r.DuplicatesS != 20 {
 		t.Errorf("turns %d, window %v s; want 40, 20", r.Turns, r.DuplicatesS)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: seed})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: srv.ClientURL(), NkeyFile: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newDLQCmd) }
@@ -94,7 +95,7 @@ func newDLQListCmd() *cobra.Command {
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	ff.bind(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
@@ -178,7 +179,7 @@ func newDLQShowCmd() *cobra.Command {
 			return enc.Encode(entries[0])
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	return cmd
 }
 
@@ -224,7 +225,7 @@ func newDLQRedriveCmd() *cobra.Command {
 			return err
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	ff.bind(cmd)
 	cmd.Flags().BoolVar(&yes, "yes", false, "put them back (without it, a dry run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -62,11 +62,11 @@ func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
 
 // connectConfig is how to reach NATS. Without credentials, a client command
 // uses the admin key of the local rein in --data-dir when there is one.
-func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
+func (f *natsFlags) connectConfig(name string) (natsserver.ConnectConfig, error) {
 	if f.fs != nil {
 		for _, secret := range []string{"nats-password", "nats-token"} {
 			if f.fs.Changed(secret) {
-				return streams.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
+				return natsserver.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
 			url = u
 		}
 	}
-	cc := streams.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
+	cc := natsserver.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
 	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
 		if seed := natsserver.SeedFile(f.dataDir, natsserver.IdentityAdmin); fileExists(seed) {
@@ -106,11 +106,11 @@ func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)

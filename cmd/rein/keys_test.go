@@ -53,7 +53,7 @@ func TestKeysAddTenantWithoutARestart(t *testing.T) {
 		t.Fatalf("add-tenant: %v\n%s", err, out)
 	}
 	connect := func() error {
-		nc, err := streams.Connect(streams.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: natsserver.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: natsserver.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
 		if err == nil {
 			nc.Close()
 		}

@@ -100,7 +100,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 		"--tenant", "acme", "--conversation", "c1", "--next-turn", "--text", "I want to cancel my reservation"); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestProvisionWaitsForNATSToListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
-	cc := streams.ConnectConfig{URL: "nats://" + addr, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)}
+	cc := natsserver.ConnectConfig{URL: "nats://" + addr, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)}
 	failed := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {

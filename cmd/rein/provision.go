@@ -81,7 +81,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				return err
 			}
 			defer nc.Close()
-			js, err := streams.NewJetStream(nc)
+			js, err := natsserver.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}
@@ -117,12 +117,12 @@ func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetS
 // reachable (not yet listening, or unknown to DNS yet) for up to within;
 // onRetry hears each failed attempt. Other errors (credentials refused)
 // end it at once.
-func connectRetrying(ctx context.Context, cc streams.ConnectConfig, within time.Duration, onRetry func(error)) (*nats.Conn, error) {
+func connectRetrying(ctx context.Context, cc natsserver.ConnectConfig, within time.Duration, onRetry func(error)) (*nats.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	wait := 200 * time.Millisecond
 	for {
-		nc, err := streams.Connect(cc)
+		nc, err := natsserver.Connect(cc)
 		if err == nil {
 			return nc, nil
 		}

@@ -17,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -146,7 +145,7 @@ func TestServePublishStreamsRestart(t *testing.T) {
 		nc.Close()
 		t.Fatal("the embedded server accepted a connection without credentials")
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: natsserver.SeedFile(dir, natsserver.IdentityIngress)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: natsserver.SeedFile(dir, natsserver.IdentityIngress)})
 	if err != nil {
 		t.Fatal(err)
 	}

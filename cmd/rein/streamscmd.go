@@ -121,7 +121,7 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.AddCommand(newStreamsBackupCmd(), newStreamsRestoreCmd())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, replicas, leader, peers, messages, bytes, rates: [{window, messages, per_second}], trend, consumers: [...], error}")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long each stream may take to answer")

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -42,7 +41,7 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	if err != nil {
 		t.Fatalf("start embedded server: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		s.Shutdown()
 		t.Fatalf("connect: %v", err)
@@ -77,21 +76,21 @@ func (h *JS) Stop() {
 // errors (permission violations) are sent to errs when it is not nil.
 func (h *JS) ConnectAs(t testing.TB, identity string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return h.connect(t, identity, streams.ConnectConfig{InProcess: h.Server, AsyncErrors: errs})
+	return h.connect(t, identity, natsserver.ConnectConfig{InProcess: h.Server, AsyncErrors: errs})
 }
 
 // ConnectTCP opens a connection over the server's TCP port (not
 // in-process) under one of rein's identities, closed when the test ends.
 func (h *JS) ConnectTCP(t testing.TB, identity string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return h.connect(t, identity, streams.ConnectConfig{URL: h.URL()})
+	return h.connect(t, identity, natsserver.ConnectConfig{URL: h.URL()})
 }
 
 // connect opens cc under identity's key, closed when the test ends.
-func (h *JS) connect(t testing.TB, identity string, cc streams.ConnectConfig) (*nats.Conn, jetstream.JetStream) {
+func (h *JS) connect(t testing.TB, identity string, cc natsserver.ConnectConfig) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	cc.Name, cc.NkeyFile = t.Name()+"-"+identity, h.Keys.SeedFile(identity)
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", identity, err)
 	}

@@ -12,7 +12,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +49,7 @@ type Ingress struct {
 	inFlight    map[string]int
 	inFlightMax int
 
-	// publish stores a checked turn, decoded (publishTurn; tests stand in
+	// publish stores a checked turn, decoded (streams.PublishTurnDecoded; tests stand in
 	// for it).
 	publish func(context.Context, *streams.Publisher, *nats.Msg, streams.Decoded) (streams.TurnResult, error)
 }
@@ -240,7 +239,7 @@ func (in *Ingress) serveHTTP(w http.ResponseWriter, r *http.Request, k kind) {
 	if !in.enter(tenant) {
 		in.requests.WithLabelValues("http", "busy").Inc()
 		w.Header().Set("Retry-After", "1")
-		telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("%v: tenant %s has %d requests in flight; retry in a second", streams.ErrTenantBusy, tenant, in.maxInFlight())})
+		telemetry.WriteJSON(w, http.StatusTooManyRequests, IngressError{Error: fmt.Sprintf("%v: tenant %s has %d requests in flight; retry in a second", ErrTenantBusy, tenant, in.maxInFlight())})
 		return
 	}
 	defer in.leave(tenant)
@@ -310,7 +309,7 @@ func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string, k
 	}
 	publish := in.publish
 	if k.feedback {
-		publish = streams.PublishFeedbackDecoded
+		publish = streams.PublishFeedback
 	}
 	res, err := publish(ctx, in.pub, msg, d)
 	switch {
@@ -366,20 +365,16 @@ func TurnSubjectOf(ev *event.Event) (subject, field string, err error) {
 	return streams.TurnSubject(meta.Tenant, meta.Conversation, t.Role), "", nil
 }
 
-// fieldOf extracts the field an error is about, for the JSON error body.
+// fieldOf names the field an error is about, from its type
+// (schemas.ValidationError, schemas.AttrError), for the JSON error body.
 func fieldOf(err error) string {
 	var ve *schemas.ValidationError
 	if errors.As(err, &ve) {
 		return "data" + ve.Field
 	}
-	switch {
-	case errors.Is(err, schemas.ErrBadID), errors.Is(err, schemas.ErrMissingAttr):
-		msg := err.Error()
-		for _, f := range []string{schemas.ExtTenant, schemas.ExtConversation, schemas.ExtTurn} {
-			if strings.Contains(msg, f) {
-				return f
-			}
-		}
+	var ae *schemas.AttrError
+	if errors.As(err, &ae) {
+		return ae.Attr
 	}
 	return ""
 }

@@ -44,6 +44,11 @@ func TestHTTPIngress(t *testing.T) {
 		{"binary ok", binary("acme", `{"role":"user","text":"cancel that one","turn":1}`), 202, ""},
 		{"structured ok", structured(`{"specversion":"1.0","id":"s1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c2","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`), 202, ""},
 		{"bad tenant", binary("ac.me", `{"role":"user","text":"x"}`), 400, "tenant"},
+		// The field comes from the error's type, not its text: this
+		// conversation id names another attribute.
+		{"bad conversation", structured(`{"specversion":"1.0","id":"s5","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"tenant.x","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`), 400, "conversation"},
+		{"missing tenant", structured(`{"specversion":"1.0","id":"s6","source":"/p","type":"dev.rein.turn.v1","conversation":"c6","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`), 400, "tenant"},
+		{"bad turn", structured(`{"specversion":"1.0","id":"s7","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c7","turn":"x","datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`), 400, "turn"},
 		{"bad role", binary("acme", `{"role":"robot","text":"x"}`), 400, "data/role"},
 		{"missing text", binary("acme", `{"role":"user"}`), 400, "data"},
 		{"wrong type", structured(`{"specversion":"1.0","id":"s2","source":"/p","type":"dev.rein.task.v1","tenant":"acme","conversation":"c2","data":{}}`), 400, "type"},

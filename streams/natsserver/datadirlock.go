@@ -9,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/reinception/rein/streams"
 )
 
 // LockFile is the file in the data directory that the process running the
@@ -47,7 +45,7 @@ func LockDataDir(dir string) (*DirLock, error) {
 				who = "a process starting now"
 			}
 			return nil, fmt.Errorf("%w: %s is held by another rein process (%s; lock file %s): stop that process, or give this one another --data-dir",
-				streams.ErrDataDirInUse, dir, who, path)
+				ErrDataDirInUse, dir, who, path)
 		}
 		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -20,7 +19,7 @@ func TestLockDataDirHasOneHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = natsserver.LockDataDir(dir)
-	if !errors.Is(err, streams.ErrDataDirInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+	if !errors.Is(err, natsserver.ErrDataDirInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Fatalf("second lock: %v, want ErrDataDirInUse naming pid %d", err, os.Getpid())
 	}
 	if err := l.Unlock(); err != nil {

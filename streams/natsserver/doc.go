@@ -42,6 +42,6 @@
 // A stage's durable consumer is created under the same retries
 // (EnsureConsumer).
 // Status reports a stream's replicas, leader and the other replicas'
-// state; CheckWritable (health.go) is the readiness probe: ErrNoLeader
+// state; CheckWritable (health.go) is the readiness probe: streams.ErrNoLeader
 // when a stream has no leader or JetStream does not answer in time.
 package natsserver

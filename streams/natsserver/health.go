@@ -28,7 +28,7 @@ type StreamStatus struct {
 }
 
 // Status asks JetStream for a stream's info and replication state. A
-// stream without a leader is ErrNoLeader (with the status so far); a
+// stream without a leader is streams.ErrNoLeader (with the status so far); a
 // cluster that does not answer within ctx's deadline, for example one
 // without a meta leader, is ctx's error.
 func Status(ctx context.Context, js jetstream.JetStream, name string) (StreamStatus, error) {

@@ -30,7 +30,7 @@ func TestEmbeddedServerRefusesUnauthenticated(t *testing.T) {
 	} else if !errors.Is(err, nats.ErrAuthorization) {
 		t.Errorf("TCP without credentials: %v, want an authorization violation", err)
 	}
-	if nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server}); err == nil {
+	if nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: h.Server}); err == nil {
 		nc.Close()
 		t.Fatal("an in-process connection without credentials was accepted")
 	}
@@ -39,12 +39,12 @@ func TestEmbeddedServerRefusesUnauthenticated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nc, err := streams.Connect(streams.ConnectConfig{URL: h.URL(), NkeyFile: other.SeedFile(natsserver.IdentityAdmin)}); err == nil {
+	if nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: h.URL(), NkeyFile: other.SeedFile(natsserver.IdentityAdmin)}); err == nil {
 		nc.Close()
 		t.Fatal("an unknown nkey was accepted")
 	}
 	// The stage keys work over TCP as well as in-process.
-	nc, err := streams.Connect(streams.ConnectConfig{URL: h.URL(), NkeyFile: h.Keys.SeedFile(natsserver.IdentityDetector)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: h.URL(), NkeyFile: h.Keys.SeedFile(natsserver.IdentityDetector)})
 	if err != nil {
 		t.Fatalf("detector over TCP: %v", err)
 	}

@@ -52,11 +52,11 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: data dir is empty", streams.ErrInvalidConfig)
 	}
 	if len(c.Users) == 0 {
-		return fmt.Errorf("%w: the embedded server needs its users (streams.EnsureKeyring)", streams.ErrNoAuth)
+		return fmt.Errorf("%w: the embedded server needs its users (streams.EnsureKeyring)", ErrNoAuth)
 	}
 	for _, u := range c.Users {
 		if u == nil || u.Nkey == "" || u.Permissions == nil {
-			return fmt.Errorf("%w: every user needs a public key and permissions", streams.ErrNoAuth)
+			return fmt.Errorf("%w: every user needs a public key and permissions", ErrNoAuth)
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
@@ -73,7 +73,7 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: listen port %q is not a number", streams.ErrInvalidConfig, port)
 	}
 	if !IsLoopbackHost(host) && c.TLSCert == "" && !c.Insecure {
-		return fmt.Errorf("%w: %s (give the server a TLS certificate and key, or allow it explicitly with insecure)", streams.ErrInsecureListen, c.Listen)
+		return fmt.Errorf("%w: %s (give the server a TLS certificate and key, or allow it explicitly with insecure)", ErrInsecureListen, c.Listen)
 	}
 	return nil
 }
@@ -95,9 +95,9 @@ func portFree(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("%w: %s is already in use (another NATS server or rein?): stop it, or give --nats-listen another address, or --nats-url to use that server", streams.ErrNotReady, addr)
+			return fmt.Errorf("%w: %s is already in use (another NATS server or rein?): stop it, or give --nats-listen another address, or --nats-url to use that server", ErrNotReady, addr)
 		}
-		return fmt.Errorf("%w: cannot listen on %s: %w", streams.ErrNotReady, addr, err)
+		return fmt.Errorf("%w: cannot listen on %s: %w", ErrNotReady, addr, err)
 	}
 	return ln.Close()
 }
@@ -168,7 +168,7 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 	}
 	if !s.ReadyForConnections(timeout) {
 		s.Shutdown()
-		return nil, fmt.Errorf("%w after %s", streams.ErrNotReady, timeout)
+		return nil, fmt.Errorf("%w after %s", ErrNotReady, timeout)
 	}
 	return s, nil
 }

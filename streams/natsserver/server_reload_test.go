@@ -36,7 +36,7 @@ func TestTenantsAddedAndRemovedWithoutARestart(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	connect := func(tenant string) (*nats.Conn, error) {
-		return streams.Connect(streams.ConnectConfig{URL: h.Server.ClientURL(), NkeyFile: natsserver.SeedFile(dir, "ingress-"+tenant), InboxPrefix: streams.TenantInbox(tenant)})
+		return natsserver.Connect(natsserver.ConnectConfig{URL: h.Server.ClientURL(), NkeyFile: natsserver.SeedFile(dir, "ingress-"+tenant), InboxPrefix: streams.TenantInbox(tenant)})
 	}
 	acme, err := connect("acme")
 	if err != nil {
@@ -61,7 +61,7 @@ func TestTenantsAddedAndRemovedWithoutARestart(t *testing.T) {
 	if _, err := h.JS.AccountInfo(context.Background()); err != nil {
 		t.Errorf("admin's in-process connection after the reload: %v", err)
 	}
-	inproc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: h.Keys.SeedFile(natsserver.IdentityAdmin)})
+	inproc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: h.Server, NkeyFile: h.Keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		t.Errorf("a new in-process connection after the reload: %v", err)
 	} else {

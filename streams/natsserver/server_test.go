@@ -31,11 +31,11 @@ func TestServerConfigRefusesNoAuthAndOpenListenWithoutTLS(t *testing.T) {
 		{"localhost", natsserver.ServerConfig{DataDir: dir, Listen: "localhost:4222", Users: users}, nil},
 		{"ipv6 loopback", natsserver.ServerConfig{DataDir: dir, Listen: "[::1]:4222", Users: users}, nil},
 		{"in-process only", natsserver.ServerConfig{DataDir: dir, Users: users}, nil},
-		{"no users, loopback", natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:4222"}, streams.ErrNoAuth},
-		{"no users, in-process", natsserver.ServerConfig{DataDir: dir}, streams.ErrNoAuth},
-		{"a user without permissions", natsserver.ServerConfig{DataDir: dir, Users: []*server.NkeyUser{{Nkey: keys.PublicKey(natsserver.IdentityAdmin)}}}, streams.ErrNoAuth},
-		{"all interfaces, no TLS", natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users}, streams.ErrInsecureListen},
-		{"lan address, no TLS", natsserver.ServerConfig{DataDir: dir, Listen: "10.1.2.3:4222", Users: users}, streams.ErrInsecureListen},
+		{"no users, loopback", natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:4222"}, natsserver.ErrNoAuth},
+		{"no users, in-process", natsserver.ServerConfig{DataDir: dir}, natsserver.ErrNoAuth},
+		{"a user without permissions", natsserver.ServerConfig{DataDir: dir, Users: []*server.NkeyUser{{Nkey: keys.PublicKey(natsserver.IdentityAdmin)}}}, natsserver.ErrNoAuth},
+		{"all interfaces, no TLS", natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users}, natsserver.ErrInsecureListen},
+		{"lan address, no TLS", natsserver.ServerConfig{DataDir: dir, Listen: "10.1.2.3:4222", Users: users}, natsserver.ErrInsecureListen},
 		{"all interfaces, insecure", natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, Insecure: true}, nil},
 		{"all interfaces, TLS", natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem", TLSKey: "k.pem"}, nil},
 		{"TLS cert without key", natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:4222", Users: users, TLSCert: "c.pem"}, streams.ErrInvalidConfig},
@@ -49,10 +49,10 @@ func TestServerConfigRefusesNoAuthAndOpenListenWithoutTLS(t *testing.T) {
 		}
 	}
 	// StartEmbedded applies the same checks before starting anything.
-	if _, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:0", Users: users}); !errors.Is(err, streams.ErrInsecureListen) {
+	if _, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "0.0.0.0:0", Users: users}); !errors.Is(err, natsserver.ErrInsecureListen) {
 		t.Errorf("StartEmbedded on 0.0.0.0 without TLS: %v", err)
 	}
-	if _, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"}); !errors.Is(err, streams.ErrNoAuth) {
+	if _, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0"}); !errors.Is(err, natsserver.ErrNoAuth) {
 		t.Errorf("StartEmbedded without users: %v", err)
 	}
 }
@@ -114,7 +114,7 @@ func TestEmbeddedServerTLS(t *testing.T) {
 		nc.Close()
 		t.Error("a plain-text client connected to the TLS port")
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: seed, TLSCA: cert})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: seed, TLSCA: cert})
 	if err != nil {
 		t.Fatalf("TLS client: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestEmbeddedServerTLS(t *testing.T) {
 		t.Error("the server does not require TLS")
 	}
 	nc.Close()
-	nc, err = streams.Connect(streams.ConnectConfig{InProcess: s, NkeyFile: seed})
+	nc, err = natsserver.Connect(natsserver.ConnectConfig{InProcess: s, NkeyFile: seed})
 	if err != nil {
 		t.Fatalf("in-process: %v", err)
 	}

@@ -137,7 +137,7 @@ func startExternalServer(t *testing.T, auth string) func(seed, subject string) b
 	url := s.ClientURL()
 	return func(seed, subject string) bool {
 		t.Helper()
-		nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: seed})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: seed})
 		if err != nil {
 			if seed == "" {
 				return false

@@ -140,7 +140,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	}()
 	for i := range replicas {
 		p, err := pipeline.Start(ctx, pipeline.Config{Name: fmt.Sprintf("rein-bench-%d", i+1), Logger: log,
-			Connect: streams.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
+			Connect: natsserver.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
 			MemoryLimit: plan.MemoryLimit, Provision: prov, TaskKeyFile: key})
 		if err != nil {
 			return ClusterRun{}, err
@@ -166,12 +166,12 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		return errors.Join(errs...)
 	}
 	// The driver stands for the platform: a connection of its own.
-	nc, err := streams.Connect(streams.ConnectConfig{URL: cluster.URLs(), Name: "rein-bench-driver"})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: cluster.URLs(), Name: "rein-bench-driver"})
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	defer nc.Close()
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}

@@ -216,7 +216,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	cfg := pipeline.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
-		MemoryLimit: plan.MemoryLimit, Connect: streams.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision()}
+		MemoryLimit: plan.MemoryLimit, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision()}
 	if plan.NATSURL != "" {
 		// One process signs and checks every task of the run: a key of
 		// its own, in the run's directory.

@@ -108,7 +108,7 @@ func runChain(ctx context.Context, dir string, n, payload int, side []int, h Hea
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 	conn := func() (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -45,7 +45,7 @@ type Config struct {
 	// Connect reaches an external NATS when Connect.URL is set; otherwise
 	// an embedded server is started with DataDir and Listen, each
 	// connection under one of its own nkey identities.
-	Connect streams.ConnectConfig
+	Connect natsserver.ConnectConfig
 	DataDir string
 	Listen  string
 	// NATSTLSCert and NATSTLSKey make the embedded server's client port
@@ -122,8 +122,8 @@ type Process struct {
 	// reads it from its own goroutines).
 	experiments atomic.Pointer[experiment.Assigner]
 	closer      []func()
-	cc          streams.ConnectConfig // how stages open their own connections
-	conns       []*nats.Conn          // the stages' connections
+	cc          natsserver.ConnectConfig // how stages open their own connections
+	conns       []*nats.Conn             // the stages' connections
 	// keys are the embedded server's identities (nil with an external
 	// NATS, where every connection uses the given credentials, or the
 	// seeds of KeysDir).
@@ -175,12 +175,12 @@ func (rt *Process) stageLink(stage string) (link, error) {
 			}
 		}
 	}()
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: %w", stage, err)
 	}
 	rt.conns = append(rt.conns, nc)
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
 	}
@@ -284,11 +284,11 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	rt.HTTP.SetReady(false, "connecting to NATS")
 	rt.cc = cc
-	if rt.NC, err = streams.Connect(cc); err != nil {
+	if rt.NC, err = natsserver.Connect(cc); err != nil {
 		rt.Close()
 		return nil, err
 	}
-	if rt.JS, err = streams.NewJetStream(rt.NC); err != nil {
+	if rt.JS, err = natsserver.NewJetStream(rt.NC); err != nil {
 		rt.Close()
 		return nil, err
 	}

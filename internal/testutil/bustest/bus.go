@@ -84,7 +84,7 @@ func StartIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.C
 	t.Cleanup(stop)
 	conns := map[string]*nats.Conn{}
 	for tn, seed := range seeds {
-		nc, err := streams.Connect(streams.ConnectConfig{InProcess: h.Server, NkeyFile: seed, InboxPrefix: streams.TenantInbox(tn)})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: h.Server, NkeyFile: seed, InboxPrefix: streams.TenantInbox(tn)})
 		if err != nil {
 			t.Fatalf("connect as %s's ingress: %v", tn, err)
 		}

@@ -1,4 +1,4 @@
-package streams
+package natsserver
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/reinception/rein/streams"
 )
 
 // ConnectConfig says how to reach NATS: an external server or cluster by URL
@@ -61,7 +62,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	if c.NkeyFile != "" {
 		o, err := nats.NkeyOptionFromSeed(c.NkeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: nkey %s: %w", ErrInvalidConfig, c.NkeyFile, err)
+			return nil, fmt.Errorf("%w: nkey %s: %w", streams.ErrInvalidConfig, c.NkeyFile, err)
 		}
 		opts = append(opts, o)
 	}
@@ -76,7 +77,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	}
 	if c.TLSCert != "" || c.TLSKey != "" {
 		if c.TLSCert == "" || c.TLSKey == "" {
-			return nil, fmt.Errorf("%w: TLS cert and key go together", ErrInvalidConfig)
+			return nil, fmt.Errorf("%w: TLS cert and key go together", streams.ErrInvalidConfig)
 		}
 		opts = append(opts, nats.ClientCert(c.TLSCert, c.TLSKey))
 	}
@@ -127,9 +128,9 @@ func connectHint(c ConnectConfig, err error) string {
 // NewJetStream is jetstream.New with rein's publishing bounds: an
 // asynchronous publish whose acknowledgement never comes (lost in a leader
 // change or a reconnect) is resolved with ErrAsyncPublishTimeout after
-// DefaultAckTimeout and removed from the pending set. Without that bound
+// streams.DefaultAckTimeout and removed from the pending set. Without that bound
 // such publishes stay pending for ever, and once the pending set is full
 // every later publish on the connection stalls.
 func NewJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
-	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(DefaultAckTimeout))
+	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(streams.DefaultAckTimeout))
 }
