@@ -87,7 +87,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), pipeline.ProvisionTimeout)
 			defer cancel()
-			if err := natsserver.Provision(ctx, js, prov, natsserver.WithLogger(log)); err != nil {
+			if err := natsserver.Provision(ctx, js, prov, log); err != nil {
 				return err
 			}
 			return printProvisioned(ctx, cmd, js)

@@ -23,7 +23,7 @@ func TestStreamsOnCluster(t *testing.T) {
 	p.Override(3, 3, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := natsserver.Provision(ctx, js, p); err != nil {
+	if err := natsserver.Provision(ctx, js, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runCLI(t, t.Context(), "streams", "--json", "--nats-url", c.URLs())

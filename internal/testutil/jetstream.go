@@ -52,7 +52,7 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := natsserver.Provision(ctx, js, natsserver.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(ctx, js, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	h := &JS{Server: s, Conn: nc, JS: js, Dir: dir, Keys: keys}

@@ -300,7 +300,7 @@ func TestRestartOnSameDataDirKeepsMessages(t *testing.T) {
 		t.Fatalf("after restart REIN_TURNS = %d, want 50", n)
 	}
 	// Provisioning again is idempotent and keeps the data.
-	if err := natsserver.Provision(context.Background(), h2.JS, natsserver.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(context.Background(), h2.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := h2.StreamMsgs(t, streams.StreamTurns); n != 50 {

@@ -88,11 +88,11 @@ func TestProvisionNeverRepartitionsAStreamHoldingMessages(t *testing.T) {
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "c1", 1, "hello")})
 	p := natsserver.DefaultProvision()
 	p.Partitions = 8
-	err := natsserver.Provision(t.Context(), h.JS, p)
+	err := natsserver.Provision(t.Context(), h.JS, p, nil)
 	if !errors.Is(err, streams.ErrInvalidConfig) || !strings.Contains(err.Error(), "4 partitions") {
 		t.Fatalf("repartitioning a stream holding messages: err = %v, want ErrInvalidConfig naming its 4 partitions", err)
 	}
-	if err := natsserver.Provision(t.Context(), h.JS, natsserver.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(t.Context(), h.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatalf("a process without streams.partitions: %v", err)
 	}
 	s, err := h.JS.Stream(t.Context(), streams.StreamTurns)
@@ -365,7 +365,7 @@ func TestProvisionDeletesTheRetiredInjectorDurable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := natsserver.Provision(ctx, h.JS, natsserver.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(ctx, h.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]bool{streams.DurableInjector: false, streams.PartitionDurable(streams.DurableInjector, 1): false, "audit": true} {
@@ -375,7 +375,7 @@ func TestProvisionDeletesTheRetiredInjectorDurable(t *testing.T) {
 		}
 	}
 	// Nothing to delete the second time.
-	if err := natsserver.Provision(ctx, h.JS, natsserver.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(ctx, h.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -230,7 +230,7 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 	p := natsserver.DefaultProvision()
 	p.Streams = map[string]natsserver.StreamSettings{streams.StreamTurns: {Duplicate: window}}
 	ctx := context.Background()
-	if err := natsserver.Provision(ctx, h.JS, p); err != nil {
+	if err := natsserver.Provision(ctx, h.JS, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, srv := ingressAs(t, h)

@@ -31,11 +31,11 @@ func r3() natsserver.ProvisionConfig {
 	return p
 }
 
-func provision(t *testing.T, js jetstream.JetStream, p natsserver.ProvisionConfig, opts ...natsserver.ProvisionOption) error {
+func provision(t *testing.T, js jetstream.JetStream, p natsserver.ProvisionConfig, log *slog.Logger) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	return natsserver.Provision(ctx, js, p, opts...)
+	return natsserver.Provision(ctx, js, p, log)
 }
 
 // replicas returns a stream's configured replicas and its leader.
@@ -61,7 +61,7 @@ func TestClusterProvisionsR3(t *testing.T) {
 	c := rtest.StartCluster(t, 3)
 	c.WaitMetaLeader(30 * time.Second)
 	_, js := c.Connect(t, t.Name())
-	if err := provision(t, js, r3()); err != nil {
+	if err := provision(t, js, r3(), nil); err != nil {
 		t.Fatalf("provision R3: %v", err)
 	}
 	for _, name := range append(append([]string{}, natsserver.StreamNames...), streams.StreamConversations) {
@@ -85,12 +85,12 @@ func TestClusterNeverLowersReplicas(t *testing.T) {
 	c := rtest.StartCluster(t, 3)
 	c.WaitMetaLeader(30 * time.Second)
 	_, js := c.Connect(t, t.Name())
-	if err := provision(t, js, r3()); err != nil {
+	if err := provision(t, js, r3(), nil); err != nil {
 		t.Fatalf("provision R3: %v", err)
 	}
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if err := provision(t, js, natsserver.DefaultProvision(), natsserver.WithLogger(log)); err != nil {
+	if err := provision(t, js, natsserver.DefaultProvision(), log); err != nil {
 		t.Fatalf("provision R1 over R3: %v", err)
 	}
 	for _, name := range []string{streams.StreamTurns, streams.StreamOutcomes, streams.StreamConversations} {
@@ -116,7 +116,7 @@ func TestSingleServerRefusesReplicas(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	p := natsserver.DefaultProvision()
 	p.Override(3, 0, nil)
-	err := provision(t, h.JS, p)
+	err := provision(t, h.JS, p, nil)
 	if !errors.Is(err, streams.ErrReplicasUnavailable) || !strings.Contains(err.Error(), "--stream-replicas 1") {
 		t.Fatalf("err = %v, want ErrReplicasUnavailable naming --stream-replicas 1", err)
 	}
@@ -137,7 +137,7 @@ func TestClusterConcurrentProvision(t *testing.T) {
 		// Each process has its own connection, to a different node.
 		_, js := c.Connect(t, fmt.Sprintf("%s-%d", t.Name(), i))
 		wg.Go(func() {
-			if errs[i] = provision(t, js, r3()); errs[i] != nil {
+			if errs[i] = provision(t, js, r3(), nil); errs[i] != nil {
 				return
 			}
 			// Then its stage's durable consumer, as a starting stage does.
@@ -171,7 +171,7 @@ func TestClusterNodeLossLosesNothing(t *testing.T) {
 	c := rtest.StartCluster(t, 3)
 	c.WaitMetaLeader(30 * time.Second)
 	_, js := c.Connect(t, t.Name())
-	if err := provision(t, js, r3()); err != nil {
+	if err := provision(t, js, r3(), nil); err != nil {
 		t.Fatal(err)
 	}
 	publish := func(from, to int) {

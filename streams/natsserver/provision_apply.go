@@ -13,14 +13,6 @@ import (
 	"github.com/reinception/rein/streams"
 )
 
-// ProvisionOption tunes Provision.
-type ProvisionOption func(*provisioner)
-
-// WithLogger makes Provision say what it kept and what it retried.
-func WithLogger(l *slog.Logger) ProvisionOption {
-	return func(p *provisioner) { p.log = l }
-}
-
 type provisioner struct {
 	log *slog.Logger
 }
@@ -34,14 +26,16 @@ type provisioner struct {
 // keeps the stream's and logs it (lower them by hand: nats stream edit).
 // Asking a single server for more than one replica fails with
 // ErrReplicasUnavailable.
-func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, opts ...ProvisionOption) error {
+//
+// log, when not nil, hears what was kept and what was retried.
+func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, log *slog.Logger) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	pv := &provisioner{log: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(pv)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	pv := &provisioner{log: log}
 	for _, name := range StreamNames {
 		if err := pv.stream(ctx, js, p.StreamConfig(name)); err != nil {
 			return fmt.Errorf("provision stream %s: %w", name, err)

@@ -296,7 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 	defer cancel()
 	if provision {
-		err = natsserver.Provision(pctx, rt.JS, rt.Prov, natsserver.WithLogger(log))
+		err = natsserver.Provision(pctx, rt.JS, rt.Prov, log)
 	} else {
 		err = rt.waitProvisioned(ctx, log)
 	}

@@ -146,7 +146,7 @@ func Partitioned(t *testing.T, h *rtest.JS, n int) {
 	t.Helper()
 	p := natsserver.DefaultProvision()
 	p.Partitions = n
-	if err := natsserver.Provision(t.Context(), h.JS, p); err != nil {
+	if err := natsserver.Provision(t.Context(), h.JS, p, nil); err != nil {
 		t.Fatalf("provision %d partitions: %v", n, err)
 	}
 }
