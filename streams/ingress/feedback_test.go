@@ -26,10 +26,8 @@ import (
 // duplicate, another for the same kind a conflict.
 func TestFeedbackOverHTTP(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	in := ingress.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
-	if err := in.SetTokenList([]telemetry.Token{{Token: "acme-token-0123456789", Tenants: []string{"acme"}}}); err != nil {
-		t.Fatal(err)
-	}
+	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst,
+		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil))
 	srv := httptest.NewServer(in.Feedback())
 	defer srv.Close()
 	post := func(token, tenant, conv, data string) (int, map[string]any) {

@@ -37,43 +37,28 @@ type Ingress struct {
 	maxBytes int
 	requests *prometheus.CounterVec
 
-	// tokens are the bearer tokens of the ingress role (SetTokens); nil:
-	// no token required. Guarded by limitMu.
+	// tokens are the bearer tokens of the ingress role (Config.Tokens);
+	// nil: no token required.
 	tokens *telemetry.Tokens
-	// Per-tenant token buckets (SetTenantRate); nil: no limit.
+	// Per-tenant token buckets (Config.TenantRate); nil: no limit. The
+	// cache and inFlight are guarded by limitMu.
 	limitMu sync.Mutex
 	limits  *convcache.Cache[*rate.Limiter]
 	perSec  rate.Limit
 	burst   int
-	// Requests in flight per tenant (SetTenantInFlight); guarded by limitMu.
+	// Requests in flight per tenant, at most inFlightMax each.
 	inFlight    map[string]int
 	inFlightMax int
 
-	// publish stores a checked turn, decoded (streams.PublishTurnDecoded; tests stand in
-	// for it).
+	// publish stores a checked turn, decoded (streams.PublishTurnDecoded;
+	// tests stand in for it).
 	publish func(context.Context, *streams.Publisher, *nats.Msg, streams.Decoded) (streams.TurnResult, error)
 }
 
 // DefaultTenantInFlight bounds each tenant's HTTP requests in flight.
 const DefaultTenantInFlight = 64
 
-// SetTenantInFlight bounds how many of one tenant's requests may be in
-// flight at once (waiting on JetStream included); past it a request is
-// answered 429 with Retry-After at once. n <= 0 restores the default.
-func (in *Ingress) SetTenantInFlight(n int) {
-	in.limitMu.Lock()
-	defer in.limitMu.Unlock()
-	if n <= 0 {
-		n = DefaultTenantInFlight
-	}
-	in.inFlightMax = n
-}
-
-func (in *Ingress) maxInFlight() int {
-	in.limitMu.Lock()
-	defer in.limitMu.Unlock()
-	return in.inFlightMax
-}
+func (in *Ingress) maxInFlight() int { return in.inFlightMax }
 
 // enter takes one of tenant's in-flight slots; false when none is free.
 func (in *Ingress) enter(tenant string) bool {
@@ -104,21 +89,6 @@ const (
 	DefaultTenantBurst = 400
 )
 
-// SetTenantRate bounds each tenant's turns per second with a token bucket
-// of burst; past it a request is answered 429 with Retry-After. perSecond
-// 0 removes the limit. The buckets of the 10,000 most recent tenants are
-// kept (a tenant idle for an hour starts afresh).
-func (in *Ingress) SetTenantRate(perSecond float64, burst int) {
-	in.limitMu.Lock()
-	defer in.limitMu.Unlock()
-	if perSecond <= 0 {
-		in.limits = nil
-		return
-	}
-	in.perSec, in.burst = rate.Limit(perSecond), max(burst, 1)
-	in.limits = convcache.New[*rate.Limiter](10_000, time.Hour)
-}
-
 // throttle reports how long tenant must wait before its next turn (0: go).
 func (in *Ingress) throttle(tenant string) time.Duration {
 	in.limitMu.Lock()
@@ -139,16 +109,62 @@ func (in *Ingress) throttle(tenant string) time.Duration {
 	return 0
 }
 
-// NewIngress returns the HTTP ingress handler.
-func NewIngress(pub *streams.Publisher, maxBytes int, reg prometheus.Registerer) *Ingress {
-	if maxBytes <= 0 {
-		maxBytes = streams.DefaultMaxEventBytes
+// Config bounds what the ingress accepts and from whom.
+type Config struct {
+	// MaxBytes is the largest event body (0: streams.DefaultMaxEventBytes).
+	MaxBytes int
+	// TenantRate bounds each tenant's turns per second with a token bucket
+	// of TenantBurst; past it a request is answered 429 with Retry-After.
+	// 0: no limit. The buckets of the 10,000 most recent tenants are kept
+	// (a tenant idle for an hour starts afresh).
+	TenantRate  float64
+	TenantBurst int
+	// TenantInFlight bounds how many of one tenant's requests may be in
+	// flight at once (waiting on JetStream included); past it a request is
+	// answered 429 with Retry-After at once (0: DefaultTenantInFlight).
+	TenantInFlight int
+	// Tokens, when not empty, makes the ingress require a bearer token with
+	// the ingress role bound to the event's tenant: no or an unknown token
+	// → 401, a token without the role or for other tenants → 403.
+	Tokens *telemetry.Tokens
+}
+
+// DefaultConfig is the ingress of rein serve's defaults.
+func DefaultConfig() Config {
+	return Config{TenantRate: DefaultTenantRate, TenantBurst: DefaultTenantBurst}
+}
+
+// Validate refuses negative bounds.
+func (c Config) Validate() error {
+	if c.MaxBytes < 0 || c.TenantRate < 0 || c.TenantBurst < 0 || c.TenantInFlight < 0 {
+		return fmt.Errorf("%w: ingress bounds must not be negative", streams.ErrInvalidConfig)
 	}
-	in := &Ingress{pub: pub, maxBytes: maxBytes, publish: streams.PublishTurnDecoded,
-		inFlight: map[string]int{}, inFlightMax: DefaultTenantInFlight,
-		requests: telemetry.NewCounterVec(reg, telemetry.MIngressRequests, "Turns offered to the ingress, by transport and outcome.", "transport", "outcome")}
-	in.SetTenantRate(DefaultTenantRate, DefaultTenantBurst)
-	return in
+	return nil
+}
+
+// Deps are what the ingress stores with and counts into.
+type Deps struct {
+	Publisher  *streams.Publisher
+	Registerer prometheus.Registerer
+}
+
+// New returns the HTTP ingress handler.
+func New(cfg Config, deps Deps) (*Ingress, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	in := &Ingress{pub: deps.Publisher, maxBytes: cmp.Or(cfg.MaxBytes, streams.DefaultMaxEventBytes),
+		publish: streams.PublishTurnDecoded, inFlight: map[string]int{},
+		inFlightMax: cmp.Or(cfg.TenantInFlight, DefaultTenantInFlight),
+		requests:    telemetry.NewCounterVec(deps.Registerer, telemetry.MIngressRequests, "Turns offered to the ingress, by transport and outcome.", "transport", "outcome")}
+	if cfg.TenantRate > 0 {
+		in.perSec, in.burst = rate.Limit(cfg.TenantRate), max(cfg.TenantBurst, 1)
+		in.limits = convcache.New[*rate.Limiter](10_000, time.Hour)
+	}
+	if cfg.Tokens.Len() > 0 {
+		in.tokens = cfg.Tokens
+	}
+	return in, nil
 }
 
 // IngressError is the JSON body of a refused request.

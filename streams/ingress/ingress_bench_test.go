@@ -18,8 +18,11 @@ import (
 // bench's raw reference, not this). Issue 38: the turn was decoded and
 // schema-validated three times on this path.
 func BenchmarkIngressTurn(b *testing.B) {
-	in := ingress.NewIngress(nil, 0, prometheus.NewRegistry())
-	in.SetTenantRate(0, 0) // no rate limit: the path, not the limiter
+	// No rate limit: the path, not the limiter.
+	in, err := ingress.New(ingress.Config{}, ingress.Deps{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ingress.SetIngressPublish(in, func(_ context.Context, _ *streams.Publisher, m *nats.Msg) (streams.TurnResult, error) {
 		return streams.TurnResult{Sequence: 1}, nil
 	})

@@ -26,8 +26,7 @@ func FuzzIngressHTTP(f *testing.F) {
 	f.Add("text/plain", "", "", "", "hello")
 	f.Add("application/cloudevents-batch+json", "", "", "", `[{"specversion":"1.0"}]`)
 	h := rtest.StartJetStream(f, "")
-	in := ingress.NewIngress(streams.NewPublisher(h.JS, nil), 1024, nil)
-	in.SetTenantRate(0, 0)
+	in := newIngress(f, ingress.Config{MaxBytes: 1024}, streams.NewPublisher(h.JS, nil))
 	f.Fuzz(func(t *testing.T, contentType, ceType, tenant, turn, body string) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/turns", strings.NewReader(body))
 		r.Header.Set("Content-Type", contentType)

@@ -48,7 +48,7 @@ func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string)
 // text is a conflict, dead-lettered, not silently dropped.
 func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	srv := httptest.NewServer(ingress.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil))
+	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil)))
 	defer srv.Close()
 
 	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-b", "c1", 1, "hello from b"); code != 202 {
@@ -104,8 +104,7 @@ func TestEventIDsDoNotCollideAcrossTenants(t *testing.T) {
 // held back by it.
 func TestIngressLimitsEachTenant(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	in := ingress.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
-	in.SetTenantRate(0.5, 2)
+	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: 0.5, TenantBurst: 2}, streams.NewPublisher(h.JS, nil))
 	srv := httptest.NewServer(in)
 	defer srv.Close()
 	for turn := 1; turn <= 2; turn++ {
@@ -136,10 +135,8 @@ func TestIngressLimitsEachTenant(t *testing.T) {
 // or an unknown one → 401, another tenant's → 403.
 func TestIngressTokensBindTenants(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	in := ingress.NewIngress(streams.NewPublisher(h.JS, nil), 4096, nil)
-	if err := in.SetTokenList([]telemetry.Token{{Token: "acme-token-0123456789", Tenants: []string{"acme"}}}); err != nil {
-		t.Fatal(err)
-	}
+	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst,
+		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil))
 	srv := httptest.NewServer(in)
 	defer srv.Close()
 	post := func(token, tenant string) int {
@@ -175,17 +172,18 @@ func TestIngressTokensBindTenants(t *testing.T) {
 	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
 		t.Fatalf("%d turns stored, want only the authorised one", n)
 	}
-	if err := in.SetTokenList([]telemetry.Token{{Token: "short", Tenants: []string{"*"}}}); err == nil {
+	if _, err := telemetry.NewTokens([]telemetry.Token{{Token: "short", Tenants: []string{"*"}}}); err == nil {
 		t.Fatal("a 5-character token accepted")
 	}
 }
 
 // ingressAs is the HTTP ingress publishing under the ingress identity,
 // with the real permission table, as rein serve runs it.
-func ingressAs(t *testing.T, h *rtest.JS) (*ingress.Ingress, *httptest.Server) {
+func ingressAs(t *testing.T, h *rtest.JS, cfg ingress.Config) (*ingress.Ingress, *httptest.Server) {
 	t.Helper()
 	_, ijs := h.ConnectAs(t, natsserver.IdentityIngress, nil)
-	in := ingress.NewIngress(streams.NewPublisher(ijs, nil), 4096, nil)
+	cfg.MaxBytes = 4096
+	in := newIngress(t, cfg, streams.NewPublisher(ijs, nil))
 	srv := httptest.NewServer(in)
 	t.Cleanup(srv.Close)
 	return in, srv
@@ -209,7 +207,7 @@ func postWith(t *testing.T, c *http.Client, url, tenant, conv string, turn int, 
 // the request hung until the publisher gave up.
 func TestIngressConflictUnderItsIdentity(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	_, srv := ingressAs(t, h)
+	_, srv := ingressAs(t, h, ingress.DefaultConfig())
 	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "hello"); code != 202 {
 		t.Fatalf("first: %d %v", code, body)
 	}
@@ -233,7 +231,7 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 	if err := natsserver.Provision(ctx, h.JS, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, srv := ingressAs(t, h)
+	_, srv := ingressAs(t, h, ingress.DefaultConfig())
 	code, first := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "hello")
 	if code != 202 {
 		t.Fatalf("first: %d %v", code, first)
@@ -274,10 +272,8 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 // completes meanwhile.
 func TestIngressBoundsEachTenantsRequestsInFlight(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	in, srv := ingressAs(t, h)
-	in.SetTenantRate(0, 0)
 	const bound = 4
-	in.SetTenantInFlight(bound)
+	in, srv := ingressAs(t, h, ingress.Config{TenantInFlight: bound})
 	release := make(chan struct{})
 	defer close(release)
 	held := make(chan struct{}, 64)
@@ -319,7 +315,7 @@ func TestIngressBoundsEachTenantsRequestsInFlight(t *testing.T) {
 // it), and one past 2^53-1 is refused naming the turn.
 func TestStructuredTurnAbove32Bits(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	_, srv := ingressAs(t, h)
+	_, srv := ingressAs(t, h, ingress.DefaultConfig())
 	post := func(turn string) (int, map[string]any) {
 		body := `{"specversion":"1.0","id":"s1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":` + turn +
 			`,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`

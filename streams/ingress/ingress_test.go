@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinception/rein/internal/telemetry"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/ingress"
@@ -15,7 +16,7 @@ import (
 
 func TestHTTPIngress(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	srv := httptest.NewServer(ingress.NewIngress(streams.NewPublisher(h.JS, nil), 1024, nil))
+	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 1024, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil)))
 	defer srv.Close()
 
 	binary := func(tenant, body string) *http.Request {
@@ -102,7 +103,7 @@ func TestIngressUnavailableSaysWhenToRetry(t *testing.T) {
 	}
 	pub := streams.NewPublisher(h.JS, nil)
 	pub.SetRetryFor(time.Millisecond)
-	srv := httptest.NewServer(ingress.NewIngress(pub, 1024, nil))
+	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 1024, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, pub))
 	defer srv.Close()
 	body := `{"specversion":"1.0","id":"u1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`
 	resp, err := http.Post(srv.URL, "application/cloudevents+json", strings.NewReader(body))
@@ -115,4 +116,24 @@ func TestIngressUnavailableSaysWhenToRetry(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || e.Error == "" {
 		t.Fatalf("no stream: %d, Retry-After %q, error %q; want 503 with Retry-After and the cause", resp.StatusCode, resp.Header.Get("Retry-After"), e.Error)
 	}
+}
+
+// newIngress is ingress.New for a test, storing with pub.
+func newIngress(t testing.TB, cfg ingress.Config, pub *streams.Publisher) *ingress.Ingress {
+	t.Helper()
+	in, err := ingress.New(cfg, ingress.Deps{Publisher: pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// tokens are the bearer tokens of list.
+func tokens(t testing.TB, list ...telemetry.Token) *telemetry.Tokens {
+	t.Helper()
+	tk, err := telemetry.NewTokens(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -74,7 +74,7 @@ type Config struct {
 	IngressRate  float64
 	IngressBurst int
 	// IngressInFlight bounds each tenant's POST /v1/turns in flight (0:
-	// streams.DefaultTenantInFlight).
+	// ingress.DefaultTenantInFlight).
 	IngressInFlight int
 	MaxEventBytes   int
 	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
@@ -320,13 +320,16 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 			rt.Close()
 			return nil, err
 		}
-		ingress := ingress.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
-		ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
-		ingress.SetTenantInFlight(cfg.IngressInFlight)
-		ingress.SetTokens(cfg.Tokens)
-		rt.HTTP.Handle("POST /v1/turns", ingress)
-		rt.HTTP.Handle("POST /v1/feedback", ingress.Feedback())
-		stopIngest, err := ingress.ListenNATS(il.nc, 0)
+		in, err := ingress.New(ingress.Config{MaxBytes: cfg.MaxEventBytes, TenantRate: cfg.IngressRate,
+			TenantBurst: cfg.IngressBurst, TenantInFlight: cfg.IngressInFlight, Tokens: cfg.Tokens},
+			ingress.Deps{Publisher: il.pub, Registerer: rt.Reg})
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		rt.HTTP.Handle("POST /v1/turns", in)
+		rt.HTTP.Handle("POST /v1/feedback", in.Feedback())
+		stopIngest, err := in.ListenNATS(il.nc, 0)
 		if err != nil {
 			rt.Close()
 			return nil, err

@@ -76,7 +76,10 @@ func StartIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.C
 	}
 	h := rtest.StartJetStream(t, dir)
 	inc, ijs := h.ConnectAs(t, natsserver.IdentityIngress, nil)
-	in := ingress.NewIngress(streams.NewPublisher(ijs, nil), 4096, nil)
+	in, err := ingress.New(ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, ingress.Deps{Publisher: streams.NewPublisher(ijs, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop, err := in.ListenNATS(inc, 2)
 	if err != nil {
 		t.Fatal(err)
