@@ -15,7 +15,7 @@
 // Handlers are func(ctx, Decoded) error and never ack. The loop decides
 // once: nil → ack; an error → retried in place with exponential backoff
 // (in-progress heartbeats keep the message owned); an error wrapping
-// ErrPermanent, a handler panic, spent attempts, or an undecodable message
+// streams.ErrPermanent, a handler panic, spent attempts, or an undecodable message
 // → a dev.rein.deadletter.v1 on rein.dlq.<stage> with the reason and the
 // original subject, headers and body, then term. If the dead letter itself
 // cannot be stored the message is released for redelivery, so nothing is
@@ -82,7 +82,7 @@
 //   - An input about to be dead-lettered first has its outcome recorded
 //     (ConsumerConfig.OnDeadLetter): every user turn ends with one.
 //   - An input whose outputs could not be stored, or whose context could
-//     not be read (its handler's last attempt failed with IsUnavailable:
+//     not be read (its handler's last attempt failed with streams.IsUnavailable:
 //     the publisher gave up on an output stream, a stream answered
 //     nothing or had no leader), is never dead-lettered: the loop hands
 //     it back, and it is redelivered until the streams are back.
