@@ -18,6 +18,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // The soak test: `rein serve` as a real process, three waves of distinct
@@ -54,18 +55,18 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 	// conversations (its subject index, the duplicate window) grows with
 	// them until the streams' max age, by design; rein's process is
 	// measured alone.
-	keys, users, err := streams.ServerAuth(filepath.Join(dir, "nats"))
+	keys, users, err := natsserver.ServerAuth(filepath.Join(dir, "nats"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := streams.StartEmbedded(streams.ServerConfig{DataDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", Users: users})
+	ns, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: filepath.Join(dir, "nats"), Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Shutdown)
-	seed := keys.SeedFile(streams.IdentityAdmin)
+	seed := keys.SeedFile(natsserver.IdentityAdmin)
 	taskKey := filepath.Join(dir, "task-key")
-	if _, err := streams.EnsureSecretFile(taskKey, 32); err != nil {
+	if _, err := natsserver.EnsureSecretFile(taskKey, 32); err != nil {
 		t.Fatal(err)
 	}
 	httpAddr := freePort(t)
@@ -99,7 +100,7 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	pid := cmd.Process.Pid
-	nc, err := streams.Connect(streams.ConnectConfig{URL: ns.ClientURL(), NkeyFile: seed})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: ns.ClientURL(), NkeyFile: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
