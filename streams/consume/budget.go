@@ -55,9 +55,10 @@ func (b *byteBudget) acquire(ctx context.Context, n int64, interval time.Duratio
 	}
 }
 
-// release gives n bytes back and wakes the waiters.
+// release gives n bytes back and wakes the waiters (a nil budget holds
+// nothing).
 func (b *byteBudget) release(n int64) {
-	if n == 0 {
+	if b == nil || n == 0 {
 		return
 	}
 	b.mu.Lock()
