@@ -22,6 +22,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/pipeline"
@@ -187,14 +188,25 @@ func agentModel(plan Plan) (llm.Client, error) {
 	return agent, nil
 }
 
-// stages are the bench pipeline's stage options: the rules module, the
-// airline domain's tools, the given agent.
-func stages(plan Plan, agent llm.Client) pipeline.Stages {
-	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: cmp.Or(plan.Workers, workers()), MaxSteps: 30,
-		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
-		DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
-		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
+// stages are the bench pipeline's stage configuration: the rules module
+// (taking plan.InceptionLatency per turn), the airline domain's tools, the
+// given agent.
+func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
+	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}.Build(nil)
+	if err != nil {
+		return pipeline.Stages{}, err
+	}
+	if plan.InceptionLatency > 0 {
+		m = delayedModule{Module: m, d: plan.InceptionLatency}
+	}
+	w := cmp.Or(plan.Workers, workers())
+	return pipeline.Stages{
+		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
+			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
+		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
+			Persist: plan.Persist, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+		Given: pipeline.Given{Module: m, AgentModel: agent},
+	}, nil
 }
 
 // Run plays plan on a pipeline of its own (an embedded server, or
@@ -228,7 +240,10 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		// As rein.yaml's streams.defaults.duplicates.
 		cfg.Provision.Defaults.Duplicate = plan.Duplicates
 	}
-	so := stages(plan, agent)
+	so, err := stages(plan, agent)
+	if err != nil {
+		return Result{}, err
+	}
 	rt, err := pipeline.Start(ctx, cfg)
 	if err != nil {
 		return Result{}, err

@@ -17,15 +17,6 @@ const (
 	readinessTTL     = time.Second
 )
 
-// stageInput is the stream each stage consumes (the injector's sidecar
-// responder reads it): the stage cannot work while it has no leader.
-var stageInput = map[string]string{
-	streams.StageDetector:    streams.StreamTurns,
-	streams.StageInjector:    streams.StreamDetections,
-	streams.StageAgentWorker: streams.StreamTasks,
-	streams.StageEscalation:  streams.StreamOutcomes,
-}
-
 var errNATSDisconnected = errors.New("not connected to NATS")
 
 // requireStreams makes /readyz answer 503 while NATS is unreachable or one
