@@ -312,8 +312,6 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
-	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
 	// rein's shape: the detector stores the detection with the task; the
 	// agent worker stores the extras.
 	side := []int{1, res.ShapeExtra}
@@ -323,10 +321,18 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.RawShapePerS, res.ShapeHeaderBytes = shape.MsgsPerSec, res.AvgEventBytes-shape.PayloadB
-	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
-	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
+	res.compare(raw, shape)
 	return res, nil
+}
+
+// compare puts rein's throughput beside the raw 3-hop chain's and the
+// chain shaped like rein's (its ceiling).
+func (r *Result) compare(raw, shape RawChainResult) {
+	r.Raw3HopMsgsPerS, r.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
+	r.Ratio = r.TurnsPerSec / raw.MsgsPerSec
+	r.RawShapePerS, r.ShapeHeaderBytes = shape.MsgsPerSec, r.AvgEventBytes-shape.PayloadB
+	r.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
+	r.ShareOfCeiling = r.TurnsPerSec / shape.MsgsPerSec
 }
 
 // freshServer refuses a server that already holds rein turns: the run's
@@ -526,21 +532,28 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 			}
 		}
 	}
-	elapsed := time.Duration(last.Load()) - start
-	res.TurnsPerSec = float64(total) / elapsed.Seconds()
-	res.CPUSecPer1000 = (CPUTime() - cpu0).Seconds() / float64(total) * 1000
+	cpu := CPUTime() - cpu0
 	mu.Lock()
-	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
-	if plan.ModelLatency > 0 {
-		model := time.Duration(ModelCalls) * plan.ModelLatency
-		res.ModelLatencyMs = eval.Ms(plan.ModelLatency)
-		res.InFlightMax = inFlightMax
-		res.AddedP50Ms, res.AddedP99Ms = res.P50Ms-eval.Ms(model), res.P99Ms-eval.Ms(model)
-		res.LittleCeiling = float64(inFlightMax) / model.Seconds()
-	}
-	mu.Unlock()
+	res.summarize(lat, time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
 	return res, nil
+}
+
+// summarize fills the run's figures from every turn's latency, the time
+// from the first turn offered to the last answered, the CPU time spent
+// meanwhile and, with a model latency, the most turns in flight.
+func (r *Result) summarize(lat []time.Duration, elapsed, cpu, modelLatency time.Duration, inFlightMax int) {
+	r.TurnsPerSec = float64(r.Turns) / elapsed.Seconds()
+	r.CPUSecPer1000 = cpu.Seconds() / float64(r.Turns) * 1000
+	r.P50Ms, r.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	if modelLatency > 0 {
+		model := time.Duration(ModelCalls) * modelLatency
+		r.ModelLatencyMs = eval.Ms(modelLatency)
+		r.InFlightMax = inFlightMax
+		r.AddedP50Ms, r.AddedP99Ms = r.P50Ms-eval.Ms(model), r.P99Ms-eval.Ms(model)
+		r.LittleCeiling = float64(inFlightMax) / model.Seconds()
+	}
 }
 
 // avgEventBytes is the mean stored size of rein's events in this run.
