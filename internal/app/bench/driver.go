@@ -279,7 +279,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if plan.Verbose {
 		mfs, _ := rt.Reg.Gather()
 		for _, mf := range mfs {
-			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
+			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agentworker_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
 				for _, m := range mf.GetMetric() {
 					h := m.GetHistogram()
 					fmt.Fprintf(progress, "%s %v n=%d mean=%.2fms\n", mf.GetName(), m.GetLabel(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000)
