@@ -12,7 +12,7 @@ import (
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/telemetry"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newShadowCmd) }
@@ -98,7 +98,7 @@ gained, then the list of flipped turns.
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	mf.bind(cmd.Flags(), "rules")
 	fs := cmd.Flags()
 	fs.StringVar(&tenant, "tenant", "", "only this tenant (also the tenant of --conversation ids given without one)")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/app/pipeline"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // stageOptions are the flags of the pipeline stages that serve and demo
@@ -38,7 +38,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.AgentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&a.MaxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&d.MaxConversations, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
-	sharedFlag(fs, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it", time.ParseDuration, &d.PinTTL, &a.PinTTL, &e.PinTTL)
+	sharedFlag(fs, "pin-ttl", consume.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it", time.ParseDuration, &d.PinTTL, &a.PinTTL, &e.PinTTL)
 	sharedFlag(fs, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)", time.ParseDuration, &d.AckWait, &a.AckWait, &e.AckWait)
 	fs.BoolVar(&a.Speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.DurationVar(&a.QuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // Each stage flag fills its stage's own Config; a flag the stages share
@@ -27,8 +27,8 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 		t.Errorf("defaults: detector %+v, agent worker %+v", d, a)
 	}
 	for _, pin := range []time.Duration{d.PinTTL, a.PinTTL, e.PinTTL} {
-		if pin != streams.DefaultPinTTL {
-			t.Errorf("default pin TTL %s, want %s in every stage", pin, streams.DefaultPinTTL)
+		if pin != consume.DefaultPinTTL {
+			t.Errorf("default pin TTL %s, want %s in every stage", pin, consume.DefaultPinTTL)
 		}
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // runner is what every stage's New returns.
@@ -35,12 +36,12 @@ type stage struct {
 // table is every stage of the pipeline, in data-flow order: the one place
 // where a stage is wired to its stream, its identity and its constructor.
 var table = []stage{
-	{streams.StageDetector, streams.StreamTurns, streams.IdentityDetector, buildDetector},
+	{streams.StageDetector, streams.StreamTurns, natsserver.IdentityDetector, buildDetector},
 	// The injector's tasks are stored by the detector (injector.Tasks);
 	// this row is the sidecar responder, which answers from detections.
-	{streams.StageInjector, streams.StreamDetections, streams.IdentityInjector, buildSidecar},
-	{streams.StageAgentWorker, streams.StreamTasks, streams.IdentityAgentWorker, buildAgentWorker},
-	{streams.StageEscalation, streams.StreamOutcomes, streams.IdentityEscalation, buildEscalation},
+	{streams.StageInjector, streams.StreamDetections, natsserver.IdentityInjector, buildSidecar},
+	{streams.StageAgentWorker, streams.StreamTasks, natsserver.IdentityAgentWorker, buildAgentWorker},
+	{streams.StageEscalation, streams.StreamOutcomes, natsserver.IdentityEscalation, buildEscalation},
 }
 
 // StageOrder is the pipeline's stages in data-flow order.

@@ -21,6 +21,8 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // Every goroutine Start and Run begin stops once the process is closed.
@@ -40,7 +42,7 @@ func startProcess(t *testing.T, dir string) *Process {
 
 func processConfig(dir string) Config {
 	return Config{Name: "rein-test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DataDir: dir,
-		MaxEventBytes: streams.DefaultMaxEventBytes, Provision: streams.DefaultProvision()}
+		MaxEventBytes: streams.DefaultMaxEventBytes, Provision: natsserver.DefaultProvision()}
 }
 
 // rulesStages are stages that need no model: the rules module and, unless
@@ -67,7 +69,7 @@ func TestTableListsEveryStageOnceInDataFlowOrder(t *testing.T) {
 	// What the stages before a row store: the turns come from the ingress.
 	stored := []string{streams.StreamTurns}
 	for _, st := range table {
-		if !slices.Contains(streams.Identities, st.identity) {
+		if !slices.Contains(natsserver.Identities, st.identity) {
 			t.Errorf("%s: identity %q is not one the server knows", st.name, st.identity)
 		}
 		if !slices.Contains(stored, st.input) {
@@ -81,7 +83,7 @@ func TestTableListsEveryStageOnceInDataFlowOrder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		c, ok := r.(interface{ ConsumerConfig() streams.ConsumerConfig })
+		c, ok := r.(interface{ ConsumerConfig() consume.ConsumerConfig })
 		if !ok {
 			// The sidecar answers requests from the stream it reads.
 			if st.name != streams.StageInjector {
@@ -157,7 +159,7 @@ func TestRunBuildsEveryStageBeforeRunningAny(t *testing.T) {
 	bad := errors.New("bad config")
 	sel := []stage{
 		fakeRow(streams.StageDetector, func(context.Context) error { ran = true; return nil }),
-		{name: streams.StageAgentWorker, input: streams.StreamTasks, identity: streams.IdentityAgentWorker,
+		{name: streams.StageAgentWorker, input: streams.StreamTasks, identity: natsserver.IdentityAgentWorker,
 			build: func(*Process, *Stages, link) (runner, error) { return nil, bad }},
 	}
 	if err := rt.run(context.Background(), &Stages{}, sel); !errors.Is(err, bad) || !strings.Contains(err.Error(), "stage agentworker") {
