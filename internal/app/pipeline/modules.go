@@ -191,16 +191,5 @@ func (f Modules) Products() (*inception.ProductCatalogue, error) {
 	return pc, nil
 }
 
-// detectorModules are the detector's module options: a retail agent's
-// data directory holds the store's product catalogue, which the rules
-// then check option values against unless Modules.TauBench names one.
-func (o Stages) detectorModules() Modules {
-	m := o.Modules
-	if m.TauBench == "" && o.Domain == "retail" && o.AgentData != "" {
-		m.TauBench = o.AgentData
-	}
-	return m
-}
-
 // GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).
 const GateModelBuiltin = "builtin"

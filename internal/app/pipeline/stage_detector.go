@@ -1,75 +1,37 @@
 package pipeline
 
 import (
-	"context"
-	"time"
-
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
-	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/streams"
 )
 
-func init() { registerStage(streams.StageDetector, newDetectorStage) }
-
-func newDetectorStage(rt *Process) (stageRunner, error) {
-	l, err := rt.stageLink(streams.StageDetector)
-	if err != nil {
-		return nil, err
-	}
-	o := rt.stages
-	o.Modules.OnClient = rt.watchModel
-	m, taxVersion := o.Module, o.TaxonomyVersion
+// buildDetector builds the detector with the given module, or the one
+// Modules build (its taxonomy's version then recorded in detections).
+func buildDetector(rt *Process, s *Stages, l link) (runner, error) {
+	cfg := s.Detector
+	m := s.Given.Module
 	if m == nil {
-		built, tax, err := o.detectorModules().Build(rt.Reg)
+		mods := s.detectorModules()
+		mods.OnClient = rt.watchModel
+		built, tax, err := mods.Build(rt.Reg)
 		if err != nil {
 			return nil, err
 		}
-		m, taxVersion = built, tax.Version
-	}
-	if o.InceptionLatency > 0 {
-		m = delayedModule{Module: m, d: o.InceptionLatency}
+		m, cfg.TaxonomyVersion = built, tax.Version
 	}
 	key, err := rt.taskKey()
 	if err != nil {
 		return nil, err
 	}
 	deps := detector.Deps{
-		StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageDetector), Registerer: rt.Reg},
+		StageDeps: l.deps(rt, streams.StageDetector),
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
 		TaskKey:   key,
 	}
-	if o.Experiments != nil {
-		deps.Assign = o.Experiments.Assign
+	if s.Given.Experiments != nil {
+		deps.Assign = s.Given.Experiments.Assign
 	}
-	return detector.New(detector.Config{
-		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,
-		MaxConversations: o.DetectorCache, MaxCacheBytes: int64(o.DetectorCacheMiB) << 20, AckWait: o.AckWait, PinTTL: o.PinTTL,
-	}, deps)
-}
-
-// delayedModule is rein bench's stand-in for an inception model's time: a
-// simulator, not a model, that waits d and then lets the configured module
-// decide.
-type delayedModule struct {
-	inception.Module
-	d time.Duration
-}
-
-func (m delayedModule) Detect(ctx context.Context, in inception.Input) (inception.Decision, error) {
-	t := time.NewTimer(m.d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		return inception.Decision{}, ctx.Err()
-	}
-	return m.Module.Detect(ctx, in)
-}
-
-// NeedsContext passes the wrapped module's answer through.
-func (m delayedModule) NeedsContext(in inception.Input) bool {
-	cf, ok := m.Module.(inception.ContextFree)
-	return !ok || cf.NeedsContext(in)
+	return detector.New(cfg, deps)
 }
