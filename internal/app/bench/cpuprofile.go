@@ -327,7 +327,8 @@ func varints(typ protowire.Type, v uint64, b []byte, add func(uint64)) error {
 // run ends.
 type runProfile struct {
 	buf       bytes.Buffer
-	on        bool
+	on        bool // profiling now
+	taken     bool // a profile was started: buf holds it once stopped
 	path      string
 	breakdown bool
 	progress  io.Writer
@@ -348,7 +349,7 @@ func startProfile(plan Plan, progress io.Writer) (*runProfile, error) {
 		fmt.Fprintf(progress, "bench: no CPU breakdown: %v\n", err)
 		return p, nil
 	}
-	p.on = true
+	p.on, p.taken = true, true
 	return p, nil
 }
 
@@ -362,7 +363,7 @@ func (p *runProfile) stop() {
 // finish stops the profile, writes it where asked and fills res's
 // breakdown from it, each category's share of res.CPUSecPer1000.
 func (p *runProfile) finish(res *Result) error {
-	if !p.on {
+	if !p.taken {
 		return nil
 	}
 	p.stop()
