@@ -57,8 +57,24 @@ type judged struct {
 }
 
 // Quality estimates precision and recall per type and overall from labels
-// (Horvitz–Thompson weights 1/π; see the package documentation).
-func Quality(ls []Stored) Report {
+// (Horvitz–Thompson weights 1/π; see the package documentation) of what
+// rein decided when the turns ran.
+func Quality(ls []Stored) Report { return QualityOf(ls, Recorded) }
+
+// Recorded is what the labelled detection decided: its error type, or ""
+// when rein stayed clear.
+func Recorded(s Stored) (string, bool) {
+	if s.Label.Detected {
+		return s.Label.DetectedType, true
+	}
+	return "", true
+}
+
+// QualityOf estimates the quality of another decision of the labelled
+// turns, with the same weights: pred returns a turn's error type ("" for
+// clear), or false when that decision is unknown (the turn is left out).
+// A candidate model replayed over the labelled turns is measured so.
+func QualityOf(ls []Stored, pred func(Stored) (string, bool)) Report {
 	var r Report
 	turns := map[[3]string]judged{}
 	var order [][3]string
@@ -66,6 +82,10 @@ func Quality(ls []Stored) Report {
 		l := s.Label
 		if l.Sample == nil || l.Sample.Probability <= 0 {
 			r.AdHoc++
+			continue
+		}
+		p, ok := pred(s)
+		if !ok {
 			continue
 		}
 		r.Weighted++
@@ -76,8 +96,7 @@ func Quality(ls []Stored) Report {
 		} else if s.Time.Before(prev.at) {
 			continue
 		}
-		j := judgeOf(l)
-		j.at = s.Time
+		j := judged{pred: p, truth: Truth(l), w: 1 / l.Sample.Probability, at: s.Time}
 		turns[k] = j
 	}
 	r.Turns = len(order)
@@ -120,19 +139,18 @@ func (r Report) Row(name string) (Row, bool) {
 	return Row{}, false
 }
 
-// judgeOf reads what rein said and what the labeller says is true.
-func judgeOf(l schemas.Label) judged {
-	j := judged{w: 1 / l.Sample.Probability}
-	if l.Detected {
-		j.pred = l.DetectedType
-	}
+// Truth is what the labeller says the turn holds: its error type, or ""
+// for a turn with no error.
+func Truth(l schemas.Label) string {
 	switch l.Verdict {
 	case schemas.VerdictCorrect:
-		j.truth = j.pred
+		if l.Detected {
+			return l.DetectedType
+		}
 	case schemas.VerdictWrongType, schemas.VerdictMissedError:
-		j.truth = l.ErrorType
+		return l.ErrorType
 	}
-	return j
+	return ""
 }
 
 // proportion is the weighted share of hit among the labels in the
