@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -268,6 +269,10 @@ type stageOptions struct {
 	detectorCache, agentCache int
 	// experiments is the holdout experiments file (docs/experiments.md).
 	experiments string
+	// modelReload: how often the detector looks for a promoted model;
+	// modelPaths, when set, reads where the models are now (rein.yaml).
+	modelReload time.Duration
+	modelPaths  func() (gate, typed string, err error)
 	// ackWait overrides every stage's ack wait (0: the stages' defaults).
 	ackWait time.Duration
 	// pinTTL is how soon a standby replica takes over a crashed one's stage.
@@ -306,6 +311,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
+	fs.DurationVar(&o.modelReload, "model-reload", 5*time.Second, "how often the detector reads --typed-model and --gate-model again (the files, and their paths when rein.yaml sets them): a changed model takes the next turns without a restart (docs/labels.md); 0: never")
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 }
@@ -316,7 +322,44 @@ func (o *stageOptions) runtime() pipeline.Stages {
 		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
 		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps,
 		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate, AgentQuietPeriod: o.agentQuietPeriod,
-		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
+		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion,
+		ModelReload: o.modelReload, ModelPaths: o.modelPaths}
+}
+
+// modelPathsOf reads, at each look for a promoted model, where the gate
+// and typed models are: a path rein.yaml sets is read from the file again
+// (a promotion may point it elsewhere); one a flag or the environment
+// sets stays. Nil when neither comes from the file.
+func modelPathsOf(cmd *cobra.Command, file *fileConfig) func() (string, string, error) {
+	fromFile := func(name string) bool {
+		return strings.HasPrefix(flagSource(cmd.Flags().Lookup(name)), "file ")
+	}
+	gateFlag, typedFlag := cmd.Flags().Lookup("gate-model"), cmd.Flags().Lookup("typed-model")
+	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" || (!fromFile("gate-model") && !fromFile("typed-model")) {
+		return nil
+	}
+	gate, typed := gateFlag.Value.String(), typedFlag.Value.String()
+	path := file.path
+	return func() (string, string, error) {
+		f, err := loadFileConfig(path)
+		if err != nil {
+			return "", "", err
+		}
+		g, t := gate, typed
+		if fromFile("gate-model") {
+			g = fmt.Sprint(f.raw["gate-model"])
+			if f.raw["gate-model"] == nil {
+				g = ""
+			}
+		}
+		if fromFile("typed-model") {
+			t = fmt.Sprint(f.raw["typed-model"])
+			if f.raw["typed-model"] == nil {
+				t = ""
+			}
+		}
+		return g, t, nil
+	}
 }
 
 // proc is a started runtime with the rein.yaml it was configured from and

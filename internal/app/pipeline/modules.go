@@ -110,9 +110,9 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+		m, err := precise(tax, typed, products)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--typed-model: %w", err)
+			return nil, nil, err
 		}
 		return m, tax, nil
 	case inception.ModuleLLM:
@@ -133,12 +133,22 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products}); err != nil {
+		if c.Fallback, err = precise(tax, typed, products); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
 	}
 	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.Module)
+}
+
+// precise is the rules module in its precise mode with the typed
+// classifier: the rules module, and the cascade's fallback.
+func precise(tax *inception.Taxonomy, typed *inception.GateModel, products *inception.ProductCatalogue) (*inception.RulesModule, error) {
+	m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+	if err != nil {
+		return nil, fmt.Errorf("--typed-model: %w", err)
+	}
+	return m, nil
 }
 
 // Gate returns the cascade's recall gate: the rules module in RulesRecall

@@ -50,4 +50,11 @@ type Stages struct {
 	// Experiments, when set, assigns holdout arms (the detector records
 	// them; the injector plants nothing in control).
 	Experiments *experiment.Assigner
+	// ModelReload is how often the detector looks for a promoted model
+	// (modelreload.go): the files Modules.GateModel and TypedModel name,
+	// or, with ModelPaths, the paths it returns. 0: never.
+	ModelReload time.Duration
+	// ModelPaths, when set, says at each look where the gate and typed
+	// models are now (rein.yaml read again); unset, Modules' paths.
+	ModelPaths func() (gate, typed string, err error)
 }

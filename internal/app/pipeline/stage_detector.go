@@ -20,12 +20,21 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	o := rt.stages
 	o.Modules.OnClient = rt.watchModel
 	m, taxVersion := o.Module, o.TaxonomyVersion
+	var watch *modelWatch
 	if m == nil {
-		built, tax, err := o.detectorModules().Build(rt.Reg)
+		mods := o.detectorModules()
+		// What the model files hold, read before building: a promotion in
+		// between is caught at the first look.
+		key, keyErr := modelKey(mods.GateModel, mods.TypedModel)
+		built, tax, err := mods.Build(rt.Reg)
 		if err != nil {
 			return nil, err
 		}
 		m, taxVersion = built, tax.Version
+		if o.ModelReload > 0 && keyErr == nil {
+			watch = newModelWatch(built, tax, mods, *o, key, rt.Log.With("stage", streams.StageDetector))
+			m = watch.live
+		}
 	}
 	if o.InceptionLatency > 0 {
 		m = delayedModule{Module: m, d: o.InceptionLatency}
@@ -43,10 +52,32 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	if o.Experiments != nil {
 		deps.Assign = o.Experiments.Assign
 	}
-	return detector.New(detector.Config{
+	st, err := detector.New(detector.Config{
 		Domain: o.Domain, Timeout: o.DetectorTimeout, Workers: o.Workers, TaxonomyVersion: taxVersion,
 		MaxConversations: o.DetectorCache, AckWait: o.AckWait, PinTTL: o.PinTTL,
 	}, deps)
+	if err != nil || watch == nil {
+		return st, err
+	}
+	return reloadingStage{stageRunner: st, watch: watch}, nil
+}
+
+// reloadingStage runs the detector and, beside it, the look for a
+// promoted model.
+type reloadingStage struct {
+	stageRunner
+	watch *modelWatch
+}
+
+func (s reloadingStage) Run(ctx context.Context) error {
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.watch.run(wctx)
+	}()
+	defer func() { stop(); <-done }()
+	return s.stageRunner.Run(ctx)
 }
 
 // delayedModule is rein bench's stand-in for an inception model's time: a
