@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker/taubench"
@@ -25,6 +26,10 @@ type trainOptions struct {
 	detect    detectOptions
 	useLabels bool
 	labels    labelsEval
+	// tenants whose labels are trained on, and the domain of those whose
+	// agent is not --domain's.
+	tenants       []string
+	tenantDomains map[string]string
 	typedOut  string
 	gateOut   string
 }
@@ -66,7 +71,8 @@ at it in rein.yaml: serve reloads it without a restart (docs/labels.md).`,
 	fs.Float64Var(&o.detect.eval.cleanBudget, "clean-budget", 0.0075, "the share of clean turns the typed classifier may add as false activations in cross-validation (the shipped model's)")
 	fs.Float64Var(&o.detect.eval.gateRecall, "gate-recall", 0.97, "the share of erroneous turns the gate's classifier (and the typed model's gate score) must pass in cross-validation")
 	fs.BoolVar(&o.useLabels, "labels", false, "also train on --tenant's labelled turns in REIN_LABELS")
-	fs.StringVar(&o.labels.tenant, "tenant", "", "with --labels: the tenant whose labels and turns are trained on")
+	fs.StringSliceVar(&o.tenants, "tenant", nil, "with --labels: the tenant whose labels and turns are trained on (repeatable: each is an author of its own)")
+	fs.StringToStringVar(&o.tenantDomains, "tenant-domain", nil, "with --labels: TENANT=DOMAIN for a tenant whose agent is not --domain's (repeatable)")
 	fs.StringVar(&o.labels.since, "since", "", "with --labels: labels of traffic from this day on (YYYY-MM-DD, RFC3339, or a duration before now such as 30d)")
 	o.labels.nats.bind(cmd, streams.DefaultURL)
 	fs.StringVar(&o.typedOut, "typed-out", "", "write the typed classifier here (serve's --typed-model)")
@@ -80,9 +86,9 @@ func runTrain(ctx context.Context, o *trainOptions, out io.Writer) error {
 		return errors.New("rein train needs --corpus (the labelled corpus directory)")
 	case o.typedOut == "" && o.gateOut == "":
 		return errors.New("rein train needs --typed-out, --gate-out or both")
-	case o.useLabels && o.labels.tenant == "":
-		return errors.New("--labels needs --tenant: a model learns one tenant's language")
-	case !o.useLabels && o.labels.tenant != "":
+	case o.useLabels && len(o.tenants) == 0:
+		return errors.New("--labels needs --tenant: a model learns its tenants' language")
+	case !o.useLabels && len(o.tenants) > 0:
 		return errors.New("--tenant is for --labels")
 	}
 	examples, sources, tax, err := trainingExamples(o.detect, o.detect.eval.trainSplits)
@@ -91,19 +97,26 @@ func runTrain(ctx context.Context, o *trainOptions, out io.Writer) error {
 	}
 	corpus := len(examples)
 	if o.useLabels {
-		ex, missing, err := tenantExamples(ctx, o)
+		nc, js, err := connectJS(&o.labels.nats, "rein-train")
 		if err != nil {
 			return err
 		}
-		examples = append(examples, ex...)
-		sources = append(sources, "labels:"+o.labels.tenant)
-		fmt.Fprintf(out, "%d corpus turns of %s; %d labelled turns of tenant %s (%d erroneous)",
-			corpus, strings.Join(o.detect.eval.trainSplits, ", "), len(ex), o.labels.tenant, countErroneous(ex))
-		if missing > 0 {
-			fmt.Fprintf(out, ", %d labels left out: their turns are no longer in REIN_TURNS", missing)
+		defer nc.Close()
+		for _, tenant := range o.tenants {
+			ex, missing, err := tenantExamples(ctx, js, o, tenant)
+			if err != nil {
+				return err
+			}
+			examples = append(examples, ex...)
+			sources = append(sources, "labels:"+tenant)
+			fmt.Fprintf(out, "%d labelled turns of tenant %s (%d erroneous)", len(ex), tenant, countErroneous(ex))
+			if missing > 0 {
+				fmt.Fprintf(out, ", %d labels left out: their turns are no longer in REIN_TURNS", missing)
+			}
+			fmt.Fprintln(out)
 		}
-		fmt.Fprintln(out)
 	}
+	fmt.Fprintf(out, "%d corpus turns of %s\n", corpus, strings.Join(o.detect.eval.trainSplits, ", "))
 	products, err := o.detect.modules.options().Products()
 	if err != nil {
 		return err
@@ -136,25 +149,21 @@ func runTrain(ctx context.Context, o *trainOptions, out io.Writer) error {
 	return nil
 }
 
-// tenantExamples reads the tenant's labels and rebuilds their turns.
-func tenantExamples(ctx context.Context, o *trainOptions) ([]inception.Example, int, error) {
+// tenantExamples reads a tenant's labels and rebuilds their turns.
+func tenantExamples(ctx context.Context, js jetstream.JetStream, o *trainOptions, tenant string) ([]inception.Example, int, error) {
 	since, err := o.labels.sinceTime(time.Now())
 	if err != nil {
 		return nil, 0, err
 	}
-	nc, js, err := connectJS(&o.labels.nats, "rein-train")
-	if err != nil {
-		return nil, 0, err
-	}
-	defer nc.Close()
-	ls, err := labels.Read(ctx, js, labels.Filter{Tenant: o.labels.tenant, Since: since})
+	ls, err := labels.Read(ctx, js, labels.Filter{Tenant: tenant, Since: since})
 	if err != nil {
 		return nil, 0, err
 	}
 	if len(ls) == 0 {
-		return nil, 0, fmt.Errorf("--labels: tenant %s has no labels in REIN_LABELS (rein label)", o.labels.tenant)
+		return nil, 0, fmt.Errorf("--labels: tenant %s has no labels in REIN_LABELS (rein label)", tenant)
 	}
-	return audit.LabelledExamples(ctx, js, audit.TurnSelection{Tenant: o.labels.tenant, Domain: o.detect.domain, Tools: taubench.ToolCatalogue}, ls)
+	sel := audit.TurnSelection{Tenant: tenant, Domain: o.detect.domain, TenantDomains: o.tenantDomains, Tools: taubench.ToolCatalogue}
+	return audit.LabelledExamples(ctx, js, sel, ls)
 }
 
 func countErroneous(ex []inception.Example) int {
