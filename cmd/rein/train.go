@@ -30,8 +30,8 @@ type trainOptions struct {
 	// agent is not --domain's.
 	tenants       []string
 	tenantDomains map[string]string
-	typedOut  string
-	gateOut   string
+	typedOut      string
+	gateOut       string
 }
 
 func newTrainCmd() *cobra.Command {
