@@ -213,6 +213,7 @@ type moduleFlags struct {
 	plan     string
 	gate     string // --gate-model
 	typed    string // --typed-model
+	fewShot  int    // --few-shot-labels
 	// tauBench (detect --taubench): the τ-bench data directory whose
 	// retail products.json gives the rules the product catalogue.
 	tauBench string
@@ -242,7 +243,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, FewShot: f.fewShot, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
@@ -311,6 +312,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
+	fs.IntVar(&o.modules.fewShot, "few-shot-labels", 0, "llm and cascade modules: show the model up to this many of each tenant's labelled turns (identifiers masked) in its prompt, read from REIN_LABELS when the detector starts; 0: none")
 	fs.DurationVar(&o.modelReload, "model-reload", 5*time.Second, "how often the detector reads --typed-model and --gate-model again (the files, and their paths when rein.yaml sets them): a changed model takes the next turns without a restart (docs/labels.md); 0: never")
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")

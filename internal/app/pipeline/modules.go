@@ -46,6 +46,12 @@ type Modules struct {
 	// WrapClient, when set, wraps the inception model's client (rein eval
 	// estimates tokens for a model that reports no usage).
 	WrapClient func(llm.Client) llm.Client
+	// FewShot, when above 0, shows the llm module (alone or in the cascade)
+	// up to this many of each tenant's labelled turns in its prompt
+	// (opt-in); the detector reads them from REIN_LABELS into Examples
+	// when it starts.
+	FewShot  int
+	Examples map[string][]inception.Example
 }
 
 // LLMConfig is the model configuration: REIN_LLM_* from the environment,
@@ -102,7 +108,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		if f.OnClient != nil {
 			f.OnClient(llm.PurposeInception, client)
 		}
-		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
+		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan, Examples: f.Examples, MaxExamples: f.FewShot})
 	}
 	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
 	if err != nil {

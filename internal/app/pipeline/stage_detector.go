@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/streams"
 )
 
@@ -23,6 +25,14 @@ func newDetectorStage(rt *Process) (stageRunner, error) {
 	var watch *modelWatch
 	if m == nil {
 		mods := o.detectorModules()
+		if mods.FewShot > 0 && mods.Module != inception.ModuleRules {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			mods.Examples, err = labels.FewShot(ctx, rt.JS, mods.FewShot)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--few-shot-labels: %w", err)
+			}
+		}
 		// What the model files hold, read before building: a promotion in
 		// between is caught at the first look.
 		key, keyErr := modelKey(mods.GateModel, mods.TypedModel)
