@@ -340,3 +340,33 @@ func TestFewShotTakesEachTenantsCorrectionsFirst(t *testing.T) {
 		t.Errorf("globex's examples: %+v", g)
 	}
 }
+
+// With a DayCache, a day's population is read once: later draws of the
+// day use it even if the stream says otherwise (a finished day gains no
+// detections, so only a cache explains the same answer).
+func TestDayCacheReadsADayOnce(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	for i := range 3 {
+		storeDetection(t, h, "acme", fmt.Sprintf("c%d", i), 1, "")
+	}
+	det, err := labels.FindDetection(ctx, h.JS, "acme", "c0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(48 * time.Hour)
+	cached := labels.QueueConfig{Tenant: "acme", Days: &labels.DayCache{}}
+	first, ok, err := labels.SampleOf(ctx, h.JS, cached, det, later)
+	if err != nil || !ok || first.Population != 3 {
+		t.Fatalf("first draw %+v %v %v, want the 3 clean turns", first, ok, err)
+	}
+	for i := 3; i < 6; i++ {
+		storeDetection(t, h, "acme", fmt.Sprintf("c%d", i), 1, "")
+	}
+	if again, _, err := labels.SampleOf(ctx, h.JS, cached, det, later); err != nil || again != first {
+		t.Errorf("cached draw %+v %v, want %+v", again, err, first)
+	}
+	if fresh, _, err := labels.SampleOf(ctx, h.JS, labels.QueueConfig{Tenant: "acme"}, det, later); err != nil || fresh.Population != 6 {
+		t.Errorf("uncached draw %+v %v, want the 6 turns stored", fresh, err)
+	}
+}

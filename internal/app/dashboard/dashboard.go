@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/experiment"
+	reinlabels "github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -102,6 +103,10 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.LabelQueue.Days == nil {
+		// Each label of a day's queue would read the tenant's day again.
+		cfg.LabelQueue.Days = &reinlabels.DayCache{}
 	}
 	if deps.JS == nil {
 		return nil, fmt.Errorf("%w: JS", ErrMissingDep)
