@@ -276,3 +276,31 @@ func Uniform(key, tenant, conv string, turn int) float64 {
 	}
 	return float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
 }
+
+// Queued is a turn of a review queue and whether someone has labelled it.
+type Queued struct {
+	Item
+	Labelled bool `json:"labelled"`
+}
+
+// Review draws a tenant's queue of one day (Queue) and marks the turns
+// already labelled: what an operator has left to do.
+func Review(ctx context.Context, js jetstream.JetStream, q QueueConfig, now time.Time) ([]Queued, error) {
+	items, err := Queue(ctx, js, q, now)
+	if err != nil {
+		return nil, err
+	}
+	done, err := Read(ctx, js, Filter{Tenant: q.Tenant})
+	if err != nil {
+		return nil, err
+	}
+	labelled := map[string]bool{}
+	for _, s := range done {
+		labelled[s.Conversation+"/"+strconv.Itoa(s.Label.Turn)] = true
+	}
+	out := make([]Queued, 0, len(items))
+	for _, it := range items {
+		out = append(out, Queued{Item: it, Labelled: labelled[it.Conversation+"/"+strconv.Itoa(it.Turn)]})
+	}
+	return out, nil
+}

@@ -188,6 +188,8 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
 	mux.Handle("POST /conversations/{tenant}/{conv}/labels", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.serveLabel)))
 	mux.Handle("GET /experiments/{tenant}", http.HandlerFunc(d.serveExperiment))
+	mux.Handle("GET /labels/{tenant}", http.HandlerFunc(d.serveQuality))
+	mux.Handle("GET /api/labels/{tenant}", http.HandlerFunc(d.serveQualityJSON))
 	mux.Handle("GET /api/experiments/{tenant}", http.HandlerFunc(d.serveExperimentJSON))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
@@ -324,6 +326,7 @@ type page struct {
 	Conversation *Conversation
 	Search       *searchPage
 	Experiment   *ExperimentPage
+	Quality      *QualityPage
 	Status       int
 	Error        string
 	// CanLabel offers the label form on each detection; Labelled is the
