@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -83,6 +85,10 @@ var plainTurns = []string{
 // plus acme's labels (missed errors, and correct clear turns), the model
 // flags a skyhop turn it has not seen. Another tenant's labels, which say
 // the opposite, are not read.
+//
+// rein shadow --candidate then compares the trained model with the live one
+// on acme's recorded turns: it flips the skyhop turns, and the labels
+// measure the candidate's recall above the live module's.
 func TestTrainLearnsATenantsLabels(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
@@ -91,10 +97,12 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Labelled once the day is over, so the labels record the queue's draw.
+	labelDay := time.Now().UTC().Truncate(24 * time.Hour).Add(26 * time.Hour)
 	put := func(tenant, conv, verdict, typ string) {
 		t.Helper()
 		_, err := labels.Put(ctx, h.JS, pub, labels.Request{Tenant: tenant, Conversation: conv, Turn: 1, Verdict: verdict, ErrorType: typ, Labeller: "ann"},
-			labels.QueueConfig{}, time.Now())
+			labels.QueueConfig{}, labelDay)
 		if err != nil {
 			t.Fatalf("label %s/%s: %v", tenant, conv, err)
 		}
@@ -152,6 +160,37 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	}
 	if d, err := learned.Detect(ctx, fresh); err != nil || !d.Rein || d.ErrorType != "unsupported_action" || d.ModelVersion != "typed@"+g.Version() {
 		t.Errorf("the trained model on a fresh skyhop turn: %+v, %v", d, err)
+	}
+
+	// rein shadow --candidate: the candidate flips acme's skyhop turns the
+	// live module left clear, and the labels measure both.
+	text, err = runCLI(t, ctx, append([]string{"shadow", "--tenant", "acme", "--typed-model", "builtin", "--candidate", out, "--json"}, conn...)...)
+	if err != nil {
+		t.Fatalf("shadow: %v\n%s", err, text)
+	}
+	var rep audit.ShadowReport
+	if err := json.Unmarshal([]byte(text), &rep); err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
+	flippedSkyhop := 0
+	for _, f := range rep.Flipped {
+		if strings.Contains(strings.ToLower(f.UserText), "skyhop") && f.Recorded == audit.LabelNone && f.Shadow == "unsupported_action" {
+			flippedSkyhop++
+		}
+	}
+	recall := func(q string) labels.Estimate {
+		row, _ := rep.Quality[q].Row("unsupported_action")
+		return row.Recall
+	}
+	if flippedSkyhop < len(skyhopTurns)/2 || rep.Turns != len(skyhopTurns)+len(plainTurns) {
+		t.Errorf("%d skyhop turns flipped of %d turns judged: %+v", flippedSkyhop, rep.Turns, rep.Flipped)
+	}
+	if live, cand := recall(audit.QualityBaseline), recall(audit.QualityShadow); live.Value != 0 || cand.Value <= 0.5 || cand.Labels != len(skyhopTurns) {
+		t.Errorf("labelled recall of unsupported_action: live %+v, candidate %+v", live, cand)
+	}
+	table, err := runCLI(t, ctx, append([]string{"shadow", "--tenant", "acme", "--typed-model", "builtin", "--candidate", out}, conn...)...)
+	if err != nil || !strings.Contains(table, "candidate "+out+" (sha256:") || !strings.Contains(table, "DECIDED BY") {
+		t.Errorf("shadow table: %v\n%s", err, table)
 	}
 
 	// The test split is never trained on; --labels needs its tenant.
