@@ -145,23 +145,11 @@ func TestLabelLoopBeforeAfter(t *testing.T) {
 	overall, _ := measured.Row(labels.RowOverall)
 
 	out := filepath.Join(t.TempDir(), "typed.json")
-	args := []string{"train", "--corpus", corpusDir, "--taubench", tau, "--labels", "--typed-out", out,
-		"--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant-domain", "shop=retail"}
+	args := []string{"--corpus", corpusDir, "--taubench", tau, "--labels", "--nats-url", h.URL(), "--data-dir", h.Dir, "--tenant-domain", "shop=retail"}
 	for _, tenant := range loopTenants {
 		args = append(args, "--tenant", tenant)
 	}
-	text, err := runCLI(t, ctx, args...)
-	if err != nil {
-		t.Fatalf("train: %v\n%s", err, text)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	retrained, err := inception.ParseGateModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	retrained, text := train(t, out, args...)
 	if want := inception.DefaultTypedModel().Training.Examples + queued; retrained.Training.Examples != want {
 		t.Errorf("trained on %d turns, want the corpus's and the %d labelled (%s)", retrained.Training.Examples, queued, text)
 	}

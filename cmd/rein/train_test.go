@@ -63,6 +63,25 @@ func recordTurn(t *testing.T, pub *streams.Publisher, m inception.Module, tenant
 	return d
 }
 
+// train runs rein train with args, writing the typed model to out, and
+// returns the model and what the command printed.
+func train(t *testing.T, out string, args ...string) (*inception.GateModel, string) {
+	t.Helper()
+	text, err := runCLI(t, context.Background(), append([]string{"train", "--typed-out", out}, args...)...)
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, text)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := inception.ParseGateModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, text
+}
+
 // skyhop is a tenant's own word for something its airline does not offer:
 // the shipped models have never seen it.
 var skyhopTurns = []string{
@@ -129,18 +148,7 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "typed.json")
 	conn := []string{"--nats-url", h.URL(), "--data-dir", h.Dir}
-	text, err := runCLI(t, ctx, append([]string{"train", "--corpus", corpusDir, "--labels", "--tenant", "acme", "--typed-out", out}, conn...)...)
-	if err != nil {
-		t.Fatalf("train: %v\n%s", err, text)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := inception.ParseGateModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, text := train(t, out, append([]string{"--corpus", corpusDir, "--labels", "--tenant", "acme"}, conn...)...)
 	if !slices.Contains(g.Training.Sources, "labels:acme") || !strings.Contains(text, g.Version()) {
 		t.Errorf("sources %v, output %q: want labels:acme and the version %s", g.Training.Sources, text, g.Version())
 	}
