@@ -88,6 +88,11 @@ func (c *Cascade) Detect(ctx context.Context, in inception.Input) (inception.Dec
 		c.OnGate(GatePass)
 	}
 	d, err := c.model.Detect(ctx, in)
+	if err == nil && d.ModelVersion == "" {
+		// The gate's model chose to ask the model: a promoted gate shows
+		// in the detections of the turns it passed too.
+		d.ModelVersion = g.ModelVersion
+	}
 	if err == nil || c.Fallback == nil {
 		return d, err
 	}

@@ -159,3 +159,28 @@ func TestCascadeWithGateKeepsModelAndCounters(t *testing.T) {
 		t.Error("a cascade without a gate")
 	}
 }
+
+// A turn the gate passes to the model records the gate's model version
+// when the model's decision names none.
+func TestCascadePassNamesTheGateModelVersion(t *testing.T) {
+	model, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCascade(passGate{}, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
+	if d, err := c.Detect(context.Background(), in); err != nil || d.ModelVersion != "gate@sha256:0123456789ab" {
+		t.Errorf("cascade pass: %+v, %v", d, err)
+	}
+}
+
+// passGate passes every turn, naming its model version.
+type passGate struct{}
+
+func (passGate) Name() string { return "pass-gate" }
+func (passGate) Detect(context.Context, inception.Input) (inception.Decision, error) {
+	return inception.Decision{Rein: true, ErrorType: "anaphora", TaxonomyVersion: "1", ModelVersion: "gate@sha256:0123456789ab"}, nil
+}

@@ -29,8 +29,9 @@ type modelWatch struct {
 	paths func() (gate, typed string, err error)
 	every time.Duration
 	log   *slog.Logger
-	// last identifies the models in place: their paths and contents.
-	last string
+	// last identifies the models in place: their paths and contents;
+	// refused what last failed to load, reported once.
+	last, refused string
 }
 
 // newModelWatch wraps the built module in a Live and returns the watch
@@ -88,17 +89,18 @@ func (w *modelWatch) check() error {
 		return err
 	}
 	key, err := modelKey(gate, typed)
-	if err != nil || key == w.last {
+	if err != nil || key == w.last || key == w.refused {
 		return err
 	}
 	mods := w.mods
 	mods.GateModel, mods.TypedModel = gate, typed
 	m, err := mods.withLearned(w.live.Current(), w.tax)
 	if err != nil {
+		w.refused = key
 		return err
 	}
 	w.live.Swap(m)
-	w.last = key
+	w.last, w.refused = key, ""
 	w.log.Info("inception model reloaded", "module", m.Name(), "gate_model", gate, "gate_version", versionOf(gate, inception.DefaultGateModel),
 		"typed_model", typed, "typed_version", versionOf(typed, inception.DefaultTypedModel))
 	return nil
