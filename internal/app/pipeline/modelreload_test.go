@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/reinception/rein/inception"
@@ -104,5 +105,25 @@ func TestModelWatchSwapsOnlyWhatLoads(t *testing.T) {
 	}
 	if v := versionOfDecision(t, got); v != "gate@"+inception.DefaultGateModel().Version() {
 		t.Errorf("promoted gate: the cascade records %q", v)
+	}
+}
+
+// --few-shot-labels: the examples the detector read reach the llm
+// module's prompt, for their tenant only.
+func TestModulesPassFewShotExamples(t *testing.T) {
+	t.Setenv("REIN_LLM_SCRIPT", filepath.Join("..", "..", "llm", "testdata", "airline_demo.yaml"))
+	ex := map[string][]inception.Example{"acme": {{Input: inception.Input{Dialogue: inceptiontest.Dialogue("Please do a skyhop.")}, Rein: true, ErrorType: "unsupported_action"}}}
+	m, _, err := Modules{Module: inception.ModuleLLM, Provider: "scripted", FewShot: 4, Examples: ex}.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmm, ok := m.(*llmmodule.LLMModule)
+	if !ok {
+		t.Fatalf("module %T", m)
+	}
+	acme := llmm.Request(inception.Input{Tenant: "acme", Domain: "airline"}).System
+	globex := llmm.Request(inception.Input{Tenant: "globex", Domain: "airline"}).System
+	if !strings.Contains(acme, "Please do a skyhop.") || strings.Contains(globex, "skyhop") {
+		t.Errorf("acme's prompt has the example: %v; globex's: %v", strings.Contains(acme, "skyhop"), strings.Contains(globex, "skyhop"))
 	}
 }
