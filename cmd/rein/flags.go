@@ -333,32 +333,34 @@ func (o *stageOptions) runtime() pipeline.Stages {
 // (a promotion may point it elsewhere); one a flag or the environment
 // sets stays. Nil when neither comes from the file.
 func modelPathsOf(cmd *cobra.Command, file *fileConfig) func() (string, string, error) {
-	fromFile := func(name string) bool {
-		return strings.HasPrefix(flagSource(cmd.Flags().Lookup(name)), "file ")
-	}
 	gateFlag, typedFlag := cmd.Flags().Lookup("gate-model"), cmd.Flags().Lookup("typed-model")
-	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" || (!fromFile("gate-model") && !fromFile("typed-model")) {
+	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" {
 		return nil
 	}
-	gate, typed := gateFlag.Value.String(), typedFlag.Value.String()
-	path := file.path
+	gateFile := strings.HasPrefix(flagSource(gateFlag), "file ")
+	typedFile := strings.HasPrefix(flagSource(typedFlag), "file ")
+	if !gateFile && !typedFile {
+		return nil
+	}
+	gate, typed, path := gateFlag.Value.String(), typedFlag.Value.String(), file.path
+	// value is a key's path in the file read again ("" when it is gone).
+	value := func(f *fileConfig, key string) string {
+		if v, ok := f.raw[key]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
 	return func() (string, string, error) {
 		f, err := loadFileConfig(path)
 		if err != nil {
 			return "", "", err
 		}
 		g, t := gate, typed
-		if fromFile("gate-model") {
-			g = fmt.Sprint(f.raw["gate-model"])
-			if f.raw["gate-model"] == nil {
-				g = ""
-			}
+		if gateFile {
+			g = value(f, "gate-model")
 		}
-		if fromFile("typed-model") {
-			t = fmt.Sprint(f.raw["typed-model"])
-			if f.raw["typed-model"] == nil {
-				t = ""
-			}
+		if typedFile {
+			t = value(f, "typed-model")
 		}
 		return g, t, nil
 	}
