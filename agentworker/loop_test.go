@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func TestMaxStepsEscalates(t *testing.T) {
@@ -344,15 +345,15 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 func TestLongConversationKeepsItsWholeContext(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
-	const turns = streams.ConversationHistory + 10
+	const turns = natsserver.ConversationHistory + 10
 	for turn := 1; turn <= turns; turn++ {
 		publishTask(t, h, "long", turn, fmt.Sprintf("message %d", turn), nil)
 		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "long")) == turn })
 	}
 	stop()
 	recs := stateRecords(t, h, "long")
-	if len(recs) != streams.ConversationHistory {
-		t.Fatalf("%d records kept, want the bucket's history %d", len(recs), streams.ConversationHistory)
+	if len(recs) != natsserver.ConversationHistory {
+		t.Fatalf("%d records kept, want the bucket's history %d", len(recs), natsserver.ConversationHistory)
 	}
 	if recs[0].Turn == 1 {
 		t.Fatal("the first turn's record is still kept: the test does not exceed the history")

@@ -28,6 +28,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 const k8sDir = "k8s"
@@ -404,9 +405,9 @@ func checkNATSKeys(t *testing.T, where string, ps corev1.PodSpec, c corev1.Conta
 	if keysVolume == "" || !mounted {
 		t.Errorf("%s: Secret %s is not mounted at REIN_NATS_KEYS_DIR %q", where, natsKeysSecret, dir)
 	}
-	want := []string{streams.IdentityAdmin}
+	want := []string{natsserver.IdentityAdmin}
 	if component != "provision" {
-		want = []string{streams.IdentityReader, component}
+		want = []string{natsserver.IdentityReader, component}
 	}
 	slices.Sort(items)
 	slices.Sort(want)
@@ -546,7 +547,7 @@ const metricsPort = "http"
 
 // reinYAML decodes the ConfigMap's rein.yaml, with its streams section as
 // rein reads it.
-func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, streams.ProvisionConfig) {
+func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, natsserver.ProvisionConfig) {
 	t.Helper()
 	i := slices.IndexFunc(cms, func(c *corev1.ConfigMap) bool { return c.Name == "rein-config" })
 	if i < 0 {
@@ -558,7 +559,7 @@ func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, streams.Pr
 		t.Fatalf("ConfigMap rein.yaml: %v", err)
 	}
 	var sect struct {
-		Streams streams.ProvisionConfig `yaml:"streams"`
+		Streams natsserver.ProvisionConfig `yaml:"streams"`
 	}
 	if err := yaml.UnmarshalWithOptions([]byte(src), &sect, yaml.Strict()); err != nil {
 		t.Fatalf("ConfigMap rein.yaml: streams: %v", err)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // setting is one entry of the effective configuration: what is in force
@@ -44,8 +44,8 @@ func inferModule(cmd *cobra.Command, m *moduleFlags) {
 }
 
 // provisionConfig is the streams section of rein.yaml over the defaults.
-func provisionConfig(file *fileConfig) (streams.ProvisionConfig, error) {
-	prov := streams.DefaultProvision()
+func provisionConfig(file *fileConfig) (natsserver.ProvisionConfig, error) {
+	prov := natsserver.DefaultProvision()
 	if err := file.decodeSection("streams", &prov); err != nil {
 		return prov, err
 	}
@@ -55,7 +55,7 @@ func provisionConfig(file *fileConfig) (streams.ProvisionConfig, error) {
 // effectiveSettings is what a server-side command will run with: the
 // inception module and its model, taxonomy, domain, stages, NATS, HTTP and
 // each stream's retention, secrets redacted.
-func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stages []string, file *fileConfig, prov streams.ProvisionConfig) []setting {
+func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stages []string, file *fileConfig, prov natsserver.ProvisionConfig) []setting {
 	src := func(name string) string { return flagSource(cmd.Flags().Lookup(name)) }
 	var out []setting
 	add := func(key, value, source string) { out = append(out, setting{key, value, source}) }
@@ -85,7 +85,7 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	if file.hasSection("streams") {
 		streamSrc = "file " + file.where("streams")
 	}
-	for _, name := range streams.StreamNames {
+	for _, name := range natsserver.StreamNames {
 		add("streams."+name, retentionLabel(prov.StreamConfig(name).MaxAge, prov.StreamConfig(name).MaxBytes,
 			prov.StreamConfig(name).Replicas, prov.StreamConfig(name).Storage.String()), streamSrc)
 	}

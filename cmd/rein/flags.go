@@ -23,6 +23,9 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/ingress"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // natsFlags are the flags of every command that talks to NATS. Secrets come
@@ -60,25 +63,25 @@ func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
 
 // connectConfig is how to reach NATS. Without credentials, a client command
 // uses the admin key of the local rein in --data-dir when there is one.
-func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
+func (f *natsFlags) connectConfig(name string) (natsserver.ConnectConfig, error) {
 	if f.fs != nil {
 		for _, secret := range []string{"nats-password", "nats-token"} {
 			if f.fs.Changed(secret) {
-				return streams.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
+				return natsserver.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
 			}
 		}
 	}
 	url := f.url
 	if fl := f.lookup("nats-url"); fl != nil && !fl.Changed && f.url == fl.DefValue && f.dataDir != "" {
 		// A local rein serve recorded where its embedded server listens.
-		if u, ok := streams.LocalURL(f.dataDir); ok {
+		if u, ok := natsserver.LocalURL(f.dataDir); ok {
 			url = u
 		}
 	}
-	cc := streams.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
+	cc := natsserver.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
 	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
-		if seed := streams.SeedFile(f.dataDir, streams.IdentityAdmin); fileExists(seed) {
+		if seed := natsserver.SeedFile(f.dataDir, natsserver.IdentityAdmin); fileExists(seed) {
 			cc.NkeyFile = seed
 		}
 	}
@@ -104,11 +107,11 @@ func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
@@ -171,7 +174,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	f.nats.bindConn(cmd, "")
 	fs := cmd.Flags()
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS identities (nats-keys/) and the local HTTP token (http-token); made 0700")
-	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
+	fs.StringVar(&f.listen, "nats-listen", natsserver.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
@@ -184,9 +187,9 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format on stderr: json (one object a line, for log collectors) or text (key=value, for a terminal)")
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
-	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
-	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
-	fs.IntVar(&f.ingressInFlight, "ingress-in-flight", streams.DefaultTenantInFlight, "each tenant's POST /v1/turns in flight at once (waiting on JetStream included); past it 429")
+	fs.Float64Var(&f.ingressRate, "ingress-rate", ingress.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
+	fs.IntVar(&f.ingressBurst, "ingress-burst", ingress.DefaultTenantBurst, "burst of each tenant's token bucket")
+	fs.IntVar(&f.ingressInFlight, "ingress-in-flight", ingress.DefaultTenantInFlight, "each tenant's POST /v1/turns in flight at once (waiting on JetStream included); past it 429")
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
@@ -308,7 +311,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
-	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
+	fs.DurationVar(&o.pinTTL, "pin-ttl", consume.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
 	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
 	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newLabelCmd) }
@@ -72,7 +73,7 @@ See docs/labels.md.`,
 			return writeLabelResult(cmd.OutOrStdout(), req, r)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.StringVar(&req.Tenant, "tenant", "", "the conversation's tenant (required)")
 	fs.StringVar(&req.Conversation, "conversation", "", "the conversation id (required)")
@@ -165,7 +166,7 @@ its inclusion probability π. Turns someone has labelled already are left out un
 			return writeQueue(cmd.OutOrStdout(), q, len(items), rows)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.String("tenant", "", "the tenant whose queue to draw (required)")
 	fs.StringVar(&day, "day", "", "the UTC day to draw from, YYYY-MM-DD (default: yesterday)")

@@ -17,7 +17,7 @@ import (
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/telemetry"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newShadowCmd) }
@@ -134,7 +134,7 @@ the turns where they differ, and measures both, and what was recorded, on the te
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	mf.bind(cmd.Flags(), "rules")
 	fs := cmd.Flags()
 	fs.StringVar(&tenant, "tenant", "", "only this tenant (also the tenant of --conversation ids given without one)")

@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
-	{"inception/llmmodule", "injector"},
+	{"inception/llmmodule", "injector", "streams/consume", "streams/natsserver", "streams/ingress"},
 	{"detector", "agentworker", "escalation", "internal/labels"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "schemas/schemagen"},
 	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},

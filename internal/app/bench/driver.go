@@ -29,6 +29,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 //go:embed agent.yaml
@@ -215,12 +216,12 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	cfg := pipeline.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
-		MemoryLimit: plan.MemoryLimit, Connect: streams.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: streams.DefaultProvision()}
+		MemoryLimit: plan.MemoryLimit, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision()}
 	if plan.NATSURL != "" {
 		// One process signs and checks every task of the run: a key of
 		// its own, in the run's directory.
 		cfg.TaskKeyFile = filepath.Join(dir, "task-key")
-		if _, err := streams.EnsureSecretFile(cfg.TaskKeyFile, 32); err != nil {
+		if _, err := natsserver.EnsureSecretFile(cfg.TaskKeyFile, 32); err != nil {
 			return Result{}, err
 		}
 	}

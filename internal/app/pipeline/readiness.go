@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // readinessTimeout bounds one readiness probe's question to JetStream;
@@ -39,7 +40,7 @@ func (rt *Process) requireStreams(names ...string) {
 		if !rt.NC.IsConnected() {
 			return errNATSDisconnected
 		}
-		return streams.CheckWritable(context.Background(), rt.JS, readinessTimeout, names...)
+		return natsserver.CheckWritable(context.Background(), rt.JS, readinessTimeout, names...)
 	}
 	rt.HTTP.AddRequirement("streams", cached(probe, readinessTTL))
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // taskKey is the key the injector signs tasks with and the agent worker
@@ -23,9 +23,9 @@ func (rt *Process) taskKey() (*schemas.TaskKey, error) {
 	var err error
 	switch {
 	case rt.cfg.TaskKeyFile != "":
-		rt.taskKeyLoaded, err = streams.LoadTaskKey(rt.cfg.TaskKeyFile, false)
+		rt.taskKeyLoaded, err = natsserver.LoadTaskKey(rt.cfg.TaskKeyFile, false)
 	case rt.cfg.Connect.URL == "":
-		rt.taskKeyLoaded, err = streams.LoadTaskKey(filepath.Join(rt.cfg.DataDir, streams.TaskKeyFile), true)
+		rt.taskKeyLoaded, err = natsserver.LoadTaskKey(filepath.Join(rt.cfg.DataDir, natsserver.TaskKeyFile), true)
 	default:
 		return nil, fmt.Errorf("--task-key is required on an external NATS, where other processes may run replicas of the injector or the agent worker: give every rein process the same key file (%d+ random characters, e.g. a Kubernetes or Docker secret)", schemas.MinTaskKeyBytes)
 	}
