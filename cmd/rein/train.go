@@ -16,7 +16,7 @@ import (
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newTrainCmd) }
@@ -74,7 +74,7 @@ at it in rein.yaml: serve reloads it without a restart (docs/labels.md).`,
 	fs.StringSliceVar(&o.tenants, "tenant", nil, "with --labels: the tenant whose labels and turns are trained on (repeatable: each is an author of its own)")
 	fs.StringToStringVar(&o.tenantDomains, "tenant-domain", nil, "with --labels: TENANT=DOMAIN for a tenant whose agent is not --domain's (repeatable)")
 	fs.StringVar(&o.labels.since, "since", "", "with --labels: labels of traffic from this day on (YYYY-MM-DD, RFC3339, or a duration before now such as 30d)")
-	o.labels.nats.bind(cmd, streams.DefaultURL)
+	o.labels.nats.bind(cmd, natsserver.DefaultURL)
 	fs.StringVar(&o.typedOut, "typed-out", "", "write the typed classifier here (serve's --typed-model)")
 	fs.StringVar(&o.gateOut, "gate-out", "", "write the cascade gate's classifier here (serve's --gate-model)")
 	return cmd
