@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -213,6 +214,7 @@ type moduleFlags struct {
 	plan     string
 	gate     string // --gate-model
 	typed    string // --typed-model
+	fewShot  int    // --few-shot-labels
 	// tauBench (detect --taubench): the τ-bench data directory whose
 	// retail products.json gives the rules the product catalogue.
 	tauBench string
@@ -242,7 +244,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, FewShot: f.fewShot, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
@@ -253,6 +255,44 @@ func (f *moduleFlags) llmConfig() llm.Config { return f.options().LLMConfig() }
 // build returns the configured module and its taxonomy.
 func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *inception.Taxonomy, error) {
 	return f.options().Build(reg)
+}
+
+// modelPathsOf reads, at each look for a promoted model, where the gate
+// and typed models are: a path rein.yaml sets is read from the file again
+// (a promotion may point it elsewhere); one a flag or the environment
+// sets stays. Nil when neither comes from the file.
+func modelPathsOf(cmd *cobra.Command, file *fileConfig) func() (string, string, error) {
+	gateFlag, typedFlag := cmd.Flags().Lookup("gate-model"), cmd.Flags().Lookup("typed-model")
+	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" {
+		return nil
+	}
+	gateFile := strings.HasPrefix(flagSource(gateFlag), "file ")
+	typedFile := strings.HasPrefix(flagSource(typedFlag), "file ")
+	if !gateFile && !typedFile {
+		return nil
+	}
+	gate, typed, path := gateFlag.Value.String(), typedFlag.Value.String(), file.path
+	// value is a key's path in the file read again ("" when it is gone).
+	value := func(f *fileConfig, key string) string {
+		if v, ok := f.raw[key]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	return func() (string, string, error) {
+		f, err := loadFileConfig(path)
+		if err != nil {
+			return "", "", err
+		}
+		g, t := gate, typed
+		if gateFile {
+			g = value(f, "gate-model")
+		}
+		if typedFile {
+			t = value(f, "typed-model")
+		}
+		return g, t, nil
+	}
 }
 
 // proc is a started runtime with the rein.yaml it was configured from and

@@ -37,7 +37,8 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--domain", "retail", "--workers", "7", "--pin-ttl", "20s", "--detector-timeout", "2s",
 		"--detector-cache", "11", "--agent-cache", "12", "--detector-cache-mib", "3", "--agent-cache-mib", "5", "--agent-data", "/data/retail", "--agent-prompt", "/p.md",
 		"--agent-backend", "http", "--agent-tool-url", "http://tools", "--agent-tools", "/tools.json", "--agent-persist", "turn",
-		"--agent-script", "/s.yaml", "--max-steps", "9", "--speculate", "--agent-quiet-period", "-1s", "--experiments", "/x.yaml"}); err != nil {
+		"--agent-script", "/s.yaml", "--max-steps", "9", "--speculate", "--agent-quiet-period", "-1s", "--experiments", "/x.yaml",
+		"--model-reload", "7s", "--few-shot-labels", "4"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := applySources(cmd, nil); err != nil {
@@ -60,6 +61,9 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	}
 	if s.AgentScript != "/s.yaml" || so.experiments != "/x.yaml" || s.Modules.Module != "rules" {
 		t.Errorf("agent script %q, experiments %q, module %q", s.AgentScript, so.experiments, s.Modules.Module)
+	}
+	if s.ModelReload != 7*time.Second || s.Modules.FewShot != 4 {
+		t.Errorf("model reload %s, few-shot labels %d", s.ModelReload, s.Modules.FewShot)
 	}
 	if err := cmd.Flags().Set("workers", "many"); err == nil {
 		t.Error("--workers many was accepted")

@@ -15,6 +15,11 @@
 // injector (the sidecar responder), agentworker, escalation. Each runs on
 // its own NATS connection under its own identity. ResolveStages reads a
 // --stages list; Modules builds the inception module.
+// With Stages.ModelReload the detector holds its module in an
+// inception.Live and looks for a promoted model (modelreload.go): a
+// changed model file, or path, rebuilds the learned parts, swapped in
+// between turns. With Modules.FewShot the detector reads each tenant's
+// few-shot examples from REIN_LABELS when it starts.
 //
 // Consumes and produces: what the stages it runs consume and produce (see
 // each stage's doc.go), and POST /v1/turns into rein.turns.<tenant>.<conv>.user.

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/escalation"
@@ -27,6 +29,13 @@ type Stages struct {
 	// script; with neither it nor Given.AgentModel, Modules' model
 	// settings choose the agent's model.
 	AgentScript string
+	// ModelReload is how often the detector looks for a promoted model
+	// (modelreload.go): the files Modules.GateModel and TypedModel name,
+	// or, with ModelPaths, the paths it returns. 0: never.
+	ModelReload time.Duration
+	// ModelPaths, when set, says at each look where the gate and typed
+	// models are now (rein.yaml read again); unset, Modules' paths.
+	ModelPaths func() (gate, typed string, err error)
 	// Given are collaborators a driver (demo, bench, eval) builds itself;
 	// no flag sets them.
 	Given Given
