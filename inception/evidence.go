@@ -99,14 +99,14 @@ func EvidenceProblem(quote string, tools []string) string {
 	if spansSentences(quote) {
 		return EvidenceSpansSentences
 	}
-	return evidenceMisuse(quote, tools)
+	return EvidenceMisuse(quote, tools)
 }
 
-// evidenceMisuse says whether a quote names one of tools, addresses the
+// EvidenceMisuse says whether a quote names one of tools, addresses the
 // agent with an instruction or repeats a claim of authority ("" when
 // none). The rules module holds its spans to this only: a contradiction
 // it quotes spans the user's two sentences by nature.
-func evidenceMisuse(quote string, tools []string) string {
+func EvidenceMisuse(quote string, tools []string) string {
 	switch {
 	case NamesTool(quote, tools) != "":
 		return EvidenceNamesTool

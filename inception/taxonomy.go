@@ -13,8 +13,9 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
-	"github.com/reinception/rein/internal/llm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/reinception/rein/internal/llm"
 )
 
 // Error categories.
@@ -259,12 +260,12 @@ func (t *Taxonomy) namesHidden(types []string, text string) bool {
 	}
 	lower := strings.ToLower(text)
 	for _, et := range t.ErrorTypes {
-		if et.HeldOut && wordIndex(lower, et.Name) >= 0 {
+		if et.HeldOut && WordIndex(lower, et.Name) >= 0 {
 			return true
 		}
 	}
 	for _, n := range defaultTypeNames {
-		if !shown(n) && wordIndex(lower, n) >= 0 {
+		if !shown(n) && WordIndex(lower, n) >= 0 {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
@@ -133,7 +134,7 @@ func FuzzGeneratedCheck(f *testing.F) {
 // The rules module holds its evidence to the same bar: a user dictating a
 // tool in the flagged span does not get the order planted.
 func TestRulesEvidenceWithAToolNameIsNotPlanted(t *testing.T) {
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
@@ -199,7 +200,7 @@ func TestDroppedTypeLeavesContrastsAndRules(t *testing.T) {
 // "that one" with a descriptor, a possessive, a read-back agreed to with
 // an amount.
 func TestRulesNeedsContextForTheNewSignals(t *testing.T) {
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

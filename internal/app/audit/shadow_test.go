@@ -9,6 +9,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -90,7 +91,7 @@ func recordWith(t *testing.T, js *testutil.JS, m inception.Module, convs int) ma
 
 func TestShadow(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
-	def, err := inception.NewRules(inception.RulesConfig{})
+	def, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("dropped type flips exactly its turns", func(t *testing.T) {
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, err := rules.New(rules.Config{Taxonomy: taxonomyWithout(t, drop)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +153,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("conversation list and time range", func(t *testing.T) {
-		m, _ := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, _ := rules.New(rules.Config{Taxonomy: taxonomyWithout(t, drop)})
 		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: m, Conversations: []ConvRef{{"acme", "s00"}, {"acme", "s03"}}})
 		if err != nil {
 			t.Fatal(err)

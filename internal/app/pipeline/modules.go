@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -104,13 +105,13 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
 	}
-	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
+	typed, err := loadModel("--typed-model", f.TypedModel, rules.DefaultTypedModel)
 	if err != nil {
 		return nil, nil, err
 	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+		m, err := rules.New(rules.Config{Taxonomy: tax, TypedModel: typed, Products: products})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--typed-model: %w", err)
 		}
@@ -133,7 +134,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products}); err != nil {
+		if c.Fallback, err = rules.New(rules.Config{Taxonomy: tax, TypedModel: typed, Products: products}); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
@@ -143,16 +144,16 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 
 // Gate returns the cascade's recall gate: the rules module in RulesRecall
 // mode with the classifier GateModel names.
-func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
+func (f Modules) Gate(tax *inception.Taxonomy) (*rules.Module, error) {
 	products, err := f.Products()
 	if err != nil {
 		return nil, err
 	}
-	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall, Products: products}
-	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, inception.DefaultGateModel); err != nil {
+	cfg := rules.Config{Taxonomy: tax, Mode: rules.Recall, Products: products}
+	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, rules.DefaultGateModel); err != nil {
 		return nil, err
 	}
-	m, err := inception.NewRules(cfg)
+	m, err := rules.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--gate-model: %w", err)
 	}
@@ -161,7 +162,7 @@ func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
 
 // loadModel returns the classifier a --gate-model or --typed-model value
 // names: nil for "", the built-in one, or a weights file's.
-func loadModel(flag, name string, builtin func() *inception.GateModel) (*inception.GateModel, error) {
+func loadModel(flag, name string, builtin func() *rules.GateModel) (*rules.GateModel, error) {
 	switch name {
 	case "":
 		return nil, nil
@@ -172,7 +173,7 @@ func loadModel(flag, name string, builtin func() *inception.GateModel) (*incepti
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := rules.ParseGateModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
@@ -180,11 +181,11 @@ func loadModel(flag, name string, builtin func() *inception.GateModel) (*incepti
 }
 
 // Products loads the product catalogue TauBench names (nil when unset).
-func (f Modules) Products() (*inception.ProductCatalogue, error) {
+func (f Modules) Products() (*rules.ProductCatalogue, error) {
 	if f.TauBench == "" {
 		return nil, nil
 	}
-	pc, err := inception.LoadProductCatalogue(f.TauBench)
+	pc, err := rules.LoadProductCatalogue(f.TauBench)
 	if err != nil {
 		return nil, fmt.Errorf("--taubench: %w", err)
 	}

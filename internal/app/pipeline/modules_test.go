@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 )
 
 // TestModulesGate: the cascade's gate takes the shipped classifier by
@@ -16,12 +17,12 @@ func TestModulesGate(t *testing.T) {
 	tax := inception.DefaultTaxonomy()
 	for _, spec := range []string{"", GateModelBuiltin} {
 		g, err := Modules{GateModel: spec}.Gate(tax)
-		if err != nil || g.Mode() != inception.RulesRecall {
+		if err != nil || g.Mode() != rules.Recall {
 			t.Fatalf("gate model %q: %v", spec, err)
 		}
 	}
 	file := filepath.Join(t.TempDir(), "gate.json")
-	data, err := inception.DefaultGateModel().Encode()
+	data, err := rules.DefaultGateModel().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
