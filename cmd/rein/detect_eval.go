@@ -18,7 +18,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/offline"
 	"github.com/reinception/rein/inception/rules"
 )
 
@@ -154,15 +156,25 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var model *rules.GateModel
+	var model *learned.GateModel
 	if o.eval.trainTyped != "" {
 		products, perr := o.modules.options().Products()
 		if perr != nil {
 			return perr
 		}
-		model, err = rules.TrainTyped(examples, rules.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products})
+		// The typed classifier reads the precise rules' signals, with the
+		// catalogue it will be served with.
+		m, merr := rules.New(rules.Config{Taxonomy: tax, Products: products})
+		if merr != nil {
+			return merr
+		}
+		model, err = learned.TrainTyped(examples, m.TypedFeaturizer(), learned.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Catalogue: products != nil})
 	} else {
-		model, err = rules.TrainGate(examples, rules.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
+		m, merr := rules.New(rules.Config{Taxonomy: tax, Mode: rules.Recall})
+		if merr != nil {
+			return merr
+		}
+		model, err = learned.TrainGate(examples, m.GateFeaturizer(), learned.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
 	}
 	if err != nil {
 		return err
@@ -206,8 +218,8 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := rules.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products}
-	scores, err := rules.LeaveOneAuthorOut(ctx, examples, cfg)
+	cfg := learned.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall}
+	scores, err := offline.LeaveOneAuthorOut(ctx, examples, cfg, products)
 	if err != nil {
 		return err
 	}
@@ -219,7 +231,7 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 		for i := range held {
 			held[i].Author = split
 		}
-		s, err := rules.OutOfAuthor(ctx, examples, held, cfg)
+		s, err := offline.OutOfAuthor(ctx, examples, held, cfg, products)
 		if err != nil {
 			return err
 		}
@@ -238,7 +250,7 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 	for _, s := range scores {
 		for _, r := range []struct {
 			name string
-			f    rules.AuthorFigures
+			f    offline.AuthorFigures
 		}{{"rules", s.Rules}, {"rules+typed", s.Combined}} {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.1f%%\t%.1f%%\t%.3f\n", s.Held, s.Turns, r.name, r.f.CoreRecall, r.f.MeanRecall, 100*r.f.Precision, 100*r.f.CleanFalse, s.Threshold)
 		}
@@ -266,7 +278,7 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	cfg := rules.EvalConfig{Module: module, Timeout: o.timeout}
+	cfg := offline.EvalConfig{Module: module, Timeout: o.timeout}
 	for _, et := range tax.ErrorTypes {
 		cfg.Types = append(cfg.Types, et.Name)
 	}
@@ -278,7 +290,7 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 			cfg.Gate = module
 		}
 	}
-	rep, err := rules.Evaluate(ctx, cfg, examples)
+	rep, err := offline.Evaluate(ctx, cfg, examples)
 	if err != nil {
 		return err
 	}
@@ -306,7 +318,7 @@ type evalJSON struct {
 	File            string `json:"file"`
 	Module          string `json:"module"`
 	TaxonomyVersion string `json:"taxonomy_version"`
-	rules.EvalReport
+	offline.EvalReport
 }
 
 // labelledLine is a corpus line's gold answer.
@@ -361,7 +373,7 @@ func loadLabelled(path, defaultDomain string, src *toolSource) ([]inception.Exam
 	return out, nil
 }
 
-func printEval(w io.Writer, path, module, version string, r rules.EvalReport) {
+func printEval(w io.Writer, path, module, version string, r offline.EvalReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	f := func(x float64) string { return fmt.Sprintf("%.2f", x) }
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
@@ -374,7 +386,7 @@ func printEval(w io.Writer, path, module, version string, r rules.EvalReport) {
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "core-type recall\t%s\t(%s)\n", f(r.CoreRecall), strings.Join(rules.CoreTypes, ", "))
+	fmt.Fprintf(tw, "core-type recall\t%s\t(%s)\n", f(r.CoreRecall), strings.Join(offline.CoreTypes, ", "))
 	fmt.Fprintf(tw, "mean recall\t%s\tmacro F1 %s\n", f(r.MeanRecall), f(r.MacroF1))
 	fmt.Fprintf(tw, "erroneous turns detected\t%s\tof which exact type %s\n", pct(r.Detected), pct(r.ExactType))
 	fmt.Fprintf(tw, "activation precision\t%s\t\n", pct(r.Precision))
@@ -390,7 +402,7 @@ func printEval(w io.Writer, path, module, version string, r rules.EvalReport) {
 }
 
 // printConfusion prints gold classes as rows, predicted classes as columns.
-func printConfusion(w io.Writer, r rules.EvalReport) {
+func printConfusion(w io.Writer, r offline.EvalReport) {
 	classes := []string{inception.CleanClass}
 	for _, s := range r.Types {
 		classes = append(classes, s.Type)

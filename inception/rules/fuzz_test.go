@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinception/rein/inception/learned"
+
 	"github.com/reinception/rein/inception"
 )
 
@@ -23,11 +25,11 @@ func FuzzRulesModule(f *testing.F) {
 	f.Add("my user id is mia_li_3668", "", "change the 2nd and 3rd one to the blue one", true)
 	products := testProducts(f)
 	tax := inception.DefaultTaxonomy()
-	precise, err := New(Config{TypedModel: DefaultTypedModel(), Products: products})
+	precise, err := New(Config{TypedModel: learned.DefaultTypedModel(), Products: products})
 	if err != nil {
 		f.Fatal(err)
 	}
-	gate, err := New(Config{Mode: Recall, GateModel: DefaultGateModel(), Products: products})
+	gate, err := New(Config{Mode: Recall, GateModel: learned.DefaultGateModel(), Products: products})
 	if err != nil {
 		f.Fatal(err)
 	}

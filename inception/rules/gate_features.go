@@ -4,16 +4,8 @@ import (
 	"strings"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 )
-
-// gateFeature is one binary feature of a user turn for the gate's
-// classifier, with where in the turn it was seen (nil for a feature of the
-// whole turn).
-type gateFeature struct {
-	name string
-	span []int
-	val  float64
-}
 
 // gateSignals are the rules' structural signals the classifier reads, each
 // a named pattern the gate's or the precise checks use on the user turn:
@@ -68,14 +60,14 @@ var gateSignals = []struct {
 // of token, not a value), the structural signals it holds, whether it
 // names an id of the domain, its length and whether the user spoke
 // before. It reads the user's turns only.
-func (m *Module) gateFeatures(dr *domainRules, in inception.Input, lower string) []gateFeature {
+func (m *Module) gateFeatures(dr *domainRules, in inception.Input, lower string) []learned.Feature {
 	text := in.Dialogue[len(in.Dialogue)-1].Text
 	seen := map[string]bool{}
-	var out []gateFeature
+	var out []learned.Feature
 	add := func(name string, span []int) {
 		if !seen[name] {
 			seen[name] = true
-			out = append(out, gateFeature{name: name, span: span, val: 1})
+			out = append(out, learned.Feature{Name: name, Span: span, Val: 1})
 		}
 	}
 	prev, prevStart := "^", 0

@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/reinception/rein/inception/learned"
+
 	"github.com/reinception/rein/inception"
 
 	"github.com/reinception/rein/internal/llm"
@@ -43,13 +45,13 @@ type Config struct {
 	// gate's rules hold back still passes when it scores at least the
 	// model's threshold. Nil leaves the gate to its rules alone;
 	// DefaultGateModel() is the one trained on the corpus's dev splits.
-	GateModel *GateModel
+	GateModel *learned.GateModel
 	// TypedModel is the precise mode's learned complement (typed_model.go;
 	// Features TypedFeatures): when the rules find nothing, its likeliest
 	// error type activates if its probability reaches the model's
 	// threshold. Nil leaves the rules alone; DefaultTypedModel() is the
 	// one trained on the corpus's dev splits.
-	TypedModel *GateModel
+	TypedModel *learned.GateModel
 	// Products is the store's product catalogue (rules_options.go): with
 	// it an option value the named product does not come in is an
 	// unsupported parameter. Nil leaves the option values unchecked.
@@ -115,8 +117,8 @@ type Module struct {
 	ambiguous []inception.ErrorType // non-held-out ambiguous types in tie-break order
 	domains   map[string]*domainRules
 
-	gateModel  *GateModel // Recall: the gate's classifier, nil for none
-	typedModel *GateModel // Precise: the typed classifier, nil for none
+	gateModel  *learned.GateModel // Recall: the gate's classifier, nil for none
+	typedModel *learned.GateModel // Precise: the typed classifier, nil for none
 	// modelVersion is every decision's ModelVersion: the classifier's.
 	modelVersion string
 	options      *optionRules // the product catalogue's options, nil for none
@@ -191,10 +193,10 @@ func (cfg Config) Validate() error {
 	if cfg.GateModel != nil && cfg.GateModel.Features != "" {
 		return fmt.Errorf("%w: the gate's classifier has %q features, want the gate's", inception.ErrInvalidConfig, cfg.GateModel.Features)
 	}
-	if cfg.TypedModel != nil && cfg.TypedModel.Features != TypedFeatures {
-		return fmt.Errorf("%w: the typed classifier has %q features, want %q", inception.ErrInvalidConfig, cfg.TypedModel.Features, TypedFeatures)
+	if cfg.TypedModel != nil && cfg.TypedModel.Features != learned.TypedFeatures {
+		return fmt.Errorf("%w: the typed classifier has %q features, want %q", inception.ErrInvalidConfig, cfg.TypedModel.Features, learned.TypedFeatures)
 	}
-	for _, g := range []*GateModel{cfg.GateModel, cfg.TypedModel} {
+	for _, g := range []*learned.GateModel{cfg.GateModel, cfg.TypedModel} {
 		if g != nil {
 			if err := g.Validate(); err != nil {
 				return err

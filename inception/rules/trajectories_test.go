@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/reinception/rein/inception/learned"
+
 	"github.com/reinception/rein/inception"
 )
 
@@ -22,9 +24,9 @@ func TestRulesActivationOnCleanTrajectories(t *testing.T) {
 		cfg := Config{Mode: mode}
 		switch mode {
 		case Precise + "+typed":
-			cfg = Config{TypedModel: DefaultTypedModel()}
+			cfg = Config{TypedModel: learned.DefaultTypedModel()}
 		case Recall + "+classifier":
-			cfg = Config{Mode: Recall, GateModel: DefaultGateModel()}
+			cfg = Config{Mode: Recall, GateModel: learned.DefaultGateModel()}
 		}
 		m, err := New(cfg)
 		if err != nil {

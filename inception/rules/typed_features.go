@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 )
 
 // The typed classifier (typed_model.go) reads what the gate's classifier
@@ -22,7 +23,7 @@ import (
 // turn. missed says the precise rules already ran on it and found
 // nothing (the module's own call, after its rules), so the verdicts of
 // their checks are not computed again.
-func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string, missed bool) []gateFeature {
+func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string, missed bool) []learned.Feature {
 	out := m.gateFeatures(dr, in, lower)
 	// Word pairs left out: they carry one author's phrasing (measured
 	// leave-one-author-out, they cost dev4 3.6 points of clean false
@@ -30,14 +31,14 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 	// nothing either).
 	k := 0
 	for _, f := range out {
-		if !strings.HasPrefix(f.name, "b:") {
+		if !strings.HasPrefix(f.Name, "b:") {
 			out[k] = f
 			k++
 		}
 	}
 	out = out[:k]
 	add := func(name string, span []int) {
-		out = append(out, gateFeature{name: name, span: span, val: 1})
+		out = append(out, learned.Feature{Name: name, Span: span, Val: 1})
 	}
 	var bg bigrams
 	bg.build(lower)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
@@ -105,7 +106,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
 	}
-	typed, err := loadModel("--typed-model", f.TypedModel, rules.DefaultTypedModel)
+	typed, err := loadModel("--typed-model", f.TypedModel, learned.DefaultTypedModel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +151,7 @@ func (f Modules) Gate(tax *inception.Taxonomy) (*rules.Module, error) {
 		return nil, err
 	}
 	cfg := rules.Config{Taxonomy: tax, Mode: rules.Recall, Products: products}
-	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, rules.DefaultGateModel); err != nil {
+	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, learned.DefaultGateModel); err != nil {
 		return nil, err
 	}
 	m, err := rules.New(cfg)
@@ -162,7 +163,7 @@ func (f Modules) Gate(tax *inception.Taxonomy) (*rules.Module, error) {
 
 // loadModel returns the classifier a --gate-model or --typed-model value
 // names: nil for "", the built-in one, or a weights file's.
-func loadModel(flag, name string, builtin func() *rules.GateModel) (*rules.GateModel, error) {
+func loadModel(flag, name string, builtin func() *learned.GateModel) (*learned.GateModel, error) {
 	switch name {
 	case "":
 		return nil, nil
@@ -173,7 +174,7 @@ func loadModel(flag, name string, builtin func() *rules.GateModel) (*rules.GateM
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	g, err := rules.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}

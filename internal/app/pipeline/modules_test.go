@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/rules"
 )
 
@@ -22,7 +23,7 @@ func TestModulesGate(t *testing.T) {
 		}
 	}
 	file := filepath.Join(t.TempDir(), "gate.json")
-	data, err := rules.DefaultGateModel().Encode()
+	data, err := learned.DefaultGateModel().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 )
@@ -159,4 +160,19 @@ func MustType(t testing.TB, name string) *inception.ErrorType {
 		t.Fatalf("no type %s", name)
 	}
 	return et
+}
+
+// TinyGate is a hand-made gate model: "frobnicate" points at
+// multiple_interpretation, "zork" at anaphora, everything else is clean.
+func TinyGate() *learned.GateModel {
+	return &learned.GateModel{
+		Format:    learned.GateModelFormat,
+		Classes:   []string{inception.CleanClass, inception.TypeAnaphora, inception.TypeMultipleInterpretation},
+		Threshold: 0.5,
+		Bias:      []float64{2, 0, 0},
+		Weights: map[string][]float64{
+			"w:frobnicate": {0, 0, 5},
+			"w:zork":       {0, 4, 0},
+		},
+	}
 }

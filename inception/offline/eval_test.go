@@ -1,4 +1,4 @@
-package rules
+package offline
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // scripted answers each turn by its last words: a fixed module for scoring.
@@ -31,7 +32,7 @@ func (s scripted) Detect(_ context.Context, in inception.Input) (inception.Decis
 
 func TestEvaluateScores(t *testing.T) {
 	ex := func(id, text, typ string) inception.Example {
-		return inception.Example{ID: id, Input: inception.Input{Dialogue: dialogue(text)}, Rein: typ != "", ErrorType: typ}
+		return inception.Example{ID: id, Input: inception.Input{Dialogue: inceptiontest.Dialogue(text)}, Rein: typ != "", ErrorType: typ}
 	}
 	examples := []inception.Example{
 		ex("a1", "a1", inception.TypeAnaphora),
@@ -94,7 +95,7 @@ func TestEvaluateConfigAndCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Evaluate(ctx, EvalConfig{Module: scripted{}}, []inception.Example{{ID: "x", Input: inception.Input{Dialogue: dialogue("x")}}})
+	_, err := Evaluate(ctx, EvalConfig{Module: scripted{}}, []inception.Example{{ID: "x", Input: inception.Input{Dialogue: inceptiontest.Dialogue("x")}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}

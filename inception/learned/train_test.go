@@ -1,93 +1,31 @@
-package rules
+package learned_test
 
 import (
 	"bytes"
 	"context"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/reinception/rein/inception"
-
-	"github.com/reinception/rein/agentworker/taubench"
-	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/rules"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
-
-// corpusExamples loads dev splits of the labelled corpus as examples with
-// each domain's built-in tool catalogue, as rein detect --eval does. It
-// refuses the test split.
-func corpusExamples(t testing.TB, splits ...string) []inception.Example {
-	t.Helper()
-	tools := map[string][]llm.Tool{}
-	var out []inception.Example
-	for _, split := range splits {
-		if split == "test" {
-			t.Fatal("the test split is never trained or tuned on")
-		}
-		ds, err := loadCorpusSplit(filepath.Join(corpusDir, split+".jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range ds {
-			if tools[d.Domain] == nil {
-				if tools[d.Domain], err = taubench.ToolCatalogue(d.Domain); err != nil {
-					t.Fatal(err)
-				}
-			}
-			in := inception.Input{Tenant: "corpus", Domain: d.Domain, Tools: tools[d.Domain]}
-			for _, m := range d.Messages {
-				role := inception.RoleUser
-				if m.Role == "assistant" {
-					role = inception.RoleAgent
-				}
-				in.Dialogue = append(in.Dialogue, inception.Utterance{Role: role, Text: m.Content})
-			}
-			out = append(out, inception.Example{ID: d.ID, Input: in, Rein: *d.Label.Rein, ErrorType: *d.Label.ErrorType, Author: inception.CorpusAuthor(split)})
-		}
-	}
-	return out
-}
-
-// gatePasses returns, per example, whether the gate sends it to the model.
-func gatePasses(t testing.TB, gate *Module, examples []inception.Example) []bool {
-	t.Helper()
-	out := make([]bool, len(examples))
-	for i, e := range examples {
-		d, err := gate.Detect(context.Background(), e.Input)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = d.Rein
-	}
-	return out
-}
-
-// passRates returns the shares of erroneous and clean examples passed.
-func passRates(examples []inception.Example, passed []bool) (erroneous, clean float64) {
-	gold := make([]bool, len(examples))
-	for i, e := range examples {
-		gold[i] = e.Rein
-	}
-	r := rates(gold, passed)
-	return r.Erroneous, r.Clean
-}
-
-func splitNames(s string) []string { return strings.Split(s, ",") }
 
 // TestTrainGateReproducible: the same turns and config give the same model
 // file, byte for byte, whatever order the turns come in.
 func TestTrainGateReproducible(t *testing.T) {
-	checkReproducible(t, corpusExamples(t, "dev2"), func(ex []inception.Example) (*GateModel, error) {
-		return TrainGate(ex, GateTrainConfig{})
+	checkReproducible(t, inceptiontest.Corpus(t, "dev2"), func(ex []inception.Example) (*learned.GateModel, error) {
+		return learned.TrainGate(ex, gateFeaturizer(t), learned.GateTrainConfig{})
 	})
 }
 
 // checkReproducible trains twice, on examples and on them reversed, and
 // fails unless both give the same model file, byte for byte, and the file
 // survives a parse and an encode. It returns the first model.
-func checkReproducible(t *testing.T, examples []inception.Example, train func([]inception.Example) (*GateModel, error)) *GateModel {
+func checkReproducible(t *testing.T, examples []inception.Example, train func([]inception.Example) (*learned.GateModel, error)) *learned.GateModel {
 	t.Helper()
 	a, err := train(examples)
 	if err != nil {
@@ -107,7 +45,7 @@ func checkReproducible(t *testing.T, examples []inception.Example, train func([]
 	if !bytes.Equal(ea, eb) {
 		t.Error("two trainings on the same turns gave different models")
 	}
-	back, err := ParseGateModel(ea)
+	back, err := learned.ParseGateModel(ea)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +56,14 @@ func checkReproducible(t *testing.T, examples []inception.Example, train func([]
 }
 
 // TestGateModelFileIsCurrent: the shipped gate_model.json is what training
-// on the splits it names gives (go generate ./inception rebuilds it).
+// on the splits it names gives (go generate ./inception/learned rebuilds it).
 func TestGateModelFileIsCurrent(t *testing.T) {
-	shipped := DefaultGateModel()
+	shipped := learned.DefaultGateModel()
 	var splits []string
 	for _, s := range shipped.Training.Sources {
 		splits = append(splits, strings.TrimSuffix(s, ".jsonl"))
 	}
-	a, err := TrainGate(corpusExamples(t, splits...), GateTrainConfig{Sources: shipped.Training.Sources})
+	a, err := learned.TrainGate(inceptiontest.Corpus(t, splits...), gateFeaturizer(t), learned.GateTrainConfig{Sources: shipped.Training.Sources})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,20 +73,20 @@ func TestGateModelFileIsCurrent(t *testing.T) {
 // sameModel fails unless the retrained model a equals the shipped one up
 // to the last rounded digit (a platform that fuses multiply-adds may
 // differ there).
-func sameModel(t *testing.T, file string, a, shipped *GateModel) {
+func sameModel(t *testing.T, file string, a, shipped *learned.GateModel) {
 	t.Helper()
 	if math.Abs(a.Threshold-shipped.Threshold) > 1e-5 || len(a.Weights) != len(shipped.Weights) {
-		t.Fatalf("%s is stale: retrained threshold %v, %d features; shipped %v, %d (run go generate ./inception)",
+		t.Fatalf("%s is stale: retrained threshold %v, %d features; shipped %v, %d (run go generate ./inception/learned)",
 			file, a.Threshold, len(a.Weights), shipped.Threshold, len(shipped.Weights))
 	}
 	for name, w := range a.Weights {
 		s, ok := shipped.Weights[name]
 		if !ok {
-			t.Fatalf("%s lacks feature %q (run go generate ./inception)", file, name)
+			t.Fatalf("%s lacks feature %q (run go generate ./inception/learned)", file, name)
 		}
 		for c := range w {
 			if math.Abs(w[c]-s[c]) > 1e-5 {
-				t.Fatalf("%s feature %q: retrained %v, shipped %v (run go generate ./inception)", file, name, w, s)
+				t.Fatalf("%s feature %q: retrained %v, shipped %v (run go generate ./inception/learned)", file, name, w, s)
 			}
 		}
 	}
@@ -171,24 +109,22 @@ func TestGateHeldOutAuthor(t *testing.T) {
 		{"dev,dev2,dev4", "dev3", 0.97, 0.85}, // 100 % / 80.4 %
 		{"dev,dev2,dev3", "dev4", 0.95, 0.80}, // 97.1 % / 76.8 %
 	} {
-		train, held := corpusExamples(t, splitNames(c.train)...), corpusExamples(t, splitNames(c.held)...)
-		g, err := TrainGate(train, GateTrainConfig{})
+		train, held := inceptiontest.Corpus(t, splitNames(c.train)...), inceptiontest.Corpus(t, splitNames(c.held)...)
+		g, err := learned.TrainGate(train, gateFeaturizer(t), learned.GateTrainConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		classifier, err := New(Config{Mode: Recall, GateModel: g})
+		classifier, err := rules.New(rules.Config{Mode: rules.Recall, GateModel: g})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rules, err := New(Config{Mode: Recall})
+		rules, err := rules.New(rules.Config{Mode: rules.Recall})
 		if err != nil {
 			t.Fatal(err)
 		}
 		alone := make([]bool, len(held))
 		for i, e := range held {
-			text, _ := e.Input.LastUser()
-			lower := strings.ToLower(text)
-			alone[i] = g.judge(classifier.gateFeatures(classifier.domains[e.Input.Domain], e.Input, lower), nil).score >= g.Threshold
+			alone[i] = g.Judge(classifier.GateFeaturizer().Features(e.Input), nil).Score >= g.Threshold
 		}
 		ce, cc := passRates(held, alone)
 		oe, oc := passRates(held, gatePasses(t, classifier, held))
@@ -203,4 +139,65 @@ func TestGateHeldOutAuthor(t *testing.T) {
 			t.Errorf("rules or classifier passes %.3f of erroneous turns, less than either alone", oe)
 		}
 	}
+}
+
+// gatePasses returns, per example, whether the gate sends it to the model.
+func gatePasses(t testing.TB, gate *rules.Module, examples []inception.Example) []bool {
+	t.Helper()
+	out := make([]bool, len(examples))
+	for i, e := range examples {
+		d, err := gate.Detect(context.Background(), e.Input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = d.Rein
+	}
+	return out
+}
+
+// passRates returns the shares of erroneous and clean examples passed.
+func passRates(examples []inception.Example, passed []bool) (erroneous, clean float64) {
+	gold := make([]bool, len(examples))
+	for i, e := range examples {
+		gold[i] = e.Rein
+	}
+	var ne, nc, pe, pc float64
+	for i, g := range gold {
+		if g {
+			ne++
+			if passed[i] {
+				pe++
+			}
+		} else {
+			nc++
+			if passed[i] {
+				pc++
+			}
+		}
+	}
+	return pe / max(ne, 1), pc / max(nc, 1)
+}
+
+func splitNames(s string) []string { return strings.Split(s, ",") }
+
+// gateFeaturizer is what rein detect --train-gate trains on: the gate's
+// features.
+func gateFeaturizer(t testing.TB) learned.Featurizer {
+	t.Helper()
+	m, err := rules.New(rules.Config{Mode: rules.Recall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.GateFeaturizer()
+}
+
+// typedFeaturizer is what rein detect --train-typed trains on: the
+// precise rules' signals, reading products when not nil.
+func typedFeaturizer(t testing.TB, products *rules.ProductCatalogue) learned.TypedFeaturizer {
+	t.Helper()
+	m, err := rules.New(rules.Config{Products: products})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.TypedFeaturizer()
 }

@@ -1,5 +1,5 @@
 //go:build race
 
-package rules
+package offline
 
 const raceEnabled = true

@@ -1,8 +1,6 @@
-package rules
+package offline
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,30 +9,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // The labelled detection corpus (testdata/corpus/README.md). These tests check
 // its format and its shape only; they never judge a dialogue, so they stay
 // valid whatever the inception modules do.
 
-// corpusDialogue is one line of dev.jsonl or test.jsonl: the dialogue format
-// `rein detect` reads (id, domain, messages) plus the gold label and notes.
-type corpusDialogue struct {
-	ID       string `json:"id"`
-	Domain   string `json:"domain"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	} `json:"messages"`
-	Label *struct {
-		Rein      *bool   `json:"rein"`
-		ErrorType *string `json:"error_type"`
-	} `json:"label"`
-	Notes string `json:"notes,omitempty"`
-}
-
 const (
-	corpusDir          = "../testdata/corpus"
 	corpusMinTotal     = 300
 	corpusMinTestShare = 0.30
 	corpusMinPerType   = 25
@@ -53,43 +36,8 @@ var (
 	}
 )
 
-// loadCorpusSplit decodes one split strictly: unknown fields and trailing
-// garbage on a line are errors, so a typo in a key cannot hide a label.
-func loadCorpusSplit(path string) ([]corpusDialogue, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open corpus split: %w", err)
-	}
-	defer f.Close()
-	var out []corpusDialogue
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			return nil, fmt.Errorf("%s:%d: empty line", path, line)
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		var d corpusDialogue
-		if err := dec.Decode(&d); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		if dec.More() {
-			return nil, fmt.Errorf("%s:%d: more than one JSON value on the line", path, line)
-		}
-		out = append(out, d)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return out, nil
-}
-
 // validateCorpusDialogue returns every format problem of one dialogue.
-func validateCorpusDialogue(d corpusDialogue) []error {
+func validateCorpusDialogue(d inceptiontest.CorpusDialogue) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if strings.TrimSpace(d.ID) == "" {
@@ -126,7 +74,7 @@ func validateCorpusDialogue(d corpusDialogue) []error {
 }
 
 // corpusClass is a dialogue's error type, or "clean" for a turn without error.
-func corpusClass(d corpusDialogue) string {
+func corpusClass(d inceptiontest.CorpusDialogue) string {
 	if d.Label == nil || d.Label.ErrorType == nil || *d.Label.ErrorType == "" {
 		return "clean"
 	}
@@ -134,7 +82,7 @@ func corpusClass(d corpusDialogue) string {
 }
 
 // validateCorpus checks what must hold across both splits together.
-func validateCorpus(splits map[string][]corpusDialogue) []error {
+func validateCorpus(splits map[string][]inceptiontest.CorpusDialogue) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	seenID := map[string]string{}
@@ -200,11 +148,11 @@ func validateCorpus(splits map[string][]corpusDialogue) []error {
 	return errs
 }
 
-func loadCorpus(t *testing.T) map[string][]corpusDialogue {
+func loadCorpus(t *testing.T) map[string][]inceptiontest.CorpusDialogue {
 	t.Helper()
-	splits := map[string][]corpusDialogue{}
+	splits := map[string][]inceptiontest.CorpusDialogue{}
 	for _, split := range corpusSplits {
-		ds, err := loadCorpusSplit(filepath.Join(corpusDir, split+".jsonl"))
+		ds, err := inceptiontest.CorpusSplit(filepath.Join(inceptiontest.CorpusDir(t), split+".jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +219,7 @@ func TestCorpusValidatorRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var d corpusDialogue
+			var d inceptiontest.CorpusDialogue
 			if err := json.Unmarshal([]byte(tc.line), &d); err != nil {
 				t.Fatal(err)
 			}
@@ -299,20 +247,20 @@ func TestCorpusValidatorRejects(t *testing.T) {
 			if err := os.WriteFile(path, []byte(body+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := loadCorpusSplit(path); err == nil {
+			if _, err := inceptiontest.CorpusSplit(path); err == nil {
 				t.Errorf("%s: loaded without error", name)
 			}
 		}
 	})
 
 	t.Run("corpus-wide checks", func(t *testing.T) {
-		var d corpusDialogue
+		var d inceptiontest.CorpusDialogue
 		if err := json.Unmarshal([]byte(good), &d); err != nil {
 			t.Fatal(err)
 		}
 		dup := d
 		dup.ID = "x-2"
-		errs := validateCorpus(map[string][]corpusDialogue{"dev": {d}, "test": {d, dup}})
+		errs := validateCorpus(map[string][]inceptiontest.CorpusDialogue{"dev": {d}, "test": {d, dup}})
 		joined := errors.Join(errs...).Error()
 		for _, want := range []string{
 			`id "x-1" in dev and in test`, "repeats the messages", "want at least 300",

@@ -1,4 +1,4 @@
-package rules
+package learned
 
 import (
 	"fmt"
@@ -6,10 +6,25 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/reinception/rein/inception"
 )
+
+// Featurizer gives a classifier's features of the user turn that ends in
+// (read with its dialogue and tools as the featurizer needs). The rules
+// module supplies them (rules.Module's GateFeaturizer and
+// TypedFeaturizer): the features are its signals.
+type Featurizer interface {
+	Features(in inception.Input) []Feature
+}
+
+// TypedFeaturizer is the typed classifier's featurizer: its features, and
+// whether the precise rules already activate on the turn (the threshold
+// counts the clean turns they miss only).
+type TypedFeaturizer interface {
+	Featurizer
+	Fires(in inception.Input) bool
+}
 
 // GateTrainConfig configures TrainGate. Zero values take the defaults.
 type GateTrainConfig struct {
@@ -51,21 +66,17 @@ func (c *GateTrainConfig) defaults() {
 }
 
 // TrainGate fits the gate's classifier on labelled turns: a multinomial
-// logistic regression (clean and each error type present) over
-// gateFeatures, by full-batch gradient descent from zero weights in a
+// logistic regression (clean and each error type present) over the
+// features f gives (the rules' gate features), by full-batch gradient descent from zero weights in a
 // fixed order, so the same examples and config give the same weights. The
 // threshold is chosen by cross-validation on the same examples (folds by a
 // hash of each id): the highest score at which the held-out folds'
 // erroneous turns are passed at TargetRecall.
-func TrainGate(examples []inception.Example, cfg GateTrainConfig) (*GateModel, error) {
+func TrainGate(examples []inception.Example, f Featurizer, cfg GateTrainConfig) (*GateModel, error) {
 	cfg.defaults()
 	if cfg.TargetRecall <= 0 || cfg.TargetRecall > 1 || cfg.Folds < 2 || cfg.Epochs < 1 || cfg.L2 < 0 || cfg.MinCount < 1 {
 		return nil, fmt.Errorf("%w: gate training: target recall %v (want (0, 1]), %d folds (want 2 or more), %d epochs, L2 %v, min count %d",
 			inception.ErrInvalidConfig, cfg.TargetRecall, cfg.Folds, cfg.Epochs, cfg.L2, cfg.MinCount)
-	}
-	rules, err := New(Config{Taxonomy: cfg.Taxonomy, Mode: Recall})
-	if err != nil {
-		return nil, err
 	}
 	classes := []string{inception.CleanClass}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
@@ -75,7 +86,7 @@ func TrainGate(examples []inception.Example, cfg GateTrainConfig) (*GateModel, e
 	}
 	data := make([]gateRow, 0, len(examples))
 	for _, e := range examples {
-		text, ok := e.Input.LastUser()
+		_, ok := e.Input.LastUser()
 		if !ok {
 			return nil, fmt.Errorf("%w: training turn %s does not end with a user turn", inception.ErrInvalidInput, e.ID)
 		}
@@ -83,7 +94,7 @@ func TrainGate(examples []inception.Example, cfg GateTrainConfig) (*GateModel, e
 		if y < 0 {
 			return nil, fmt.Errorf("%w: training turn %s has type %q, not in the taxonomy", inception.ErrInvalidInput, e.ID, e.ErrorType)
 		}
-		feats := rules.gateFeatures(rules.domains[e.Input.Domain], e.Input, strings.ToLower(text))
+		feats := f.Features(e.Input)
 		data = append(data, gateRow{id: e.ID, feats: feats, y: y})
 	}
 	if len(classes) < 2 || !slices.ContainsFunc(data, func(r gateRow) bool { return r.y == 0 }) {
@@ -134,7 +145,7 @@ func TrainGate(examples []inception.Example, cfg GateTrainConfig) (*GateModel, e
 // gateRow is one training turn: its features and class index.
 type gateRow struct {
 	id    string
-	feats []gateFeature
+	feats []Feature
 	y     int
 }
 
@@ -164,7 +175,7 @@ func fitGate(rows []gateRow, classes []string, cfg GateTrainConfig) *GateModel {
 	count := map[string]int{}
 	for _, r := range rows {
 		for _, f := range r.feats {
-			count[f.name]++
+			count[f.Name]++
 		}
 	}
 	var vocab []string
@@ -185,8 +196,8 @@ func fitGate(rows []gateRow, classes []string, cfg GateTrainConfig) *GateModel {
 	xs := make([][]entry, len(rows))
 	for i, r := range rows {
 		for _, f := range r.feats {
-			if j, ok := index[f.name]; ok {
-				xs[i] = append(xs[i], entry{j, f.val})
+			if j, ok := index[f.Name]; ok {
+				xs[i] = append(xs[i], entry{j, f.Val})
 			}
 		}
 		sort.Slice(xs[i], func(a, b int) bool { return xs[i][a].j < xs[i][b].j })

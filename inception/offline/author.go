@@ -1,4 +1,4 @@
-package rules
+package offline
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/rules"
 
 	"github.com/reinception/rein/inception"
 )
@@ -52,7 +55,7 @@ type AuthorGate struct {
 // LeaveOneAuthorOut trains the typed and the gate classifiers on every
 // author but one and measures on that one, for each author of examples
 // (Example.Author), in author order.
-func LeaveOneAuthorOut(ctx context.Context, examples []inception.Example, cfg TypedTrainConfig) ([]AuthorScore, error) {
+func LeaveOneAuthorOut(ctx context.Context, examples []inception.Example, cfg learned.TypedTrainConfig, products *rules.ProductCatalogue) ([]AuthorScore, error) {
 	var authors []string
 	for _, e := range examples {
 		if !slices.Contains(authors, e.Author) {
@@ -73,7 +76,7 @@ func LeaveOneAuthorOut(ctx context.Context, examples []inception.Example, cfg Ty
 				train = append(train, e)
 			}
 		}
-		s, err := OutOfAuthor(ctx, train, held, cfg)
+		s, err := OutOfAuthor(ctx, train, held, cfg, products)
 		if err != nil {
 			return nil, fmt.Errorf("held-out author %s: %w", h, err)
 		}
@@ -83,8 +86,9 @@ func LeaveOneAuthorOut(ctx context.Context, examples []inception.Example, cfg Ty
 }
 
 // OutOfAuthor trains on train and measures on held (which train must not
-// share an author with).
-func OutOfAuthor(ctx context.Context, train, held []inception.Example, cfg TypedTrainConfig) (AuthorScore, error) {
+// share an author with). The rules read products, the store's catalogue
+// (nil for none), while training and measuring.
+func OutOfAuthor(ctx context.Context, train, held []inception.Example, cfg learned.TypedTrainConfig, products *rules.ProductCatalogue) (AuthorScore, error) {
 	var s AuthorScore
 	for _, e := range train {
 		if !slices.Contains(s.Trained, e.Author) {
@@ -103,18 +107,31 @@ func OutOfAuthor(ctx context.Context, train, held []inception.Example, cfg Typed
 	}
 	s.Held = strings.Join(heldAuthors, "+")
 	s.Turns = len(held)
-	cfg.defaults()
-	typed, err := TrainTyped(train, cfg)
+	if cfg.Taxonomy == nil {
+		cfg.Taxonomy = inception.DefaultTaxonomy()
+	}
+	precise, err := rules.New(rules.Config{Taxonomy: cfg.Taxonomy, Products: products})
 	if err != nil {
 		return s, err
 	}
-	gateModel, err := TrainGate(train, GateTrainConfig{Taxonomy: cfg.Taxonomy})
+	cfg.Catalogue = products != nil
+	typed, err := learned.TrainTyped(train, precise.TypedFeaturizer(), cfg)
+	if err != nil {
+		return s, err
+	}
+	// The gate's classifier is trained as rein detect --train-gate does:
+	// on the gate's features, which read no catalogue.
+	gateFeatures, err := rules.New(rules.Config{Taxonomy: cfg.Taxonomy, Mode: rules.Recall})
+	if err != nil {
+		return s, err
+	}
+	gateModel, err := learned.TrainGate(train, gateFeatures.GateFeaturizer(), learned.GateTrainConfig{Taxonomy: cfg.Taxonomy})
 	if err != nil {
 		return s, err
 	}
 	s.Threshold = typed.Threshold
-	figures := func(typed *GateModel) (AuthorFigures, error) {
-		m, err := New(Config{Taxonomy: cfg.Taxonomy, TypedModel: typed, Products: cfg.Products})
+	figures := func(typed *learned.GateModel) (AuthorFigures, error) {
+		m, err := rules.New(rules.Config{Taxonomy: cfg.Taxonomy, TypedModel: typed, Products: products})
 		if err != nil {
 			return AuthorFigures{}, err
 		}
@@ -127,11 +144,11 @@ func OutOfAuthor(ctx context.Context, train, held []inception.Example, cfg Typed
 	if s.Combined, err = figures(typed); err != nil {
 		return s, err
 	}
-	gateRules, err := New(Config{Taxonomy: cfg.Taxonomy, Mode: Recall, Products: cfg.Products})
+	gateRules, err := rules.New(rules.Config{Taxonomy: cfg.Taxonomy, Mode: rules.Recall, Products: products})
 	if err != nil {
 		return s, err
 	}
-	withModel, err := New(Config{Taxonomy: cfg.Taxonomy, Mode: Recall, GateModel: gateModel, Products: cfg.Products})
+	withModel, err := rules.New(rules.Config{Taxonomy: cfg.Taxonomy, Mode: rules.Recall, GateModel: gateModel, Products: products})
 	if err != nil {
 		return s, err
 	}
@@ -139,13 +156,12 @@ func OutOfAuthor(ctx context.Context, train, held []inception.Example, cfg Typed
 	var gold []bool
 	var rulesPass, modelPass, typedPass []bool
 	for _, e := range held {
-		text, ok := e.Input.LastUser()
-		if !ok {
+		if _, ok := e.Input.LastUser(); !ok {
 			return s, fmt.Errorf("%w: turn %s does not end with a user turn", inception.ErrInvalidInput, e.ID)
 		}
-		lower := strings.ToLower(text)
-		gateScores = append(gateScores, gateModel.judge(withModel.gateFeatures(withModel.domains[e.Input.Domain], e.Input, lower), nil).score)
-		ts := gateRules.typedScore(typed, e.Input)
+		gateScores = append(gateScores, gateModel.Judge(withModel.GateFeaturizer().Features(e.Input), nil).Score)
+		// 1 − P(clean) under the typed model: its gate score.
+		ts := 1 - typed.Probabilities(gateRules.TypedFeaturizer().Features(e.Input))[0]
 		typedScores = append(typedScores, ts)
 		gold = append(gold, e.Class() != inception.CleanClass)
 		r, err := gateRules.Detect(ctx, e.Input)

@@ -1,39 +1,14 @@
-package rules
+package learned
 
 import (
-	_ "embed"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/reinception/rein/inception"
 )
-
-// The typed classifier complements the precise rules module: a
-// multinomial logistic regression over clean and the six error types whose
-// features are the rules' intermediate signals beside the words
-// (typed_features.go). The rules' activation stands; when they find
-// nothing, the classifier activates with its likeliest error type if that
-// type's probability reaches the model's threshold, chosen by
-// cross-validation for a budget of clean false activations. It shares the
-// gate model's file format (GateModel, Features "typed"), and its
-// 1 − P(clean) is a gate score too.
-
-// dev8 (author G) is left out of the shipped model: trained with it, the
-// model added 25 activations on the 1,490 clean trajectory turns (17 at a
-// 0.5 % budget) against 14 without it; it is measured, held out, instead.
-//
-//go:generate go run ../../cmd/rein detect --train-typed typed_model.json --eval ../testdata/corpus --train-splits dev,dev2,dev3,dev4,dev5,dev6 --taubench ../../../shared/taubench --clean-budget 0.0075
-
-//go:embed typed_model.json
-var defaultTypedModelJSON []byte
-
-// TypedFeatures marks a model file whose features are typedFeatures (the
-// typed classifier) rather than gateFeatures (the gate's classifier).
-const TypedFeatures = "typed"
 
 // TypedTrainConfig configures TrainTyped. Zero values take the defaults.
 type TypedTrainConfig struct {
@@ -49,10 +24,10 @@ type TypedTrainConfig struct {
 	// GateRecall is the share of erroneous turns 1 − P(clean) must pass in
 	// cross-validation; it sets GateThreshold (default 0.97).
 	GateRecall float64
-	// Products is the store's catalogue the rules read while training and
-	// scoring (as Config.Products); nil for none. Train with the
-	// catalogue the model will be served with.
-	Products *ProductCatalogue
+	// Catalogue says the featurizer's rules read a product catalogue
+	// (rules.Config.Products), recorded in the model: serve it with the
+	// catalogue it was trained with.
+	Catalogue bool
 }
 
 func (c *TypedTrainConfig) defaults() {
@@ -84,17 +59,13 @@ type typedRow struct {
 // no more than CleanBudget of the clean turns as false activations; the
 // gate threshold is the highest at which 1 − P(clean) passes GateRecall of
 // the erroneous turns.
-func TrainTyped(examples []inception.Example, cfg TypedTrainConfig) (*GateModel, error) {
+func TrainTyped(examples []inception.Example, f TypedFeaturizer, cfg TypedTrainConfig) (*GateModel, error) {
 	cfg.defaults()
 	gc := GateTrainConfig{Taxonomy: cfg.Taxonomy, Epochs: cfg.Epochs, L2: cfg.L2, MinCount: cfg.MinCount, Folds: cfg.Folds}
 	gc.defaults()
 	if cfg.CleanBudget <= 0 || cfg.CleanBudget >= 1 || cfg.GateRecall <= 0 || cfg.GateRecall > 1 || gc.Folds < 2 || gc.Epochs < 1 || gc.L2 < 0 || gc.MinCount < 1 {
 		return nil, fmt.Errorf("%w: typed training: clean budget %v (want (0, 1)), gate recall %v (want (0, 1]), %d folds, %d epochs, L2 %v, min count %d",
 			inception.ErrInvalidConfig, cfg.CleanBudget, cfg.GateRecall, gc.Folds, gc.Epochs, gc.L2, gc.MinCount)
-	}
-	rules, err := New(Config{Taxonomy: cfg.Taxonomy, Products: cfg.Products})
-	if err != nil {
-		return nil, err
 	}
 	classes := []string{inception.CleanClass}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
@@ -108,7 +79,7 @@ func TrainTyped(examples []inception.Example, cfg TypedTrainConfig) (*GateModel,
 	rows := make([]typedRow, 0, len(examples))
 	authors := map[string]int{}
 	for _, e := range examples {
-		text, ok := e.Input.LastUser()
+		_, ok := e.Input.LastUser()
 		if !ok {
 			return nil, fmt.Errorf("%w: training turn %s does not end with a user turn", inception.ErrInvalidInput, e.ID)
 		}
@@ -116,9 +87,7 @@ func TrainTyped(examples []inception.Example, cfg TypedTrainConfig) (*GateModel,
 		if y < 0 {
 			return nil, fmt.Errorf("%w: training turn %s has type %q, not in the taxonomy", inception.ErrInvalidInput, e.ID, e.ErrorType)
 		}
-		name, _, _ := rules.judge(e.Input, text)
-		feats := rules.typedFeatures(rules.domains[e.Input.Domain], e.Input, strings.ToLower(text), false)
-		rows = append(rows, typedRow{gateRow: gateRow{id: e.ID, feats: feats, y: y}, fired: name != ""})
+		rows = append(rows, typedRow{gateRow: gateRow{id: e.ID, feats: f.Features(e.Input), y: y}, fired: f.Fires(e.Input)})
 		if _, ok := authors[e.Author]; !ok {
 			authors[e.Author] = len(authors)
 		}
@@ -190,7 +159,7 @@ func TrainTyped(examples []inception.Example, cfg TypedTrainConfig) (*GateModel,
 		Folds: folds, FoldsBy: by, TargetRecall: cfg.GateRecall, CleanBudget: cfg.CleanBudget,
 		CVErroneous: round6(passShare(errScores, gateThreshold)), CVClean: round6(passShare(cleanScores, gateThreshold)),
 		CVAddedClean: round6(float64(countAtLeast(cleanAdded, threshold)) / float64(nClean)),
-		Catalogue:    cfg.Products != nil,
+		Catalogue:    cfg.Catalogue,
 	}
 	return g, g.Validate()
 }
@@ -203,96 +172,4 @@ func countAtLeast(scores []float64, t float64) int {
 		}
 	}
 	return n
-}
-
-var defaultTyped = sync.OnceValues(func() (*GateModel, error) { return ParseGateModel(defaultTypedModelJSON) })
-
-// DefaultTypedModel returns the typed classifier shipped with rein
-// (trained on the corpus's dev splits; see testdata/corpus/README.md).
-func DefaultTypedModel() *GateModel {
-	g, err := defaultTyped()
-	if err != nil {
-		panic(fmt.Sprintf("inception: built-in typed model: %v", err))
-	}
-	return g
-}
-
-// typedClassify is the precise module's learned complement: the likeliest
-// allowed error type when its probability reaches the threshold, with a
-// location in the user turn's sentence that weighed most for it (the sum
-// of its features' pull towards the type against clean).
-func (m *Module) typedClassify(dr *domainRules, in inception.Input, lower string) (string, []int) {
-	g := m.typedModel
-	if g == nil {
-		return "", nil
-	}
-	feats := m.typedFeatures(dr, in, lower, true)
-	p := softmax(g.logits(feats))
-	best := -1
-	for c := 1; c < len(g.Classes); c++ {
-		et, ok := m.tax.Type(g.Classes[c])
-		if !ok || et.HeldOut {
-			continue
-		}
-		if best < 0 || p[c] > p[best] {
-			best = c
-		}
-	}
-	if best < 0 || p[best] < g.Threshold {
-		return "", nil
-	}
-	return g.Classes[best], weightiest(g, feats, best, lower)
-}
-
-// weightiest returns the span of the feature that pulled most towards
-// class c inside the sentence of lower whose features pulled most.
-func weightiest(g *GateModel, feats []gateFeature, c int, lower string) []int {
-	sentence := func(at int) int {
-		n := 0
-		for i := 0; i < at && i < len(lower); i++ {
-			if b := lower[i]; (b == '.' || b == '!' || b == '?' || b == '\n') && i+1 < len(lower) && (lower[i+1] == ' ' || lower[i+1] == '\n') {
-				n++
-			}
-		}
-		return n
-	}
-	sum := map[int]float64{}
-	type pull struct {
-		d    float64
-		span []int
-		s    int
-	}
-	var pulls []pull
-	for _, f := range feats {
-		w, ok := g.Weights[f.name]
-		if !ok || f.span == nil {
-			continue
-		}
-		p := pull{d: f.val * (w[c] - w[0]), span: f.span, s: sentence(f.span[0])}
-		sum[p.s] += p.d
-		pulls = append(pulls, p)
-	}
-	if len(pulls) == 0 {
-		return []int{0, min(len(lower), 1)}
-	}
-	bestS := pulls[0].s
-	for s, v := range sum {
-		if v > sum[bestS] || v == sum[bestS] && s < bestS {
-			bestS = s
-		}
-	}
-	var top *pull
-	for i := range pulls {
-		if pulls[i].s == bestS && (top == nil || pulls[i].d > top.d) {
-			top = &pulls[i]
-		}
-	}
-	return top.span
-}
-
-// typedScore is 1 − P(clean) under the typed model: its gate score.
-func (m *Module) typedScore(g *GateModel, in inception.Input) float64 {
-	text, _ := in.LastUser()
-	lower := strings.ToLower(text)
-	return 1 - softmax(g.logits(m.typedFeatures(m.domains[in.Domain], in, lower, false)))[0]
 }
