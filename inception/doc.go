@@ -12,7 +12,7 @@
 // are in default_taxonomy.yaml) and, when so, the recovery reasoning to
 // plant as the agent's first think step.
 //
-// The modules live below it: inception/rules (the rules module, no
+// The modules live above it: inception/rules (the rules module, no
 // model), inception/learned (the classifiers trained on the labelled
 // corpus, and their trainers), inception/llmmodule (the LLM module and the
 // cascade); inception/offline scores them on labelled turns. The labelled
@@ -30,13 +30,9 @@
 //     names (ModuleRules, ModuleLLM, ModuleCascade).
 //   - Example (CleanClass, CorpusAuthor): a labelled turn, what training
 //     and evaluation read.
-//   - Planted-text checks every module shares: RenderPlan/SanitizeEvidence
-//     (the planted reasoning is the taxonomy's recovery plan with a
-//     sanitised evidence quote as its only slot), GroundEvidence (the
-//     quote must be the user's own words), EvidenceProblem and
-//     EvidenceMisuse, GeneratedCheck (a generated plan names its tool and
-//     no other, claims no authority, states no amount the dialogue lacks),
-//     NamesTool, ClaimsAuthority, GivesOrders, CleanText, ContainsWord,
-//     WordIndex, SanitizeUncapped; FailReason: what a detection records of
-//     a module error.
+//   - WordIndex: a whole-word search the taxonomy and the rules share;
+//     FailReason: what a detection records of a module error.
+//
+// The checks on planted text every module shares are in
+// inception/planted.
 package inception

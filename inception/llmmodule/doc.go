@@ -10,7 +10,7 @@
 //     (BuildDynamicPrompt, DefaultDialogueBudget). The answer, at most
 //     MaxAnswerBytes, is validated against a JSON Schema; its evidence is
 //     grounded in the user's words and its plan rendered or checked by
-//     the inception package's planted-text checks.
+//     the planted-text checks of inception/planted.
 //   - NewCascade (Cascade, CascadeStats): a gate module (the recall
 //     rules) judges every turn and only the turns it passes reach the
 //     model (GatePass, GateSkip label its counters); when the model

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 func TestRulesPassengerCounts(t *testing.T) {
@@ -35,8 +36,8 @@ func TestRulesPassengerCounts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := inception.Input{Tenant: "acme", Domain: "airline", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "airline")}
-			judgeAs(t, m, in, tc.want)
+			in := inception.Input{Tenant: "acme", Domain: "airline", Dialogue: inceptiontest.Dialogue(tc.dialogue...), Tools: inceptiontest.MiniTools(t, "airline")}
+			inceptiontest.JudgeAs(t, m, in, tc.want)
 			if tc.want != "" && len(tc.dialogue) > 1 && !m.NeedsContext(in) {
 				t.Error("NeedsContext = false for a count judged against an earlier turn")
 			}
@@ -63,8 +64,8 @@ func TestRulesSizeAgainstDirection(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := inception.Input{Tenant: "acme", Domain: "retail", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "retail")}
-			judgeAs(t, m, in, tc.want)
+			in := inception.Input{Tenant: "acme", Domain: "retail", Dialogue: inceptiontest.Dialogue(tc.dialogue...), Tools: inceptiontest.MiniTools(t, "retail")}
+			inceptiontest.JudgeAs(t, m, in, tc.want)
 			if tc.want != "" && !m.NeedsContext(in) {
 				t.Error("NeedsContext = false for a size judged against the agent's")
 			}

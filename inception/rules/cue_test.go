@@ -3,6 +3,8 @@ package rules
 import (
 	"strings"
 	"testing"
+
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // TestCuePrefilterIsExact: the literal prefilter, bigram map, boundary skip
@@ -15,7 +17,7 @@ func TestCuePrefilterIsExact(t *testing.T) {
 		"yes, go ahead. no wait, don't", "cancel or return", "either", "", "x",
 	}
 	if tb := taubenchDirOrEmpty(t); tb != "" {
-		for _, dlg := range trajectoryTurns(t) {
+		for _, dlg := range inceptiontest.TrajectoryTurns(t) {
 			texts = append(texts, dlg[len(dlg)-1].Text)
 		}
 	}

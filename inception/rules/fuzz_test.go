@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 
 	"github.com/reinception/rein/inception"
 )
@@ -33,9 +34,9 @@ func FuzzRulesModule(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	airline, retail := miniTools(f, "airline"), miniTools(f, "retail")
+	airline, retail := inceptiontest.MiniTools(f, "airline"), inceptiontest.MiniTools(f, "retail")
 	f.Fuzz(func(t *testing.T, earlier, agent, last string, isRetail bool) {
-		in := inception.Input{Tenant: "acme", Domain: "airline", Tools: airline, Dialogue: dialogue(earlier, agent, last)}
+		in := inception.Input{Tenant: "acme", Domain: "airline", Tools: airline, Dialogue: inceptiontest.Dialogue(earlier, agent, last)}
 		if isRetail {
 			in.Domain, in.Tools = "retail", retail
 		}
@@ -48,7 +49,7 @@ func FuzzRulesModule(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%s failed: %v", m.Name(), err)
 			}
-			if p := decisionProblem(tax, d, earlier+" "+last); p != "" {
+			if p := inceptiontest.DecisionProblem(tax, d, earlier+" "+last); p != "" {
 				t.Fatalf("%s: %s", m.Name(), p)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // testCatalogue is a small invented store in the τ-bench products.json
@@ -80,8 +81,8 @@ func TestRulesProductOptions(t *testing.T) {
 	plain := optionRulesModule(t, false)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := inception.Input{Tenant: "acme", Domain: "retail", Dialogue: dialogue(tc.dialogue...), Tools: miniTools(t, "retail")}
-			d := judgeAs(t, m, in, tc.want)
+			in := inception.Input{Tenant: "acme", Domain: "retail", Dialogue: inceptiontest.Dialogue(tc.dialogue...), Tools: inceptiontest.MiniTools(t, "retail")}
+			d := inceptiontest.JudgeAs(t, m, in, tc.want)
 			if tc.want != "" {
 				if d.Evidence == "" || !strings.Contains(d.Reasoning, tc.values) {
 					t.Errorf("evidence %q, reasoning %q: want the values %q named", d.Evidence, d.Reasoning, tc.values)
@@ -93,7 +94,7 @@ func TestRulesProductOptions(t *testing.T) {
 				}
 				// Airline dialogues never read the retail catalogue.
 				in.Domain = "airline"
-				in.Tools = miniTools(t, "airline")
+				in.Tools = inceptiontest.MiniTools(t, "airline")
 				if ad, _ := m.Detect(context.Background(), in); ad.ErrorType == inception.TypeUnsupportedParameter && strings.Contains(ad.Reasoning, "store's") {
 					t.Errorf("airline read the catalogue: %+v", ad)
 				}
@@ -107,13 +108,13 @@ func TestRulesProductOptions(t *testing.T) {
 // judge the turn alone).
 func TestRulesProductOptionsNeedContext(t *testing.T) {
 	m := optionRulesModule(t, true)
-	in := inception.Input{Tenant: "acme", Domain: "retail", Tools: miniTools(t, "retail"),
-		Dialogue: dialogue("Hi", "The Electric Kettle in #W1234567 is 1L, white. Which option would you like instead?", "a 3 liter one please")}
+	in := inception.Input{Tenant: "acme", Domain: "retail", Tools: inceptiontest.MiniTools(t, "retail"),
+		Dialogue: inceptiontest.Dialogue("Hi", "The Electric Kettle in #W1234567 is 1L, white. Which option would you like instead?", "a 3 liter one please")}
 	if !m.NeedsContext(in) {
 		t.Error("NeedsContext = false for a value only the dialogue's product frames")
 	}
-	named := inception.Input{Tenant: "acme", Domain: "retail", Tools: miniTools(t, "retail"),
-		Dialogue: dialogue("I'd like to exchange my trail shoes from #W1234567 for size 11, same color.")}
+	named := inception.Input{Tenant: "acme", Domain: "retail", Tools: inceptiontest.MiniTools(t, "retail"),
+		Dialogue: inceptiontest.Dialogue("I'd like to exchange my trail shoes from #W1234567 for size 11, same color.")}
 	if m.NeedsContext(named) {
 		t.Error("NeedsContext = true for a product and value both in the turn")
 	}
@@ -178,7 +179,7 @@ func TestRulesProductOptionsOnTaskInstructions(t *testing.T) {
 		for _, task := range tasks {
 			n++
 			lower := strings.ToLower(task.Instruction)
-			if mm, _ := or.check(inception.Input{Domain: "retail", Dialogue: dialogue(task.Instruction)}, lower); mm.loc != nil {
+			if mm, _ := or.check(inception.Input{Domain: "retail", Dialogue: inceptiontest.Dialogue(task.Instruction)}, lower); mm.loc != nil {
 				fired++
 				t.Logf("fired: %s ← %q", mm.note(), sentenceAround(lower, mm.loc[0], mm.loc[1]))
 			}

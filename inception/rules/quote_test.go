@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // The rules match on the lower-cased turn. When lower-casing changed the
@@ -23,7 +24,7 @@ func TestEvidenceIsQuotedAsTheUserWroteItWhateverLowerCasingDoes(t *testing.T) {
 		"\u0130stanbul is where I land. Can you book me a hotel in Paris for my trip ZFA04Y?", // İ grows when lower-cased
 		"\u212a is my initial. Can you book me a hotel in Paris for my trip ZFA04Y?",          // the Kelvin sign shrinks
 	} {
-		d, err := m.Detect(context.Background(), airlineInput(t, last))
+		d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, last))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/planted"
 
 	"github.com/reinception/rein/inception"
 
@@ -341,15 +342,15 @@ func (m *Module) Detect(_ context.Context, in inception.Input) (inception.Decisi
 	// The span is checked as the user wrote it and as it will be planted
 	// (cleaned and capped).
 	tools := m.toolNames(in.Tools)
-	bad := inception.EvidenceMisuse(ev, tools)
-	if ev = inception.SanitizeEvidence(ev); bad == "" {
-		bad = inception.EvidenceMisuse(ev, tools)
+	bad := planted.EvidenceMisuse(ev, tools)
+	if ev = planted.SanitizeEvidence(ev); bad == "" {
+		bad = planted.EvidenceMisuse(ev, tools)
 	}
 	if bad != "" {
 		ev, d.FailReason = "", bad+"; the evidence slot was left generic"
 	}
 	d.Evidence = ev
-	d.Reasoning = inception.RenderPlan(et.RecoveryPlan, d.Evidence)
+	d.Reasoning = planted.RenderPlan(et.RecoveryPlan, d.Evidence)
 	if note := m.optionNote(in, name, text); note != "" {
 		d.Reasoning += " " + note
 	}

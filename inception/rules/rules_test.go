@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 
 	"github.com/reinception/rein/internal/llm"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // Per-type cases written from the taxonomy definitions: each positive case
@@ -105,14 +107,14 @@ func TestRulesPerType(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.dialogue...)}
+			in := inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: inceptiontest.Dialogue(tc.dialogue...)}
 			if tc.domain != "bank" {
-				in.Tools = miniTools(t, tc.domain)
+				in.Tools = inceptiontest.MiniTools(t, tc.domain)
 			}
-			d := judgeAs(t, m, in, tc.want)
+			d := inceptiontest.JudgeAs(t, m, in, tc.want)
 			if d.Rein {
-				et := mustType(t, d.ErrorType)
-				if d.Evidence == "" || d.Reasoning != inception.RenderPlan(et.RecoveryPlan, d.Evidence) || d.RecoveryTool != et.RecoveryTool || d.Category != et.Category {
+				et := inceptiontest.MustType(t, d.ErrorType)
+				if d.Evidence == "" || d.Reasoning != planted.RenderPlan(et.RecoveryPlan, d.Evidence) || d.RecoveryTool != et.RecoveryTool || d.Category != et.Category {
 					t.Errorf("decision %+v", d)
 				}
 			}
@@ -126,14 +128,14 @@ func TestRulesPerType(t *testing.T) {
 func TestRulesParameterNeedsToolSchema(t *testing.T) {
 	m, _ := New(Config{})
 	// Without the agent's tools there is no cabin parameter to compare to.
-	d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Dialogue: dialogue("Upgrade ABC123 to first class.")})
+	d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Dialogue: inceptiontest.Dialogue("Upgrade ABC123 to first class.")})
 	if d.Rein {
 		t.Fatalf("activated without tool schemas: %+v", d)
 	}
 	// A catalogue whose cabin enum includes first_class accepts it.
-	tools := miniTools(t, "airline")
+	tools := inceptiontest.MiniTools(t, "airline")
 	tools[1].Parameters = []byte(`{"type":"object","properties":{"cabin":{"type":"string","enum":["economy","first_class"]}}}`)
-	d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: tools, Dialogue: dialogue("Upgrade ABC123 to first class.")})
+	d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue("Upgrade ABC123 to first class.")})
 	if d.Rein {
 		t.Fatalf("activated although the tools accept first_class: %+v", d)
 	}
@@ -145,7 +147,7 @@ func TestRulesHeldOutAndModes(t *testing.T) {
 	}
 	recall, _ := New(Config{Mode: Recall})
 	precise, _ := New(Config{})
-	in := inception.Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: dialogue("Hi", "Your reservation ABC123 is ready.", "Actually, can you cancel those?")}
+	in := inception.Input{Domain: "airline", Tools: inceptiontest.MiniTools(t, "airline"), Dialogue: inceptiontest.Dialogue("Hi", "Your reservation ABC123 is ready.", "Actually, can you cancel those?")}
 	dp, _ := precise.Detect(context.Background(), in)
 	dr, _ := recall.Detect(context.Background(), in)
 	if dp.Rein || !dr.Rein {
@@ -163,12 +165,12 @@ func BenchmarkRules(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tools := miniTools(b, "airline")
+	tools := inceptiontest.MiniTools(b, "airline")
 	agent := "I found two reservations under your profile: ABC123 from Boston (BOS) to Denver (DEN) on 2024-05-20 in economy, and XYZ789 from Denver to Seattle on 2024-05-22 in business, booked with credit_card_7815826. Which one would you like to change, and would you like to keep the same cabin?"
 	cases := map[string]inception.Input{
-		"clean":  {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.")},
-		"cued":   {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "Change that one to the later flight, please.")},
-		"recall": {Domain: "airline", Tools: tools, Dialogue: dialogue("Hi, I need to change a flight.", agent, "Actually, either is fine, I'm not sure which one.")},
+		"clean":  {Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue("Hi, I need to change a flight.", agent, "I'd like to move the Denver to Seattle flight to May 24, same cabin, and pay the difference with my credit card ending in 7815.")},
+		"cued":   {Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue("Hi, I need to change a flight.", agent, "Change that one to the later flight, please.")},
+		"recall": {Domain: "airline", Tools: tools, Dialogue: inceptiontest.Dialogue("Hi, I need to change a flight.", agent, "Actually, either is fine, I'm not sure which one.")},
 	}
 	for name, in := range cases {
 		b.Run(name, func(b *testing.B) {
@@ -188,7 +190,7 @@ func BenchmarkRules(b *testing.B) {
 // -bench RulesClean ./inception/`).
 func BenchmarkRulesClean(b *testing.B) {
 	m, _ := New(Config{})
-	in := inception.Input{Domain: "airline", Tools: miniTools(b, "airline"), Dialogue: dialogue(
+	in := inception.Input{Domain: "airline", Tools: inceptiontest.MiniTools(b, "airline"), Dialogue: inceptiontest.Dialogue(
 		"Hi, I need to change a flight.",
 		"I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to change?",
 		// Clean: "the Boston one" picks one of the two ("that one to the
@@ -208,22 +210,22 @@ func TestRulesCatalogueDecides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := dialogue("Can I pick a window seat on my flight?")
-	d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: ask})
+	ask := inceptiontest.Dialogue("Can I pick a window seat on my flight?")
+	d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: inceptiontest.MiniTools(t, "airline"), Dialogue: ask})
 	if d.ErrorType != inception.TypeUnsupportedAction {
 		t.Fatalf("default catalogue: %+v", d)
 	}
-	withSeats := append(miniTools(t, "airline"), llm.Tool{Name: "select_seat", Description: "Assign a seat to a passenger.", Parameters: []byte(`{"type":"object"}`)})
+	withSeats := append(inceptiontest.MiniTools(t, "airline"), llm.Tool{Name: "select_seat", Description: "Assign a seat to a passenger.", Parameters: []byte(`{"type":"object"}`)})
 	if d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: withSeats, Dialogue: ask}); d.Rein {
 		t.Fatalf("a catalogue that assigns seats: %+v", d)
 	}
 	// flight_type's enum (one_way, round_trip) is in the full catalogue
 	// only: a multi-city trip is judged against it.
-	multi := dialogue("Book me a multi-city trip: Boston to LA, then LA to Seattle.")
-	if d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: miniTools(t, "airline"), Dialogue: multi}); d.Rein {
+	multi := inceptiontest.Dialogue("Book me a multi-city trip: Boston to LA, then LA to Seattle.")
+	if d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: inceptiontest.MiniTools(t, "airline"), Dialogue: multi}); d.Rein {
 		t.Fatalf("no flight_type in the mini catalogue, yet: %+v", d)
 	}
-	if d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: domainTools(t, "airline"), Dialogue: multi}); d.ErrorType != inception.TypeUnsupportedParameter {
+	if d, _ = m.Detect(context.Background(), inception.Input{Domain: "airline", Tools: inceptiontest.DomainTools(t, "airline"), Dialogue: multi}); d.ErrorType != inception.TypeUnsupportedParameter {
 		t.Fatalf("multi-city against the full catalogue: %+v", d)
 	}
 }
@@ -235,7 +237,7 @@ func TestRulesDefaultCatalogueCoversNoGroup(t *testing.T) {
 	m, _ := New(Config{})
 	for _, domain := range []string{"airline", "retail"} {
 		dr := m.domains[domain]
-		cov := coveredActions(dr, domainTools(t, domain))
+		cov := coveredActions(dr, inceptiontest.DomainTools(t, domain))
 		for i, c := range cov {
 			if c {
 				t.Errorf("%s: unsupported action group %d (%v) is covered by the catalogue", domain, i, dr.actions[i].objects)
@@ -263,7 +265,7 @@ func TestRulesCustomAmbiguityType(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Dialogue: dialogue("Move my flight to tomorrow at five o'clock.")})
+		d, _ := m.Detect(context.Background(), inception.Input{Domain: "airline", Dialogue: inceptiontest.Dialogue("Move my flight to tomorrow at five o'clock.")})
 		if d.ErrorType != "vague_time" {
 			t.Errorf("%s: %+v", mode, d)
 		}

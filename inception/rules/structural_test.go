@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 // The structural signals of issue 22's second pass, each with the near miss
@@ -169,8 +170,8 @@ func TestRulesStructuralSignals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.dialogue...), Tools: domainTools(t, tc.domain)}
-			d := judgeAs(t, m, in, tc.want)
+			in := inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: inceptiontest.Dialogue(tc.dialogue...), Tools: inceptiontest.DomainTools(t, tc.domain)}
+			d := inceptiontest.JudgeAs(t, m, in, tc.want)
 			if d.Rein && d.Evidence == "" {
 				t.Errorf("no evidence quoted: %+v", d)
 			}
@@ -224,7 +225,7 @@ func TestGateStructuralSignals(t *testing.T) {
 		{"airline", "so i booked my mother on 4WQ150 by mistake, please cancel 4WQ150 entirely", false},
 	}
 	for _, tc := range cases {
-		d, err := g.Detect(context.Background(), inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: dialogue(tc.turn), Tools: domainTools(t, tc.domain)})
+		d, err := g.Detect(context.Background(), inception.Input{Tenant: "acme", Domain: tc.domain, Dialogue: inceptiontest.Dialogue(tc.turn), Tools: inceptiontest.DomainTools(t, tc.domain)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,8 +250,8 @@ func TestGateReadsUsersEarlierTurns(t *testing.T) {
 		{"I'm mason ahmed (78739). I have no gift card.", true},
 		{"I'm mason ahmed (78739). I have a gift card.", false},
 	} {
-		in := inception.Input{Tenant: "acme", Domain: "retail", Tools: domainTools(t, "retail"),
-			Dialogue: dialogue(tc.first, "Understood. The price difference of $12 could be charged to a payment method on file.", "charge the difference to my gift card please")}
+		in := inception.Input{Tenant: "acme", Domain: "retail", Tools: inceptiontest.DomainTools(t, "retail"),
+			Dialogue: inceptiontest.Dialogue(tc.first, "Understood. The price difference of $12 could be charged to a payment method on file.", "charge the difference to my gift card please")}
 		d, err := g.Detect(context.Background(), in)
 		if err != nil {
 			t.Fatal(err)

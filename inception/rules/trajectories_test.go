@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
 
 	"github.com/reinception/rein/inception"
 )
@@ -17,8 +18,8 @@ import (
 // It also reports what the cascade's gate passes there, with its rules
 // alone and with the classifier (DefaultGateModel) beside them.
 func TestRulesActivationOnCleanTrajectories(t *testing.T) {
-	turns := trajectoryTurns(t)
-	tools := domainTools(t, "airline")
+	turns := inceptiontest.TrajectoryTurns(t)
+	tools := inceptiontest.DomainTools(t, "airline")
 	counts := map[string]int{}
 	for _, mode := range []string{Precise, Precise + "+typed", Recall, Recall + "+classifier"} {
 		cfg := Config{Mode: mode}

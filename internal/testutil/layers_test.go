@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
-	{"inception/learned"},
+	{"inception/learned", "inception/planted"},
 	{"inception/rules", "inception/llmmodule", "injector"},
 	{"detector", "agentworker", "escalation", "internal/labels"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "inception/offline", "schemas/schemagen"},

@@ -23,6 +23,7 @@ import (
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/llm"
@@ -194,7 +195,7 @@ func stages(plan Plan, agent llm.Client) pipeline.Stages {
 		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
 		DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
 		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
+		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: planted.PlanTemplate}, AgentModel: agent}
 }
 
 // Run plays plan on a pipeline of its own (an embedded server, or

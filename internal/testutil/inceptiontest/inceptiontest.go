@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 )
@@ -115,7 +116,7 @@ func DecisionProblem(tax *inception.Taxonomy, d inception.Decision, said string)
 	if !ok || typ.HeldOut || d.Category != typ.Category || d.RecoveryTool != typ.RecoveryTool || d.Reasoning == "" {
 		return fmt.Sprintf("malformed activation %+v", d)
 	}
-	user := strings.Join(strings.Fields(inception.SanitizeUncapped(said)), " ")
+	user := strings.Join(strings.Fields(planted.SanitizeUncapped(said)), " ")
 	if q := strings.TrimSuffix(d.Evidence, "…"); q != "" && !strings.Contains(user, q) {
 		return fmt.Sprintf("evidence %q is not a quote of the user's %q", d.Evidence, user)
 	}

@@ -1,9 +1,11 @@
-package inception
+package planted
 
 import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/reinception/rein/inception"
 
 	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
@@ -55,14 +57,14 @@ var authorityClaims = regexp.MustCompile(`(?i)` +
 // case- and whitespace-insensitively, returned as the user wrote it,
 // sanitised), or "" and the reason it was refused. tools are the names
 // of every tool the agent or the taxonomy knows.
-func GroundEvidence(evidence string, dialogue []Utterance, tools []string) (string, string) {
+func GroundEvidence(evidence string, dialogue []inception.Utterance, tools []string) (string, string) {
 	needle := strings.Join(strings.Fields(strings.Trim(SanitizeUncapped(evidence), `'" .,!?…`)), " ")
 	if needle == "" {
 		return "", ""
 	}
 	var last string
 	for i := len(dialogue) - 1; i >= 0; i-- {
-		if dialogue[i].Role == RoleUser {
+		if dialogue[i].Role == inception.RoleUser {
 			last = dialogue[i].Text
 			break
 		}

@@ -1,4 +1,4 @@
-package inception
+package planted
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/reinception/rein/inception"
 )
 
 // Plan modes of the llm module.
@@ -78,10 +80,10 @@ func RenderPlan(plan, evidence string) string {
 	ev := SanitizeEvidence(evidence)
 	out := plan
 	if ev == "" {
-		out = strings.ReplaceAll(out, `"`+EvidenceSlot+`"`, EvidenceSlot)
+		out = strings.ReplaceAll(out, `"`+inception.EvidenceSlot+`"`, inception.EvidenceSlot)
 		ev = "(see the user's latest message)"
 	}
-	out = strings.ReplaceAll(out, EvidenceSlot, ev)
+	out = strings.ReplaceAll(out, inception.EvidenceSlot, ev)
 	return strings.Join(strings.Fields(out), " ")
 }
 
@@ -162,24 +164,4 @@ func ContainsWord(s, name string) bool {
 		}
 		off = i + 1
 	}
-}
-
-// WordIndex returns the first whole-word occurrence of w in s, or -1.
-func WordIndex(s, w string) int {
-	for off := 0; ; {
-		i := strings.Index(s[off:], w)
-		if i < 0 {
-			return -1
-		}
-		i += off
-		off = i + len(w)
-		if (i == 0 || !asciiWord(s[i-1])) && (off == len(s) || !asciiWord(s[off])) {
-			return i
-		}
-	}
-}
-
-// asciiWord matches RE2's \b notion of a word character.
-func asciiWord(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_'
 }
