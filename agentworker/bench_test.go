@@ -13,6 +13,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // BenchmarkAgentTurns measures the stage alone: b.N turns (one tool call
@@ -21,7 +22,7 @@ import (
 func BenchmarkAgentTurns(b *testing.B) {
 	h := rtest.StartJetStream(b, "")
 	if os.Getenv("BENCH_TCP") != "" {
-		nc, js := h.ConnectTCP(b, streams.IdentityAdmin)
+		nc, js := h.ConnectTCP(b, natsserver.IdentityAdmin)
 		h = &rtest.JS{Server: h.Server, Conn: nc, JS: js, Keys: h.Keys}
 	}
 	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/reinception/rein/agentworker"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // A replica dies holding conversation x's task unacked, after it answered
@@ -68,7 +69,7 @@ func taskAcked(t *testing.T, h *rtest.JS, seq uint64) bool {
 func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	cfg := agentworker.Config{AckWait: 2 * time.Minute, SystemPrompt: prompt}
-	nc, js1 := h.ConnectAs(t, streams.IdentityAdmin, nil)
+	nc, js1 := h.ConnectAs(t, natsserver.IdentityAdmin, nil)
 	down := &outageJS{JetStream: js1, prefix: streams.TurnSubject(tenant, "a", "agent")}
 	down.down.Store(true)
 	dying, err := agentworker.New(cfg, agentworker.Deps{StageDeps: streams.StageDeps{JS: down, Publisher: streams.NewPublisher(down, nil), Logger: quiet()}, Model: scripted(t)})

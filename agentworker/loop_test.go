@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func TestMaxStepsEscalates(t *testing.T) {
@@ -53,10 +54,10 @@ func TestMaxStepsEscalates(t *testing.T) {
 	if len(ss) != 7 || ss[6].Kind != schemas.StepReply || ss[0].CallID == ss[2].CallID {
 		t.Errorf("steps = %+v", ss)
 	}
-	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_user_details", "outcome": "ok"}); got != 3 {
+	if got := counter(t, reg, "rein_agentworker_tool_calls_total", map[string]string{"tool": "get_user_details", "outcome": "ok"}); got != 3 {
 		t.Errorf("tool calls = %v", got)
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": "max_steps"}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": "max_steps"}); got != 1 {
 		t.Errorf("max_steps turns = %v", got)
 	}
 	if s, _ := storedState(t, h, "m1"); s.Status != agentworker.StatusHuman {
@@ -155,7 +156,7 @@ func TestModelFailureRetriesInPlace(t *testing.T) {
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	publishTask(t, h, "f1", 1, "show reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "f1")) == 1 })
-	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
 		t.Errorf("tool ran %v times", got)
 	}
 	if got := counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": "agentworker", "outcome": "retry"}); got != 1 {
@@ -344,15 +345,15 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 func TestLongConversationKeepsItsWholeContext(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
-	const turns = streams.ConversationHistory + 10
+	const turns = natsserver.ConversationHistory + 10
 	for turn := 1; turn <= turns; turn++ {
 		publishTask(t, h, "long", turn, fmt.Sprintf("message %d", turn), nil)
 		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "long")) == turn })
 	}
 	stop()
 	recs := stateRecords(t, h, "long")
-	if len(recs) != streams.ConversationHistory {
-		t.Fatalf("%d records kept, want the bucket's history %d", len(recs), streams.ConversationHistory)
+	if len(recs) != natsserver.ConversationHistory {
+		t.Fatalf("%d records kept, want the bucket's history %d", len(recs), natsserver.ConversationHistory)
 	}
 	if recs[0].Turn == 1 {
 		t.Fatal("the first turn's record is still kept: the test does not exceed the history")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // record is one write of a conversation's State, stored as JSON in the KV
@@ -52,7 +53,7 @@ type record struct {
 // records and the context they held. So a write is a snapshot as well when
 // the newest record holding the whole context (the last snapshot, or the
 // conversation's first record) is older than half the max age.
-const snapshotEvery = streams.ConversationHistory / 2
+const snapshotEvery = natsserver.ConversationHistory / 2
 
 // store reads and writes State records. Writes carry an optimistic
 // concurrency check on the conversation's key (the stream's expected last

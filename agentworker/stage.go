@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // Stage is the agent worker: a durable consumer on REIN_TASKS that runs
@@ -109,8 +110,8 @@ func openBackend(cfg Config, deps Deps) (Backend, error) {
 func (s *Stage) Tools() []llm.Tool { return s.tools }
 
 // ConsumerConfig is the stage's durable consumer on REIN_TASKS.
-func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
-	return streams.ConsumerConfig{
+func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
+	return consume.ConsumerConfig{
 		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
 		Filter: []string{streams.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
@@ -146,7 +147,7 @@ func (s *Stage) Run(ctx context.Context) error {
 			return fmt.Errorf("agentworker: stream %s: %w", name, err)
 		}
 	}
-	c, err := streams.NewConsumer(cc, s.deps.StageDeps, s.handle)
+	c, err := consume.NewConsumer(cc, s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 const composeDir = "compose"
@@ -209,7 +209,7 @@ func TestComposeFile(t *testing.T) {
 					t.Errorf("%s: secret %s is not declared", where, sec.Source)
 				}
 			}
-			if ids := checkComposeIdentities(t, where, s, secrets); slices.Contains(ids, streams.IdentityAdmin) {
+			if ids := checkComposeIdentities(t, where, s, secrets); slices.Contains(ids, natsserver.IdentityAdmin) {
 				admins = append(admins, name)
 			}
 			if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
@@ -266,7 +266,7 @@ func checkComposeIdentities(t *testing.T, where string, s composeService, declar
 	slices.Sort(ids)
 	var want []string
 	if s.Command[0] == "provision" {
-		want = []string{streams.IdentityAdmin}
+		want = []string{natsserver.IdentityAdmin}
 	} else {
 		stage := "none"
 		if i := slices.Index(s.Command, "--stages"); i >= 0 && i+1 < len(s.Command) {
@@ -274,9 +274,9 @@ func checkComposeIdentities(t *testing.T, where string, s composeService, declar
 		}
 		own := stage
 		if stage == "none" {
-			own = streams.IdentityIngress
+			own = natsserver.IdentityIngress
 		}
-		want = []string{own, streams.IdentityReader}
+		want = []string{own, natsserver.IdentityReader}
 		slices.Sort(want)
 		if s.DependsOn["provision"] != "service_completed_successfully" {
 			t.Errorf("%s: does not wait for the provision service to complete (depends_on %v)", where, s.DependsOn)
@@ -447,7 +447,7 @@ func TestComposeSecretsTokens(t *testing.T) {
 // identities are its only users, none with a password.
 func checkNATSConfLoads(t *testing.T, conf []byte) {
 	t.Helper()
-	keys, err := streams.EnsureKeyring(t.TempDir())
+	keys, err := natsserver.EnsureKeyring(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +477,7 @@ func checkNATSConfLoads(t *testing.T, conf []byte) {
 	for _, u := range opts.Nkeys {
 		got = append(got, u.Nkey)
 	}
-	for _, id := range streams.Identities {
+	for _, id := range natsserver.Identities {
 		if !slices.Contains(got, keys.PublicKey(id)) {
 			t.Errorf("nats.conf with auth.conf does not know identity %s", id)
 		}

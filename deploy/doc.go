@@ -51,10 +51,12 @@
 //     rein-model, its key Secret rein-llm; every Deployment has a
 //     startupProbe.
 //
+//   - k8s-tls/: the base plus an Ingress with TLS for the ingress Service.
+//
 //   - helm/rein: the same deployment as a Helm chart (values for each
 //     stage, the model with its key by Secret reference, the streams
 //     section, probes; PDB and NetworkPolicy on, ServiceMonitor and KEDA
-//     toggles off; the provision Job as a pre-install/pre-upgrade hook),
+//     toggles off, an Ingress with TLS off; the provision Job as a pre-install/pre-upgrade hook),
 //     with values.schema.json and NOTES.txt. It creates no Secret.
 //
 // The tests check that every rein_* metric the dashboard and the rules

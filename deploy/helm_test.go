@@ -59,6 +59,7 @@ serviceMonitor: {enabled: true}
 keda: {enabled: true}
 networkPolicy: {enabled: true, egressPorts: [443, 11434]}
 podDisruptionBudget: {enabled: true}
+ingress: {enabled: true, className: nginx, host: rein.acme.test, annotations: {cert-manager.io/cluster-issuer: acme-issuer}, tls: {secretName: acme-rein-tls}}
 inception: {module: cascade}
 model: {provider: openai, name: qwen2.5:1.5b, baseURL: "http://ollama.models.svc:11434/v1", apiKey: {existingSecret: my-model-key, key: token}}
 stages:
@@ -152,6 +153,7 @@ func checkHelmObjects(t *testing.T, r rendered, toggles bool) {
 		wantSecrets["rein-llm"] = false
 		wantSecrets["my-model-key"] = true
 		wantSecrets["rein-metrics-token"] = true
+		wantSecrets["acme-rein-tls"] = true
 	}
 	replicas := map[string]int32{"ingress": 2, "detector": 2, "injector": 2, "agentworker": 2, "escalation": 2}
 	if toggles {
@@ -262,6 +264,7 @@ func checkHelmObjects(t *testing.T, r rendered, toggles bool) {
 			}
 		}
 	}
+	secrets = append(secrets, checkHelmIngress(t, r, toggles)...)
 	got := map[string]bool{}
 	for _, s := range secrets {
 		got[s] = true
@@ -318,6 +321,25 @@ func checkHelmObjects(t *testing.T, r rendered, toggles bool) {
 	}
 }
 
+// checkHelmIngress: no Ingress unless asked for; asked for, the one of
+// checkIngress with the values' class and annotations. It returns the
+// TLS Secret it references.
+func checkHelmIngress(t *testing.T, r rendered, toggles bool) []string {
+	t.Helper()
+	ings := of[*networkingv1.Ingress](r)
+	if !toggles {
+		if len(ings) > 0 {
+			t.Errorf("an Ingress is rendered by default; it needs a controller, a host and a certificate and must be asked for")
+		}
+		return nil
+	}
+	ing := checkIngress(t, "helm", r, "rein.acme.test")
+	if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" || ing.Annotations["cert-manager.io/cluster-issuer"] != "acme-issuer" {
+		t.Errorf("helm Ingress %s: class %v and annotations %v are not the values'", ing.Name, ing.Spec.IngressClassName, ing.Annotations)
+	}
+	return []string{ing.Spec.TLS[0].SecretName}
+}
+
 // values.schema.json refuses values the chart cannot run with, naming them.
 func TestHelmValuesSchema(t *testing.T) {
 	helm(t)
@@ -328,6 +350,7 @@ func TestHelmValuesSchema(t *testing.T) {
 		"nats.url=http://nats:4222",
 		"keda.minReplicas=1",
 		"streams.partitions=17",
+		"ingress.host=Not A Host",
 		"unknownKey=1",
 	} {
 		out, err := runHelm(t, "template", k8sNamespace, helmChart, "--set", set)

@@ -28,6 +28,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 const k8sDir = "k8s"
@@ -47,6 +48,7 @@ var apiTypes = map[string]func() metav1.Object{
 	"batch/v1/Job":                            func() metav1.Object { return &batchv1.Job{} },
 	"policy/v1/PodDisruptionBudget":           func() metav1.Object { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/NetworkPolicy":      func() metav1.Object { return &networkingv1.NetworkPolicy{} },
+	"networking.k8s.io/v1/Ingress":            func() metav1.Object { return &networkingv1.Ingress{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() metav1.Object { return &monitoringv1.ServiceMonitor{} },
 	"keda.sh/v1alpha1/ScaledObject":           func() metav1.Object { return &scaledObject{} },
 }
@@ -184,13 +186,20 @@ func render(t *testing.T) rendered {
 			t.Errorf("%s is not in kustomization.yaml's resources", base)
 		}
 	}
-	dir, err := filepath.Abs(k8sDir)
+	return renderDir(t, k8sDir)
+}
+
+// renderDir runs kustomize over one kustomization (the base or an
+// overlay) and decodes every object it renders.
+func renderDir(t *testing.T, kdir string) rendered {
+	t.Helper()
+	dir, err := filepath.Abs(kdir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", k8sDir, err)
+		t.Fatalf("kustomize build %s: %v", kdir, err)
 	}
 	var r rendered
 	for _, res := range m.Resources() {
@@ -396,9 +405,9 @@ func checkNATSKeys(t *testing.T, where string, ps corev1.PodSpec, c corev1.Conta
 	if keysVolume == "" || !mounted {
 		t.Errorf("%s: Secret %s is not mounted at REIN_NATS_KEYS_DIR %q", where, natsKeysSecret, dir)
 	}
-	want := []string{streams.IdentityAdmin}
+	want := []string{natsserver.IdentityAdmin}
 	if component != "provision" {
-		want = []string{streams.IdentityReader, component}
+		want = []string{natsserver.IdentityReader, component}
 	}
 	slices.Sort(items)
 	slices.Sort(want)
@@ -538,7 +547,7 @@ const metricsPort = "http"
 
 // reinYAML decodes the ConfigMap's rein.yaml, with its streams section as
 // rein reads it.
-func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, streams.ProvisionConfig) {
+func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, natsserver.ProvisionConfig) {
 	t.Helper()
 	i := slices.IndexFunc(cms, func(c *corev1.ConfigMap) bool { return c.Name == "rein-config" })
 	if i < 0 {
@@ -550,7 +559,7 @@ func reinYAML(t *testing.T, cms []*corev1.ConfigMap) (map[string]any, streams.Pr
 		t.Fatalf("ConfigMap rein.yaml: %v", err)
 	}
 	var sect struct {
-		Streams streams.ProvisionConfig `yaml:"streams"`
+		Streams natsserver.ProvisionConfig `yaml:"streams"`
 	}
 	if err := yaml.UnmarshalWithOptions([]byte(src), &sect, yaml.Strict()); err != nil {
 		t.Fatalf("ConfigMap rein.yaml: streams: %v", err)
@@ -894,4 +903,54 @@ func TestKubernetesSecretsAreDocumented(t *testing.T) {
 			t.Errorf("Secret %s is read but kustomization.yaml does not say how to create it", name)
 		}
 	}
+}
+
+// The TLS overlay is the base plus one Ingress, checked as the chart's is.
+func TestKustomizeTLSOverlay(t *testing.T) {
+	base, tls := render(t), renderDir(t, "k8s-tls")
+	if len(tls.objs) != len(base.objs)+1 {
+		t.Errorf("the overlay renders %d objects, want the base's %d and an Ingress", len(tls.objs), len(base.objs))
+	}
+	if len(of[*networkingv1.Ingress](base)) != 0 {
+		t.Errorf("the base has an Ingress; it belongs to the overlay")
+	}
+	ing := checkIngress(t, "kustomize", tls, "rein.example.com")
+	if ing.Spec.TLS[0].SecretName != "rein-tls" {
+		t.Errorf("the overlay's certificate is %q, want rein-tls as its kustomization.yaml creates it", ing.Spec.TLS[0].SecretName)
+	}
+}
+
+// checkIngress: one Ingress, with TLS for its one host, sending every
+// path to the ingress Service's http port (the only pods that take
+// traffic).
+func checkIngress(t *testing.T, where string, r rendered, host string) *networkingv1.Ingress {
+	t.Helper()
+	ings := of[*networkingv1.Ingress](r)
+	if len(ings) != 1 {
+		t.Fatalf("%s: %d Ingresses, want 1", where, len(ings))
+	}
+	ing := ings[0]
+	where += " Ingress " + ing.Name
+	if len(ing.Spec.TLS) != 1 || !slices.Equal(ing.Spec.TLS[0].Hosts, []string{host}) || ing.Spec.TLS[0].SecretName == "" {
+		t.Fatalf("%s: TLS %+v, want the host %s with a certificate", where, ing.Spec.TLS, host)
+	}
+	var svc *corev1.Service
+	for _, s := range of[*corev1.Service](r) {
+		if s.Labels["app.kubernetes.io/component"] == "ingress" {
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Fatalf("%s: no ingress Service to send to", where)
+	}
+	if len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != host || ing.Spec.Rules[0].HTTP == nil || len(ing.Spec.Rules[0].HTTP.Paths) == 0 {
+		t.Fatalf("%s: rules %+v, want one for %s", where, ing.Spec.Rules, host)
+	}
+	for _, p := range ing.Spec.Rules[0].HTTP.Paths {
+		b := p.Backend.Service
+		if p.Path != "/" || b == nil || b.Name != svc.Name || b.Port.Name != metricsPort {
+			t.Errorf("%s: path %q goes to %+v, want / to Service %s port %s", where, p.Path, b, svc.Name, metricsPort)
+		}
+	}
+	return ing
 }

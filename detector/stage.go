@@ -20,6 +20,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // Config configures the detector stage.
@@ -170,8 +171,8 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 // by direct gets when a module needs them); undecodable user turns are
 // quarantined to the DLQ. Creating it updates the filter of a durable made
 // when the detector consumed every turn.
-func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
-	return streams.ConsumerConfig{
+func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
+	return consume.ConsumerConfig{
 		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
 		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
@@ -181,7 +182,7 @@ func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
 
 // Run consumes until ctx is cancelled and drains.
 func (s *Stage) Run(ctx context.Context) error {
-	c, err := streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
+	c, err := consume.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // EnsureHandoffStream creates or updates the work-queue stream REIN_HANDOFF
@@ -19,7 +20,7 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 	}
 	// The stream is declared once, in streams' provisioning (work-queue
 	// retention, a one-hour duplicate window).
-	p := streams.DefaultProvision()
+	p := natsserver.DefaultProvision()
 	p.Defaults.Replicas = replicas
 	s, err := js.CreateOrUpdateStream(ctx, p.StreamConfig(streams.StreamHandoff))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // Config configures the escalation stage.
@@ -86,8 +87,8 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 }
 
 // ConsumerConfig is the stage's durable consumer on REIN_OUTCOMES.
-func (s *Stage) ConsumerConfig() streams.ConsumerConfig {
-	return streams.ConsumerConfig{
+func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
+	return consume.ConsumerConfig{
 		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
 		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
@@ -114,7 +115,7 @@ func (s *Stage) Run(ctx context.Context) error {
 	if err := s.ensureDesktops(ctx); err != nil {
 		return err
 	}
-	c, err := streams.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
+	c, err := consume.NewConsumer(s.ConsumerConfig(), s.deps.StageDeps, s.handle)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,9 @@
 //     cases) go into the model's prompt, those naming a hidden type left
 //     out (PromptContrasts, PromptJudging).
 //   - Module, Decision, Input (Input.LastUser: the turn to judge) and
-//     ContextFree: the runtime contract every module keeps; the module
-//     names (ModuleRules, ModuleLLM, ModuleCascade).
+//     ContextFree: the runtime contract every module keeps; Live, a
+//     module replaced between turns while it runs (a promoted model); the
+//     module names (ModuleRules, ModuleLLM, ModuleCascade).
 //   - Example (CleanClass, CorpusAuthor): a labelled turn, what training
 //     and evaluation read.
 //   - WordIndex: a whole-word search the taxonomy and the rules share;

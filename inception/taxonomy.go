@@ -14,8 +14,6 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/reinception/rein/internal/llm"
 )
 
 // Error categories.
@@ -279,16 +277,6 @@ func (t *Taxonomy) RecoveryToolNames() []string {
 	out := make([]string, len(t.RecoveryTools))
 	for i, rt := range t.RecoveryTools {
 		out[i] = rt.Name
-	}
-	return out
-}
-
-// LLMTools returns the recovery tools as model tools, for callers that
-// declare them next to the agent's own tools.
-func (t *Taxonomy) LLMTools() []llm.Tool {
-	out := make([]llm.Tool, len(t.RecoveryTools))
-	for i, rt := range t.RecoveryTools {
-		out[i] = llm.Tool{Name: rt.Name, Description: strings.TrimSpace(rt.Description), Parameters: rt.ParametersJSON()}
 	}
 	return out
 }

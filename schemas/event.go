@@ -104,13 +104,13 @@ func MetaOf(e *cloudevents.Event) (Meta, error) {
 		Traceparent:  extString(ext[ExtTraceparent]),
 	}
 	if m.Tenant == "" {
-		return m, fmt.Errorf("%w: extension %q", ErrMissingAttr, ExtTenant)
+		return m, &AttrError{Attr: ExtTenant, Err: fmt.Errorf("%w: extension %q", ErrMissingAttr, ExtTenant)}
 	}
 	if m.Conversation == "" {
 		m.Conversation = e.Subject()
 	}
 	if m.Conversation == "" {
-		return m, fmt.Errorf("%w: extension %q", ErrMissingAttr, ExtConversation)
+		return m, &AttrError{Attr: ExtConversation, Err: fmt.Errorf("%w: extension %q", ErrMissingAttr, ExtConversation)}
 	}
 	if err := CheckIDs(m.Tenant, m.Conversation); err != nil {
 		return m, err
@@ -118,7 +118,7 @@ func MetaOf(e *cloudevents.Event) (Meta, error) {
 	if v, ok := ext[ExtTurn]; ok {
 		n, err := ParseTurn(extString(v))
 		if err != nil {
-			return m, fmt.Errorf("extension turn: %w", err)
+			return m, &AttrError{Attr: ExtTurn, Err: fmt.Errorf("extension turn: %w", err)}
 		}
 		m.Turn = n
 	}
@@ -128,7 +128,7 @@ func MetaOf(e *cloudevents.Event) (Meta, error) {
 // CheckTurn refuses a turn number outside 0..MaxTurn.
 func CheckTurn(n int) error {
 	if n < 0 || n > maxTurn {
-		return fmt.Errorf("%w: turn %d is outside 0..%d", ErrBadID, n, MaxTurn)
+		return &AttrError{Attr: ExtTurn, Err: fmt.Errorf("%w: turn %d is outside 0..%d", ErrBadID, n, MaxTurn)}
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func CheckTurn(n int) error {
 func ParseTurn(s string) (int, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > MaxTurn {
-		return 0, fmt.Errorf("%w: turn %q is not an integer in 0..%d", ErrBadID, s, MaxTurn)
+		return 0, &AttrError{Attr: ExtTurn, Err: fmt.Errorf("%w: turn %q is not an integer in 0..%d", ErrBadID, s, MaxTurn)}
 	}
 	return int(n), nil
 }

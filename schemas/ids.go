@@ -24,13 +24,14 @@ func ValidID(s string) bool {
 	return true
 }
 
-// CheckIDs returns an error wrapping ErrBadID naming the bad field, or nil.
+// CheckIDs returns an *AttrError wrapping ErrBadID naming the bad
+// attribute, or nil.
 func CheckIDs(tenant, conversation string) error {
 	if !ValidID(tenant) {
-		return fmt.Errorf("%w: tenant %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(tenant))
+		return &AttrError{Attr: ExtTenant, Err: fmt.Errorf("%w: tenant %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(tenant))}
 	}
 	if !ValidID(conversation) {
-		return fmt.Errorf("%w: conversation %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(conversation))
+		return &AttrError{Attr: ExtConversation, Err: fmt.Errorf("%w: conversation %q must match [A-Za-z0-9_-]{1,128}", ErrBadID, clip(conversation))}
 	}
 	return nil
 }

@@ -98,6 +98,19 @@ func Validate(eventType string, data []byte) error {
 	return nil
 }
 
+// AttrError says which CloudEvents attribute or rein extension (tenant,
+// conversation, turn) of an event is missing or malformed, so that a
+// caller can name it without reading the message.
+type AttrError struct {
+	Attr string // the attribute's name
+	Err  error  // wraps ErrMissingAttr or ErrBadID, with the detail
+}
+
+func (e *AttrError) Error() string { return e.Err.Error() }
+
+// Unwrap lets errors.Is(err, ErrBadID) and ErrMissingAttr match.
+func (e *AttrError) Unwrap() error { return e.Err }
+
 // ValidationError says which field of a payload broke its schema and how.
 type ValidationError struct {
 	Type    string // event type

@@ -1,12 +1,3 @@
-// Encode and Decode sit on every hop of the pipeline. Binary content mode,
-// the only mode rein writes, is therefore handled directly (cebinary.go):
-// sdk-go's generic binding machinery cost about 13 µs per encode and 9 µs
-// per decode, some 15 % of all CPU in `rein bench`. sdk-go's
-// nats_jetstream binding stays the reference: codec_equiv_test.go checks
-// that the direct path produces exactly its headers and events and accepts
-// and rejects exactly what it does, and it still handles structured mode,
-// other spec versions and every message the direct path declines.
-
 package streams
 
 import (
@@ -22,7 +13,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
-
 	"github.com/reinception/rein/schemas"
 )
 
@@ -133,10 +123,10 @@ func Decode(subject string, header nats.Header, data []byte, maxBytes int) (Deco
 	return decodeWith(subject, header, data, maxBytes, toEvent, true)
 }
 
-// decodeEnvelope is Decode without the data's JSON Schema check: for the
+// DecodeEnvelope is Decode without the data's JSON Schema check: for the
 // ingress, which validates an offered event's data once (check) and must
 // not pay for it again on the message it encoded from that event.
-func decodeEnvelope(subject string, header nats.Header, data []byte, maxBytes int) (Decoded, error) {
+func DecodeEnvelope(subject string, header nats.Header, data []byte, maxBytes int) (Decoded, error) {
 	return decodeWith(subject, header, data, maxBytes, toEvent, false)
 }
 

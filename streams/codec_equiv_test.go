@@ -15,7 +15,6 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
-
 	"github.com/reinception/rein/schemas"
 )
 

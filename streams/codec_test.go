@@ -1,30 +1,18 @@
 package streams_test
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
-
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
 
-func turnEvent(t testing.TB, tenant, conv string, turn int, text string) *streams.Out {
-	t.Helper()
-	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn)+"-user", "/test",
-		schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn},
-		schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
-	if err != nil {
-		t.Fatalf("new event: %v", err)
-	}
-	return &streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev}
-}
-
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	o := turnEvent(t, "acme", "c-1", 3, "cancel that one")
+	o := bustest.TurnEvent(t, "acme", "c-1", 3, "cancel that one")
 	msg, err := streams.Encode(o.Subject, o.Event)
 	if err != nil {
 		t.Fatal(err)
@@ -63,42 +51,8 @@ func TestDecodeStructuredMode(t *testing.T) {
 	}
 }
 
-// badMessages are the malformed inputs every consumer must dead-letter.
-func badMessages(t testing.TB) map[string]*nats.Msg {
-	t.Helper()
-	good := turnEvent(t, "acme", "bad-1", 1, "hi")
-	base, err := streams.Encode(good.Subject, good.Event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clone := func(mut func(m *nats.Msg)) *nats.Msg {
-		h := nats.Header{}
-		for k, v := range base.Header {
-			h[k] = append([]string(nil), v...)
-		}
-		m := &nats.Msg{Subject: base.Subject, Header: h, Data: append([]byte(nil), base.Data...)}
-		mut(m)
-		return m
-	}
-	return map[string]*nats.Msg{
-		"malformed JSON":  clone(func(m *nats.Msg) { m.Data = []byte(`{"role":"user",`) }),
-		"missing ce-type": clone(func(m *nats.Msg) { m.Header.Del("ce-type") }),
-		"unknown type":    clone(func(m *nats.Msg) { m.Header.Set("ce-type", "com.example.other") }),
-		"bad tenant id":   clone(func(m *nats.Msg) { m.Header.Set("ce-tenant", "ac me!") }),
-		"subject mismatch": clone(func(m *nats.Msg) {
-			m.Subject = "rein.turns.other.bad-1.user"
-		}),
-		"oversize":      clone(func(m *nats.Msg) { m.Data = bytes.Repeat([]byte("a"), streams.DefaultMaxEventBytes+1) }),
-		"invalid UTF-8": clone(func(m *nats.Msg) { m.Data = []byte("{\"role\":\"user\",\"text\":\"\xff\xfe\"}") }),
-		"schema: bad role": clone(func(m *nats.Msg) {
-			m.Data = []byte(`{"role":"robot","text":"x","turn":1}`)
-		}),
-		"no headers, not JSON": {Subject: base.Subject, Data: []byte("plain text")},
-	}
-}
-
 func TestDecodeRejectsBadInput(t *testing.T) {
-	for name, m := range badMessages(t) {
+	for name, m := range bustest.BadMessages(t) {
 		t.Run(name, func(t *testing.T) {
 			_, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
 			if !errors.Is(err, streams.ErrUndecodable) {
@@ -122,7 +76,7 @@ func TestSchemaErrorNamesField(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	o := turnEvent(f, "acme", "c-1", 1, "hello")
+	o := bustest.TurnEvent(f, "acme", "c-1", 1, "hello")
 	msg, _ := streams.Encode(o.Subject, o.Event)
 	f.Add(msg.Subject, msg.Header.Get("ce-type"), msg.Header.Get("ce-tenant"), msg.Data)
 	f.Add("rein.turns.a.b.user", "", "", []byte(`{"specversion":"1.0"}`))

@@ -14,7 +14,6 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
-
 	"github.com/reinception/rein/schemas"
 )
 

@@ -14,11 +14,6 @@ var (
 	ErrPermanent = errors.New("permanent failure")
 	// ErrUndecodable marks a message that is not a valid rein CloudEvent.
 	ErrUndecodable = errors.New("undecodable message")
-	// ErrInsecureListen refuses a non-loopback listen address without TLS
-	// (or, on HTTP, without authentication).
-	ErrInsecureListen = errors.New("refusing to listen on a non-loopback address without TLS")
-	// ErrNoAuth refuses an embedded server without users.
-	ErrNoAuth = errors.New("refusing to run the embedded NATS server without authentication")
 	// ErrInvalidConfig marks an invalid configuration value.
 	ErrInvalidConfig = errors.New("invalid configuration")
 	// ErrConflictingDuplicate: a turn offered under a number its
@@ -29,15 +24,10 @@ var (
 	// or is another event (type, tenant, conversation, turn): someone used
 	// the id first. The message is not stored and must not count as stored.
 	ErrIDHijack = errors.New("message id already used by another message")
-	// ErrTenantBusy: a tenant has as many HTTP requests in flight as it may.
-	ErrTenantBusy = errors.New("tenant has too many requests in flight")
 	// ErrReplicasUnavailable: the streams ask for more replicas than the
 	// servers can hold (a single server, or a cluster too small or without
 	// servers of the placement tags).
 	ErrReplicasUnavailable = errors.New("stream replicas unavailable")
-	// ErrNoLeader: a stream has no leader (its servers are down or
-	// electing one), so nothing can be written to it.
-	ErrNoLeader = errors.New("stream has no leader")
 	// ErrUnavailable: a publish gave up on failures that may pass (the
 	// stream answered nothing, had no leader, or took nothing in time)
 	// after retrying for the publisher's RetryFor. A handler that fails
@@ -45,11 +35,9 @@ var (
 	// the consume loop hands such an input back instead of dead-lettering
 	// it, so that a turn is never ended without its outputs by an outage.
 	ErrUnavailable = errors.New("stream unavailable")
-	// ErrNotReady is returned when the embedded server does not come up in time.
-	ErrNotReady = errors.New("embedded NATS server not ready")
-	// ErrDataDirInUse: another process holds the data directory's lock
-	// (LockDataDir).
-	ErrDataDirInUse = errors.New("data directory in use")
+	// ErrNoLeader: a stream has no leader (its servers are down or
+	// electing one), so nothing can be written to it.
+	ErrNoLeader = errors.New("stream has no leader")
 )
 
 // IsUnavailable tells whether err says that JetStream could not serve a

@@ -2,13 +2,10 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
-
 	"github.com/reinception/rein/schemas"
 )
 
@@ -25,46 +22,11 @@ func FeedbackID(tenant, conv, key string) string {
 	return "feedback." + tenant + "." + conv + "." + key
 }
 
-// FeedbackSubjectOf checks that ev is a valid feedback event and returns
-// its subject; on error, field names the offending attribute or field.
-func FeedbackSubjectOf(ev *event.Event) (subject, field string, err error) {
-	if ev.Type() != schemas.TypeFeedback {
-		return "", "type", fmt.Errorf("type %q: only %s is accepted here", ev.Type(), schemas.TypeFeedback)
-	}
-	meta, err := schemas.MetaOf(ev)
-	if err != nil {
-		return "", fieldOf(err), err
-	}
-	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
-		return "", fieldOf(err), err
-	}
-	var f schemas.Feedback
-	if err := json.Unmarshal(ev.Data(), &f); err != nil {
-		return "", "data", err
-	}
-	switch {
-	case f.Kind != schemas.FeedbackSatisfaction && f.Score != 0:
-		return "", "data/score", fmt.Errorf("%w: score is for kind %s only", ErrUndecodable, schemas.FeedbackSatisfaction)
-	case f.Kind != schemas.FeedbackLabel && f.Label != "":
-		return "", "data/label", fmt.Errorf("%w: label is for kind %s only", ErrUndecodable, schemas.FeedbackLabel)
-	}
-	return FeedbackSubject(meta.Tenant, meta.Conversation, f.Key()), "", nil
-}
-
 // PublishFeedback stores one checked feedback event (msg as Encode made
-// it, on its FeedbackSubject) under FeedbackID: the subject's stored event,
-// if any, decides duplicate or conflict, past the duplicate window too.
-func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult, error) {
-	d, err := Decode(msg.Subject, msg.Header, msg.Data, 0)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	return publishFeedback(ctx, pub, msg, d)
-}
-
-// publishFeedback is PublishFeedback of a message already decoded (d) and
-// checked.
-func publishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
+// it, on its FeedbackSubject; d, its decoding) under FeedbackID: the
+// subject's stored event, if any, decides duplicate or conflict, past the
+// duplicate window too.
+func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var f schemas.Feedback
 	if err := d.Payload(&f); err != nil {
 		return TurnResult{}, err

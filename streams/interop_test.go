@@ -9,10 +9,11 @@ import (
 
 	cejs "github.com/cloudevents/sdk-go/protocol/nats_jetstream/v2"
 	cloudevents "github.com/cloudevents/sdk-go/v2"
-
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // A platform built on sdk-go's official nats_jetstream protocol publishes a
@@ -42,7 +43,7 @@ func TestSDKGoClientPublishesTurnReinAccepts(t *testing.T) {
 		t.Fatalf("sdk-go send: %v", res)
 	}
 	var got atomic.Pointer[streams.Decoded]
-	runConsumer(t, h, streams.ConsumerConfig{}, nil, func(_ context.Context, d streams.Decoded) error {
+	bustest.RunConsumer(t, h, consume.ConsumerConfig{}, nil, func(_ context.Context, d streams.Decoded) error {
 		got.Store(&d)
 		return nil
 	})

@@ -1,6 +1,8 @@
 package streams
 
-import "strconv"
+import (
+	"strconv"
+)
 
 // This file names every NATS stream, subject, durable consumer, KV bucket and
 // header rein uses. Nothing else in the code base spells one out.
@@ -58,18 +60,13 @@ const (
 
 // Stream subject filters (what each stream stores).
 const (
-	TurnsAll = subjTurns + ".>"
-	// TurnsEach is every turn subject a client may publish on,
-	// rein.turns.<tenant>.<conv>.<role>: no more tokens, so that no client
-	// picks a stored partition token itself (partition.go).
-	TurnsEach     = subjTurns + ".*.*.*"
+	TurnsAll      = subjTurns + ".>"
 	UserTurnsAll  = subjTurns + ".*.*.user"
 	AgentTurnsAll = subjTurns + ".*.*.agent"
 	DetectionsAll = subjDetections + ".>"
 	TasksAll      = subjTasks + ".>"
-	// DetectionsEach and TasksEach are the stages' consumer filters: every
+	// TasksEach is the agent worker's consumer filter: every
 	// conversation's subject, to which a partition token can be added.
-	DetectionsEach = subjDetections + ".*.*"
 	TasksEach      = subjTasks + ".*.*"
 	StepsAll       = subjSteps + ".>"
 	EscalationsAll = subjEscalations + ".>"
@@ -178,6 +175,9 @@ func HandoffSubject(tenant, conv string) string { return subjHandoff + ".items."
 func HandoffTimeoutSubject(tenant, conv string) string {
 	return subjHandoffTO + "." + tenant + "." + conv
 }
+
+// TenantInception is every inception request subject of one tenant.
+func TenantInception(tenant string) string { return subjInception + "." + tenant + ".>" }
 
 // InceptionSubject is rein.inception.get.<tenant>.<conv>.<turn> (sidecar request/reply).
 func InceptionSubject(tenant, conv, turn string) string {

@@ -3,9 +3,9 @@ package streams
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -44,9 +44,9 @@ var PartitionedStreams = map[string]struct {
 	StreamTasks:      {subjTasks + ".*.*", 4},
 }
 
-// subjectTransform is the stream transform adding the partition token, or
+// SubjectTransform is the stream transform adding the partition token, or
 // nil when partitions <= 1 or the stream is not partitioned.
-func subjectTransform(stream string, partitions int) *jetstream.SubjectTransformConfig {
+func SubjectTransform(stream string, partitions int) *jetstream.SubjectTransformConfig {
 	ps, ok := PartitionedStreams[stream]
 	if !ok || partitions <= 1 {
 		return nil
@@ -78,8 +78,8 @@ func StreamPartitions(cfg jetstream.StreamConfig) int {
 	return n
 }
 
-// partitionsOf is StreamPartitions of a looked-up stream.
-func partitionsOf(s jetstream.Stream) int {
+// PartitionsOf is StreamPartitions of a looked-up stream.
+func PartitionsOf(s jetstream.Stream) int {
 	if s == nil || s.CachedInfo() == nil {
 		return 1
 	}
@@ -90,7 +90,7 @@ func partitionsOf(s jetstream.Stream) int {
 // published on subject: the subject itself, or subject.* when s stores a
 // partition token after it.
 func StoredFilter(s jetstream.Stream, subject string) string {
-	if partitionsOf(s) > 1 {
+	if PartitionsOf(s) > 1 {
 		return subject + ".*"
 	}
 	return subject
@@ -119,41 +119,12 @@ func Unpartitioned(subject string) string {
 // PartitionDurable names partition p's durable of a stage's durable.
 func PartitionDurable(durable string, p int) string { return durable + "-p" + strconv.Itoa(p) }
 
-// partitionFilters are the filters of partition p's durable: each of the
-// stage's filters with the partition token.
-func partitionFilters(filters []string, p int) []string {
-	out := make([]string, len(filters))
-	for i, f := range filters {
-		out[i] = f + "." + strconv.Itoa(p)
-	}
-	return out
+// partitionedStage is the stage of each durable that is split into
+// partitions on a partitioned stream.
+var PartitionedStage = map[string]string{
+	DurableDetector: StageDetector, DurableInjector: StageInjector, DurableAgentWorker: StageAgentWorker,
 }
 
-// assigned is the partitions, of n, that member self works when the live
-// members are members (self included or not): partition p belongs to the
-// (p mod k)-th member in sorted order, so k members get n/k each, and
-// every member computes the same split from the same list.
-func assigned(self string, members []string, n int) []int {
-	ms := append([]string(nil), members...)
-	found := false
-	for _, m := range ms {
-		found = found || m == self
-	}
-	if !found {
-		ms = append(ms, self)
-	}
-	slices.Sort(ms)
-	idx := 0
-	for i, m := range ms {
-		if m == self {
-			idx = i
-		}
-	}
-	var out []int
-	for p := 0; p < n; p++ {
-		if p%len(ms) == idx {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// MemberTTL is how long a partitioned stage's key in the members bucket
+// outlives its last renewal: a crashed replica drops out after it.
+const MemberTTL = 6 * time.Second

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 )
@@ -154,7 +153,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 	attempt := 0
 	for ; len(pending) > 0 && (attempt < p.attempts || time.Since(start) < p.retryFor); attempt++ {
 		if attempt > 0 {
-			if err := sleepCtx(ctx, p.backoff<<min(attempt-1, 5)); err != nil {
+			if err := Sleep(ctx, p.backoff<<min(attempt-1, 5)); err != nil {
 				return nil, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
 			}
 		}
@@ -327,7 +326,7 @@ func transient(err error) bool {
 		errors.Is(err, jetstream.ErrAsyncPublishTimeout)
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -11,10 +11,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // An acknowledgement that never comes (lost in a leader change or a
@@ -33,7 +35,7 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 	p := streams.NewPublisher(h.JS, nil)
 	p.SetAckTimeout(100 * time.Millisecond)
 	p.SetRetryFor(time.Millisecond) // the eight attempts alone
-	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	go func() {
 		_, err := p.Publish(context.Background(), streams.StreamTurns, "rein.silent.acme.c1", ev.Event)
@@ -60,7 +62,7 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 func TestPublishRetriesThroughAStreamWithoutALeader(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	p := streams.NewPublisher(h.JS, nil)
-	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
@@ -92,7 +94,7 @@ func TestPublishWithoutAStreamSaysWhy(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	p := streams.NewPublisher(h.JS, nil)
 	p.SetRetryFor(time.Millisecond)
-	ev := turnEvent(t, "acme", "c1", 1, "hello")
+	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	_, err := p.Publish(context.Background(), "NONE", "rein.none.acme.c1", ev.Event)
 	if err == nil || !strings.Contains(err.Error(), "no leader") || !strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("publish to no stream: %v; want the attempts and the likely cause", err)
@@ -111,7 +113,7 @@ func TestLostAcksLeaveTheConnectionsPendingSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	js, err := streams.NewJetStream(h.Conn)
+	js, err := natsserver.NewJetStream(h.Conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestLostAcksLeaveTheConnectionsPendingSet(t *testing.T) {
 // an id of its choosing.
 func forge(t *testing.T, h *rtest.JS, subject, id string, turn int) {
 	t.Helper()
-	o := turnEvent(t, "acme", strings.Split(subject, ".")[3], turn, "forged")
+	o := bustest.TurnEvent(t, "acme", strings.Split(subject, ".")[3], turn, "forged")
 	m, err := streams.Encode(subject, o.Event)
 	if err != nil {
 		t.Fatal(err)
@@ -163,11 +165,11 @@ func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 	forge(t, h, streams.TaskSubject("acme", "other"), id, 1)
 	forge(t, h, streams.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
 	reg := prometheus.NewRegistry()
-	_, ijs := h.ConnectAs(t, streams.IdentityDetector, nil)
+	_, ijs := h.ConnectAs(t, natsserver.IdentityDetector, nil)
 	p := streams.NewPublisher(ijs, reg)
 	ctx := context.Background()
 	real := func(turn int) *event.Event {
-		o := turnEvent(t, "acme", "c1", turn, "the real task")
+		o := bustest.TurnEvent(t, "acme", "c1", turn, "the real task")
 		o.Event.SetID(schemas.EventID("task", "acme", "c1", turn))
 		return o.Event
 	}
@@ -191,12 +193,12 @@ func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 
 	// Through a stage's consume loop: the input is dead-lettered with the
 	// reason, never acked as handled.
-	stop := runConsumer(t, h, streams.ConsumerConfig{Attempts: 3}, nil, func(ctx context.Context, d streams.Decoded) error {
+	stop := bustest.RunConsumer(t, h, consume.ConsumerConfig{Attempts: 3}, nil, func(ctx context.Context, d streams.Decoded) error {
 		_, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(1))
 		return err
 	})
 	defer stop()
-	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "c1", 1, "hello")})
+	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "c1", 1, "hello")})
 	rtest.CheckFor(t, 10*time.Second, "the turn dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
 	s, _ := h.JS.Stream(ctx, streams.StreamDLQ)
 	raw, err := s.GetLastMsgForSubject(ctx, streams.DLQSubject("test"))

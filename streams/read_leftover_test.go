@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
 )
 
@@ -29,9 +30,9 @@ func TestReadsLeaveNoConsumerBehind(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	var outs []streams.Out
 	for turn := 1; turn <= 20; turn++ {
-		outs = append(outs, *turnEvent(t, "acme", "left", turn, "x"))
+		outs = append(outs, *bustest.TurnEvent(t, "acme", "left", turn, "x"))
 	}
-	publishTurns(t, h, outs)
+	bustest.PublishTurns(t, h, outs)
 	before := consumerCount(t, h, streams.StreamTurns)
 	for i := 0; i < 10; i++ {
 		n := 0

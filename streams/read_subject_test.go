@@ -10,8 +10,11 @@ import (
 	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // TestReadSubjectPagesInOrder: one conversation's 600 turns, interleaved
@@ -21,9 +24,9 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	var outs []streams.Out
 	for turn := 1; turn <= 600; turn++ {
-		outs = append(outs, *turnEvent(t, "acme", "a", turn, "x"), *turnEvent(t, "acme", "b", turn, "y"))
+		outs = append(outs, *bustest.TurnEvent(t, "acme", "a", turn, "x"), *bustest.TurnEvent(t, "acme", "b", turn, "y"))
 	}
-	publishTurns(t, h, outs)
+	bustest.PublishTurns(t, h, outs)
 	ctx := context.Background()
 	read := func(from, stop uint64) (turns []int) {
 		t.Helper()
@@ -71,7 +74,7 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 func TestLastTurn(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "a", 1, "x"), *turnEvent(t, "acme", "a", 7, "y"), *turnEvent(t, "acme", "b", 2, "z")})
+	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "a", 1, "x"), *bustest.TurnEvent(t, "acme", "a", 7, "y"), *bustest.TurnEvent(t, "acme", "b", 2, "z")})
 	st, err := h.JS.Stream(ctx, streams.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
@@ -96,10 +99,10 @@ func TestLastTurn(t *testing.T) {
 	check("b", 0, false)
 	// The age past which inputs are checked: half the 2-minute window
 	// rein provisions, unless configured.
-	if got := streams.RecheckAfter(0, st); got != time.Minute {
+	if got := consume.RecheckAfter(0, st); got != time.Minute {
 		t.Errorf("RecheckAfter(0) = %s, want 1m", got)
 	}
-	if got := streams.RecheckAfter(5*time.Second, st); got != 5*time.Second {
+	if got := consume.RecheckAfter(5*time.Second, st); got != 5*time.Second {
 		t.Errorf("RecheckAfter(5s) = %s, want 5s", got)
 	}
 }
@@ -119,13 +122,13 @@ func TestTurnStored(t *testing.T) {
 func turnStored(t *testing.T, partitions int) {
 	h := rtest.StartJetStream(t, "")
 	if partitions > 1 {
-		partitioned(t, h, partitions)
+		bustest.Partitioned(t, h, partitions)
 	}
 	ctx := context.Background()
 	before := time.Now().Add(-time.Hour)
 	// x1 first; a's turn 2 never stored; b's turn 2 stored after its turn 3.
-	publishTurns(t, h, []streams.Out{*turnEvent(t, "acme", "x", 1, "w"), *turnEvent(t, "acme", "a", 1, "x"), *turnEvent(t, "acme", "a", 3, "y"),
-		*turnEvent(t, "acme", "b", 3, "z"), *turnEvent(t, "acme", "b", 2, "v")})
+	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "x", 1, "w"), *bustest.TurnEvent(t, "acme", "a", 1, "x"), *bustest.TurnEvent(t, "acme", "a", 3, "y"),
+		*bustest.TurnEvent(t, "acme", "b", 3, "z"), *bustest.TurnEvent(t, "acme", "b", 2, "v")})
 	after := time.Now()
 	st, err := h.JS.Stream(ctx, streams.StreamTurns)
 	if err != nil {
@@ -171,17 +174,17 @@ func turnStored(t *testing.T, partitions int) {
 func TestWarnShortWindow(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	warned := func(name string, cc streams.ConsumerConfig) bool {
+	warned := func(name string, cc consume.ConsumerConfig) bool {
 		t.Helper()
 		st, err := h.JS.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		streams.WarnShortWindow(slog.New(slog.NewTextHandler(&buf, nil)), cc, st)
+		consume.WarnShortWindow(slog.New(slog.NewTextHandler(&buf, nil)), cc, st)
 		return strings.Contains(buf.String(), "level=WARN") && strings.Contains(buf.String(), "stream="+name)
 	}
-	cc := streams.ConsumerConfig{Stage: streams.StageDetector} // AckWait: the 30 s default
+	cc := consume.ConsumerConfig{Stage: streams.StageDetector} // AckWait: the 30 s default
 	if warned(streams.StreamDetections, cc) {
 		t.Error("warned about the default 2-minute window")
 	}
@@ -189,12 +192,12 @@ func TestWarnShortWindow(t *testing.T) {
 	if !warned(streams.StreamDetections, cc) {
 		t.Error("no warning for a 3-minute ack wait against a 2-minute window")
 	}
-	cfg := streams.DefaultProvision()
+	cfg := natsserver.DefaultProvision()
 	cfg.Defaults.Duplicate = 20 * time.Second
 	if _, err := h.JS.UpdateStream(ctx, cfg.StreamConfig(streams.StreamTasks)); err != nil {
 		t.Fatal(err)
 	}
-	if !warned(streams.StreamTasks, streams.ConsumerConfig{Stage: streams.StageInjector}) {
+	if !warned(streams.StreamTasks, consume.ConsumerConfig{Stage: streams.StageInjector}) {
 		t.Error("no warning for a 20 s window against the 30 s default ack wait")
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/reinception/rein/schemas"
 )
 
@@ -57,11 +56,12 @@ func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult
 	if err != nil {
 		return TurnResult{}, err
 	}
-	return publishTurn(ctx, pub, msg, d)
+	return PublishTurnDecoded(ctx, pub, msg, d)
 }
 
-// publishTurn is PublishTurn of a message already decoded (d) and checked.
-func publishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
+// PublishTurnDecoded is PublishTurn of a message already decoded (d) and
+// checked (the ingress decodes and checks before it stores).
+func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var t schemas.Turn
 	if err := d.Payload(&t); err != nil {
 		return TurnResult{}, err

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/app/audit"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newAuditCmd) }
@@ -60,7 +60,7 @@ escalation and report names the detection of its turn that came before it.
 			return audit.WriteTimeline(cmd.OutOrStdout(), tenant, conv, es)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant id")
 	cmd.Flags().StringVar(&conv, "conversation", "", "conversation id")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the timeline as a JSON array")

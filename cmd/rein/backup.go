@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // newStreamsBackupCmd is `rein streams backup DIR` (attached by streamscmd.go).
@@ -53,7 +54,7 @@ DIR must not hold anything yet (a backup never silently replaces another); --ove
 			return err
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.Flags().StringSliceVar(&names, "stream", nil, "streams to back up (default every rein stream and KV_"+streams.BucketConversations+")")
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "write into a directory that already holds files (an earlier backup's are replaced)")
 	return cmd
@@ -81,12 +82,12 @@ Stop the rein stages while restoring.`,
 			if err != nil {
 				return err
 			}
-			nc, err := streams.Connect(cc)
+			nc, err := natsserver.Connect(cc)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			js, err := streams.NewJetStream(nc)
+			js, err := natsserver.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}
@@ -97,7 +98,7 @@ Stop the rein stages while restoring.`,
 			return err
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.Flags().StringSliceVar(&names, "stream", nil, "streams to restore (default every snapshot in DIR)")
 	cmd.Flags().BoolVar(&replace, "replace", false, "delete a stream that already exists before restoring it")
 	return cmd

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/bench"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // TestBenchSmallRun plays a small bench in waves and checks that every
@@ -52,16 +53,16 @@ func TestBenchSmallRun(t *testing.T) {
 // on the same server is refused, its turns would mix with the first's.
 func TestBenchAgainstAnExternalServer(t *testing.T) {
 	dir := t.TempDir()
-	keys, users, err := streams.ServerAuth(dir)
+	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
+	srv, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	seed := keys.SeedFile(streams.IdentityAdmin)
+	seed := keys.SeedFile(natsserver.IdentityAdmin)
 	args := []string{"bench", "--conversations", "20", "--turns", "2", "--raw-msgs", "300", "--duplicates", "20s",
 		"--nats-url", srv.ClientURL(), "--nats-nkey", seed, "--json"}
 	out, err := runCLI(t, context.Background(), args...)
@@ -75,7 +76,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 	if r.Turns != 40 || r.DuplicatesS != 20 {
 		t.Errorf("turns %d, window %v s; want 40, 20", r.Turns, r.DuplicatesS)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: seed})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: srv.ClientURL(), NkeyFile: seed})
 	if err != nil {
 		t.Fatal(err)
 	}

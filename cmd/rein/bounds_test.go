@@ -19,6 +19,8 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // serveProc is a `rein serve` subprocess on dir.
@@ -117,7 +119,7 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 	natsURL := "nats://" + p.natsAddr
 	ctx := context.Background()
 	conn := func(identity string) (*nats.Conn, jetstream.JetStream) {
-		key, err := nats.NkeyOptionFromSeed(streams.SeedFile(dir, identity))
+		key, err := nats.NkeyOptionFromSeed(natsserver.SeedFile(dir, identity))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,9 +134,9 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 		}
 		return nc, js
 	}
-	adminNC, admin := conn(streams.IdentityAdmin)
-	_, ingress := conn(streams.IdentityIngress)
-	_, agent := conn(streams.IdentityAgentWorker)
+	adminNC, admin := conn(natsserver.IdentityAdmin)
+	_, ingress := conn(natsserver.IdentityIngress)
+	_, agent := conn(natsserver.IdentityAgentWorker)
 	base := rssBytes(t, pid)
 	peak := base
 
@@ -183,10 +185,10 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 	want := 3 * rounds
 	rtest.CheckFor(t, 60*time.Second, "every largest message dead-lettered", func() bool {
 		peak = max(peak, rssBytes(t, pid))
-		entries, err := streams.ListDeadLetters(ctx, admin, streams.DeadLetterFilter{})
+		entries, err := consume.ListDeadLetters(ctx, admin, consume.DeadLetterFilter{})
 		return err == nil && len(entries) >= want
 	})
-	entries, err := streams.ListDeadLetters(ctx, admin, streams.DeadLetterFilter{})
+	entries, err := consume.ListDeadLetters(ctx, admin, consume.DeadLetterFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // chaosConfig is one run's shape.
@@ -190,7 +191,7 @@ func TestChaosKillRestart(t *testing.T) {
 		nats: chaosFreeAddr(t), http: chaosFreeAddr(t), script: script}
 	// The server's identities, made before it starts so that the test
 	// connects as admin from the first moment (serve keeps existing keys).
-	if _, err := streams.EnsureKeyring(srv.dataDir); err != nil {
+	if _, err := natsserver.EnsureKeyring(srv.dataDir); err != nil {
 		t.Fatal(err)
 	}
 	srv.start()
@@ -261,7 +262,7 @@ func TestChaosKillRestart(t *testing.T) {
 // the embedded server generated in its data dir.
 func chaosConnect(t *testing.T, url, dataDir string) *nats.Conn {
 	t.Helper()
-	key, err := nats.NkeyOptionFromSeed(streams.SeedFile(dataDir, streams.IdentityAdmin))
+	key, err := nats.NkeyOptionFromSeed(natsserver.SeedFile(dataDir, natsserver.IdentityAdmin))
 	if err != nil {
 		t.Fatalf("rein's admin key: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // The chaos test: `rein serve` as a real process on a real data directory,
@@ -59,7 +60,7 @@ func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
 	srv := &chaosServer{t: t, bin: bin, dataDir: filepath.Join(dir, "data"), natsAddr: freePort(t), httpAddr: freePort(t), script: script}
 	// The server's identities, made before it starts so that the test
 	// connects as admin from the first moment (serve keeps existing keys).
-	if _, err := streams.EnsureKeyring(srv.dataDir); err != nil {
+	if _, err := natsserver.EnsureKeyring(srv.dataDir); err != nil {
 		t.Fatal(err)
 	}
 	srv.start()
@@ -223,7 +224,7 @@ func (s *chaosServer) start() {
 // connect is the one place the test connects to rein's bus.
 func (s *chaosServer) connect() {
 	s.t.Helper()
-	key, err := nats.NkeyOptionFromSeed(streams.SeedFile(s.dataDir, streams.IdentityAdmin))
+	key, err := nats.NkeyOptionFromSeed(natsserver.SeedFile(s.dataDir, natsserver.IdentityAdmin))
 	if err != nil {
 		s.t.Fatalf("rein's admin key: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func configTestCmd() (*cobra.Command, *string, *string, *[]string) {
@@ -253,7 +253,7 @@ func TestConfigShowTellsTheTruth(t *testing.T) {
 				t.Errorf("sinks from the file shown as %q", line)
 			}
 		case "REIN_TURNS", "REIN_DLQ", "REIN_OUTCOMES":
-			if !strings.Contains(rest, "max_age "+streams.DefaultMaxAge.String()) {
+			if !strings.Contains(rest, "max_age "+natsserver.DefaultMaxAge.String()) {
 				t.Errorf("%s retention %q, want the default age bound", key, line)
 			}
 		}

@@ -11,8 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // preflight checks, before anything starts, what serve would otherwise
@@ -22,7 +24,7 @@ import (
 // agent's model. Each error
 // names its place in rein.yaml when the file set it. serve runs it first;
 // rein config check runs nothing else.
-func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []string, prov streams.ProvisionConfig) error {
+func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []string, prov natsserver.ProvisionConfig) error {
 	if err := prov.Validate(); err != nil {
 		return file.locate("streams", err)
 	}
@@ -47,7 +49,7 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 			}
 		}
 	}
-	if slices.Contains(names, streams.StageAgentWorker) && so.agentBackend != "none" && so.agentModel == nil && so.agentScript == "" {
+	if slices.Contains(names, streams.StageAgentWorker) && so.AgentWorker.Backend != agentworker.BackendNone && so.Given.AgentModel == nil && so.AgentScript == "" {
 		if lc := modules.LLMConfig(); lc.Provider != "" {
 			if err := lc.Validate(); err != nil {
 				return fmt.Errorf("agent model: %w%s", err, modelSources(cmd))
@@ -60,17 +62,17 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 // checkedServe resolves serve's configuration (flags, environment,
 // rein.yaml) and runs the preflight on it: what serve and config check
 // both do before anything starts.
-func checkedServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*fileConfig, []string, streams.ProvisionConfig, error) {
+func checkedServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*fileConfig, []string, natsserver.ProvisionConfig, error) {
 	file, names, err := resolveServe(cmd, so, stagesFlag)
 	if err != nil {
-		return nil, nil, streams.ProvisionConfig{}, err
+		return nil, nil, natsserver.ProvisionConfig{}, err
 	}
 	prov, err := provisionConfig(file)
 	if err != nil {
-		return nil, nil, streams.ProvisionConfig{}, err
+		return nil, nil, natsserver.ProvisionConfig{}, err
 	}
 	if err := preflight(cmd, file, so, names, prov); err != nil {
-		return nil, nil, streams.ProvisionConfig{}, err
+		return nil, nil, natsserver.ProvisionConfig{}, err
 	}
 	return file, names, prov, nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newDetectCmd) }
@@ -127,7 +127,7 @@ weighted by 1/π, with 95 % Wilson intervals and the number of labels behind eac
 	fs.StringVar(&o.modules.tauBench, "taubench", "", "τ-bench data directory (the root or its retail directory): the rules module, and the cascade's gate, check the product options a user asks for against its products.json (default: no catalogue, option values unchecked)")
 	o.eval.bind(fs)
 	o.labels.bind(fs)
-	o.labels.nats.bind(cmd, streams.DefaultURL)
+	o.labels.nats.bind(cmd, natsserver.DefaultURL)
 	cmd.MarkFlagsMutuallyExclusive("input", "eval")
 	cmd.MarkFlagsMutuallyExclusive("input", "labels")
 	return cmd

@@ -162,19 +162,9 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 		if perr != nil {
 			return perr
 		}
-		// The typed classifier reads the precise rules' signals, with the
-		// catalogue it will be served with.
-		m, merr := rules.New(rules.Config{Taxonomy: tax, Products: products})
-		if merr != nil {
-			return merr
-		}
-		model, err = learned.TrainTyped(examples, m.TypedFeaturizer(), learned.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Catalogue: products != nil})
+		model, err = trainTyped(examples, tax, products, learned.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall})
 	} else {
-		m, merr := rules.New(rules.Config{Taxonomy: tax, Mode: rules.Recall})
-		if merr != nil {
-			return merr
-		}
-		model, err = learned.TrainGate(examples, m.GateFeaturizer(), learned.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
+		model, err = trainGate(examples, tax, learned.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
 	}
 	if err != nil {
 		return err
@@ -432,4 +422,24 @@ func printConfusion(w io.Writer, r offline.EvalReport) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// trainTyped trains the typed classifier on the precise rules' signals,
+// read with the catalogue it will be served with.
+func trainTyped(examples []inception.Example, tax *inception.Taxonomy, products *rules.ProductCatalogue, cfg learned.TypedTrainConfig) (*learned.GateModel, error) {
+	m, err := rules.New(rules.Config{Taxonomy: tax, Products: products})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Catalogue = products != nil
+	return learned.TrainTyped(examples, m.TypedFeaturizer(), cfg)
+}
+
+// trainGate trains the gate's classifier on the gate's features.
+func trainGate(examples []inception.Example, tax *inception.Taxonomy, cfg learned.GateTrainConfig) (*learned.GateModel, error) {
+	m, err := rules.New(rules.Config{Taxonomy: tax, Mode: rules.Recall})
+	if err != nil {
+		return nil, err
+	}
+	return learned.TrainGate(examples, m.GateFeaturizer(), cfg)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newDLQCmd) }
@@ -34,17 +36,17 @@ func (f *dlqFilterFlags) bind(cmd *cobra.Command) {
 	fs.Uint64Var(&f.toSeq, "to-seq", 0, "last REIN_DLQ sequence")
 }
 
-func (f *dlqFilterFlags) filter() (streams.DeadLetterFilter, error) {
+func (f *dlqFilterFlags) filter() (consume.DeadLetterFilter, error) {
 	now := time.Now()
 	since, err := audit.ParseTime(f.since, now)
 	if err != nil {
-		return streams.DeadLetterFilter{}, fmt.Errorf("--since: %w", err)
+		return consume.DeadLetterFilter{}, fmt.Errorf("--since: %w", err)
 	}
 	until, err := audit.ParseTime(f.until, now)
 	if err != nil {
-		return streams.DeadLetterFilter{}, fmt.Errorf("--until: %w", err)
+		return consume.DeadLetterFilter{}, fmt.Errorf("--until: %w", err)
 	}
-	return streams.DeadLetterFilter{Stage: f.stage, Tenant: f.tenant, Conversation: f.conv, Reason: f.reason,
+	return consume.DeadLetterFilter{Stage: f.stage, Tenant: f.tenant, Conversation: f.conv, Reason: f.reason,
 		Since: since, Until: until, FromSeq: f.fromSeq, ToSeq: f.toSeq}, nil
 }
 
@@ -93,14 +95,14 @@ func newDLQListCmd() *cobra.Command {
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	ff.bind(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
 }
 
 // selectDeadLetters connects and reads the dead letters the flags select.
-func selectDeadLetters(cmd *cobra.Command, nf *natsFlags, ff *dlqFilterFlags) (jetstream.JetStream, []streams.DeadLetterEntry, func(), error) {
+func selectDeadLetters(cmd *cobra.Command, nf *natsFlags, ff *dlqFilterFlags) (jetstream.JetStream, []consume.DeadLetterEntry, func(), error) {
 	if err := applySources(cmd, nil); err != nil {
 		return nil, nil, nil, err
 	}
@@ -112,7 +114,7 @@ func selectDeadLetters(cmd *cobra.Command, nf *natsFlags, ff *dlqFilterFlags) (j
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	entries, err := streams.ListDeadLetters(cmd.Context(), js, f)
+	entries, err := consume.ListDeadLetters(cmd.Context(), js, f)
 	if err != nil {
 		nc.Close()
 		return nil, nil, nil, err
@@ -120,7 +122,7 @@ func selectDeadLetters(cmd *cobra.Command, nf *natsFlags, ff *dlqFilterFlags) (j
 	return js, entries, nc.Close, nil
 }
 
-func printDeadLetters(w io.Writer, entries []streams.DeadLetterEntry) {
+func printDeadLetters(w io.Writer, entries []consume.DeadLetterEntry) {
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no dead letters match")
 		return
@@ -165,7 +167,7 @@ func newDLQShowCmd() *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			entries, err := streams.ListDeadLetters(cmd.Context(), js, streams.DeadLetterFilter{FromSeq: seq, ToSeq: seq})
+			entries, err := consume.ListDeadLetters(cmd.Context(), js, consume.DeadLetterFilter{FromSeq: seq, ToSeq: seq})
 			if err != nil {
 				return err
 			}
@@ -177,7 +179,7 @@ func newDLQShowCmd() *cobra.Command {
 			return enc.Encode(entries[0])
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	return cmd
 }
 
@@ -195,7 +197,7 @@ func newDLQRedriveCmd() *cobra.Command {
 				return err
 			}
 			defer closeNC()
-			res, err := streams.Redrive(cmd.Context(), streams.NewPublisher(js, nil), entries, !yes)
+			res, err := consume.Redrive(cmd.Context(), streams.NewPublisher(js, nil), entries, !yes)
 			if asJSON {
 				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(res); jerr != nil {
 					return jerr
@@ -223,7 +225,7 @@ func newDLQRedriveCmd() *cobra.Command {
 			return err
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	ff.bind(cmd)
 	cmd.Flags().BoolVar(&yes, "yes", false, "put them back (without it, a dry run)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

@@ -12,9 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // setting is one entry of the effective configuration: what is in force
@@ -44,8 +45,8 @@ func inferModule(cmd *cobra.Command, m *moduleFlags) {
 }
 
 // provisionConfig is the streams section of rein.yaml over the defaults.
-func provisionConfig(file *fileConfig) (streams.ProvisionConfig, error) {
-	prov := streams.DefaultProvision()
+func provisionConfig(file *fileConfig) (natsserver.ProvisionConfig, error) {
+	prov := natsserver.DefaultProvision()
 	if err := file.decodeSection("streams", &prov); err != nil {
 		return prov, err
 	}
@@ -55,7 +56,7 @@ func provisionConfig(file *fileConfig) (streams.ProvisionConfig, error) {
 // effectiveSettings is what a server-side command will run with: the
 // inception module and its model, taxonomy, domain, stages, NATS, HTTP and
 // each stream's retention, secrets redacted.
-func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stages []string, file *fileConfig, prov streams.ProvisionConfig) []setting {
+func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, stages []string, file *fileConfig, prov natsserver.ProvisionConfig) []setting {
 	src := func(name string) string { return flagSource(cmd.Flags().Lookup(name)) }
 	var out []setting
 	add := func(key, value, source string) { out = append(out, setting{key, value, source}) }
@@ -71,7 +72,7 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	add("api_key", key, "env "+llm.EnvAPIKey+", OPENAI_API_KEY or ANTHROPIC_API_KEY")
 	add("taxonomy", taxonomyLabel(so.modules.taxonomy), src("taxonomy"))
 	add("plan", so.modules.plan, src("plan"))
-	add("domain", so.domain, src("domain"))
+	add("domain", so.Detector.Domain, src("domain"))
 	add("stages", strings.Join(stages, ","), src("stages"))
 	add("agent", agentLabel(so, lc), src("agent-backend"))
 	if sf.nats.url != "" {
@@ -85,7 +86,7 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	if file.hasSection("streams") {
 		streamSrc = "file " + file.where("streams")
 	}
-	for _, name := range streams.StreamNames {
+	for _, name := range natsserver.StreamNames {
 		add("streams."+name, retentionLabel(prov.StreamConfig(name).MaxAge, prov.StreamConfig(name).MaxBytes,
 			prov.StreamConfig(name).Replicas, prov.StreamConfig(name).Storage.String()), streamSrc)
 	}
@@ -136,16 +137,16 @@ func taxonomyLabel(path string) string {
 
 func agentLabel(so *stageOptions, lc llm.Config) string {
 	switch {
-	case so.agentBackend == "none":
+	case so.AgentWorker.Backend == agentworker.BackendNone:
 		return "none (sidecar mode: the platform's own agent consumes rein.tasks.>)"
-	case so.agentModel != nil:
-		return "built-in simulator, tools " + so.agentBackend
-	case so.agentScript != "":
-		return "scripted simulator " + so.agentScript + ", tools " + so.agentBackend
+	case so.Given.AgentModel != nil:
+		return "built-in simulator, tools " + so.AgentWorker.Backend
+	case so.AgentScript != "":
+		return "scripted simulator " + so.AgentScript + ", tools " + so.AgentWorker.Backend
 	case lc.Provider == "":
 		return "none: no model configured, sidecar mode"
 	}
-	return lc.Provider + " model " + orNone(lc.Model) + ", tools " + so.agentBackend
+	return lc.Provider + " model " + orNone(lc.Model) + ", tools " + so.AgentWorker.Backend
 }
 
 // natsAuthLabel says how rein's connections authenticate. The embedded

@@ -5,6 +5,7 @@ import (
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // modelEnv are the variables of the model providers (internal/llm), read
@@ -49,7 +50,7 @@ func envHelp() string {
 			b.WriteString("  " + padRight(v.name, 22) + v.help + "\n")
 		}
 	}
-	names := append(append([]string{}, streams.StreamNames...), streams.StreamReplay, streams.BucketConversations, streams.BucketMembers)
+	names := append(append([]string{}, natsserver.StreamNames...), streams.StreamReplay, streams.BucketConversations, streams.BucketMembers)
 	b.WriteString("\nStream and bucket names (not variables): " + strings.Join(names, ", ") + ".")
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // stuck describes, for a turn whose outcome did not come, where the turn
@@ -49,7 +50,7 @@ func (p *evalPipeline) stuck(conv string, turn int, seen *demo.Turn) string {
 		fmt.Fprintf(&b, "\n  %s %v", stream, got)
 	}
 	b.WriteString("\ndurables:")
-	for _, stream := range streams.StreamNames {
+	for _, stream := range natsserver.StreamNames {
 		s, err := p.rt.JS.Stream(ctx, stream)
 		if err != nil {
 			continue

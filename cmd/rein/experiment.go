@@ -9,7 +9,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/experiment"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newExperimentCmd) }
@@ -66,7 +66,7 @@ metrics that move the wrong way are flagged.
 			return writeExperimentReport(cmd, experiment.Analyze(tenant, name, convs, o), asJSON)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.Flags().StringVar(&tenant, "tenant", "", "tenant id")
 	cmd.Flags().StringVar(&name, "experiment", "", "experiment name (default: the one of the tenant's latest detection)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/planted"
@@ -23,6 +23,8 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/ingress"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // natsFlags are the flags of every command that talks to NATS. Secrets come
@@ -60,25 +62,25 @@ func (f *natsFlags) bindConn(cmd *cobra.Command, defaultURL string) {
 
 // connectConfig is how to reach NATS. Without credentials, a client command
 // uses the admin key of the local rein in --data-dir when there is one.
-func (f *natsFlags) connectConfig(name string) (streams.ConnectConfig, error) {
+func (f *natsFlags) connectConfig(name string) (natsserver.ConnectConfig, error) {
 	if f.fs != nil {
 		for _, secret := range []string{"nats-password", "nats-token"} {
 			if f.fs.Changed(secret) {
-				return streams.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
+				return natsserver.ConnectConfig{}, fmt.Errorf("--%s is refused: a secret on the command line is visible to every local user; set %s or use --nats-creds/--nats-nkey", secret, envName(secret))
 			}
 		}
 	}
 	url := f.url
 	if fl := f.lookup("nats-url"); fl != nil && !fl.Changed && f.url == fl.DefValue && f.dataDir != "" {
 		// A local rein serve recorded where its embedded server listens.
-		if u, ok := streams.LocalURL(f.dataDir); ok {
+		if u, ok := natsserver.LocalURL(f.dataDir); ok {
 			url = u
 		}
 	}
-	cc := streams.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
+	cc := natsserver.ConnectConfig{URL: url, Creds: f.creds, NkeyFile: f.nkey, User: f.user, Password: f.password, Token: f.token,
 		TLSCA: f.tlsCA, TLSCert: f.tlsCert, TLSKey: f.tlsKey, Name: name}
 	if cc.Creds == "" && cc.NkeyFile == "" && cc.User == "" && cc.Token == "" && f.dataDir != "" {
-		if seed := streams.SeedFile(f.dataDir, streams.IdentityAdmin); fileExists(seed) {
+		if seed := natsserver.SeedFile(f.dataDir, natsserver.IdentityAdmin); fileExists(seed) {
 			cc.NkeyFile = seed
 		}
 	}
@@ -104,11 +106,11 @@ func connectJS(f *natsFlags, name string) (*nats.Conn, jetstream.JetStream, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		return nil, nil, err
 	}
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		nc.Close()
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
@@ -171,7 +173,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	f.nats.bindConn(cmd, "")
 	fs := cmd.Flags()
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS identities (nats-keys/) and the local HTTP token (http-token); made 0700")
-	fs.StringVar(&f.listen, "nats-listen", streams.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
+	fs.StringVar(&f.listen, "nats-listen", natsserver.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
@@ -184,9 +186,9 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format on stderr: json (one object a line, for log collectors) or text (key=value, for a terminal)")
 	fs.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "Host names the HTTP port answers besides localhost, 127.0.0.1, ::1 and its listen host (others get 421: DNS rebinding); a wildcard listen address without any answers every Host")
-	fs.Float64Var(&f.ingressRate, "ingress-rate", streams.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
-	fs.IntVar(&f.ingressBurst, "ingress-burst", streams.DefaultTenantBurst, "burst of each tenant's token bucket")
-	fs.IntVar(&f.ingressInFlight, "ingress-in-flight", streams.DefaultTenantInFlight, "each tenant's POST /v1/turns in flight at once (waiting on JetStream included); past it 429")
+	fs.Float64Var(&f.ingressRate, "ingress-rate", ingress.DefaultTenantRate, "turns per second each tenant may post to POST /v1/turns (a token bucket; past it 429 with Retry-After; 0: no limit)")
+	fs.IntVar(&f.ingressBurst, "ingress-burst", ingress.DefaultTenantBurst, "burst of each tenant's token bucket")
+	fs.IntVar(&f.ingressInFlight, "ingress-in-flight", ingress.DefaultTenantInFlight, "each tenant's POST /v1/turns in flight at once (waiting on JetStream included); past it 429")
 	fs.StringVar(&f.httpTokens, "http-tokens", "", "YAML file of the HTTP port's bearer tokens ({tokens: [{token: …, tenants: [acme], roles: [ingress]}]}, or sha256: instead of token; roles ingress (POST /v1/turns for its tenants), dashboard (tenants [\"*\"]), metrics; default [ingress]); default: a local token with every role in DATA-DIR/http-token. On a non-loopback --http the dashboard and /metrics need their role (browsers sign in at /login)")
 	fs.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --http address without --http-tokens and a non-loopback --nats-listen without TLS (nkeys still required; messages cross the network in clear)")
 	fs.IntVar(&f.maxBytes, "max-event-bytes", streams.DefaultMaxEventBytes, "largest accepted event body")
@@ -213,6 +215,7 @@ type moduleFlags struct {
 	plan     string
 	gate     string // --gate-model
 	typed    string // --typed-model
+	fewShot  int    // --few-shot-labels
 	// tauBench (detect --taubench): the τ-bench data directory whose
 	// retail products.json gives the rules the product catalogue.
 	tauBench string
@@ -242,7 +245,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, FewShot: f.fewShot, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
@@ -255,69 +258,42 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 	return f.options().Build(reg)
 }
 
-// stageOptions are the flags of the pipeline stages that serve and demo run
-// (pipeline.Stages once resolved).
-type stageOptions struct {
-	modules         moduleFlags
-	domain          string
-	detectorTimeout time.Duration
-	workers         int
-
-	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
-	maxSteps                                                                                  int
-	// Conversations kept in memory per stage (0: the stage's default).
-	detectorCache, agentCache int
-	// experiments is the holdout experiments file (docs/experiments.md).
-	experiments string
-	// ackWait overrides every stage's ack wait (0: the stages' defaults).
-	ackWait time.Duration
-	// pinTTL is how soon a standby replica takes over a crashed one's stage.
-	pinTTL time.Duration
-	// speculate: the agent worker starts each user turn's first model call
-	// while the detector judges it.
-	speculate bool
-	// agentQuietPeriod: an agent_unavailable handoff goes back to the
-	// agent after this long.
-	agentQuietPeriod time.Duration
-	// agentModel, when set (demo, bench, eval), is the task agent's model.
-	agentModel llm.Client
-	// agentSystem, when set (eval), is the task agent's system prompt.
-	agentSystem string
-	// module, when set (eval), is the detector's inception module, with
-	// taxonomyVersion recorded in its detections.
-	module          inception.Module
-	taxonomyVersion string
-}
-
-func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
-	o.modules.bind(fs, defaultModule)
-	fs.StringVar(&o.domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the inception module and run by the agent")
-	fs.DurationVar(&o.detectorTimeout, "detector-timeout", 5*time.Second, "deadline of one inception call; past it the turn proceeds without injection")
-	fs.IntVar(&o.workers, "workers", 0, "in-flight limit per stage: turns handled at once (0: the default, 4096; turns are scheduled by conversation, so a slow model call never blocks other conversations)")
-	fs.StringVar(&o.agentPrompt, "agent-prompt", "", "the task agent's fixed system prompt file (default: policy.md in --agent-data, or the sample policy)")
-	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
-	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
-	fs.StringVar(&o.agentToolURL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
-	fs.StringVar(&o.agentPersist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
-	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
-	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
-	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
-	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
-	fs.DurationVar(&o.pinTTL, "pin-ttl", streams.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
-	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
-	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
-	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
-	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
-	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
-}
-
-// runtime are the flags as the runtime's stage options.
-func (o *stageOptions) runtime() pipeline.Stages {
-	return pipeline.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
-		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
-		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps,
-		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate, AgentQuietPeriod: o.agentQuietPeriod,
-		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
+// modelPathsOf reads, at each look for a promoted model, where the gate
+// and typed models are: a path rein.yaml sets is read from the file again
+// (a promotion may point it elsewhere); one a flag or the environment
+// sets stays. Nil when neither comes from the file.
+func modelPathsOf(cmd *cobra.Command, file *fileConfig) func() (string, string, error) {
+	gateFlag, typedFlag := cmd.Flags().Lookup("gate-model"), cmd.Flags().Lookup("typed-model")
+	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" {
+		return nil
+	}
+	gateFile := strings.HasPrefix(flagSource(gateFlag), "file ")
+	typedFile := strings.HasPrefix(flagSource(typedFlag), "file ")
+	if !gateFile && !typedFile {
+		return nil
+	}
+	gate, typed, path := gateFlag.Value.String(), typedFlag.Value.String(), file.path
+	// value is a key's path in the file read again ("" when it is gone).
+	value := func(f *fileConfig, key string) string {
+		if v, ok := f.raw[key]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	return func() (string, string, error) {
+		f, err := loadFileConfig(path)
+		if err != nil {
+			return "", "", err
+		}
+		g, t := gate, typed
+		if gateFile {
+			g = value(f, "gate-model")
+		}
+		if typedFile {
+			t = value(f, "typed-model")
+		}
+		return g, t, nil
+	}
 }
 
 // proc is a started runtime with the rein.yaml it was configured from and
@@ -397,7 +373,7 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		if err != nil {
 			return fmt.Errorf("stage escalation: %w", err)
 		}
-		opts.Sinks = sinks
+		opts.Escalation.Sinks = sinks
 	}
 	if rt.stages.experiments != "" && slices.Contains(names, streams.StageDetector) {
 		cfg, err := experiment.LoadFile(rt.stages.experiments)
@@ -408,7 +384,7 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		if err != nil {
 			return fmt.Errorf("--experiments: %w", err)
 		}
-		opts.Experiments = a
+		opts.Given.Experiments = a
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {

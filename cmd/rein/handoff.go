@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newHandoffCmd) }
@@ -55,7 +56,7 @@ func newHandoffReleaseCmd() *cobra.Command {
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.StringVar(&tenant, "tenant", "", "the conversation's tenant (required)")
 	fs.StringVar(&conv, "conversation", "", "the conversation id (required)")

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/reinception/rein/internal/telemetry"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // httpTokenFile is where serve keeps the local token of POST /v1/turns
@@ -41,7 +41,7 @@ func ingressTokens(f *serverFlags, log *slog.Logger) (*telemetry.Tokens, error) 
 		return t, nil
 	}
 	path := filepath.Join(f.dataDir, httpTokenFile)
-	token, err := streams.EnsureSecretFile(path, 32)
+	token, err := natsserver.EnsureSecretFile(path, 32)
 	if err != nil {
 		return nil, fmt.Errorf("local HTTP token: %w", err)
 	}
@@ -59,7 +59,7 @@ func checkHTTPExposure(f *serverFlags) error {
 	if err != nil {
 		return fmt.Errorf("--http %q: %w", f.httpAddr, err)
 	}
-	if streams.IsLoopbackHost(host) {
+	if natsserver.IsLoopbackHost(host) {
 		return nil
 	}
 	return fmt.Errorf("refusing to serve HTTP on %s without --http-tokens (tokens bound to tenants); pass --insecure to do it anyway", f.httpAddr)

@@ -22,6 +22,8 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/ingress"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // docs/integration.md marks each checked example with <!-- check:NAME -->;
@@ -342,7 +344,7 @@ func TestIntegrationDocLive(t *testing.T) {
 
 	// 1. Both curl examples are stored.
 	for _, name := range []string{"curl-binary", "curl-structured"} {
-		var res streams.IngressAccepted
+		var res ingress.IngressAccepted
 		if out := sh(name); json.Unmarshal([]byte(out), &res) != nil || res.Sequence == 0 || res.Stream != streams.StreamTurns {
 			t.Fatalf("%s answered %s", name, out)
 		}
@@ -352,7 +354,7 @@ func TestIntegrationDocLive(t *testing.T) {
 	// Each step with the key the guide names for it.
 	connectAs := func(identity string, opts ...nats.Option) *nats.Conn {
 		t.Helper()
-		key, err := nats.NkeyOptionFromSeed(streams.SeedFile(data, identity))
+		key, err := nats.NkeyOptionFromSeed(natsserver.SeedFile(data, identity))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +366,7 @@ func TestIntegrationDocLive(t *testing.T) {
 		return c
 	}
 	nc := connectAs("ingress-acme", nats.CustomInboxPrefix(streams.TenantInbox("acme")))
-	desk := connectAs(streams.IdentityHandoffDesktop)
+	desk := connectAs(natsserver.IdentityHandoffDesktop)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

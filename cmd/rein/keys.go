@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newKeysCmd) }
@@ -44,7 +45,7 @@ into no stream itself.
 		Short: "List the identities and their public keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := streams.EnsureKeyring(dataDir)
+			k, err := natsserver.EnsureKeyring(dataDir)
 			if err != nil {
 				return err
 			}
@@ -58,12 +59,12 @@ into no stream itself.
 		Short: "Generate (or keep) a tenant's ingress identity and print its seed file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			seed, err := streams.AddTenantIngress(dataDir, args[0])
+			seed, err := natsserver.AddTenantIngress(dataDir, args[0])
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), seed)
-			fmt.Fprintln(cmd.ErrOrStderr(), "a running rein serve on this data directory loads it within "+streams.DefaultKeyringPoll.String()+"; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+streams.TenantInbox(args[0]))
+			fmt.Fprintln(cmd.ErrOrStderr(), "a running rein serve on this data directory loads it within "+natsserver.DefaultKeyringPoll.String()+"; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+streams.TenantInbox(args[0]))
 			return nil
 		},
 	}, &cobra.Command{
@@ -71,10 +72,10 @@ into no stream itself.
 		Short: "Delete a tenant's ingress identity; a running serve drops it and its connections within seconds",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := streams.RemoveTenantIngress(dataDir, args[0]); err != nil {
+			if err := natsserver.RemoveTenantIngress(dataDir, args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "removed; a running rein serve on this data directory refuses the key within "+streams.DefaultKeyringPoll.String())
+			fmt.Fprintln(cmd.ErrOrStderr(), "removed; a running rein serve on this data directory refuses the key within "+natsserver.DefaultKeyringPoll.String())
 			return nil
 		},
 	})
@@ -90,7 +91,7 @@ func newServerConfigCmd(dataDir *string) *cobra.Command {
 		Short: "Print a nats-server authorization block (or NATS Helm chart values) with rein's identities and their permissions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := streams.EnsureKeyring(*dataDir)
+			k, err := natsserver.EnsureKeyring(*dataDir)
 			if err != nil {
 				return err
 			}

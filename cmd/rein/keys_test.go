@@ -9,6 +9,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // TestKeysAddTenant: a tenant's ingress identity is generated in the data
@@ -19,18 +20,18 @@ func TestKeysAddTenant(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add-tenant: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, streams.KeysDir(dir)) || !strings.Contains(out, "ingress-acme") {
+	if !strings.Contains(out, natsserver.KeysDir(dir)) || !strings.Contains(out, "ingress-acme") {
 		t.Errorf("add-tenant printed %q, want the seed file", out)
 	}
 	out, err = runCLI(t, context.Background(), "keys", "list", "--data-dir", dir)
 	if err != nil {
 		t.Fatalf("list: %v", err)
 	}
-	k, err := streams.EnsureKeyring(dir)
+	k, err := natsserver.EnsureKeyring(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{streams.IdentityAdmin, streams.IdentityDetector, "ingress-acme"} {
+	for _, id := range []string{natsserver.IdentityAdmin, natsserver.IdentityDetector, "ingress-acme"} {
 		if pub := k.PublicKey(id); pub == "" || !strings.Contains(out, id) || !strings.Contains(out, pub) {
 			t.Errorf("list does not show %s with its key %q:\n%s", id, pub, out)
 		}
@@ -52,7 +53,7 @@ func TestKeysAddTenantWithoutARestart(t *testing.T) {
 		t.Fatalf("add-tenant: %v\n%s", err, out)
 	}
 	connect := func() error {
-		nc, err := streams.Connect(streams.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: streams.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: natsserver.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
 		if err == nil {
 			nc.Close()
 		}

@@ -18,6 +18,8 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // An external nats-server configured with `rein keys server-config`: rein
@@ -37,10 +39,10 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	url, keys := externalServerWithReinAuth(t)
 	// Two mounts, as a deployment would make them: admin's alone for the
 	// provisioning job; every other identity for the stage process.
-	adminDir := seedDir(t, keys, streams.IdentityAdmin)
+	adminDir := seedDir(t, keys, natsserver.IdentityAdmin)
 	var others []string
-	for _, id := range streams.Identities {
-		if id != streams.IdentityAdmin {
+	for _, id := range natsserver.Identities {
+		if id != natsserver.IdentityAdmin {
 			others = append(others, id)
 		}
 	}
@@ -94,11 +96,11 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	rtest.CheckFor(t, time.Minute, "serve ready once provisioned", func() bool { return httpReady(httpAddr) })
 
 	// The platform's turn, published under the ingress identity.
-	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityIngress+".nk"),
+	if _, err := runCLI(t, ctx, "publish", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, natsserver.IdentityIngress+".nk"),
 		"--tenant", "acme", "--conversation", "c1", "--next-turn", "--text", "I want to cancel my reservation"); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 		return
 	}
 	// The reader sees which replica works each partition.
-	out, err = runCLI(t, ctx, "streams", "--json", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, streams.IdentityReader+".nk"))
+	out, err = runCLI(t, ctx, "streams", "--json", "--nats-url", url, "--nats-nkey", filepath.Join(stageDir, natsserver.IdentityReader+".nk"))
 	if err != nil {
 		t.Fatalf("rein streams as reader: %v\n%s", err, out)
 	}
@@ -137,7 +139,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	worked := 0
 	for _, r := range rows {
 		for _, c := range r.Consumers {
-			if _, _, ok := streams.ParsePartitionDurable(c.Name); ok && c.WorkedBy != nil && c.WorkedBy.PID == os.Getpid() {
+			if _, _, ok := consume.ParsePartitionDurable(c.Name); ok && c.WorkedBy != nil && c.WorkedBy.PID == os.Getpid() {
 				worked++
 			}
 		}
@@ -158,10 +160,10 @@ func TestAStageProcessNeedsOnlyItsOwnSeedAndReaders(t *testing.T) {
 	url, keys := externalServerWithReinAuth(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if _, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", seedDir(t, keys, streams.IdentityAdmin)); err != nil {
+	if _, err := runCLI(t, ctx, "provision", "--nats-url", url, "--nats-keys-dir", seedDir(t, keys, natsserver.IdentityAdmin)); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
-	dir := seedDir(t, keys, streams.IdentityReader, streams.IdentityDetector)
+	dir := seedDir(t, keys, natsserver.IdentityReader, natsserver.IdentityDetector)
 	// The detector signs the tasks it stores: it holds the task key too.
 	taskKey := filepath.Join(t.TempDir(), "task-key")
 	if err := os.WriteFile(taskKey, []byte(strings.Repeat("k", 64)), 0o600); err != nil {
@@ -182,9 +184,9 @@ func TestAStageProcessNeedsOnlyItsOwnSeedAndReaders(t *testing.T) {
 
 // externalServerWithReinAuth starts a stock nats-server configured with
 // `rein keys server-config`'s block and returns its URL and the keyring.
-func externalServerWithReinAuth(t *testing.T) (string, *streams.Keyring) {
+func externalServerWithReinAuth(t *testing.T) (string, *natsserver.Keyring) {
 	t.Helper()
-	keys, err := streams.EnsureKeyring(t.TempDir())
+	keys, err := natsserver.EnsureKeyring(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +195,7 @@ func externalServerWithReinAuth(t *testing.T) (string, *streams.Keyring) {
 
 // startServerWithReinAuth starts a stock nats-server with JetStream on
 // listen, configured with keys' authorization block, and returns its URL.
-func startServerWithReinAuth(t *testing.T, keys *streams.Keyring, listen string) string {
+func startServerWithReinAuth(t *testing.T, keys *natsserver.Keyring, listen string) string {
 	t.Helper()
 	var block bytes.Buffer
 	if err := keys.WriteAuthorization(&block); err != nil {
@@ -225,12 +227,12 @@ func startServerWithReinAuth(t *testing.T, keys *streams.Keyring, listen string)
 // cluster), keeps trying and provisions once the server is up; it used to
 // exit at the first refused connection.
 func TestProvisionWaitsForNATSToListen(t *testing.T) {
-	keys, err := streams.EnsureKeyring(t.TempDir())
+	keys, err := natsserver.EnsureKeyring(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := freePort(t)
-	cc := streams.ConnectConfig{URL: "nats://" + addr, NkeyFile: keys.SeedFile(streams.IdentityAdmin)}
+	cc := natsserver.ConnectConfig{URL: "nats://" + addr, NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)}
 	failed := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -265,7 +267,7 @@ func TestProvisionWaitsForNATSToListen(t *testing.T) {
 
 // seedDir copies the seeds of ids into a new directory, as a deployment
 // mounts them into one process.
-func seedDir(t *testing.T, keys *streams.Keyring, ids ...string) string {
+func seedDir(t *testing.T, keys *natsserver.Keyring, ids ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, id := range ids {

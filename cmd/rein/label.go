@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newLabelCmd) }
@@ -72,7 +73,7 @@ See docs/labels.md.`,
 			return writeLabelResult(cmd.OutOrStdout(), req, r)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.StringVar(&req.Tenant, "tenant", "", "the conversation's tenant (required)")
 	fs.StringVar(&req.Conversation, "conversation", "", "the conversation id (required)")
@@ -145,22 +146,14 @@ its inclusion probability π. Turns someone has labelled already are left out un
 				return err
 			}
 			defer nc.Close()
-			items, err := labels.Queue(cmd.Context(), js, q, now)
+			items, err := labels.Review(cmd.Context(), js, q, now)
 			if err != nil {
 				return err
-			}
-			done, err := labels.Read(cmd.Context(), js, labels.Filter{Tenant: q.Tenant})
-			if err != nil {
-				return err
-			}
-			labelled := map[string]bool{}
-			for _, s := range done {
-				labelled[s.Conversation+"/"+fmt.Sprint(s.Label.Turn)] = true
 			}
 			rows := make([]queueRow, 0, len(items))
 			for _, it := range items {
 				r := queueRow{Conversation: it.Conversation, Turn: it.Turn, Stratum: it.Sample.Stratum, Probability: it.Sample.Probability,
-					Population: it.Sample.Population, Labelled: labelled[it.Conversation+"/"+fmt.Sprint(it.Turn)], Text: it.UserText}
+					Population: it.Sample.Population, Labelled: it.Labelled, Text: it.UserText}
 				if all || !r.Labelled {
 					rows = append(rows, r)
 				}
@@ -173,7 +166,7 @@ its inclusion probability π. Turns someone has labelled already are left out un
 			return writeQueue(cmd.OutOrStdout(), q, len(items), rows)
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.String("tenant", "", "the tenant whose queue to draw (required)")
 	fs.StringVar(&day, "day", "", "the UTC day to draw from, YYYY-MM-DD (default: yesterday)")

@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newProvisionCmd) }
@@ -64,7 +65,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				if err := checkKeysDir(&sf); err != nil {
 					return err
 				}
-				if cc.NkeyFile, err = streams.SeedDir(sf.natsKeysDir).Seed(streams.IdentityAdmin); err != nil {
+				if cc.NkeyFile, err = natsserver.SeedDir(sf.natsKeysDir).Seed(natsserver.IdentityAdmin); err != nil {
 					return err
 				}
 			}
@@ -80,13 +81,13 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 				return err
 			}
 			defer nc.Close()
-			js, err := streams.NewJetStream(nc)
+			js, err := natsserver.NewJetStream(nc)
 			if err != nil {
 				return fmt.Errorf("jetstream: %w", err)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), pipeline.ProvisionTimeout)
 			defer cancel()
-			if err := streams.Provision(ctx, js, prov, streams.WithLogger(log)); err != nil {
+			if err := natsserver.Provision(ctx, js, prov, log); err != nil {
 				return err
 			}
 			return printProvisioned(ctx, cmd, js)
@@ -101,7 +102,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetStream) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STREAM\tREPLICAS\tMESSAGES")
-	for _, name := range slices.Concat(streams.StreamNames, []string{"KV_" + streams.BucketConversations}) {
+	for _, name := range slices.Concat(natsserver.StreamNames, []string{"KV_" + streams.BucketConversations}) {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
@@ -116,12 +117,12 @@ func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetS
 // reachable (not yet listening, or unknown to DNS yet) for up to within;
 // onRetry hears each failed attempt. Other errors (credentials refused)
 // end it at once.
-func connectRetrying(ctx context.Context, cc streams.ConnectConfig, within time.Duration, onRetry func(error)) (*nats.Conn, error) {
+func connectRetrying(ctx context.Context, cc natsserver.ConnectConfig, within time.Duration, onRetry func(error)) (*nats.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	wait := 200 * time.Millisecond
 	for {
-		nc, err := streams.Connect(cc)
+		nc, err := natsserver.Connect(cc)
 		if err == nil {
 			return nc, nil
 		}

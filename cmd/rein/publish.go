@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newPublishCmd) }
@@ -120,7 +121,7 @@ text is a conflict: refused, dead-lettered (conflicting_duplicate) and reported.
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	fs := cmd.Flags()
 	fs.StringVar(&one.Tenant, "tenant", "", "tenant id ([A-Za-z0-9_-]{1,128})")
 	fs.StringVar(&one.Conversation, "conversation", "", "conversation id ([A-Za-z0-9_-]{1,128})")

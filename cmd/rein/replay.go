@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newReplayCmd) }
@@ -113,7 +114,7 @@ A progress bar is drawn on stderr when stderr is a terminal and --out is a file 
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	sf.bind(cmd)
 	fs := cmd.Flags()
 	fs.StringVar(&format, "format", "jsonl", "output format: jsonl or text")

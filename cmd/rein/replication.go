@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // replicationConfig applies --stream-replicas, --kv-replicas and
@@ -11,7 +12,7 @@ import (
 // over the streams section, and refuses what the embedded server cannot
 // hold: it is one server, so more than one replica would fail later or,
 // worse, be quietly dropped.
-func replicationConfig(f *serverFlags, p *streams.ProvisionConfig) error {
+func replicationConfig(f *serverFlags, p *natsserver.ProvisionConfig) error {
 	if f.streamReplicas < 0 || f.kvReplicas < 0 {
 		return fmt.Errorf("%w: --stream-replicas and --kv-replicas must be 1..5", streams.ErrInvalidConfig)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // Replication settings: flags over the file's section, and R3 on the
@@ -18,18 +19,18 @@ func TestReplicationConfig(t *testing.T) {
 		url           string
 		replicas, kv  int
 		tags          []string
-		file          map[string]streams.StreamSettings
+		file          map[string]natsserver.StreamSettings
 		wantErr       error
 		wantMax       int
 		wantTurnsRepl int
 	}{
 		{name: "embedded default", wantMax: 1, wantTurnsRepl: 1},
 		{name: "embedded R3 refused", replicas: 3, wantErr: streams.ErrReplicasUnavailable},
-		{name: "embedded file R3 refused", file: map[string]streams.StreamSettings{"REIN_OUTCOMES": {Replicas: 3}}, wantErr: streams.ErrReplicasUnavailable},
+		{name: "embedded file R3 refused", file: map[string]natsserver.StreamSettings{"REIN_OUTCOMES": {Replicas: 3}}, wantErr: streams.ErrReplicasUnavailable},
 		{name: "embedded KV R3 refused", kv: 3, wantErr: streams.ErrReplicasUnavailable},
 		{name: "embedded tags refused", tags: []string{"ssd"}, wantErr: streams.ErrInvalidConfig},
 		{name: "cluster R3", url: "nats://a:4222", replicas: 3, wantMax: 3, wantTurnsRepl: 3},
-		{name: "flag beats file", url: "nats://a:4222", replicas: 1, file: map[string]streams.StreamSettings{"REIN_TURNS": {Replicas: 3}}, wantMax: 1, wantTurnsRepl: 1},
+		{name: "flag beats file", url: "nats://a:4222", replicas: 1, file: map[string]natsserver.StreamSettings{"REIN_TURNS": {Replicas: 3}}, wantMax: 1, wantTurnsRepl: 1},
 		{name: "negative", url: "nats://a:4222", replicas: -1, wantErr: streams.ErrInvalidConfig},
 		{name: "too many", url: "nats://a:4222", replicas: 7, wantErr: streams.ErrInvalidConfig},
 	}
@@ -37,7 +38,7 @@ func TestReplicationConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &serverFlags{streamReplicas: tc.replicas, kvReplicas: tc.kv, placementTags: tc.tags}
 			f.nats.url = tc.url
-			p := streams.DefaultProvision()
+			p := natsserver.DefaultProvision()
 			p.Streams = tc.file
 			err := replicationConfig(f, &p)
 			if tc.wantErr != nil {

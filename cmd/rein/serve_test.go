@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func freePort(t *testing.T) string {
@@ -145,7 +145,7 @@ func TestServePublishStreamsRestart(t *testing.T) {
 		nc.Close()
 		t.Fatal("the embedded server accepted a connection without credentials")
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{URL: url, NkeyFile: streams.SeedFile(dir, streams.IdentityIngress)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: url, NkeyFile: natsserver.SeedFile(dir, natsserver.IdentityIngress)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestServeTrustBoundaries(t *testing.T) {
 		t.Fatalf("the local HTTP token: %v", err)
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "http-token"): 0o600,
-		streams.KeysDir(dir): 0o700, streams.SeedFile(dir, streams.IdentityAdmin): 0o600} {
+		natsserver.KeysDir(dir): 0o700, natsserver.SeedFile(dir, natsserver.IdentityAdmin): 0o600} {
 		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != want {
 			t.Errorf("%s: mode %v (%v), want %v", path, st.Mode().Perm(), err, want)
 		}

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // A client command that cannot reach NATS, or is refused by it, fails at
 // once in one line that names the address and the fix.
 func TestClientStartupFailuresSayWhatToDo(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
-	other, err := streams.EnsureKeyring(t.TempDir())
+	other, err := natsserver.EnsureKeyring(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestClientStartupFailuresSayWhatToDo(t *testing.T) {
 	}{
 		{"nothing listening", []string{"--nats-url", "nats://127.0.0.1:1"}, []string{"nats://127.0.0.1:1", "start rein serve"}},
 		{"no credentials", []string{"--nats-url", h.URL(), "--data-dir", t.TempDir()}, []string{h.URL(), "no credentials given", "--data-dir"}},
-		{"a key of another rein", []string{"--nats-url", h.URL(), "--nats-nkey", other.SeedFile(streams.IdentityAdmin)}, []string{"does not know the key", "rein keys list"}},
+		{"a key of another rein", []string{"--nats-url", h.URL(), "--nats-nkey", other.SeedFile(natsserver.IdentityAdmin)}, []string{"does not know the key", "rein keys list"}},
 	}
 	for _, c := range cases {
 		start := time.Now()

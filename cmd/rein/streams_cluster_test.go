@@ -9,6 +9,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // rein streams on a 3-node cluster shows each stream's replicas and
@@ -18,11 +19,11 @@ func TestStreamsOnCluster(t *testing.T) {
 	c := rtest.StartCluster(t, 3)
 	c.WaitMetaLeader(30 * time.Second)
 	_, js := c.Connect(t, t.Name())
-	p := streams.DefaultProvision()
+	p := natsserver.DefaultProvision()
 	p.Override(3, 3, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if err := streams.Provision(ctx, js, p); err != nil {
+	if err := natsserver.Provision(ctx, js, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runCLI(t, t.Context(), "streams", "--json", "--nats-url", c.URLs())
@@ -33,7 +34,7 @@ func TestStreamsOnCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rows) != len(streams.StreamNames)+1 || rows[len(rows)-1].Name != streams.StreamConversations {
+	if len(rows) != len(natsserver.StreamNames)+1 || rows[len(rows)-1].Name != streams.StreamConversations {
 		t.Fatalf("%d rows, want every stream and %s", len(rows), streams.StreamConversations)
 	}
 	for _, r := range rows {

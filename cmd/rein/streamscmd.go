@@ -17,21 +17,23 @@ import (
 
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 func init() { register(newStreamsCmd) }
 
 // streamReport is one row of `rein streams --json`.
 type streamReport struct {
-	Name      string           `json:"name"`
-	Replicas  int              `json:"replicas"`
-	Leader    string           `json:"leader"`
-	Peers     []streams.Peer   `json:"peers"`
-	Messages  uint64           `json:"messages"`
-	Bytes     uint64           `json:"bytes"`
-	FirstSeq  uint64           `json:"first_seq"`
-	LastSeq   uint64           `json:"last_seq"`
-	Consumers []consumerReport `json:"consumers"`
+	Name      string            `json:"name"`
+	Replicas  int               `json:"replicas"`
+	Leader    string            `json:"leader"`
+	Peers     []natsserver.Peer `json:"peers"`
+	Messages  uint64            `json:"messages"`
+	Bytes     uint64            `json:"bytes"`
+	FirstSeq  uint64            `json:"first_seq"`
+	LastSeq   uint64            `json:"last_seq"`
+	Consumers []consumerReport  `json:"consumers"`
 	// Rates is what the stream stored in the last minute, 15 minutes and
 	// hour, read from the stream itself (every replica's messages, not one
 	// process's counters); Trend compares the later half of the last 15
@@ -73,7 +75,7 @@ type consumerReport struct {
 	OldestPendingS float64 `json:"oldest_pending_s"`
 	// WorkedBy is, for a partition's durable, the live replica that works
 	// it (empty while the stage has none).
-	WorkedBy *streams.Member `json:"worked_by,omitempty"`
+	WorkedBy *consume.Member `json:"worked_by,omitempty"`
 }
 
 func newStreamsCmd() *cobra.Command {
@@ -119,7 +121,7 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 			return nil
 		},
 	}
-	nf.bind(cmd, streams.DefaultURL)
+	nf.bind(cmd, natsserver.DefaultURL)
 	cmd.AddCommand(newStreamsBackupCmd(), newStreamsRestoreCmd())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of {name, replicas, leader, peers, messages, bytes, rates: [{window, messages, per_second}], trend, consumers: [...], error}")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long each stream may take to answer")
@@ -130,7 +132,7 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 // counts the streams that have no leader or did not answer.
 func streamReports(ctx context.Context, js jetstream.JetStream, timeout time.Duration) (rows []streamReport, failed int) {
 	// The conversations bucket's stream too: its replicas matter as much.
-	for _, name := range append(slices.Clone(streams.StreamNames), streams.StreamConversations) {
+	for _, name := range append(slices.Clone(natsserver.StreamNames), streams.StreamConversations) {
 		row, err := streamReportOf(ctx, js, name, timeout)
 		if streams.IsNotFound(err) {
 			continue
@@ -150,8 +152,8 @@ func streamReports(ctx context.Context, js jetstream.JetStream, timeout time.Dur
 func streamReportOf(ctx context.Context, js jetstream.JetStream, name string, timeout time.Duration) (streamReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	row := streamReport{Name: name, Peers: []streams.Peer{}, Consumers: []consumerReport{}, Rates: []rateReport{}}
-	st, err := streams.Status(ctx, js, name)
+	row := streamReport{Name: name, Peers: []natsserver.Peer{}, Consumers: []consumerReport{}, Rates: []rateReport{}}
+	st, err := natsserver.Status(ctx, js, name)
 	if st.Info != nil {
 		info := st.Info
 		row.Replicas, row.Leader, row.Peers = st.Replicas, st.Leader, st.Peers
@@ -174,16 +176,16 @@ func streamReportOf(ctx context.Context, js jetstream.JetStream, name string, ti
 	}
 	rcancel()
 	lister := s.ListConsumers(ctx)
-	owners := map[string]map[int]streams.Member{} // by stage, read once
+	owners := map[string]map[int]consume.Member{} // by stage, read once
 	for ci := range lister.Info() {
 		c := consumerReport{Name: ci.Name, Pending: ci.NumPending,
 			AckPending: ci.NumAckPending, Redelivered: ci.NumRedelivered, AckFloor: ci.AckFloor.Stream}
 		if age, err := dashboard.OldestPending(ctx, js, ci, now); err == nil {
 			c.OldestPendingS = age.Seconds()
 		}
-		if stage, p, ok := streams.ParsePartitionDurable(ci.Name); ok {
+		if stage, p, ok := consume.ParsePartitionDurable(ci.Name); ok {
 			if _, read := owners[stage]; !read {
-				owners[stage], _ = streams.PartitionOwners(ctx, js, stage, streams.StreamPartitions(s.CachedInfo().Config))
+				owners[stage], _ = consume.PartitionOwners(ctx, js, stage, streams.StreamPartitions(s.CachedInfo().Config))
 			}
 			if m, ok := owners[stage][p]; ok {
 				c.WorkedBy = &m
@@ -250,7 +252,7 @@ func printStreams(out io.Writer, rows []streamReport, asJSON bool) error {
 }
 
 // peerSummary is "n2 current, n3 offline" or "-" for a single replica.
-func peerSummary(peers []streams.Peer) string {
+func peerSummary(peers []natsserver.Peer) string {
 	if len(peers) == 0 {
 		return "-"
 	}

@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // rein streams reports the deployment's traffic from the streams: turns
@@ -25,7 +26,7 @@ func TestStreamsReportsEveryPublishersTraffic(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for i, identity := range []string{streams.IdentityAdmin, streams.IdentityIngress} {
+	for i, identity := range []string{natsserver.IdentityAdmin, natsserver.IdentityIngress} {
 		_, js := h.ConnectTCP(t, identity)
 		pub := streams.NewPublisher(js, prometheus.NewRegistry())
 		for turn := 1; turn <= 3; turn++ {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // On an external NATS a key of the process's own data dir would not do:
@@ -19,7 +19,7 @@ func TestExternalNATSNeedsASharedTaskKey(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
 	for _, stages := range []string{"agentworker", "all"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := runCLI(t, ctx, "serve", "--nats-url", h.URL(), "--nats-nkey", h.Keys.SeedFile(streams.IdentityAdmin),
+		_, err := runCLI(t, ctx, "serve", "--nats-url", h.URL(), "--nats-nkey", h.Keys.SeedFile(natsserver.IdentityAdmin),
 			"--data-dir", t.TempDir(), "--http", "", "--stages", stages, "--agent-backend", "none", "--log-level", "error")
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "--task-key") {

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/localcluster"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // ClusterTag is the server tag every node of a test cluster carries, for
@@ -52,7 +52,7 @@ func (c *Cluster) Stop(i int) { c.StopNode(i) }
 // reconnecting forever), closed when the test ends.
 func (c *Cluster) Connect(t testing.TB, name string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := streams.Connect(streams.ConnectConfig{URL: c.URLs(), Name: name})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: c.URLs(), Name: name})
 	if err != nil {
 		t.Fatalf("connect to cluster: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // JS is an in-process JetStream server with a connection, provisioned with
@@ -20,7 +20,7 @@ type JS struct {
 	JS     jetstream.JetStream
 	Dir    string
 	// Keys are the server's NATS identities (ConnectAs); Conn is admin.
-	Keys *streams.Keyring
+	Keys *natsserver.Keyring
 }
 
 // StartJetStream starts an embedded server with file storage in dir (a new
@@ -33,15 +33,15 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	keys, users, err := streams.ServerAuth(dir)
+	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
 		t.Fatalf("keyring: %v", err)
 	}
-	s, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
+	s, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		t.Fatalf("start embedded server: %v", err)
 	}
-	nc, err := streams.Connect(streams.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: s, Name: t.Name(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 	if err != nil {
 		s.Shutdown()
 		t.Fatalf("connect: %v", err)
@@ -52,7 +52,7 @@ func StartJetStream(t testing.TB, dir string) *JS {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := streams.Provision(ctx, js, streams.DefaultProvision()); err != nil {
+	if err := natsserver.Provision(ctx, js, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatalf("provision: %v", err)
 	}
 	h := &JS{Server: s, Conn: nc, JS: js, Dir: dir, Keys: keys}
@@ -76,21 +76,21 @@ func (h *JS) Stop() {
 // errors (permission violations) are sent to errs when it is not nil.
 func (h *JS) ConnectAs(t testing.TB, identity string, errs chan<- error) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return h.connect(t, identity, streams.ConnectConfig{InProcess: h.Server, AsyncErrors: errs})
+	return h.connect(t, identity, natsserver.ConnectConfig{InProcess: h.Server, AsyncErrors: errs})
 }
 
 // ConnectTCP opens a connection over the server's TCP port (not
 // in-process) under one of rein's identities, closed when the test ends.
 func (h *JS) ConnectTCP(t testing.TB, identity string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	return h.connect(t, identity, streams.ConnectConfig{URL: h.URL()})
+	return h.connect(t, identity, natsserver.ConnectConfig{URL: h.URL()})
 }
 
 // connect opens cc under identity's key, closed when the test ends.
-func (h *JS) connect(t testing.TB, identity string, cc streams.ConnectConfig) (*nats.Conn, jetstream.JetStream) {
+func (h *JS) connect(t testing.TB, identity string, cc natsserver.ConnectConfig) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	cc.Name, cc.NkeyFile = t.Name()+"-"+identity, h.Keys.SeedFile(identity)
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", identity, err)
 	}

@@ -21,7 +21,7 @@ var layers = [][]string{
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"inception/learned", "inception/planted"},
-	{"inception/rules", "inception/llmmodule", "injector"},
+	{"inception/rules", "inception/llmmodule", "injector", "streams/consume", "streams/natsserver", "streams/ingress"},
 	{"detector", "agentworker", "escalation", "internal/labels"},
 	{"internal/app/audit", "internal/app/dashboard", "internal/app/eval", "inception/offline", "schemas/schemagen"},
 	{"internal/app/pipeline", "internal/app/eval/run", "schemas/gen"},

@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // ClusterPlan is `rein bench --cluster`: the same load as Plan, played
@@ -119,7 +120,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err != nil {
 		return ClusterRun{}, err
 	}
-	prov := streams.DefaultProvision()
+	prov := natsserver.DefaultProvision()
 	prov.Defaults.Replicas = streamReplicas
 	prov.Partitions = plan.Partitions
 	if plan.Duplicates > 0 {
@@ -128,7 +129,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	// Every replica signs and checks tasks with one shared key, as the
 	// processes of a deployment do.
 	key := filepath.Join(dir, "task-key")
-	if _, err := streams.EnsureSecretFile(key, 32); err != nil {
+	if _, err := natsserver.EnsureSecretFile(key, 32); err != nil {
 		return ClusterRun{}, err
 	}
 	procs := make([]*pipeline.Process, 0, replicas)
@@ -139,7 +140,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	}()
 	for i := range replicas {
 		p, err := pipeline.Start(ctx, pipeline.Config{Name: fmt.Sprintf("rein-bench-%d", i+1), Logger: log,
-			Connect: streams.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
+			Connect: natsserver.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
 			MemoryLimit: plan.MemoryLimit, Provision: prov, TaskKeyFile: key})
 		if err != nil {
 			return ClusterRun{}, err
@@ -147,7 +148,10 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		procs = append(procs, p)
 	}
 	names, _ := pipeline.ResolveStages([]string{"all"})
-	so := stages(plan.Plan, agent)
+	so, err := stages(plan.Plan, agent)
+	if err != nil {
+		return ClusterRun{}, err
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, replicas)
@@ -165,12 +169,12 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		return errors.Join(errs...)
 	}
 	// The driver stands for the platform: a connection of its own.
-	nc, err := streams.Connect(streams.ConnectConfig{URL: cluster.URLs(), Name: "rein-bench-driver"})
+	nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: cluster.URLs(), Name: "rein-bench-driver"})
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
 	defer nc.Close()
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // RawChainResult is the physical reference: what JetStream alone does on
@@ -97,17 +98,17 @@ func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nat
 
 func runChain(ctx context.Context, dir string, n, payload int, side []int, h Headers) (RawChainResult, error) {
 	payload = max(payload-h.size(), 16)
-	keys, users, err := streams.ServerAuth(dir)
+	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
 		return RawChainResult{}, err
 	}
-	srv, err := streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
+	srv, err := natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: "127.0.0.1:0", Users: users})
 	if err != nil {
 		return RawChainResult{}, err
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 	conn := func() (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := streams.Connect(streams.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(streams.IdentityAdmin)})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: srv.ClientURL(), NkeyFile: keys.SeedFile(natsserver.IdentityAdmin)})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // shown is what the overview displays, as read from the DOM, or as
@@ -387,21 +388,21 @@ func TestBrowser(t *testing.T) {
 	}
 	before, sparks := readTurnsFlow()
 	n0, err := strconv.Atoi(before)
-	if err != nil || sparks != len(streams.StreamNames) {
+	if err != nil || sparks != len(natsserver.StreamNames) {
 		t.Fatalf("traffic table: REIN_TURNS %q, %d sparklines (want one per stream)", before, sparks)
 	}
 	// The fixture's two stored detections: one clear, one activated.
 	if rate := readDeploymentRate(); rate != "50.0%" {
 		t.Fatalf("every-replica activation rate %q, want 50.0%%", rate)
 	}
-	publishTurns(t, f.js, streams.IdentityIngress, "elsewhere", 3)
+	publishTurns(t, f.js, natsserver.IdentityIngress, "elsewhere", 3)
 	publishDetections(t, f.js, tenant, "elsewhere", "activated:anaphora", "activated:anaphora")
 	testutil.CheckFor(t, 60*time.Second, "the page did not count the other replica's decisions", func() bool {
 		return readDeploymentRate() == "75.0%"
 	})
 	testutil.CheckFor(t, 60*time.Second, "the page did not count the other process's turns", func() bool {
 		msgs, sparks := readTurnsFlow()
-		return msgs == strconv.Itoa(n0+3) && sparks == len(streams.StreamNames) // the script draws them too
+		return msgs == strconv.Itoa(n0+3) && sparks == len(natsserver.StreamNames) // the script draws them too
 	})
 
 	// 5. The alarm banner: a new dead letter and a model whose breaker is

@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // The conversation the tests publish, as a running system would: a clear
@@ -56,7 +57,7 @@ func newFixture(t *testing.T) *fixture {
 		activations: telemetry.NewCounterVec(reg, telemetry.MDetectorActivations,
 			"Activations by detected error type, per tenant.", "tenant", "error_type"),
 	}
-	reg.MustRegister(telemetry.NewJetStreamCollector(js.JS, streams.StreamNames))
+	reg.MustRegister(telemetry.NewJetStreamCollector(js.JS, natsserver.StreamNames))
 	for _, c := range []struct {
 		tenant, outcome string
 		n               float64

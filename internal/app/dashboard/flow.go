@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // Traffic figures are read from the streams themselves, not from this
@@ -171,7 +171,7 @@ func readFlows(ctx context.Context, js jetstream.JetStream, from, now time.Time)
 	span := max(now.Sub(from), time.Millisecond)
 	var out []Flow
 	var errs []error
-	for _, name := range streams.StreamNames {
+	for _, name := range natsserver.StreamNames {
 		st, err := streamState(ctx, js, name)
 		if err != nil {
 			errs = append(errs, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // publishTurns stores n user turns of conversation conv through its own
@@ -54,14 +55,14 @@ func flowOf(t *testing.T, o *Overview, stream string) Flow {
 // window reaches back its whole span; "all" starts with this dashboard.
 func TestFlowsCountEveryReplica(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
-	publishTurns(t, h, streams.IdentityAdmin, "before", 4)
+	publishTurns(t, h, natsserver.IdentityAdmin, "before", 4)
 
 	reg := prometheus.NewRegistry() // this process: it decided nothing
 	d, err := New(Config{CacheTTL: -1}, Deps{JS: h.JS, Gatherer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	publishTurns(t, h, streams.IdentityIngress, "after", 3)
+	publishTurns(t, h, natsserver.IdentityIngress, "after", 3)
 	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), streams.StreamTurns, jetstream.ConsumerConfig{
 		Durable: streams.DurableDetector, FilterSubject: streams.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {
@@ -138,7 +139,7 @@ func TestDirection(t *testing.T) {
 // replica's detector, as far as the dashboard knows.
 func publishDetections(t *testing.T, js *testutil.JS, tn, conv string, outcomes ...string) {
 	t.Helper()
-	_, other := js.ConnectTCP(t, streams.IdentityAdmin)
+	_, other := js.ConnectTCP(t, natsserver.IdentityAdmin)
 	pub := streams.NewPublisher(other, prometheus.NewRegistry())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // readJetStreamState reads the lag of every durable consumer and the
@@ -20,7 +21,7 @@ import (
 func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview, now time.Time) error {
 	o.Consumers = nil
 	var errs []error
-	for _, name := range streams.StreamNames {
+	for _, name := range natsserver.StreamNames {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))

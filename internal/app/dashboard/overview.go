@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/reinception/rein/internal/telemetry"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // Overview is what the overview page shows and /api/overview returns.
@@ -360,10 +360,10 @@ func sortConsumers(cs []Consumer) {
 		c.Stalled = c.MaxAckPending.Value > 0 && c.AckPending.Value >= c.MaxAckPending.Value
 	}
 	pos := func(s string) int {
-		if i := slices.Index(streams.StreamNames, s); i >= 0 {
+		if i := slices.Index(natsserver.StreamNames, s); i >= 0 {
 			return i
 		}
-		return len(streams.StreamNames)
+		return len(natsserver.StreamNames)
 	}
 	slices.SortFunc(cs, func(a, b Consumer) int {
 		return cmp.Or(cmp.Compare(pos(a.Stream), pos(b.Stream)), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Name, b.Name))

@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 //go:embed demodata/conversations.yaml
@@ -109,7 +110,7 @@ func Play(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, convs []Co
 		return Summary{}, err
 	}
 	defer col.Close()
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // readinessTimeout bounds one readiness probe's question to JetStream;
@@ -16,15 +16,6 @@ const (
 	readinessTimeout = time.Second
 	readinessTTL     = time.Second
 )
-
-// stageInput is the stream each stage consumes (the injector's sidecar
-// responder reads it): the stage cannot work while it has no leader.
-var stageInput = map[string]string{
-	streams.StageDetector:    streams.StreamTurns,
-	streams.StageInjector:    streams.StreamDetections,
-	streams.StageAgentWorker: streams.StreamTasks,
-	streams.StageEscalation:  streams.StreamOutcomes,
-}
 
 var errNATSDisconnected = errors.New("not connected to NATS")
 
@@ -39,7 +30,7 @@ func (rt *Process) requireStreams(names ...string) {
 		if !rt.NC.IsConnected() {
 			return errNATSDisconnected
 		}
-		return streams.CheckWritable(context.Background(), rt.JS, readinessTimeout, names...)
+		return natsserver.CheckWritable(context.Background(), rt.JS, readinessTimeout, names...)
 	}
 	rt.HTTP.AddRequirement("streams", cached(probe, readinessTTL))
 }

@@ -27,6 +27,8 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/ingress"
+	"github.com/reinception/rein/streams/natsserver"
 )
 
 // ProvisionTimeout bounds provisioning at start: long enough for a fresh
@@ -43,7 +45,7 @@ type Config struct {
 	// Connect reaches an external NATS when Connect.URL is set; otherwise
 	// an embedded server is started with DataDir and Listen, each
 	// connection under one of its own nkey identities.
-	Connect streams.ConnectConfig
+	Connect natsserver.ConnectConfig
 	DataDir string
 	Listen  string
 	// NATSTLSCert and NATSTLSKey make the embedded server's client port
@@ -72,14 +74,14 @@ type Config struct {
 	IngressRate  float64
 	IngressBurst int
 	// IngressInFlight bounds each tenant's POST /v1/turns in flight (0:
-	// streams.DefaultTenantInFlight).
+	// ingress.DefaultTenantInFlight).
 	IngressInFlight int
 	MaxEventBytes   int
 	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
 	// ("": GOMEMLIMIT or none).
 	MemoryLimit string
 	// Provision is the streams' configuration, replication included.
-	Provision streams.ProvisionConfig
+	Provision natsserver.ProvisionConfig
 	// TaskKeyFile is the task signing key's file; "" on the embedded
 	// server: DataDir/task-key, generated on first start.
 	TaskKeyFile string
@@ -110,24 +112,23 @@ type Process struct {
 	// HTTP is the HTTP port (HTTP.Addr() once listening).
 	HTTP *telemetry.Server
 	// Prov is the streams' configuration as provisioned.
-	Prov streams.ProvisionConfig
+	Prov natsserver.ProvisionConfig
 
-	cfg    Config
-	srv    *server.Server   // nil with an external NATS
-	lock   *streams.DirLock // the data directory's, with the embedded server
-	stages *Stages
-	// experiments is Stages.Experiments once Run starts (the dashboard
+	cfg  Config
+	srv  *server.Server      // nil with an external NATS
+	lock *natsserver.DirLock // the data directory's, with the embedded server
+	// experiments is Stages.Given.Experiments once Run starts (the dashboard
 	// reads it from its own goroutines).
 	experiments atomic.Pointer[experiment.Assigner]
 	closer      []func()
-	cc          streams.ConnectConfig // how stages open their own connections
-	conns       []*nats.Conn          // the stages' connections
+	cc          natsserver.ConnectConfig // how stages open their own connections
+	conns       []*nats.Conn             // the stages' connections
 	// keys are the embedded server's identities (nil with an external
 	// NATS, where every connection uses the given credentials, or the
 	// seeds of KeysDir).
-	keys *streams.Keyring
+	keys *natsserver.Keyring
 	// seeds are Config.KeysDir's seed files, by identity.
-	seeds streams.SeedDir
+	seeds natsserver.SeedDir
 	// taskKeyLoaded is the task signing key, once loaded (taskKey).
 	taskKeyLoaded *schemas.TaskKey
 }
@@ -145,10 +146,9 @@ type link struct {
 // connects under the stage's own identity, whose permissions cover only
 // what the stage consumes and produces (streams/permissions.go);
 // permission violations are logged with the stage's name.
-func (rt *Process) stageLink(stage string) (link, error) {
+func (rt *Process) stageLink(stage, id string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
-	id := stage
 	switch {
 	case rt.keys != nil:
 		cc.NkeyFile = rt.keys.SeedFile(id)
@@ -173,26 +173,38 @@ func (rt *Process) stageLink(stage string) (link, error) {
 			}
 		}
 	}()
-	nc, err := streams.Connect(cc)
+	nc, err := natsserver.Connect(cc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: %w", stage, err)
 	}
 	rt.conns = append(rt.conns, nc)
-	js, err := streams.NewJetStream(nc)
+	js, err := natsserver.NewJetStream(nc)
 	if err != nil {
 		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
 	}
 	return link{nc: nc, js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
 }
 
+// deps are what every stage on l is given: l's JetStream and publisher,
+// the process's logger (with the stage's name) and registry.
+func (l link) deps(rt *Process, stage string) streams.StageDeps {
+	return streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", stage), Registerer: rt.Reg}
+}
+
 // Start brings up NATS, provisions the streams and opens the HTTP port;
 // /readyz turns ready at the end.
-func Start(ctx context.Context, cfg Config) (*Process, error) {
+func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	log := cmp.Or(cfg.Logger, slog.Default())
 	if err := applyMemoryLimit(cfg.MemoryLimit); err != nil {
 		return nil, err
 	}
 	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}
+	// Whatever started before a failure is released, in reverse order.
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
 	// Traces go out over OTLP when the standard OTEL_* variables ask for it.
 	stopTracing, err := telemetry.SetupTracing(ctx, "rein")
 	if err != nil {
@@ -214,9 +226,8 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		// machine (the Host check keeps rebinding pages out); elsewhere
 		// they need a token with their role.
 		host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
-		rt.HTTP.Access = telemetry.Access{Tokens: cfg.Tokens, OpenReads: streams.IsLoopbackHost(host)}
+		rt.HTTP.Access = telemetry.Access{Tokens: cfg.Tokens, OpenReads: natsserver.IsLoopbackHost(host)}
 		if err := rt.HTTP.Listen(cfg.HTTPAddr); err != nil {
-			rt.Close()
 			return nil, err
 		}
 		rt.closer = append(rt.closer, func() {
@@ -230,103 +241,94 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cc.URL == "" {
 		dir, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		// One embedded server per data directory: the lock is held until
 		// the server has shut down (Close).
-		if rt.lock, err = streams.LockDataDir(dir); err != nil {
-			rt.Close()
+		if rt.lock, err = natsserver.LockDataDir(dir); err != nil {
 			return nil, err
 		}
-		keys, users, err := streams.ServerAuth(dir)
+		keys, users, err := natsserver.ServerAuth(dir)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
-		rt.srv, err = streams.StartEmbedded(streams.ServerConfig{DataDir: dir, Listen: cfg.Listen,
+		rt.srv, err = natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: cfg.Listen,
 			Users: users, SyncAlways: rt.Prov.AnyDurable(),
 			TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey, Insecure: cfg.Insecure, Logger: log})
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
-		if err := streams.WriteLocalURL(dir, rt.srv.ClientURL()); err != nil {
-			rt.Close()
+		if err := natsserver.WriteLocalURL(dir, rt.srv.ClientURL()); err != nil {
 			return nil, fmt.Errorf("record the NATS address in the data directory: %w", err)
 		}
-		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", streams.KeysDir(dir))
+		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", natsserver.KeysDir(dir))
 		// Tenants added or removed with rein keys take effect without a
 		// restart.
 		wctx, stopWatch := context.WithCancel(context.Background())
 		watched := make(chan struct{})
 		go func() {
 			defer close(watched)
-			streams.WatchTenants(wctx, rt.srv, dir, streams.DefaultKeyringPoll, log)
+			natsserver.WatchTenants(wctx, rt.srv, dir, natsserver.DefaultKeyringPoll, log)
 		}()
 		rt.closer = append(rt.closer, func() { stopWatch(); <-watched })
 		cc.InProcess = rt.srv
-		cc.NkeyFile = keys.SeedFile(streams.IdentityAdmin)
+		cc.NkeyFile = keys.SeedFile(natsserver.IdentityAdmin)
 		rt.keys = keys
 	}
 	provision := true
 	if cc.URL != "" && cfg.KeysDir != "" {
-		rt.seeds = streams.SeedDir(cfg.KeysDir)
+		rt.seeds = natsserver.SeedDir(cfg.KeysDir)
 		id, f, err := rt.seeds.Own()
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
-		cc.NkeyFile, provision = f, id == streams.IdentityAdmin
+		cc.NkeyFile, provision = f, id == natsserver.IdentityAdmin
 		log.Info("NATS identities from a keys directory: each stage connects as its own", "dir", cfg.KeysDir, "process_identity", id)
 	}
 	rt.HTTP.SetReady(false, "connecting to NATS")
 	rt.cc = cc
-	if rt.NC, err = streams.Connect(cc); err != nil {
-		rt.Close()
+	if rt.NC, err = natsserver.Connect(cc); err != nil {
 		return nil, err
 	}
-	if rt.JS, err = streams.NewJetStream(rt.NC); err != nil {
-		rt.Close()
+	if rt.JS, err = natsserver.NewJetStream(rt.NC); err != nil {
 		return nil, err
 	}
 	rt.HTTP.SetReady(false, "provisioning streams")
 	pctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
 	defer cancel()
 	if provision {
-		err = streams.Provision(pctx, rt.JS, rt.Prov, streams.WithLogger(log))
+		err = natsserver.Provision(pctx, rt.JS, rt.Prov, log)
 	} else {
 		err = rt.waitProvisioned(ctx, log)
 	}
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg)
 	// POST /v1/turns writes REIN_TURNS.
 	rt.requireStreams(streams.StreamTurns)
-	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, streams.StreamNames))
+	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, natsserver.StreamNames))
 	// The HTTP ingress and the NATS ingest (rein.ingest.>, where tenants'
 	// identities send turns) publish under the ingress identity: turns
 	// only. With a keys directory without ingress.nk (a stage's pod, which
 	// holds only its own seed), this process takes no turns.
-	if !rt.seeds.Has(streams.IdentityIngress) {
+	if !rt.seeds.Has(natsserver.IdentityIngress) {
 		log.Info("no ingress seed in the keys directory: POST /v1/turns and rein.ingest are not served by this process", "dir", cfg.KeysDir)
 	} else {
-		il, err := rt.stageLink(streams.StageIngress)
+		il, err := rt.stageLink(streams.StageIngress, natsserver.IdentityIngress)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
-		ingress := streams.NewIngress(il.pub, cfg.MaxEventBytes, rt.Reg)
-		ingress.SetTenantRate(cfg.IngressRate, cfg.IngressBurst)
-		ingress.SetTenantInFlight(cfg.IngressInFlight)
-		ingress.SetTokens(cfg.Tokens)
-		rt.HTTP.Handle("POST /v1/turns", ingress)
-		rt.HTTP.Handle("POST /v1/feedback", ingress.Feedback())
-		stopIngest, err := ingress.ListenNATS(il.nc, 0)
+		in, err := ingress.New(ingress.Config{MaxBytes: cfg.MaxEventBytes, TenantRate: cfg.IngressRate,
+			TenantBurst: cfg.IngressBurst, TenantInFlight: cfg.IngressInFlight, Tokens: cfg.Tokens},
+			ingress.Deps{Publisher: il.pub, Registerer: rt.Reg})
 		if err != nil {
-			rt.Close()
+			return nil, err
+		}
+		rt.HTTP.Handle("POST /v1/turns", in)
+		rt.HTTP.Handle("POST /v1/feedback", in.Feedback())
+		stopIngest, err := in.ListenNATS(il.nc, 0)
+		if err != nil {
 			return nil, err
 		}
 		rt.closer = append(rt.closer, stopIngest)
@@ -344,7 +346,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		Holdout: func(tenant string) (experiment.Tenant, bool) { return rt.experiments.Load().Tenant(tenant) },
 	})
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	dash.Register(rt.HTTP)
@@ -356,7 +357,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
 	mon, err := labels.NewMonitor(cfg.LabelMonitor, labels.MonitorDeps{JS: rt.JS, Registerer: rt.Reg, Logger: log.With("component", "label-monitor")})
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	mctx, stopMon := context.WithCancel(context.WithoutCancel(ctx))
@@ -451,7 +451,7 @@ func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error 
 	logged := false
 	for {
 		cctx, cancel := context.WithTimeout(ctx, ProvisionTimeout)
-		err := streams.CheckProvisioned(cctx, rt.JS)
+		err := natsserver.CheckProvisioned(cctx, rt.JS)
 		cancel()
 		if err == nil || !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err

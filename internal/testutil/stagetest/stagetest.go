@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/consume"
 )
 
 // within bounds every wait of the suite: generous, since CI runs the
@@ -28,7 +29,7 @@ type Stage struct {
 	// the suite reads its stage name, stream and durable, and plays a
 	// second holder on its JetStream configuration. For
 	// HeldSuccessorReleased its AckWait must be at most maxAckWait.
-	Consumer streams.ConsumerConfig
+	Consumer consume.ConsumerConfig
 	// Publish stores the stage's input for turn n of conversation conv.
 	Publish func(t *testing.T, conv string, turn int)
 	// PublishInvalid stores an input for turn n of conv that the stage
