@@ -24,6 +24,7 @@ import (
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/llm"
@@ -210,7 +211,7 @@ func agentModel(plan Plan) (llm.Client, error) {
 // (taking plan.InceptionLatency per turn), the airline domain's tools, the
 // given agent.
 func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
-	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}.Build(nil)
+	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: planted.PlanTemplate}.Build(nil)
 	if err != nil {
 		return pipeline.Stages{}, err
 	}
