@@ -9,7 +9,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Backend kinds (Config.Backend).
@@ -32,7 +32,7 @@ type ToolCall struct {
 
 // IdempotencyKey is <tenant>.<conversation>/<turn>/<step>.
 func (c ToolCall) IdempotencyKey() string {
-	return streams.ConversationKey(c.Tenant, c.Conversation) + "/" + strconv.Itoa(c.Turn) + "/" + strconv.Itoa(c.Step)
+	return bus.ConversationKey(c.Tenant, c.Conversation) + "/" + strconv.Itoa(c.Turn) + "/" + strconv.Itoa(c.Step)
 }
 
 // Backend runs the agent's business tools.

@@ -13,6 +13,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkAgentTurns(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		outs = append(outs, streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(tenant, conv), Event: &ev})
+		outs = append(outs, streams.Out{Stream: bus.StreamTasks, Subject: bus.TaskSubject(tenant, conv), Event: &ev})
 	}
 	for i := 0; i < len(outs); i += 1000 {
 		if _, err := pub.PublishAll(context.Background(), outs[i:min(i+1000, len(outs))]...); err != nil {
@@ -61,7 +62,7 @@ func BenchmarkAgentTurns(b *testing.B) {
 	start := time.Now()
 	go func() { done <- st.Run(ctx) }()
 	rtest.CheckFor(b, 10*time.Minute, "all replies", func() bool {
-		return h.StreamMsgs(b, streams.StreamTurns) >= uint64(b.N)
+		return h.StreamMsgs(b, bus.StreamTurns) >= uint64(b.N)
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "turns/s")
 	b.StopTimer()

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/stagetest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The agent worker keeps the stage contract. Its collaborator is the
@@ -43,11 +44,11 @@ func TestStageContract(t *testing.T) {
 			},
 			// A turn is not a task.
 			PublishInvalid: func(t *testing.T, conv string, turn int) {
-				stagetest.PublishTurnOn(t, h, streams.StreamTasks, streams.TaskSubject(tenant, conv), tenant, conv, turn)
+				stagetest.PublishTurnOn(t, h, bus.StreamTasks, bus.TaskSubject(tenant, conv), tenant, conv, turn)
 			},
 			// The agent's replies.
 			Outputs: func(t *testing.T, conv string) []int {
-				return stagetest.Turns(t, h, streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleAgent))
+				return stagetest.Turns(t, h, bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleAgent))
 			},
 		}
 	})

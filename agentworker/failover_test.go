@@ -10,6 +10,7 @@ import (
 	"github.com/reinception/rein/agentworker"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -31,7 +32,7 @@ func TestStandbyAnswersATurnWhosePredecessorTheDeadReplicaAnswered(t *testing.T)
 	publishTask(t, h, "x", 1, "show reservation Q7RM2K", nil)
 	publishTask(t, h, "a", 1, "show reservation Q7RM2K", nil)
 	// The dying replica takes x1 and never acks it.
-	h.DeliverAbandoned(t, streams.StreamTasks, probe.ConsumerConfig().ConsumerConfigJS(), 1)
+	h.DeliverAbandoned(t, bus.StreamTasks, probe.ConsumerConfig().ConsumerConfigJS(), 1)
 
 	// It answers a1 and acks it, then is gone.
 	_, stop := startWorker(t, h, cfg, agentworker.Deps{Model: scripted(t)})
@@ -51,7 +52,7 @@ func TestStandbyAnswersATurnWhosePredecessorTheDeadReplicaAnswered(t *testing.T)
 // at stream sequence seq.
 func taskAcked(t *testing.T, h *rtest.JS, seq uint64) bool {
 	t.Helper()
-	c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+	c, err := h.JS.Consumer(context.Background(), bus.StreamTasks, bus.DurableAgentWorker)
 	if err != nil {
 		return false
 	}
@@ -70,7 +71,7 @@ func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	cfg := agentworker.Config{AckWait: 2 * time.Minute, SystemPrompt: prompt}
 	nc, js1 := h.ConnectAs(t, natsserver.IdentityAdmin, nil)
-	down := &outageJS{JetStream: js1, prefix: streams.TurnSubject(tenant, "a", "agent")}
+	down := &outageJS{JetStream: js1, prefix: bus.TurnSubject(tenant, "a", "agent")}
 	down.down.Store(true)
 	dying, err := agentworker.New(cfg, agentworker.Deps{StageDeps: streams.StageDeps{JS: down, Publisher: streams.NewPublisher(down, nil), Logger: quiet()}, Model: scripted(t)})
 	if err != nil {
@@ -87,7 +88,7 @@ func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
 	nc.Close() // the replica is gone: a1 stays unacked until the ack wait passes
 	cancel()
 	cc := dying.ConsumerConfig().ConsumerConfigJS()
-	s, err := h.JS.Stream(context.Background(), streams.StreamTasks)
+	s, err := h.JS.Stream(context.Background(), bus.StreamTasks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	startWorker(t, h, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: scripted(t)})
 	rtest.CheckFor(t, wait, "a2 held by the order gate", func() bool {
-		return counter(t, reg, "rein_stage_order_holds_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "held"}) > 0 ||
+		return counter(t, reg, "rein_stage_order_holds_total", map[string]string{"stage": bus.StageAgentWorker, "outcome": "held"}) > 0 ||
 			len(agentTurns(t, h, "a")) > 0
 	})
 	if n := len(agentTurns(t, h, "a")); n != 0 {

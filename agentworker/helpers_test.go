@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 const (
@@ -105,7 +106,7 @@ func publishTask(t *testing.T, h *rtest.JS, conv string, turn int, text string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTasks, streams.TaskSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTasks, bus.TaskSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -135,7 +136,7 @@ func readAll(t *testing.T, h *rtest.JS, stream string, filters ...string) []even
 func steps(t *testing.T, h *rtest.JS, conv string) []schemas.Step {
 	t.Helper()
 	var out []schemas.Step
-	for _, e := range readAll(t, h, streams.StreamSteps, streams.StepSubject(tenant, conv)) {
+	for _, e := range readAll(t, h, bus.StreamSteps, bus.StepSubject(tenant, conv)) {
 		var s schemas.Step
 		if err := json.Unmarshal(e.data, &s); err != nil {
 			t.Fatal(err)
@@ -148,7 +149,7 @@ func steps(t *testing.T, h *rtest.JS, conv string) []schemas.Step {
 func agentTurns(t *testing.T, h *rtest.JS, conv string) []schemas.Turn {
 	t.Helper()
 	var out []schemas.Turn
-	for _, e := range readAll(t, h, streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleAgent)) {
+	for _, e := range readAll(t, h, bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleAgent)) {
 		var x schemas.Turn
 		if err := json.Unmarshal(e.data, &x); err != nil {
 			t.Fatal(err)
@@ -160,7 +161,7 @@ func agentTurns(t *testing.T, h *rtest.JS, conv string) []schemas.Turn {
 
 func outcomes(t *testing.T, h *rtest.JS, conv string) []event {
 	t.Helper()
-	return readAll(t, h, streams.StreamOutcomes, streams.EscalationSubject(tenant, conv), streams.ReportSubject(tenant, conv))
+	return readAll(t, h, bus.StreamOutcomes, bus.EscalationSubject(tenant, conv), bus.ReportSubject(tenant, conv))
 }
 
 // storedState reads a conversation's state from REIN_CONVERSATIONS.
@@ -213,14 +214,14 @@ const wait = 10 * time.Second
 func settled(t *testing.T, h *rtest.JS) {
 	t.Helper()
 	rtest.CheckFor(t, wait, "every task acked", func() bool {
-		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+		c, err := h.JS.Consumer(context.Background(), bus.StreamTasks, bus.DurableAgentWorker)
 		if err != nil {
 			return false
 		}
 		info, err := c.Info(context.Background())
 		// Every stored task delivered (a consumer's pending count can lag a
 		// publish by a moment) and none left unacknowledged.
-		last := h.StreamLastSeq(t, streams.StreamTasks)
+		last := h.StreamLastSeq(t, bus.StreamTasks)
 		return err == nil && info.Delivered.Stream >= last && info.NumAckPending == 0 && info.NumPending == 0
 	})
 }

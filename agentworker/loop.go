@@ -18,6 +18,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // handle runs one user turn. A redelivered task resumes where the stored
@@ -95,7 +96,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return err
 	}
 	if s.spec != nil {
-		s.spec.finished(streams.ConversationKey(meta.Tenant, meta.Conversation), st)
+		s.spec.finished(bus.ConversationKey(meta.Tenant, meta.Conversation), st)
 	}
 	s.m.turns.WithLabelValues(st.Outcome).Inc()
 	s.m.turnSecs.Observe(time.Since(start).Seconds())
@@ -107,7 +108,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 func (s *Stage) begin(meta schemas.Meta, st *State, task schemas.Task) {
 	st.begin(meta.Turn, task)
 	if s.spec != nil {
-		st.spec = s.spec.take(streams.ConversationKey(meta.Tenant, meta.Conversation), st, task)
+		st.spec = s.spec.take(bus.ConversationKey(meta.Tenant, meta.Conversation), st, task)
 	}
 }
 
@@ -133,7 +134,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 		return streams.StoredNone, nil
 	}
 	meta := schemas.Meta{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Turn: turn}
-	st, known := s.cache.Get(streams.ConversationKey(meta.Tenant, meta.Conversation))
+	st, known := s.cache.Get(bus.ConversationKey(meta.Tenant, meta.Conversation))
 	if !known {
 		var err error
 		if st, known, err = s.store.load(ctx, meta.Tenant, meta.Conversation); err != nil {
@@ -150,7 +151,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	case known && (st.Turn >= turn || st.Status == StatusHuman):
 		return streams.StoredNone, nil
 	}
-	last, answered, err := streams.LastTurn(ctx, out[streams.StreamTurns], streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	last, answered, err := streams.LastTurn(ctx, out[bus.StreamTurns], bus.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
 	if err != nil {
 		return streams.StoredNone, fmt.Errorf("agentworker: %w", err)
 	}
@@ -160,7 +161,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	if known {
 		return streams.StoredNone, nil
 	}
-	_, escalated, err := streams.LastTurn(ctx, out[streams.StreamOutcomes], streams.EscalationSubject(meta.Tenant, meta.Conversation))
+	_, escalated, err := streams.LastTurn(ctx, out[bus.StreamOutcomes], bus.EscalationSubject(meta.Tenant, meta.Conversation))
 	if err != nil {
 		return streams.StoredNone, fmt.Errorf("agentworker: %w", err)
 	}

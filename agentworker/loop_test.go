@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -74,7 +75,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	publishTask(t, h, "d1", 1, "cancel that one", inception("anaphora", "ambiguity_report"))
 	// The task is acked once every output of the turn is stored (the agent
 	// turn may land before the steps: the streams store in parallel).
-	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1)
+	h.WaitAcked(t, wait, bus.StreamTasks, bus.DurableAgentWorker, 1)
 	calls := len(model.requests())
 	nSteps, nOut := len(steps(t, h, "d1")), len(outcomes(t, h, "d1"))
 	if len(agentTurns(t, h, "d1")) != 1 || nSteps == 0 || nOut == 0 {
@@ -88,7 +89,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 	redeliver := func(stop func()) (func(), int) {
 		t.Helper()
 		stop()
-		if err := h.JS.DeleteConsumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err != nil {
+		if err := h.JS.DeleteConsumer(context.Background(), bus.StreamTasks, bus.DurableAgentWorker); err != nil {
 			t.Fatal(err)
 		}
 		seen, err := h.Conn.SubscribeSync("rein.*.acme.d1.>")
@@ -102,7 +103,7 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 		}
 		defer seenSteps.Unsubscribe()
 		_, stop = startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
-		h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 1) // consumed again
+		h.WaitAcked(t, wait, bus.StreamTasks, bus.DurableAgentWorker, 1) // consumed again
 		if n := len(model.requests()); n != calls {
 			t.Errorf("model called %d more times", n-calls)
 		}
@@ -122,11 +123,11 @@ func TestRedeliveredTaskRunsOnce(t *testing.T) {
 
 	// An output lost (here the reply step, deleted): the turn's outputs
 	// are published again.
-	st, err := h.JS.Stream(context.Background(), streams.StreamSteps)
+	st, err := h.JS.Stream(context.Background(), bus.StreamSteps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := st.GetLastMsgForSubject(context.Background(), streams.StepSubject(tenant, "d1"))
+	last, err := st.GetLastMsgForSubject(context.Background(), bus.StepSubject(tenant, "d1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +174,11 @@ func TestStateConflict(t *testing.T) {
 	publishTask(t, h, "s1", 1, "hello", nil)
 	rtest.CheckFor(t, wait, "turn 1", func() bool { return len(agentTurns(t, h, "s1")) == 1 })
 	// Another writer stores turn 1 again with an extra remark in the context.
-	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	kv, err := h.JS.KeyValue(context.Background(), bus.BucketConversations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := kv.Get(context.Background(), streams.ConversationKey(tenant, "s1"))
+	e, err := kv.Get(context.Background(), bus.ConversationKey(tenant, "s1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestSidecarModeConsumesNothing(t *testing.T) {
 	if err := st.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker); err == nil {
+	if _, err := h.JS.Consumer(context.Background(), bus.StreamTasks, bus.DurableAgentWorker); err == nil {
 		t.Errorf("sidecar mode created a consumer")
 	}
 }
@@ -400,11 +401,11 @@ type stateRecord struct {
 // first.
 func stateRecords(t *testing.T, h *rtest.JS, conv string) []stateRecord {
 	t.Helper()
-	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	kv, err := h.JS.KeyValue(context.Background(), bus.BucketConversations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := kv.History(context.Background(), streams.ConversationKey(tenant, conv))
+	es, err := kv.History(context.Background(), bus.ConversationKey(tenant, conv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,12 +525,12 @@ func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamTasks, streams.TaskSubject(tenant, "r1"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, bus.StreamTasks, bus.TaskSubject(tenant, "r1"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	model := scripted(t)
 	startWorker(t, h, cfg, agentworker.Deps{Model: model})
-	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 2) // the repeated task
+	h.WaitAcked(t, wait, bus.StreamTasks, bus.DurableAgentWorker, 2) // the repeated task
 	if n := len(model.requests()); n != 0 {
 		t.Errorf("the answered turn ran again: %d model requests", n)
 	}
@@ -561,12 +562,12 @@ func TestOldHumanPathTasksDoNotReachTheModel(t *testing.T) {
 		t.Fatalf("outcomes = %d, want the escalation", n)
 	}
 	expireState(t, h, "h1")
-	if err := h.JS.DeleteConsumer(ctx, streams.StreamTasks, streams.DurableAgentWorker); err != nil {
+	if err := h.JS.DeleteConsumer(ctx, bus.StreamTasks, bus.DurableAgentWorker); err != nil {
 		t.Fatal(err)
 	}
 	model := scripted(t)
 	startWorker(t, h, cfg, agentworker.Deps{Model: model})
-	h.WaitAcked(t, wait, streams.StreamTasks, streams.DurableAgentWorker, 2)
+	h.WaitAcked(t, wait, bus.StreamTasks, bus.DurableAgentWorker, 2)
 	// Turn 1 is answered (its reply is stored); turn 2 is the human's.
 	if n := len(model.requests()); n != 0 {
 		t.Errorf("the replayed turns reached the model: %d requests", n)
@@ -580,11 +581,11 @@ func TestOldHumanPathTasksDoNotReachTheModel(t *testing.T) {
 // max age would.
 func expireState(t *testing.T, h *rtest.JS, conv string) {
 	t.Helper()
-	kv, err := h.JS.KeyValue(context.Background(), streams.BucketConversations)
+	kv, err := h.JS.KeyValue(context.Background(), bus.BucketConversations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Purge(context.Background(), streams.ConversationKey(tenant, conv)); err != nil {
+	if err := kv.Purge(context.Background(), bus.ConversationKey(tenant, conv)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Every user turn ends with exactly one outcome. Besides a reply (and the
@@ -71,7 +72,7 @@ func (s *Stage) deadLettered(ctx context.Context, d streams.Decoded, cause error
 		return err
 	}
 	if s.spec != nil {
-		s.spec.finished(streams.ConversationKey(meta.Tenant, meta.Conversation), st)
+		s.spec.finished(bus.ConversationKey(meta.Tenant, meta.Conversation), st)
 	}
 	s.m.turns.WithLabelValues(outcome).Inc()
 	s.deps.Logger.Warn("turn not answered by the agent", "tenant", meta.Tenant, "conversation", meta.Conversation,
@@ -88,7 +89,7 @@ func (s *Stage) supersede(ctx context.Context, meta schemas.Meta, st *State, tur
 	if err != nil {
 		return streams.Permanent(fmt.Errorf("agentworker: build superseded record: %w", err))
 	}
-	if _, err := s.deps.Publisher.Publish(ctx, streams.StreamOutcomes, streams.UnansweredSubject(meta.Tenant, meta.Conversation), &ev); err != nil {
+	if _, err := s.deps.Publisher.Publish(ctx, bus.StreamOutcomes, bus.UnansweredSubject(meta.Tenant, meta.Conversation), &ev); err != nil {
 		return err
 	}
 	st.remember(turn)

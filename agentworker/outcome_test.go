@@ -15,12 +15,13 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func unanswered(t *testing.T, h *rtest.JS, conv string) []schemas.Unanswered {
 	t.Helper()
 	var out []schemas.Unanswered
-	for _, e := range readAll(t, h, streams.StreamOutcomes, streams.UnansweredSubject(tenant, conv)) {
+	for _, e := range readAll(t, h, bus.StreamOutcomes, bus.UnansweredSubject(tenant, conv)) {
 		var u schemas.Unanswered
 		if err := json.Unmarshal(e.data, &u); err != nil {
 			t.Fatal(err)
@@ -58,7 +59,7 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 		t.Errorf("agent_unavailable turns = %v, want 1", got)
 	}
 	// The dead letter stays for inspection and redrive.
-	rtest.CheckFor(t, wait, "the failed task dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
+	rtest.CheckFor(t, wait, "the failed task dead-lettered", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 1 })
 	before := calls.Load()
 	publishTask(t, h, "down", 2, "hello?", nil)
 	rtest.CheckFor(t, wait, "turn 2 on the human path", func() bool {

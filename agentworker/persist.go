@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -71,9 +72,9 @@ type store struct {
 }
 
 func openStore(ctx context.Context, js jetstream.JetStream) (store, error) {
-	st, err := js.Stream(ctx, streams.StreamConversations)
+	st, err := js.Stream(ctx, bus.StreamConversations)
 	if err != nil {
-		return store{}, fmt.Errorf("agentworker: KV %s: %w", streams.BucketConversations, err)
+		return store{}, fmt.Errorf("agentworker: KV %s: %w", bus.BucketConversations, err)
 	}
 	return store{js: js, stream: st, maxAge: st.CachedInfo().Config.MaxAge, now: time.Now}, nil
 }
@@ -94,7 +95,7 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 // consumer.
 func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
 	s := &State{progress: progress{Status: StatusActive}}
-	subject := streams.ConversationStateSubject(streams.ConversationKey(tenant, conv))
+	subject := bus.ConversationStateSubject(bus.ConversationKey(tenant, conv))
 	// A plain direct get first: it answers a new conversation (the common
 	// miss) on the connection's shared reply subscription, where the
 	// batched get would set up a subscription of its own.
@@ -104,7 +105,7 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", subject, err)
 	}
 	var recs []record
-	err := streams.ReadSubjectRaw(ctx, st.js, streams.StreamConversations, subject, 0, 0, func(m streams.Raw) error {
+	err := streams.ReadSubjectRaw(ctx, st.js, bus.StreamConversations, subject, 0, 0, func(m streams.Raw) error {
 		s.seq = max(s.seq, m.Sequence)
 		if op := nats.Header(m.Header).Get(kvOperation); op != "" {
 			recs = recs[:0] // the key was deleted or purged: what came before is gone
@@ -194,7 +195,7 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 	if err != nil {
 		return fmt.Errorf("agentworker: encode state: %w", err)
 	}
-	subject := streams.ConversationStateSubject(streams.ConversationKey(tenant, conv))
+	subject := bus.ConversationStateSubject(bus.ConversationKey(tenant, conv))
 	ack, err := st.publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(s.seq))
 	if err != nil {
 		var apiErr *jetstream.APIError

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/agentworker"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // outageJS is a JetStream context whose asynchronous publishes to subjects
@@ -39,7 +40,7 @@ func (o *outageJS) PublishMsgAsync(msg *nats.Msg, opts ...jetstream.PublishOpt) 
 func TestAReplyThatCouldNotBeStoredIsPublishedOnceTheStreamIsBack(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	js := &outageJS{JetStream: h.JS, prefix: streams.TurnSubject(tenant, "outage", "agent")}
+	js := &outageJS{JetStream: h.JS, prefix: bus.TurnSubject(tenant, "outage", "agent")}
 	js.down.Store(true)
 	pub := streams.NewPublisher(js, nil)
 	pub.SetRetryFor(50 * time.Millisecond)
@@ -50,9 +51,9 @@ func TestAReplyThatCouldNotBeStoredIsPublishedOnceTheStreamIsBack(t *testing.T) 
 	// consumer then either dead-letters it or hands it back. (Five handler
 	// attempts, each publish retried eight times with backoff: about 25 s.)
 	rtest.CheckFor(t, 120*time.Second, "the turn given up on once", func() bool {
-		return len(readAll(t, h, streams.StreamDLQ)) > 0 ||
-			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "requeue"}) > 0 ||
-			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageAgentWorker, "outcome": "unavailable"}) > 0
+		return len(readAll(t, h, bus.StreamDLQ)) > 0 ||
+			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": bus.StageAgentWorker, "outcome": "requeue"}) > 0 ||
+			counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": bus.StageAgentWorker, "outcome": "unavailable"}) > 0
 	})
 	if js.failed.Load() == 0 {
 		t.Fatal("the reply's publish never failed: the outage did not apply")
@@ -62,7 +63,7 @@ func TestAReplyThatCouldNotBeStoredIsPublishedOnceTheStreamIsBack(t *testing.T) 
 		return len(agentTurns(t, h, "outage")) == 1
 	})
 	settled(t, h)
-	if dls := readAll(t, h, streams.StreamDLQ); len(dls) != 0 {
+	if dls := readAll(t, h, bus.StreamDLQ); len(dls) != 0 {
 		t.Errorf("dead letters %+v: the turn was answered, none expected", dls)
 	}
 }

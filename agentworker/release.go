@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // A conversation handed to a human stays on the human path until it is
@@ -51,7 +52,7 @@ func (s *Stage) humanPath(ctx context.Context, meta schemas.Meta, st *State, tas
 // period of an agent_unavailable handoff has passed (the release is then
 // stored first). On true the state is active again.
 func (s *Stage) takeBack(ctx context.Context, meta schemas.Meta, st *State) (bool, error) {
-	rel, found, err := lastRelease(ctx, s.outputs[streams.StreamOutcomes], meta.Tenant, meta.Conversation)
+	rel, found, err := lastRelease(ctx, s.outputs[bus.StreamOutcomes], meta.Tenant, meta.Conversation)
 	if err != nil {
 		return false, err
 	}
@@ -63,7 +64,7 @@ func (s *Stage) takeBack(ctx context.Context, meta schemas.Meta, st *State) (boo
 		}
 	case s.quietPassed(st):
 		reason = schemas.ReleaseQuietPeriod
-		rel = schemas.Release{Turn: st.EscalatedTurn, Reason: reason, HandoffReason: st.HandoffReason, By: streams.StageAgentWorker}
+		rel = schemas.Release{Turn: st.EscalatedTurn, Reason: reason, HandoffReason: st.HandoffReason, By: bus.StageAgentWorker}
 		if err := publishRelease(ctx, s.deps.Publisher, meta.Tenant, meta.Conversation, rel, meta.Traceparent); err != nil {
 			return false, err
 		}
@@ -100,7 +101,7 @@ func (s *Stage) now() time.Time {
 // lastRelease reads the conversation's last stored release.
 func lastRelease(ctx context.Context, outcomes jetstream.Stream, tenant, conv string) (schemas.Release, bool, error) {
 	var rel schemas.Release
-	d, found, err := streams.LastEvent(ctx, outcomes, streams.ReleaseSubject(tenant, conv))
+	d, found, err := streams.LastEvent(ctx, outcomes, bus.ReleaseSubject(tenant, conv))
 	if err != nil {
 		return rel, false, fmt.Errorf("agentworker: %w", err)
 	}
@@ -116,7 +117,7 @@ func publishRelease(ctx context.Context, pub *streams.Publisher, tenant, conv st
 	if err != nil {
 		return streams.Permanent(fmt.Errorf("agentworker: build release: %w", err))
 	}
-	_, err = pub.Publish(ctx, streams.StreamOutcomes, streams.ReleaseSubject(tenant, conv), &ev)
+	_, err = pub.Publish(ctx, bus.StreamOutcomes, bus.ReleaseSubject(tenant, conv), &ev)
 	return err
 }
 
@@ -130,11 +131,11 @@ func Release(ctx context.Context, js jetstream.JetStream, pub *streams.Publisher
 	if err := schemas.CheckIDs(tenant, conv); err != nil {
 		return schemas.Release{}, err
 	}
-	outcomes, err := js.Stream(ctx, streams.StreamOutcomes)
+	outcomes, err := js.Stream(ctx, bus.StreamOutcomes)
 	if err != nil {
-		return schemas.Release{}, fmt.Errorf("agentworker: stream %s: %w", streams.StreamOutcomes, err)
+		return schemas.Release{}, fmt.Errorf("agentworker: stream %s: %w", bus.StreamOutcomes, err)
 	}
-	d, found, err := streams.LastEvent(ctx, outcomes, streams.EscalationSubject(tenant, conv))
+	d, found, err := streams.LastEvent(ctx, outcomes, bus.EscalationSubject(tenant, conv))
 	if err != nil {
 		return schemas.Release{}, fmt.Errorf("agentworker: %w", err)
 	}

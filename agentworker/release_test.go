@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // blipModel is a local OpenAI-compatible endpoint that answers 500 while
@@ -51,7 +52,7 @@ func turnOutcomes(t *testing.T, h *rtest.JS, conv string) map[int][]string {
 	for _, a := range agentTurns(t, h, conv) {
 		got[a.Turn] = append(got[a.Turn], "reply")
 	}
-	for _, e := range readAll(t, h, streams.StreamOutcomes, streams.EscalationSubject(tenant, conv)) {
+	for _, e := range readAll(t, h, bus.StreamOutcomes, bus.EscalationSubject(tenant, conv)) {
 		var esc schemas.Escalation
 		if err := json.Unmarshal(e.data, &esc); err != nil {
 			t.Fatal(err)
@@ -67,7 +68,7 @@ func turnOutcomes(t *testing.T, h *rtest.JS, conv string) map[int][]string {
 func releases(t *testing.T, h *rtest.JS, conv string) []schemas.Release {
 	t.Helper()
 	var out []schemas.Release
-	for _, e := range readAll(t, h, streams.StreamOutcomes, streams.ReleaseSubject(tenant, conv)) {
+	for _, e := range readAll(t, h, bus.StreamOutcomes, bus.ReleaseSubject(tenant, conv)) {
 		var r schemas.Release
 		if err := json.Unmarshal(e.data, &r); err != nil {
 			t.Fatal(err)
@@ -167,7 +168,7 @@ func TestAModelBlipHandsConversationsToAHumanUntilReleased(t *testing.T) {
 	publishTask(t, h, "quiet", 5, "still there?", nil)
 	rtest.CheckFor(t, wait, "quiet: turn 5 answered by the agent", func() bool { return len(agentTurns(t, h, "quiet")) == 1 })
 	got := releases(t, h, "quiet")
-	if len(got) != 1 || got[0].Turn != 1 || got[0].Reason != schemas.ReleaseQuietPeriod || got[0].By != streams.StageAgentWorker {
+	if len(got) != 1 || got[0].Turn != 1 || got[0].Reason != schemas.ReleaseQuietPeriod || got[0].By != bus.StageAgentWorker {
 		t.Errorf("quiet: releases %+v, want one quiet_period release of the turn-1 handoff", got)
 	}
 	if got := releases(t, h, "op"); len(got) != 1 || got[0].Reason != schemas.ReleaseOperator {

@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // toolServer is a tool service that counts how often each idempotency key
@@ -184,7 +185,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 					t.Errorf("overlay lacks the cancellation: %s", final.Overlay)
 				}
 			}
-			if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+			if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 				t.Errorf("DLQ = %d", n)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Speculative inception hides the inception module's latency from clean
@@ -76,7 +77,7 @@ func newSpeculator(s *Stage, reg prometheus.Registerer) *speculator {
 
 // subscribe listens to stored user turns (plain NATS: best effort).
 func (sp *speculator) subscribe(nc *nats.Conn) (*nats.Subscription, error) {
-	return nc.Subscribe(streams.UserTurnsAll, func(m *nats.Msg) {
+	return nc.Subscribe(bus.UserTurnsAll, func(m *nats.Msg) {
 		d, err := streams.Decode(m.Subject, m.Header, m.Data, 0)
 		if err != nil {
 			return
@@ -89,7 +90,7 @@ func (sp *speculator) subscribe(nc *nats.Conn) (*nats.Subscription, error) {
 		if turn == 0 {
 			turn = d.Meta.Turn
 		}
-		sp.start(streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation), turn, t.Text)
+		sp.start(bus.ConversationKey(d.Meta.Tenant, d.Meta.Conversation), turn, t.Text)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // pulling waits until the agent worker's consumer is pulling (it
@@ -17,7 +18,7 @@ import (
 func pulling(t *testing.T, h *rtest.JS) {
 	t.Helper()
 	rtest.CheckFor(t, wait, "the agent worker pulling", func() bool {
-		c, err := h.JS.Consumer(context.Background(), streams.StreamTasks, streams.DurableAgentWorker)
+		c, err := h.JS.Consumer(context.Background(), bus.StreamTasks, bus.DurableAgentWorker)
 		if err != nil {
 			return false
 		}
@@ -34,7 +35,7 @@ func publishUserTurn(t *testing.T, h *rtest.JS, conv string, turn int, text stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -112,11 +113,11 @@ func (s *Stage) Tools() []llm.Tool { return s.tools }
 // ConsumerConfig is the stage's durable consumer on REIN_TASKS.
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
-		Stage: streams.StageAgentWorker, Stream: streams.StreamTasks, Durable: streams.DurableAgentWorker,
-		Filter: []string{streams.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
+		Stage: bus.StageAgentWorker, Stream: bus.StreamTasks, Durable: bus.DurableAgentWorker,
+		Filter: []string{bus.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
 		// The agent replies (REIN_TURNS) tell whether a turn was answered.
-		Outputs: []string{streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes}, RecheckAfter: s.cfg.RecheckAfter,
+		Outputs: []string{bus.StreamTurns, bus.StreamSteps, bus.StreamOutcomes}, RecheckAfter: s.cfg.RecheckAfter,
 		Stored: s.stored,
 	}
 }

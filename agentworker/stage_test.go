@@ -12,6 +12,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func inception(errorType, tool string) *schemas.Inception {
@@ -158,7 +159,7 @@ func TestRecoveryPaths(t *testing.T) {
 	if got := counter(t, reg, "rein_agentworker_turn_seconds", nil); got != float64(len(cases)) {
 		t.Errorf("turn durations observed = %v", got)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("DLQ = %d", n)
 	}
 }
@@ -219,7 +220,7 @@ func TestATaskWithoutATurnNumberIsDeadLettered(t *testing.T) {
 	if n := len(agentTurns(t, h, "unnumbered")); n != 1 {
 		t.Errorf("agent turns = %d, want 1 (turn 1's)", n)
 	}
-	dls := readAll(t, h, streams.StreamDLQ)
+	dls := readAll(t, h, bus.StreamDLQ)
 	if len(dls) != 1 || !strings.Contains(string(dls[0].data), "turn number") {
 		t.Errorf("dead letters %+v, want one naming the missing turn number", dls)
 	}

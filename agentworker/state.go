@@ -8,7 +8,7 @@ import (
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Conversation statuses.
@@ -183,7 +183,7 @@ func (s *State) pending() []llm.ToolCall {
 // load returns the conversation's state: from memory, else from
 // REIN_CONVERSATIONS, else a new one.
 func (st *Stage) load(ctx context.Context, m schemas.Meta) (*State, error) {
-	key := streams.ConversationKey(m.Tenant, m.Conversation)
+	key := bus.ConversationKey(m.Tenant, m.Conversation)
 	if s, ok := st.cache.Get(key); ok {
 		return s, nil
 	}
@@ -202,7 +202,7 @@ func (st *Stage) load(ctx context.Context, m schemas.Meta) (*State, error) {
 // dropped, so the retry starts from what is stored. The state grew: the
 // cache measures it again.
 func (st *Stage) save(ctx context.Context, m schemas.Meta, s *State) error {
-	key := streams.ConversationKey(m.Tenant, m.Conversation)
+	key := bus.ConversationKey(m.Tenant, m.Conversation)
 	if err := st.store.save(ctx, m.Tenant, m.Conversation, s, st.fresh); err != nil {
 		st.cache.Drop(key)
 		return err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // output is one event the turn produces, before encoding.
@@ -28,7 +28,7 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	if s.Outcome == OutcomeHuman {
 		// A human-path turn: the agent produced nothing; the record says
 		// whose turn it is.
-		return []output{{streams.StreamOutcomes, streams.UnansweredSubject(t, c), schemas.TypeUnanswered,
+		return []output{{bus.StreamOutcomes, bus.UnansweredSubject(t, c), schemas.TypeUnanswered,
 			schemas.EventID("unanswered", t, c, turn),
 			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredHumanPath, EscalatedTurn: s.EscalatedTurn, HandoffReason: s.HandoffReason}}}, callSteps
 	}
@@ -43,7 +43,7 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	step := func(st schemas.Step) {
 		n++
 		st.Turn, st.Step = turn, n
-		outs = append(outs, output{streams.StreamSteps, streams.StepSubject(t, c), schemas.TypeStep, schemas.StepEventID(t, c, turn, n), st})
+		outs = append(outs, output{bus.StreamSteps, bus.StepSubject(t, c), schemas.TypeStep, schemas.StepEventID(t, c, turn, n), st})
 	}
 	var errorType, thought string
 	if s.Inception != nil {
@@ -69,11 +69,11 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 			step(schemas.Step{Kind: schemas.StepToolResult, Name: msg.Name, CallID: msg.ToolCallID, Output: msg.Content})
 			switch msg.Name {
 			case schemas.ToolAmbiguityReport:
-				outs = append(outs, output{streams.StreamOutcomes, streams.ReportSubject(t, c), schemas.TypeReport,
+				outs = append(outs, output{bus.StreamOutcomes, bus.ReportSubject(t, c), schemas.TypeReport,
 					schemas.EventID("report", t, c, turn) + "-" + strconv.Itoa(n),
 					schemas.Report{Turn: turn, Report: stringArg(call.Arguments, "report"), ErrorType: errorType, DetectionID: s.DetectionID}})
 			case schemas.ToolTransfer:
-				outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+				outs = append(outs, output{bus.StreamOutcomes, bus.EscalationSubject(t, c), schemas.TypeEscalation,
 					schemas.EventID("escalation", t, c, turn),
 					schemas.Escalation{Turn: turn, Summary: stringArg(call.Arguments, "summary"), ErrorType: errorType,
 						Reason: schemas.ReasonTransfer, DetectionID: s.DetectionID, Thought: thought}})
@@ -85,25 +85,25 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	}
 	switch s.Outcome {
 	case OutcomeUnavailable:
-		outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+		outs = append(outs, output{bus.StreamOutcomes, bus.EscalationSubject(t, c), schemas.TypeEscalation,
 			schemas.EventID("escalation", t, c, turn),
 			schemas.Escalation{Turn: turn, Reason: schemas.ReasonAgentUnavailable, ErrorType: errorType, DetectionID: s.DetectionID, Thought: thought,
 				Summary: "The agent could not answer the user's message (" + clip(s.Reply, 300) + "): " + clip(s.UserText, 2000)}})
 		return outs, callSteps
 	case OutcomeFailed:
-		outs = append(outs, output{streams.StreamOutcomes, streams.UnansweredSubject(t, c), schemas.TypeUnanswered,
+		outs = append(outs, output{bus.StreamOutcomes, bus.UnansweredSubject(t, c), schemas.TypeUnanswered,
 			schemas.EventID("unanswered", t, c, turn),
 			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredFailed, Detail: s.Reply}})
 		return outs, callSteps
 	}
 	if s.Outcome == OutcomeMaxSteps {
-		outs = append(outs, output{streams.StreamOutcomes, streams.EscalationSubject(t, c), schemas.TypeEscalation,
+		outs = append(outs, output{bus.StreamOutcomes, bus.EscalationSubject(t, c), schemas.TypeEscalation,
 			schemas.EventID("escalation", t, c, turn),
 			schemas.Escalation{Turn: turn, Reason: schemas.ReasonMaxSteps, ErrorType: errorType, DetectionID: s.DetectionID, Thought: thought,
 				Summary: fmt.Sprintf("The agent made %d model calls without answering the user's message: %s", maxSteps, clip(s.UserText, 2000))}})
 	}
 	step(schemas.Step{Kind: schemas.StepReply, Output: s.Reply})
-	outs = append(outs, output{streams.StreamTurns, streams.TurnSubject(t, c, schemas.RoleAgent), schemas.TypeTurn,
+	outs = append(outs, output{bus.StreamTurns, bus.TurnSubject(t, c, schemas.RoleAgent), schemas.TypeTurn,
 		schemas.EventID("turn", t, c, turn) + "-" + schemas.RoleAgent,
 		schemas.Turn{Role: schemas.RoleAgent, Text: s.Reply, Turn: turn}})
 	return outs, callSteps

@@ -28,6 +28,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -645,8 +646,8 @@ func checkServiceMonitor(t *testing.T, r rendered) {
 // partitionedStages are the Deployments whose stage has one durable per
 // partition, with their durable and input stream: these scale on lag.
 var partitionedStages = map[string]struct{ durable, stream string }{
-	"rein-detector":    {streams.DurableDetector, streams.StreamTurns},
-	"rein-agentworker": {streams.DurableAgentWorker, streams.StreamTasks},
+	"rein-detector":    {bus.DurableDetector, bus.StreamTurns},
+	"rein-agentworker": {bus.DurableAgentWorker, bus.StreamTasks},
 }
 
 // prometheusTriggerKeys are the metadata keys of KEDA's prometheus scaler.
@@ -753,7 +754,7 @@ func checkLagTrigger(t *testing.T, where string, tr kedaTrigger, durable, stream
 	}
 	// The stage's durable, unpartitioned and in every partition, and no
 	// other stage's durable on any partition.
-	for _, d := range []string{streams.DurableDetector, streams.DurableInjector, streams.DurableAgentWorker, streams.DurableEscalation, streams.DurableHandoffDesktops} {
+	for _, d := range []string{bus.DurableDetector, bus.DurableInjector, bus.DurableAgentWorker, bus.DurableEscalation, bus.DurableHandoffDesktops} {
 		for p := -1; p < streams.MaxPartitions; p++ {
 			name := d
 			if p >= 0 {
@@ -788,7 +789,7 @@ func TestScaledObjectQueriesSumTheStagesLag(t *testing.T) {
 	// 10*(p+1) + the stage's offset, as both replicas a and b export it,
 	// and the same consumers in another namespace lagging by 1000.
 	want := map[string]int{}
-	for i, d := range []string{streams.DurableDetector, streams.DurableAgentWorker} {
+	for i, d := range []string{bus.DurableDetector, bus.DurableAgentWorker} {
 		for p := range prov.Partitions {
 			lag := 10*(p+1) + i
 			want[d] += lag

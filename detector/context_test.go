@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // countingModule answers clear and counts its calls (the cascade's model).
@@ -239,7 +240,7 @@ func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := streams.Encode(streams.TurnSubject("acme", "c9", inception.RoleAgent), &ev)
+	msg, err := streams.Encode(bus.TurnSubject("acme", "c9", inception.RoleAgent), &ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,10 +252,10 @@ func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 	if err := s.handle(context.Background(), d); err != nil {
 		t.Fatalf("handle: %v", err)
 	}
-	if _, ok := s.convs.Get(streams.ConversationKey("acme", "c9")); ok {
+	if _, ok := s.convs.Get(bus.ConversationKey("acme", "c9")); ok {
 		t.Error("an agent turn built a conversation")
 	}
-	if n := h.StreamMsgs(t, streams.StreamDetections); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDetections); n != 0 {
 		t.Errorf("detections = %d", n)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/stagetest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The detector keeps the stage contract. Its collaborator is the
@@ -53,12 +54,12 @@ func TestStageContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
+				if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
 					t.Fatal(err)
 				}
 			},
 			Outputs: func(t *testing.T, conv string) []int {
-				return stagetest.Turns(t, h, streams.StreamDetections, streams.DetectionSubject("acme", conv))
+				return stagetest.Turns(t, h, bus.StreamDetections, bus.DetectionSubject("acme", conv))
 			},
 		}
 	})

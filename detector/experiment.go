@@ -7,6 +7,7 @@ import (
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // armOf is the conversation's experiment arm for this turn (Deps.Assign;
@@ -24,11 +25,11 @@ func (s *Stage) armOf(ctx context.Context, c *conversation, meta schemas.Meta) (
 	}
 	if !c.armRead {
 		if meta.Turn > 1 {
-			dets, err := s.stream(ctx, streams.StreamDetections)
+			dets, err := s.stream(ctx, bus.StreamDetections)
 			if err != nil {
 				return experiment.Assignment{}, err
 			}
-			last, found, err := streams.LastEvent(ctx, dets, streams.DetectionSubject(meta.Tenant, meta.Conversation))
+			last, found, err := streams.LastEvent(ctx, dets, bus.DetectionSubject(meta.Tenant, meta.Conversation))
 			if err != nil {
 				return experiment.Assignment{}, fmt.Errorf("detector: read the conversation's arm: %w", err)
 			}

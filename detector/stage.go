@@ -20,6 +20,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -180,10 +181,10 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 // when the detector consumed every turn.
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
-		Stage: streams.StageDetector, Stream: streams.StreamTurns, Durable: streams.DurableDetector,
-		Filter: []string{streams.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
+		Stage: bus.StageDetector, Stream: bus.StreamTurns, Durable: bus.DurableDetector,
+		Filter: []string{bus.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
-		Outputs: []string{streams.StreamDetections, streams.StreamTasks}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
+		Outputs: []string{bus.StreamDetections, bus.StreamTasks}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
 	}
 }
 
@@ -213,7 +214,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err := d.Payload(&turn); err != nil {
 		return streams.Permanent(err)
 	}
-	if want := streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != streams.Unpartitioned(d.Subject) {
+	if want := bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, turn.Role); want != streams.Unpartitioned(d.Subject) {
 		return streams.Permanent(fmt.Errorf("detector: a %s turn on subject %s", turn.Role, d.Subject))
 	}
 	if turn.Role == schemas.RoleAgent {
@@ -246,7 +247,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		return err // retried: the surface context could not be rebuilt
 	}
 	// The turn and the agent's replies merged grow the conversation.
-	defer s.convs.Resize(streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation))
+	defer s.convs.Resize(bus.ConversationKey(d.Meta.Tenant, d.Meta.Conversation))
 	if turn.Turn == conv.judged {
 		// Judged and stored by this worker, now stored again as a new
 		// message: a platform's retry (or, with other text, a conflict).
@@ -339,7 +340,7 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Dete
 		if err != nil {
 			return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
 		}
-		outs = []streams.Out{{Stream: streams.StreamDetections, Subject: streams.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}, task}
+		outs = []streams.Out{{Stream: bus.StreamDetections, Subject: bus.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}, task}
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, outs...); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 const listing = "I found two reservations: ABC123 (Boston to Denver) and XYZ789 (Denver to Seattle). Which one would you like to cancel?"
@@ -52,7 +53,7 @@ func TestStageMergesAgentRepliesWhenAnaphoraNeedsThem(t *testing.T) {
 	if n := fetches(t, reg); n < 1 {
 		t.Errorf("context fetches = %v, want the agent reply read back", n)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("DLQ = %d", n)
 	}
 }
@@ -84,7 +85,7 @@ func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
 	startStage(t, h, m, reg, time.Second)
 	publishTurn(t, h, "c3", "user", 1, "hello")
-	if _, err := h.JS.PublishMsg(context.Background(), &nats.Msg{Subject: streams.TurnSubject("acme", "c3", "agent"), Data: []byte("not an event")}); err != nil {
+	if _, err := h.JS.PublishMsg(context.Background(), &nats.Msg{Subject: bus.TurnSubject("acme", "c3", "agent"), Data: []byte("not an event")}); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "c3", "agent", 1, "hi, how can I help?")
@@ -97,7 +98,7 @@ func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 	if len(last) != len(want) || last[0] != want[0] || last[1] != want[1] || last[2] != want[2] {
 		t.Errorf("surface context = %+v, want %+v", last, want)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 4 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 4 {
 		t.Errorf("REIN_TURNS = %d, want the four turns kept", n)
 	}
 }
@@ -115,8 +116,8 @@ func TestStageNarrowsAnOldDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := st.ConsumerConfig()
-	old.Filter = []string{streams.TurnsAll}
-	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), streams.StreamTurns, old.ConsumerConfigJS()); err != nil {
+	old.Filter = []string{bus.TurnsAll}
+	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), bus.StreamTurns, old.ConsumerConfigJS()); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "c4", "user", 1, "I want to cancel a reservation.")
@@ -127,14 +128,14 @@ func TestStageNarrowsAnOldDurable(t *testing.T) {
 	if d := detections(t, h)["detection.acme.c4.2"]; !d.Rein || d.ErrorType != inception.TypeAnaphora {
 		t.Errorf("turn 2 = %+v", d)
 	}
-	info, err := h.JS.Consumer(context.Background(), streams.StreamTurns, streams.DurableDetector)
+	info, err := h.JS.Consumer(context.Background(), bus.StreamTurns, bus.DurableDetector)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := info.CachedInfo().Config.FilterSubject; f != streams.UserTurnsAll {
+	if f := info.CachedInfo().Config.FilterSubject; f != bus.UserTurnsAll {
 		t.Errorf("durable filter = %q", f)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 3 {
 		t.Errorf("REIN_TURNS = %d", n)
 	}
 }

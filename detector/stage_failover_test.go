@@ -18,6 +18,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // A replica dies holding conversation x's turn unacked, after it judged
@@ -33,7 +34,7 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 
 	st, m := newJudging(t, h, detector.Deps{}, 0)
 	cc := st.ConsumerConfig().ConsumerConfigJS()
-	cons, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, cc)
+	cons, err := h.JS.CreateOrUpdateConsumer(ctx, bus.StreamTurns, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestStandbyJudgesATurnWhosePredecessorTheDeadReplicaJudged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	s, err := h.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestATurnWithoutItsTaskIsNotSettled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dead replica: a1 delivered, its detection stored, no task, no ack.
-	h.DeliverAbandoned(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 1)
+	h.DeliverAbandoned(t, bus.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 1)
 	storeDetection(t, h, "a", 1, "")
 	publishTurn(t, h, "a", "user", 2, "the one to Boston")
 
@@ -113,7 +114,7 @@ func TestATurnOvertakenByALaterOneStillGetsItsOutputs(t *testing.T) {
 	}
 	st, m := newJudging(t, h, detector.Deps{}, time.Hour)
 	// Both turns were delivered before; a2's outputs are stored, a1 has none.
-	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
+	h.DeliverUnacked(t, bus.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	storeDetection(t, h, "a", 2, "")
 	task, _, err := inj.Task(schemas.Meta{Tenant: "acme", Conversation: "a", Turn: 2}, schemas.Detection{Turn: 2, UserText: "the one to Boston"},
 		schemas.EventID("detection", "acme", "a", 2))
@@ -125,7 +126,7 @@ func TestATurnOvertakenByALaterOneStillGetsItsOutputs(t *testing.T) {
 	}
 
 	rtest.Run(t, "stage", st.Run)
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 2)
 	if _, ok := detections(t, h)[schemas.EventID("detection", "acme", "a", 1)]; !ok {
 		t.Errorf("a1 acked without its detection (the module judged %d turns)", judgedTurns(m))
 	}

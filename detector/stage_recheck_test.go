@@ -17,6 +17,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // A durable created anew reads REIN_TURNS from its start, past the
@@ -34,7 +35,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	// Every turn counts as old: stored over a nanosecond ago.
 	m := startJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Nanosecond)
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 3)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 3)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want only the one without a detection", n)
 	}
@@ -59,7 +60,7 @@ func TestOldTurnsWithStoredOutputsAreNotJudgedAgain(t *testing.T) {
 func storedTasks(t *testing.T, h *rtest.JS) []schemas.Task {
 	t.Helper()
 	var out []schemas.Task
-	for _, e := range storedPayloads[schemas.Task](t, h, streams.StreamTasks) {
+	for _, e := range storedPayloads[schemas.Task](t, h, bus.StreamTasks) {
 		out = append(out, e.data)
 	}
 	return out
@@ -80,16 +81,16 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", "cut"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", "cut"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "cut", "user", 1, "cancel that one")
 	publishTurn(t, h, "lost", "user", 1, "hello")
 	reg := prometheus.NewRegistry()
 	st, m := newJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
-	h.DeliverUnacked(t, streams.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
+	h.DeliverUnacked(t, bus.StreamTurns, st.ConsumerConfig().ConsumerConfigJS(), 2)
 	rtest.Run(t, "stage", st.Run)
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 2)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want 1 (lost's)", n)
 	}
@@ -115,22 +116,22 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 func TestFailedPublishIsRetriedWithTheSameDecision(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	// REIN_TASKS refuses every task until the first retry is seen.
-	restore := refuseAll(t, h, streams.StreamTasks)
+	restore := refuseAll(t, h, bus.StreamTasks)
 	reg := prometheus.NewRegistry()
 	m := startJudging(t, h, detector.Deps{StageDeps: streams.StageDeps{Registerer: reg}}, time.Hour)
 	publishTurn(t, h, "retry", "user", 1, "cancel that one")
 	rtest.CheckFor(t, 30*time.Second, "the refused publish retried", func() bool {
-		return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "retry"}) >= 1
+		return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": bus.StageDetector, "outcome": "retry"}) >= 1
 	})
 	restore()
-	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	h.WaitAcked(t, 30*time.Second, bus.StreamTurns, bus.DurableDetector, 1)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged the turn %d times, want once", n)
 	}
 	if n := len(storedTasks(t, h)); n != 1 {
 		t.Errorf("tasks stored = %d, want 1", n)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("dead letters = %d, want none", n)
 	}
 }
@@ -166,7 +167,7 @@ func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time
 // their outputs were all stored.
 func storedUnhandled(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": streams.StageDetector, "outcome": "stored"})
+	return counterValue(t, reg, "rein_stage_messages_total", map[string]string{"stage": bus.StageDetector, "outcome": "stored"})
 }
 
 // unjudged is rein_detector_unjudged_turns_total{reason} in reg.
@@ -214,7 +215,7 @@ func resend(t *testing.T, h *rtest.JS, conv string, turn int, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", conv, "user"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, "user"), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -230,7 +231,7 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	publishTurn(t, h, "older", "user", 2, "the one to Boston")
 	publishTurn(t, h, "older", "user", 3, "yes")
 	resend(t, h, "older", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 4)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 4)
 	if n := judgedTurns(m); n != 3 {
 		t.Errorf("the module judged %d turns, want 3: turn 1 sent again is not judged again", n)
 	}
@@ -244,7 +245,7 @@ func TestAnOlderTurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	rtest.Run(t, "stage again", st2.Run)
 	resend(t, h, "older", 2, "the one to Boston")
 	publishTurn(t, h, "older", "user", 4, "thanks")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 6)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 6)
 	if n := judgedTurns(m2); n != 1 {
 		t.Errorf("the restarted stage judged %d turns, want 1 (turn 4)", n)
 	}
@@ -260,16 +261,16 @@ func TestADeadLetteredTurnSentAgainIsJudged(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	// REIN_DETECTIONS refuses every detection through the first copy's
 	// attempts: it is dead-lettered with nothing stored.
-	restore := refuseAll(t, h, streams.StreamDetections)
+	restore := refuseAll(t, h, bus.StreamDetections)
 	m := startJudging(t, h, detector.Deps{}, time.Hour)
 	publishTurn(t, h, "dlq", "user", 1, "cancel that one")
-	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
+	h.WaitAcked(t, 30*time.Second, bus.StreamTurns, bus.DurableDetector, 1)
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 1 {
 		t.Fatalf("dead letters = %d, want the first copy", n)
 	}
 	restore()
 	resend(t, h, "dlq", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 2)
 	if n := judgedTurns(m); n < 1 {
 		t.Errorf("the module judged %d times", n)
 	}
@@ -289,13 +290,13 @@ func TestATurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	m := startJudging(t, h, detector.Deps{}, 0)
 	publishTurn(t, h, "again", "user", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
-	seen, err := h.Conn.SubscribeSync(streams.DetectionSubject("acme", "again"))
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 1)
+	seen, err := h.Conn.SubscribeSync(bus.DetectionSubject("acme", "again"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resend(t, h, "again", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 2)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want 1", n)
 	}
@@ -304,7 +305,7 @@ func TestATurnSentAgainIsNotJudgedAgain(t *testing.T) {
 	}
 	// The next turn is judged as usual.
 	publishTurn(t, h, "again", "user", 2, "the one to Boston")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 3)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 3)
 	if n := judgedTurns(m); n != 2 {
 		t.Errorf("the module judged %d turns, want 2", n)
 	}
@@ -321,16 +322,16 @@ func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", "nonumber", "user"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", "nonumber", "user"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "nonumber", "user", 1, "the one to Boston")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 2)
 	if n := judgedTurns(m); n != 1 {
 		t.Errorf("the module judged %d turns, want 1 (the numbered one)", n)
 	}
 	var reasons []string
-	for _, e := range storedPayloads[schemas.DeadLetter](t, h, streams.StreamDLQ) {
+	for _, e := range storedPayloads[schemas.DeadLetter](t, h, bus.StreamDLQ) {
 		reasons = append(reasons, e.data.Reason)
 	}
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "turn number") {
@@ -351,11 +352,11 @@ func TestAConflictingTurnSentAgainIsDeadLettered(t *testing.T) {
 	publishTurn(t, h, "conflict", "user", 2, "the one to Boston")
 	resend(t, h, "conflict", 2, "actually book me a hotel")
 	resend(t, h, "conflict", 1, "cancel that one")
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 4)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 4)
 	if n := judgedTurns(m); n != 2 {
 		t.Errorf("the module judged %d turns, want 2", n)
 	}
-	dls := storedPayloads[schemas.DeadLetter](t, h, streams.StreamDLQ)
+	dls := storedPayloads[schemas.DeadLetter](t, h, bus.StreamDLQ)
 	if len(dls) != 1 || !strings.HasPrefix(dls[0].data.Reason, streams.ReasonConflictingDuplicate) || !strings.Contains(string(dls[0].data.Data), "hotel") {
 		t.Fatalf("dead letters %+v: want the conflicting copy of turn 2", dls)
 	}
@@ -375,7 +376,7 @@ func storeDetection(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject("acme", conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // conversation is one conversation's surface context, oldest first by
@@ -177,13 +178,13 @@ func (c *conversation) dialogue() []inception.Utterance { return slices.Clone(c.
 // the cost is bounded by the conversation's own length, never the
 // stream's; a conversation's first turn costs one direct get.
 func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversation, error) {
-	key := streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation)
+	key := bus.ConversationKey(d.Meta.Tenant, d.Meta.Conversation)
 	if c, ok := s.convs.Get(key); ok {
 		return c, nil
 	}
 	c := &conversation{}
 	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
-		err := streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation),
+		err := streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation),
 			0, d.Sequence, func(r streams.Raw) error {
 				if r.Decoded == nil {
 					return nil
@@ -214,12 +215,12 @@ func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta,
 		return nil
 	}
 	s.m.fetches.Inc()
-	st, err := s.stream(ctx, streams.StreamTurns)
+	st, err := s.stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return fmt.Errorf("detector: merge agent replies: %w", err)
 	}
-	subj := streams.StoredFilter(st, streams.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
-	err = streams.ReadSubject(ctx, s.deps.JS, streams.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
+	subj := streams.StoredFilter(st, bus.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	err = streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
 		if t, err := agentTurn(r); err != nil {
 			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", r.Sequence, "err", err)
 		} else {
@@ -260,11 +261,11 @@ func agentTurn(r streams.Raw) (schemas.Turn, error) {
 // conversation has a turn stored before d, so that a conversation's first
 // turn costs no rebuild. On error it answers yes (the rebuild then decides).
 func (s *Stage) hasEarlierTurns(ctx context.Context, d streams.Decoded) bool {
-	st, err := s.stream(ctx, streams.StreamTurns)
+	st, err := s.stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return true
 	}
-	m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)))
+	m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)))
 	if err != nil {
 		return !errors.Is(err, jetstream.ErrMsgNotFound)
 	}
@@ -295,11 +296,11 @@ var errFound = errors.New("found")
 // detectionStored reads the conversation's detections (batched direct gets;
 // asked only for a turn sent again) for one of this turn.
 func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn int) (bool, error) {
-	dets, err := s.stream(ctx, streams.StreamDetections)
+	dets, err := s.stream(ctx, bus.StreamDetections)
 	if err != nil {
 		return false, err
 	}
-	err = streams.ReadSubject(ctx, s.deps.JS, streams.StreamDetections, streams.StoredFilter(dets, streams.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
+	err = streams.ReadSubject(ctx, s.deps.JS, bus.StreamDetections, streams.StoredFilter(dets, bus.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
 		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
 			return errFound
 		}
@@ -338,12 +339,12 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 		return streams.StoredNone, nil
 	}
 	tenant, conv := d.Meta.Tenant, d.Meta.Conversation
-	_, found, err := streams.TurnStored(ctx, s.deps.JS, out[streams.StreamDetections], streams.DetectionSubject(tenant, conv), turn, d.Stored)
+	_, found, err := streams.TurnStored(ctx, s.deps.JS, out[bus.StreamDetections], bus.DetectionSubject(tenant, conv), turn, d.Stored)
 	if err != nil || !found {
 		return streams.StoredNone, err
 	}
-	s.convs.Drop(streams.ConversationKey(tenant, conv))
-	_, found, err = streams.TurnStored(ctx, s.deps.JS, out[streams.StreamTasks], streams.TaskSubject(tenant, conv), turn, d.Stored)
+	s.convs.Drop(bus.ConversationKey(tenant, conv))
+	_, found, err = streams.TurnStored(ctx, s.deps.JS, out[bus.StreamTasks], bus.TaskSubject(tenant, conv), turn, d.Stored)
 	switch {
 	case err != nil:
 		return streams.StoredNone, err
@@ -356,11 +357,11 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 // storedDetection is the turn's stored detection and its event id; ok is
 // false when it is not at hand (aged out: the turn is judged again).
 func (s *Stage) storedDetection(ctx context.Context, meta schemas.Meta) (det schemas.Detection, id string, ok bool, err error) {
-	dets, err := s.stream(ctx, streams.StreamDetections)
+	dets, err := s.stream(ctx, bus.StreamDetections)
 	if err != nil {
 		return det, "", false, err
 	}
-	own, found, err := streams.TurnStored(ctx, s.deps.JS, dets, streams.DetectionSubject(meta.Tenant, meta.Conversation), meta.Turn, time.Time{})
+	own, found, err := streams.TurnStored(ctx, s.deps.JS, dets, bus.DetectionSubject(meta.Tenant, meta.Conversation), meta.Turn, time.Time{})
 	if err != nil {
 		return det, "", false, fmt.Errorf("detector: %w", err)
 	}

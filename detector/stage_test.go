@@ -19,6 +19,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // fakeModule records what it was shown and answers by a function.
@@ -56,7 +57,7 @@ func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamTurns, streams.TurnSubject("acme", conv, role), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, role), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,7 +66,7 @@ func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text st
 func detections(t *testing.T, h *rtest.JS) map[string]schemas.Detection {
 	t.Helper()
 	out := map[string]schemas.Detection{}
-	for _, e := range storedPayloads[schemas.Detection](t, h, streams.StreamDetections) {
+	for _, e := range storedPayloads[schemas.Detection](t, h, bus.StreamDetections) {
 		out[e.id] = e.data
 	}
 	return out
@@ -184,7 +185,7 @@ func TestStageFailsOpen(t *testing.T) {
 			t.Errorf("%s: want a failed, non-activated detection, got %+v", id, d)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("fail-open must not dead-letter; DLQ = %d", n)
 	}
 }
@@ -206,9 +207,9 @@ func TestAModuleThatPanicsFailsOpen(t *testing.T) {
 	publishTurn(t, h, "p1", "user", 1, "crash it")
 	publishTurn(t, h, "p2", "user", 1, "hello")
 	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool {
-		return len(detections(t, h)) == 2 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+		return len(detections(t, h)) == 2 || h.StreamMsgs(t, bus.StreamDLQ) > 0
 	})
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Fatalf("a module panic dead-lettered the turn (DLQ = %d): it must fail open", n)
 	}
 	d := detections(t, h)[schemas.EventID("detection", "acme", "p1", 1)]

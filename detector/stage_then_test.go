@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Each detection's task (the injector's Tasks) is stored in one batch with
@@ -48,7 +49,7 @@ func TestTheTaskIsPublishedWithTheDetection(t *testing.T) {
 
 	taskCount := func() map[string]schemas.Task {
 		out := map[string]schemas.Task{}
-		if err := streams.ReadStream(context.Background(), h.JS, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
+		if err := streams.ReadStream(context.Background(), h.JS, bus.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
 			if err := key.Verify(r.Decoded.Event); err != nil {
 				t.Errorf("task %s: %v", r.Decoded.Event.ID(), err)
 			}
@@ -76,8 +77,8 @@ func TestTheTaskIsPublishedWithTheDetection(t *testing.T) {
 		t.Errorf("injections = %v, want 1", n)
 	}
 	ds := detections(t, h)
-	if len(ds) != 2 || streamMsgs(t, h, streams.StreamDLQ) != 0 {
-		t.Errorf("detections %v (and %d dead letters): want one per turn", ds, streamMsgs(t, h, streams.StreamDLQ))
+	if len(ds) != 2 || streamMsgs(t, h, bus.StreamDLQ) != 0 {
+		t.Errorf("detections %v (and %d dead letters): want one per turn", ds, streamMsgs(t, h, bus.StreamDLQ))
 	}
 }
 

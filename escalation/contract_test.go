@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/stagetest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // faultSink is a sink that does what the contract suite's Fault says.
@@ -49,7 +50,7 @@ func newContractStage(t *testing.T, h *rtest.JS, f *stagetest.Fault, faultFirst 
 
 func publishOutcome(t *testing.T, h *rtest.JS, conv string, ev cloudevents.Event) {
 	t.Helper()
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamOutcomes, streams.EscalationSubject("acme", conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -71,12 +72,12 @@ func TestStageContract(t *testing.T) {
 			},
 			// A user turn is not an outcome.
 			PublishInvalid: func(t *testing.T, conv string, turn int) {
-				stagetest.PublishTurnOn(t, h, streams.StreamOutcomes, streams.EscalationSubject("acme", conv), "acme", conv, turn)
+				stagetest.PublishTurnOn(t, h, bus.StreamOutcomes, bus.EscalationSubject("acme", conv), "acme", conv, turn)
 			},
 			// REIN_HANDOFF is a work queue: read its items by direct get.
 			Outputs: func(t *testing.T, conv string) []int {
 				ctx := context.Background()
-				stream, err := h.JS.Stream(ctx, streams.StreamHandoff)
+				stream, err := h.JS.Stream(ctx, bus.StreamHandoff)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -87,7 +88,7 @@ func TestStageContract(t *testing.T) {
 				var turns []int
 				for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
 					m, err := stream.GetMsg(ctx, seq)
-					if err != nil || m.Subject != streams.HandoffSubject("acme", conv) {
+					if err != nil || m.Subject != bus.HandoffSubject("acme", conv) {
 						continue
 					}
 					var item HandoffItem
@@ -123,9 +124,9 @@ func TestDeadLetteredEventIsForgotten(t *testing.T) {
 			rtest.Run(t, "escalation", st.Run)
 			publishOutcome(t, h, "c1", escalationEvent(t, "acme", "c1", 1))
 			rtest.CheckFor(t, 30*time.Second, "the event is dead-lettered", func() bool {
-				return h.StreamMsgs(t, streams.StreamDLQ) == 1
+				return h.StreamMsgs(t, bus.StreamDLQ) == 1
 			})
-			h.WaitAcked(t, 30*time.Second, streams.StreamOutcomes, streams.DurableEscalation, h.StreamLastSeq(t, streams.StreamOutcomes))
+			h.WaitAcked(t, 30*time.Second, bus.StreamOutcomes, bus.DurableEscalation, h.StreamLastSeq(t, bus.StreamOutcomes))
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			if n := len(st.delivered); n != 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Handoff defaults.
@@ -210,9 +211,9 @@ func (h *Handoff) Deliver(ctx context.Context, ev cloudevents.Event) error {
 		h.m.delivery(h.Name(), KindHandoff, OutcomeFailed)
 		return fmt.Errorf("%w: handoff: encode item %s: %w", ErrDeliveryFailed, ev.ID(), err)
 	}
-	msg := &nats.Msg{Subject: streams.HandoffSubject(item.Tenant, item.Conversation), Data: body,
-		Header: nats.Header{streams.HeaderMsgID: {"handoff-" + ev.ID()}}}
-	_, err = h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg)
+	msg := &nats.Msg{Subject: bus.HandoffSubject(item.Tenant, item.Conversation), Data: body,
+		Header: nats.Header{bus.HeaderMsgID: {"handoff-" + ev.ID()}}}
+	_, err = h.cfg.Publisher.PublishMsg(ctx, bus.StreamHandoff, msg)
 	if err != nil {
 		h.m.delivery(h.Name(), KindHandoff, OutcomeRetry)
 		return fmt.Errorf("handoff: publish item %s: %w", ev.ID(), err)
@@ -279,13 +280,13 @@ func (h *Handoff) sweepLoop(ctx context.Context) {
 func (h *Handoff) Sweep(ctx context.Context) (int, error) {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()
-	stream, err := h.js.Stream(ctx, streams.StreamHandoff)
+	stream, err := h.js.Stream(ctx, bus.StreamHandoff)
 	if err != nil {
 		return 0, fmt.Errorf("handoff sweep: %w", err)
 	}
 	now := h.cfg.Now()
 	for seq := uint64(1); ; {
-		raw, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(streams.HandoffItems))
+		raw, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(bus.HandoffItems))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		}
@@ -331,11 +332,11 @@ func (h *Handoff) publishTimeout(ctx context.Context, item HandoffItem) error {
 	if err != nil {
 		return fmt.Errorf("handoff timeout event for %s: %w", item.ID, err)
 	}
-	msg, err := natsMsg(ctx, streams.HandoffTimeoutSubject(item.Tenant, item.Conversation), ev)
+	msg, err := natsMsg(ctx, bus.HandoffTimeoutSubject(item.Tenant, item.Conversation), ev)
 	if err != nil {
 		return err
 	}
-	if _, err := h.cfg.Publisher.PublishMsg(ctx, streams.StreamHandoff, msg); err != nil {
+	if _, err := h.cfg.Publisher.PublishMsg(ctx, bus.StreamHandoff, msg); err != nil {
 		return fmt.Errorf("handoff: publish timeout %s: %w", ev.ID(), err)
 	}
 	h.m.HandoffTimeouts.Inc()
@@ -367,17 +368,17 @@ func take(ctx context.Context, stream jetstream.Stream, seq uint64) (bool, error
 // from REIN_HANDOFF, so no other desktop gets it and it can no longer time
 // out. It returns ErrNoHandoff when none arrived in time.
 func Claim(ctx context.Context, js jetstream.JetStream, wait time.Duration) (*HandoffItem, error) {
-	stream, err := js.Stream(ctx, streams.StreamHandoff)
+	stream, err := js.Stream(ctx, bus.StreamHandoff)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	cons, err := stream.Consumer(ctx, streams.DurableHandoffDesktops)
+	cons, err := stream.Consumer(ctx, bus.DurableHandoffDesktops)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		// The stream was provisioned without the desktops' consumer.
 		cons, err = ensureDesktopConsumer(ctx, stream, stream.CachedInfo().Config.Replicas)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim: consumer %s: %w", streams.DurableHandoffDesktops, err)
+		return nil, fmt.Errorf("claim: consumer %s: %w", bus.DurableHandoffDesktops, err)
 	}
 	until := time.Now().Add(wait)
 	for {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -22,9 +22,9 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 	// retention, a one-hour duplicate window).
 	p := natsserver.DefaultProvision()
 	p.Defaults.Replicas = replicas
-	s, err := js.CreateOrUpdateStream(ctx, p.StreamConfig(streams.StreamHandoff))
+	s, err := js.CreateOrUpdateStream(ctx, p.StreamConfig(bus.StreamHandoff))
 	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", streams.StreamHandoff, err)
+		return nil, fmt.Errorf("ensure stream %s: %w", bus.StreamHandoff, err)
 	}
 	if _, err := ensureDesktopConsumer(ctx, s, replicas); err != nil {
 		return nil, err
@@ -35,15 +35,15 @@ func EnsureHandoffStream(ctx context.Context, js jetstream.JetStream, replicas i
 // ensureDesktopConsumer creates or updates the desktops' durable consumer.
 func ensureDesktopConsumer(ctx context.Context, s jetstream.Stream, replicas int) (jetstream.Consumer, error) {
 	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       streams.DurableHandoffDesktops,
+		Durable:       bus.DurableHandoffDesktops,
 		Description:   "Human-agent desktops claiming handoff items.",
-		FilterSubject: streams.HandoffItems,
+		FilterSubject: bus.HandoffItems,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 		Replicas:      replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ensure consumer %s on %s: %w", streams.DurableHandoffDesktops, streams.StreamHandoff, err)
+		return nil, fmt.Errorf("ensure consumer %s on %s: %w", bus.DurableHandoffDesktops, bus.StreamHandoff, err)
 	}
 	return c, nil
 }

@@ -20,6 +20,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func transcriptOf(_ context.Context, tenant, conv string) ([]TranscriptLine, error) {
@@ -46,7 +47,7 @@ func setupHandoff(t *testing.T, cfg HandoffConfig) (jetstream.JetStream, *Handof
 
 func itemCount(t *testing.T, js jetstream.JetStream, filter string) uint64 {
 	t.Helper()
-	s, err := js.Stream(testCtx(t), streams.StreamHandoff)
+	s, err := js.Stream(testCtx(t), bus.StreamHandoff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +65,13 @@ func itemCount(t *testing.T, js jetstream.JetStream, filter string) uint64 {
 // timeoutEvents reads every handoff timeout event in the stream.
 func timeoutEvents(t *testing.T, js jetstream.JetStream) []schemas.HandoffTimeout {
 	t.Helper()
-	s, err := js.Stream(testCtx(t), streams.StreamHandoff)
+	s, err := js.Stream(testCtx(t), bus.StreamHandoff)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []schemas.HandoffTimeout
 	for seq := uint64(1); ; {
-		raw, err := s.GetMsg(testCtx(t), seq, jetstream.WithGetMsgSubject(streams.HandoffTimeout))
+		raw, err := s.GetMsg(testCtx(t), seq, jetstream.WithGetMsgSubject(bus.HandoffTimeout))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out
 		}
@@ -89,11 +90,11 @@ func timeoutEvents(t *testing.T, js jetstream.JetStream) []schemas.HandoffTimeou
 		if err := schemas.Decode(ev, &to); err != nil {
 			t.Fatal(err)
 		}
-		if ev.ID() != TimeoutEventID(to.EscalationID) || raw.Header.Get(streams.HeaderMsgID) != ev.ID() {
-			t.Fatalf("timeout id %s / msg id %s for escalation %s", ev.ID(), raw.Header.Get(streams.HeaderMsgID), to.EscalationID)
+		if ev.ID() != TimeoutEventID(to.EscalationID) || raw.Header.Get(bus.HeaderMsgID) != ev.ID() {
+			t.Fatalf("timeout id %s / msg id %s for escalation %s", ev.ID(), raw.Header.Get(bus.HeaderMsgID), to.EscalationID)
 		}
 		meta, err := schemas.MetaOf(ev)
-		if err != nil || raw.Subject != streams.HandoffTimeoutSubject(meta.Tenant, meta.Conversation) {
+		if err != nil || raw.Subject != bus.HandoffTimeoutSubject(meta.Tenant, meta.Conversation) {
 			t.Fatalf("timeout subject %s, meta %+v (%v)", raw.Subject, meta, err)
 		}
 		out = append(out, to)
@@ -112,7 +113,7 @@ func TestHandoffClaim(t *testing.T) {
 	if err := h.Deliver(testCtx(t), reportEvent(t, "acme", "conv-7", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if n := itemCount(t, js, streams.HandoffItems); n != 1 {
+	if n := itemCount(t, js, bus.HandoffItems); n != 1 {
 		t.Fatalf("%d items queued, want 1", n)
 	}
 	if got := testutil.ToFloat64(m.SinkDeliveries.WithLabelValues(KindHandoff, KindHandoff, OutcomeSkipped)); got != 1 {
@@ -141,7 +142,7 @@ func TestHandoffClaim(t *testing.T) {
 	if _, err := Claim(testCtx(t), js, 0); !errors.Is(err, ErrNoHandoff) {
 		t.Fatalf("second claim: %v, want ErrNoHandoff", err)
 	}
-	if n := itemCount(t, js, streams.HandoffItems); n != 0 {
+	if n := itemCount(t, js, bus.HandoffItems); n != 0 {
 		t.Fatalf("%d items left after the claim", n)
 	}
 	// A claimed item never times out.
@@ -336,7 +337,7 @@ func TestEnsureHandoffStreamIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		if info.Config.Retention != jetstream.WorkQueuePolicy || info.Config.Replicas != 1 ||
-			!slices.Equal(info.Config.Subjects, []string{streams.HandoffItems, streams.HandoffTimeout}) {
+			!slices.Equal(info.Config.Subjects, []string{bus.HandoffItems, bus.HandoffTimeout}) {
 			t.Fatalf("stream config %+v", info.Config)
 		}
 	}
@@ -349,11 +350,11 @@ func TestEnsureHandoffStreamIdempotent(t *testing.T) {
 // alone) still lets desktops claim.
 func TestClaimCreatesMissingConsumer(t *testing.T) {
 	js := startJetStream(t)
-	s, err := js.Stream(testCtx(t), streams.StreamHandoff)
+	s, err := js.Stream(testCtx(t), bus.StreamHandoff)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteConsumer(testCtx(t), streams.DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := s.DeleteConsumer(testCtx(t), bus.DurableHandoffDesktops); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		t.Fatal(err)
 	}
 	h, err := NewHandoff(js, HandoffConfig{NoSweeper: true}, nil, nil)
@@ -403,13 +404,13 @@ func TestHandoffPublishesThroughPublisher(t *testing.T) {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "stream" && l.GetValue() == streams.StreamHandoff {
+				if l.GetName() == "stream" && l.GetValue() == bus.StreamHandoff {
 					published += m.GetCounter().GetValue()
 				}
 			}
 		}
 	}
 	if published != 2 {
-		t.Fatalf("rein_published_total{stream=%q} = %v, want 2 (the item and its timeout)", streams.StreamHandoff, published)
+		t.Fatalf("rein_published_total{stream=%q} = %v, want 2 (the item and its timeout)", bus.StreamHandoff, published)
 	}
 }

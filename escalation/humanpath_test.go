@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The later turns of a conversation handed to a human reach the sinks and
@@ -45,13 +46,13 @@ func TestHumanPathTurnsAndReleasesReachTheSinksAndTheDesk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return streams.Out{Stream: streams.StreamOutcomes, Subject: subject, Event: &ev}
+		return streams.Out{Stream: bus.StreamOutcomes, Subject: subject, Event: &ev}
 	}
-	human := out(schemas.TypeUnanswered, streams.UnansweredSubject("acme", "hp"), schemas.EventID("unanswered", "acme", "hp", 3), 3,
+	human := out(schemas.TypeUnanswered, bus.UnansweredSubject("acme", "hp"), schemas.EventID("unanswered", "acme", "hp", 3), 3,
 		schemas.Unanswered{Turn: 3, Reason: schemas.UnansweredHumanPath, EscalatedTurn: 2, HandoffReason: schemas.ReasonAgentUnavailable})
-	superseded := out(schemas.TypeUnanswered, streams.UnansweredSubject("acme", "hp"), schemas.EventID("unanswered", "acme", "hp", 1), 1,
+	superseded := out(schemas.TypeUnanswered, bus.UnansweredSubject("acme", "hp"), schemas.EventID("unanswered", "acme", "hp", 1), 1,
 		schemas.Unanswered{Turn: 1, Reason: schemas.UnansweredSuperseded, SupersededBy: 3})
-	release := out(schemas.TypeRelease, streams.ReleaseSubject("acme", "hp"), schemas.EventID("release", "acme", "hp", 2), 2,
+	release := out(schemas.TypeRelease, bus.ReleaseSubject("acme", "hp"), schemas.EventID("release", "acme", "hp", 2), 2,
 		schemas.Release{Turn: 2, Reason: schemas.ReleaseOperator, HandoffReason: schemas.ReasonAgentUnavailable, By: "alice"})
 	if _, err := pub.PublishAll(ctx, superseded, human, release); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -89,8 +90,8 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 // ConsumerConfig is the stage's durable consumer on REIN_OUTCOMES.
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
-		Stage: streams.StageEscalation, Stream: streams.StreamOutcomes, Durable: streams.DurableEscalation,
-		Filter: []string{streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll}, MaxInFlight: s.cfg.Workers,
+		Stage: bus.StageEscalation, Stream: bus.StreamOutcomes, Durable: bus.DurableEscalation,
+		Filter: []string{bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll}, MaxInFlight: s.cfg.Workers,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
 		PinTTL:  s.cfg.PinTTL,
 		// An event about to be dead-lettered — its attempts spent, a sink
@@ -131,9 +132,9 @@ func (s *Stage) ensureDesktops(ctx context.Context) error {
 		if _, ok := sk.(*Handoff); !ok {
 			continue
 		}
-		stream, err := s.deps.JS.Stream(ctx, streams.StreamHandoff)
+		stream, err := s.deps.JS.Stream(ctx, bus.StreamHandoff)
 		if err != nil {
-			return fmt.Errorf("handoff sink: stream %s: %w", streams.StreamHandoff, err)
+			return fmt.Errorf("handoff sink: stream %s: %w", bus.StreamHandoff, err)
 		}
 		_, err = ensureDesktopConsumer(ctx, stream, stream.CachedInfo().Config.Replicas)
 		return err
@@ -250,8 +251,8 @@ func (s *Stage) forget(id string) {
 // the handoff sink.
 func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]TranscriptLine, error) {
 	var out []TranscriptLine
-	err := streams.ReadStream(ctx, s.deps.JS, streams.StreamTurns, streams.ReadOptions{
-		Filters: []string{streams.ConversationTurns(tenant, conv)},
+	err := streams.ReadStream(ctx, s.deps.JS, bus.StreamTurns, streams.ReadOptions{
+		Filters: []string{bus.ConversationTurns(tenant, conv)},
 	}, func(r streams.Raw) error {
 		if r.Decoded == nil {
 			return nil

@@ -20,6 +20,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // End to end on JetStream: a webhook receiver that fails its first two
@@ -80,8 +81,8 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := pub.PublishAll(context.Background(),
-		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.EscalationSubject("acme", "e1"), Event: &esc},
-		streams.Out{Stream: streams.StreamOutcomes, Subject: streams.ReportSubject("acme", "e1"), Event: &rep}); err != nil {
+		streams.Out{Stream: bus.StreamOutcomes, Subject: bus.EscalationSubject("acme", "e1"), Event: &esc},
+		streams.Out{Stream: bus.StreamOutcomes, Subject: bus.ReportSubject("acme", "e1"), Event: &rep}); err != nil {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, 20*time.Second, "both events accepted by the webhook", func() bool {
@@ -156,7 +157,7 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(context.Background(), streams.StreamOutcomes, streams.ReportSubject("acme", "two"), &ev); err != nil {
+		if _, err := pub.Publish(context.Background(), bus.StreamOutcomes, bus.ReportSubject("acme", "two"), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,12 +205,12 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamOutcomes, streams.EscalationSubject("acme", "dl"), &esc); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "dl"), &esc); err != nil {
 		t.Fatal(err)
 	}
 	var letter []byte
 	rtest.CheckFor(t, 20*time.Second, "the refused escalation dead-lettered", func() bool {
-		err := streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
+		err := streams.ReadStream(context.Background(), h.JS, bus.StreamDLQ, streams.ReadOptions{}, func(r streams.Raw) error {
 			letter = r.Data
 			return nil
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Sidecar answer statuses.
@@ -40,7 +41,7 @@ type Answer struct {
 // ParseInceptionSubject splits rein.inception.get.<tenant>.<conv>.<turn>.
 func ParseInceptionSubject(subject string) (tenant, conv string, turn int, err error) {
 	parts := strings.Split(subject, ".")
-	if len(parts) != 6 || streams.InceptionSubject(parts[3], parts[4], parts[5]) != subject {
+	if len(parts) != 6 || bus.InceptionSubject(parts[3], parts[4], parts[5]) != subject {
 		return "", "", 0, fmt.Errorf("%w: subject %q is not rein.inception.get.<tenant>.<conversation>.<turn>", ErrBadRequest, subject)
 	}
 	if err := schemas.CheckIDs(parts[3], parts[4]); err != nil {
@@ -106,13 +107,13 @@ type responder struct {
 
 func (s *Sidecar) start(ctx context.Context) (*responder, error) {
 	nc := s.deps.JS.Conn()
-	st, err := s.deps.JS.Stream(ctx, streams.StreamDetections)
+	st, err := s.deps.JS.Stream(ctx, bus.StreamDetections)
 	if err != nil {
-		return nil, fmt.Errorf("injector: stream %s: %w", streams.StreamDetections, err)
+		return nil, fmt.Errorf("injector: stream %s: %w", bus.StreamDetections, err)
 	}
 	r := &responder{s: s, nc: nc, stream: st, sem: make(chan struct{}, s.cfg.MaxInflight)}
 	rctx := context.WithoutCancel(ctx) // in-flight answers finish within their budget
-	r.sub, err = nc.QueueSubscribe(streams.InceptionAll, s.cfg.QueueGroup, func(m *nats.Msg) {
+	r.sub, err = nc.QueueSubscribe(bus.InceptionAll, s.cfg.QueueGroup, func(m *nats.Msg) {
 		if m.Reply == "" {
 			return
 		}
@@ -129,9 +130,9 @@ func (s *Sidecar) start(ctx context.Context) (*responder, error) {
 		}()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("injector: subscribe %s: %w", streams.InceptionAll, err)
+		return nil, fmt.Errorf("injector: subscribe %s: %w", bus.InceptionAll, err)
 	}
-	s.deps.Logger.Info("sidecar responder started", "subject", streams.InceptionAll, "queue", s.cfg.QueueGroup, "wait", s.cfg.Wait)
+	s.deps.Logger.Info("sidecar responder started", "subject", bus.InceptionAll, "queue", s.cfg.QueueGroup, "wait", s.cfg.Wait)
 	return r, nil
 }
 
@@ -164,7 +165,7 @@ func (r *responder) answer(ctx context.Context, subject string) Answer {
 	// Watch the conversation's detection subject before looking, so a
 	// detection stored between the lookup and the wait is not missed.
 	live := make(chan *nats.Msg, 64)
-	sub, err := r.nc.ChanSubscribe(streams.DetectionSubject(tenant, conv), live)
+	sub, err := r.nc.ChanSubscribe(bus.DetectionSubject(tenant, conv), live)
 	if err != nil {
 		return Answer{Status: StatusTimeout, Turn: turn, Error: fmt.Sprintf("watch detections: %v", err)}
 	}
@@ -192,7 +193,7 @@ func (r *responder) answer(ctx context.Context, subject string) Answer {
 // detection by direct get, or, for an earlier turn, a scan of the
 // conversation's detections.
 func (r *responder) lookup(ctx context.Context, tenant, conv string, turn int) (Answer, bool) {
-	subj := streams.StoredFilter(r.stream, streams.DetectionSubject(tenant, conv))
+	subj := streams.StoredFilter(r.stream, bus.DetectionSubject(tenant, conv))
 	raw, err := r.stream.GetLastMsgForSubject(ctx, subj)
 	if err != nil {
 		return Answer{}, false
@@ -210,7 +211,7 @@ func (r *responder) lookup(ctx context.Context, tenant, conv string, turn int) (
 	var found Answer
 	var ok bool
 	errStop := errors.New("found")
-	_ = streams.ReadStream(ctx, r.s.deps.JS, streams.StreamDetections, streams.ReadOptions{Filters: []string{subj}, StopSeq: raw.Sequence},
+	_ = streams.ReadStream(ctx, r.s.deps.JS, bus.StreamDetections, streams.ReadOptions{Filters: []string{subj}, StopSeq: raw.Sequence},
 		func(m streams.Raw) error {
 			if m.Decoded == nil {
 				return nil
@@ -263,7 +264,7 @@ func Ask(ctx context.Context, nc *nats.Conn, tenant, conv string, turn int, wait
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	m, err := nc.RequestWithContext(ctx, streams.InceptionSubject(tenant, conv, strconv.Itoa(turn)), nil)
+	m, err := nc.RequestWithContext(ctx, bus.InceptionSubject(tenant, conv, strconv.Itoa(turn)), nil)
 	if err != nil {
 		return Answer{}, fmt.Errorf("inception request: %w", err)
 	}

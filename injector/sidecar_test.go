@@ -12,7 +12,7 @@ import (
 	"github.com/reinception/rein/injector"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestSidecarRequestReply(t *testing.T) {
@@ -60,7 +60,7 @@ func TestSidecarRequestReply(t *testing.T) {
 	t.Run("invalid subject", func(t *testing.T) {
 		// Turn 0 would wait out the budget for a detection that never comes.
 		for _, turn := range []string{"not-a-turn", "0"} {
-			m, err := h.Conn.Request(streams.InceptionSubject(tenant, "c1", turn), nil, 5*time.Second)
+			m, err := h.Conn.Request(bus.InceptionSubject(tenant, "c1", turn), nil, 5*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestSidecarWaitsForALateDetection(t *testing.T) {
 // detection subject (the stream's own, plus any responder watching it).
 func interest(t *testing.T, h *rtest.JS, conv string) int {
 	t.Helper()
-	sz, err := h.Server.Subsz(&server.SubszOptions{Subscriptions: true, Test: streams.DetectionSubject(tenant, conv), Limit: 1000})
+	sz, err := h.Server.Subsz(&server.SubszOptions{Subscriptions: true, Test: bus.DetectionSubject(tenant, conv), Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

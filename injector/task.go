@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Tasks builds the signed task of each detection's user turn. The
@@ -49,5 +50,5 @@ func (t *Tasks) Task(meta schemas.Meta, det schemas.Detection, detectionID strin
 	if task.Inception != nil {
 		stored = func() { t.m.injected(task.Inception.ErrorType) }
 	}
-	return streams.Out{Stream: streams.StreamTasks, Subject: streams.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, stored, nil
+	return streams.Out{Stream: bus.StreamTasks, Subject: bus.TaskSubject(meta.Tenant, meta.Conversation), Event: &ev}, stored, nil
 }

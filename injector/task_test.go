@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 const tenant = "acme"
@@ -29,7 +30,7 @@ func startSidecar(t *testing.T, h *rtest.JS, cfg injector.SidecarConfig) func() 
 	}
 	stop := rtest.Run(t, "sidecar", sc.Run)
 	rtest.CheckFor(t, 5*time.Second, "sidecar responder up", func() bool {
-		_, err := h.Conn.Request(streams.InceptionSubject(tenant, "probe", "x"), nil, time.Second)
+		_, err := h.Conn.Request(bus.InceptionSubject(tenant, "probe", "x"), nil, time.Second)
 		return err == nil
 	})
 	return stop
@@ -50,7 +51,7 @@ func publishDetection(t *testing.T, h *rtest.JS, conv string, det schemas.Detect
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +97,7 @@ func TestTaskPerDetection(t *testing.T) {
 				t.Fatal(err)
 			}
 			stored()
-			if out.Stream != streams.StreamTasks || out.Subject != streams.TaskSubject(tenant, conv) || out.Event.ID() != schemas.EventID("task", tenant, conv, 1) {
+			if out.Stream != bus.StreamTasks || out.Subject != bus.TaskSubject(tenant, conv) || out.Event.ID() != schemas.EventID("task", tenant, conv, 1) {
 				t.Errorf("task %s goes to %s %s", out.Event.ID(), out.Stream, out.Subject)
 			}
 			if err := key.Verify(out.Event); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The CloudEvents NATS binding in binary content mode, written out by hand
@@ -86,7 +87,7 @@ func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
 		}
 		set(k, formatExtension(v))
 	}
-	set(HeaderMsgID, ec.ID)
+	set(bus.HeaderMsgID, ec.ID)
 	return h, true
 }
 

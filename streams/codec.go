@@ -14,6 +14,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // DefaultMaxEventBytes is the largest event body accepted (256 KiB).
@@ -65,7 +66,7 @@ func sdkEncode(subject string, ev *event.Event) (*nats.Msg, error) {
 	if hdr == nil {
 		hdr = nats.Header{}
 	}
-	hdr.Set(HeaderMsgID, ev.ID())
+	hdr.Set(bus.HeaderMsgID, ev.ID())
 	return &nats.Msg{Subject: subject, Header: hdr, Data: body.Bytes()}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // benchTurn is a typical pipeline event: a user turn with a traceparent.
@@ -24,7 +25,7 @@ func benchTurn(b *testing.B) *event.Event {
 
 func BenchmarkEncode(b *testing.B) {
 	ev := benchTurn(b)
-	subject := TurnSubject("acme", "c-42", schemas.RoleUser)
+	subject := bus.TurnSubject("acme", "c-42", schemas.RoleUser)
 	for _, c := range []struct {
 		name   string
 		encode func(string, *event.Event) (*nats.Msg, error)
@@ -44,7 +45,7 @@ func BenchmarkEncode(b *testing.B) {
 // of Decode, whose schema validation costs the same on both paths.
 func BenchmarkDecode(b *testing.B) {
 	ev := benchTurn(b)
-	msg, err := sdkEncode(TurnSubject("acme", "c-42", schemas.RoleUser), ev)
+	msg, err := sdkEncode(bus.TurnSubject("acme", "c-42", schemas.RoleUser), ev)
 	if err != nil {
 		b.Fatal(err)
 	}

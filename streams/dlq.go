@@ -15,6 +15,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Bounds of a truncated dead letter (see boundedLetter).
@@ -77,7 +78,7 @@ func PublishDeadLetter(ctx context.Context, p *Publisher, stage, stream string, 
 	if err := ev.SetData(schemas.DataContentType, json.RawMessage(raw)); err != nil {
 		return fmt.Errorf("dead letter: %w", err)
 	}
-	_, err = p.Publish(ctx, StreamDLQ, DLQSubject(stage), &ev)
+	_, err = p.Publish(ctx, bus.StreamDLQ, bus.DLQSubject(stage), &ev)
 	return err
 }
 

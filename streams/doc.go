@@ -1,6 +1,5 @@
 // Package streams is rein's NATS boundary: what every stage and tool that
-// touches the bus shares. It holds, in names.go, every stream, subject,
-// durable consumer, KV bucket and header name; it connects to the embedded
+// touches the bus shares, under the names of streams/bus; it connects to the embedded
 // server or an external cluster (connect.go); it encodes and decodes
 // CloudEvents in binary content mode, as the CloudEvents NATS binding and
 // sdk-go's nats_jetstream protocol do (codec.go; the hot path writes and
@@ -15,7 +14,11 @@
 // streams and creates durables under the retries a starting cluster needs
 // (ensure.go).
 //
-// Below it, one package each (they import streams, never each other):
+// Below it, streams/bus names every stream, subject, durable consumer, KV
+// bucket and header rein uses, in one file (names.go); it imports nothing
+// of rein's, so the stages, tools and tests name the bus without the
+// transport. Above it, one package each (they import streams, never each
+// other):
 //
 //   - streams/consume: every stage's consume loop (ack, retry, dead letter,
 //     per-conversation scheduling, the crash-order gate, partitions and
@@ -26,20 +29,6 @@
 //     provisioning of streams and buckets.
 //   - streams/ingress: the HTTP ingress (POST /v1/turns, /v1/feedback) and
 //     the tenant ingest subjects.
-//
-// # Streams
-//
-//	REIN_TURNS       rein.turns.<tenant>.<conv>.user|agent   the surface dialogue
-//	REIN_DETECTIONS  rein.detections.<tenant>.<conv>         every decision
-//	REIN_TASKS       rein.tasks.<tenant>.<conv>              agent work items
-//	REIN_STEPS       rein.steps.<tenant>.<conv>              the agent's internal steps
-//	REIN_OUTCOMES    rein.escalations|reports.<tenant>.<conv>
-//	REIN_DLQ         rein.dlq.<stage>                        dead letters
-//	REIN_HANDOFF     rein.handoff.items|timeout.<tenant>.<conv> (work queue)
-//	KV REIN_CONVERSATIONS  <tenant>.<conv>                   agent state, a record per write (history 64)
-//	KV REIN_MEMBERS        <stage>.<id>                      live replicas of partitioned stages (TTL 6 s; partitions > 1)
-//
-// With partitions, the first three store <subject>.<partition>.
 //
 // # Publishing and reading
 //

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Feedback from a platform (dev.rein.feedback.v1, POST /v1/feedback or
@@ -32,19 +33,19 @@ func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decod
 		return TurnResult{}, err
 	}
 	key := f.Key()
-	if want := FeedbackSubject(d.Meta.Tenant, d.Meta.Conversation, key); msg.Subject != want {
+	if want := bus.FeedbackSubject(d.Meta.Tenant, d.Meta.Conversation, key); msg.Subject != want {
 		return TurnResult{}, fmt.Errorf("%w: this feedback belongs on %s, not %s", ErrUndecodable, want, msg.Subject)
 	}
-	msg.Header.Set(HeaderMsgID, FeedbackID(d.Meta.Tenant, d.Meta.Conversation, key))
+	msg.Header.Set(bus.HeaderMsgID, FeedbackID(d.Meta.Tenant, d.Meta.Conversation, key))
 	conflict := func(seq uint64) (TurnResult, error) {
 		cerr := fmt.Errorf("%w: %s feedback of %s/%s is already stored (seq %d) with different content",
 			ErrConflictingDuplicate, key, d.Meta.Tenant, d.Meta.Conversation, seq)
-		if err := PublishDeadLetter(ctx, pub, StageIngress, StreamFeedback, 0, 0, msg.Subject, msg.Header, msg.Data, ReasonConflictingDuplicate+": "+cerr.Error()); err != nil {
+		if err := PublishDeadLetter(ctx, pub, bus.StageIngress, bus.StreamFeedback, 0, 0, msg.Subject, msg.Header, msg.Data, ReasonConflictingDuplicate+": "+cerr.Error()); err != nil {
 			return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
 		}
 		return TurnResult{Sequence: seq}, cerr
 	}
-	s, err := pub.js.Stream(ctx, StreamFeedback)
+	s, err := pub.js.Stream(ctx, bus.StreamFeedback)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("feedback: %w", err)
 	}
@@ -62,7 +63,7 @@ func PublishFeedback(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decod
 	if r, found, err := check(); err != nil || found {
 		return r, err
 	}
-	seq, dup, err := pub.publishOne(ctx, StreamFeedback, msg)
+	seq, dup, err := pub.publishOne(ctx, bus.StreamFeedback, msg)
 	if errors.Is(err, ErrIDHijack) || (err == nil && dup) {
 		// Another copy was stored meanwhile: it decides.
 		if r, found, err := check(); err != nil || found {

@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -20,7 +21,7 @@ import (
 // turn; rein's consume loop accepts it.
 func TestSDKGoClientPublishesTurnReinAccepts(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	sender, err := cejs.NewSenderFromConn(h.Conn, streams.StreamTurns, streams.TurnSubject("acme", "sdk-1", schemas.RoleUser), nil)
+	sender, err := cejs.NewSenderFromConn(h.Conn, bus.StreamTurns, bus.TurnSubject("acme", "sdk-1", schemas.RoleUser), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestSDKGoClientPublishesTurnReinAccepts(t *testing.T) {
 	if d.Event.ID() != "platform-42" || d.Meta.Tenant != "acme" || d.Meta.Turn != 1 || turn.Text != "book me first class" {
 		t.Errorf("decoded %+v %+v", d.Meta, turn)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("%d dead letters", n)
 	}
 }
@@ -65,7 +66,7 @@ func TestSDKGoClientPublishesTurnReinAccepts(t *testing.T) {
 // receives it with every attribute and extension intact.
 func TestReinEventReachesSDKGoConsumer(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	consumer, err := cejs.NewConsumerFromConn(h.Conn, streams.StreamDetections, streams.DetectionsAll, nil, nil)
+	consumer, err := cejs.NewConsumerFromConn(h.Conn, bus.StreamDetections, bus.DetectionsAll, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestReinEventReachesSDKGoConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := streams.NewPublisher(h.JS, nil)
-	if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject("acme", "c7"), &ev); err != nil {
+	if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject("acme", "c7"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Partitions let several replicas of a stage work at once while each
@@ -22,7 +23,7 @@ import (
 // replica handles them, in order, as with one durable.
 //
 // Only the stored subject changes: publishers and core NATS subscribers
-// keep the subjects of names.go, and readers of a partitioned stream look a
+// keep the subjects of streams/bus, and readers of a partitioned stream look a
 // subject up with StoredFilter. The partition count is fixed when a
 // stream is created (Provision refuses to change it on a stream holding
 // messages: a conversation would move between partitions while its
@@ -39,9 +40,9 @@ var PartitionedStreams = map[string]struct {
 	source string
 	tokens int
 }{
-	StreamTurns:      {subjTurns + ".*.*.*", 5},
-	StreamDetections: {subjDetections + ".*.*", 4},
-	StreamTasks:      {subjTasks + ".*.*", 4},
+	bus.StreamTurns:      {bus.TurnSubject("*", "*", "*"), 5},
+	bus.StreamDetections: {bus.DetectionSubject("*", "*"), 4},
+	bus.StreamTasks:      {bus.TaskSubject("*", "*"), 4},
 }
 
 // SubjectTransform is the stream transform adding the partition token, or
@@ -96,11 +97,6 @@ func StoredFilter(s jetstream.Stream, subject string) string {
 	return subject
 }
 
-// AnyPartition is the filters matching subject as stored in a stream with
-// or without partitions, for readers that do not look the stream up
-// (replay, audit). The two never overlap.
-func AnyPartition(subject string) []string { return []string{subject, subject + ".*"} }
-
 // Unpartitioned is the subject a message was published on: its stored
 // subject without the partition token.
 func Unpartitioned(subject string) string {
@@ -122,7 +118,7 @@ func PartitionDurable(durable string, p int) string { return durable + "-p" + st
 // partitionedStage is the stage of each durable that is split into
 // partitions on a partitioned stream.
 var PartitionedStage = map[string]string{
-	DurableDetector: StageDetector, DurableInjector: StageInjector, DurableAgentWorker: StageAgentWorker,
+	bus.DurableDetector: bus.StageDetector, bus.DurableInjector: bus.StageInjector, bus.DurableAgentWorker: bus.StageAgentWorker,
 }
 
 // MemberTTL is how long a partitioned stage's key in the members bucket

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Out is one event to publish.
@@ -242,8 +243,8 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 }
 
 // eventHeaders name what identifies a rein event in binary mode.
-var eventHeaders = []string{HeaderCEPrefix + "type", HeaderCEPrefix + schemas.ExtTenant,
-	HeaderCEPrefix + schemas.ExtConversation, HeaderCEPrefix + schemas.ExtTurn}
+var eventHeaders = []string{bus.HeaderCEPrefix + "type", bus.HeaderCEPrefix + schemas.ExtTenant,
+	bus.HeaderCEPrefix + schemas.ExtConversation, bus.HeaderCEPrefix + schemas.ExtTurn}
 
 // checkDuplicate reads the message the stream says msg duplicates (only
 // on this path: duplicates are rare) and tells whether it is msg's own
@@ -254,7 +255,7 @@ var eventHeaders = []string{HeaderCEPrefix + "type", HeaderCEPrefix + schemas.Ex
 // The dead-letter stream is not checked: only rein's stages write it,
 // under ids nobody else can spell.
 func (p *Publisher) checkDuplicate(ctx context.Context, stream string, msg *nats.Msg, seq uint64) error {
-	if stream == StreamDLQ {
+	if stream == bus.StreamDLQ {
 		return nil
 	}
 	s, err := p.js.Stream(ctx, stream)
@@ -288,7 +289,7 @@ func (p *Publisher) checkDuplicate(ctx context.Context, stream string, msg *nats
 	}
 	p.hijacked.WithLabelValues(stream).Inc()
 	return Permanent(fmt.Errorf("publish to %s: %w: %s is taken by %s seq %d (%s)", msg.Subject, ErrIDHijack,
-		msg.Header.Get(HeaderMsgID), stream, seq, why))
+		msg.Header.Get(bus.HeaderMsgID), stream, seq, why))
 }
 
 // retryCopy is msg with a header of its own (the body is never written).

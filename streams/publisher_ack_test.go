@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -38,7 +39,7 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Publish(context.Background(), streams.StreamTurns, "rein.silent.acme.c1", ev.Event)
+		_, err := p.Publish(context.Background(), bus.StreamTurns, "rein.silent.acme.c1", ev.Event)
 		done <- err
 	}()
 	select {
@@ -145,7 +146,7 @@ func forge(t *testing.T, h *rtest.JS, subject, id string, turn int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Header.Set(streams.HeaderMsgID, id)
+	m.Header.Set(bus.HeaderMsgID, id)
 	if _, err := h.JS.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +163,8 @@ func forge(t *testing.T, h *rtest.JS, subject, id string, turn int) {
 func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	id := schemas.EventID("task", "acme", "c1", 1)
-	forge(t, h, streams.TaskSubject("acme", "other"), id, 1)
-	forge(t, h, streams.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
+	forge(t, h, bus.TaskSubject("acme", "other"), id, 1)
+	forge(t, h, bus.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
 	reg := prometheus.NewRegistry()
 	_, ijs := h.ConnectAs(t, natsserver.IdentityDetector, nil)
 	p := streams.NewPublisher(ijs, reg)
@@ -174,34 +175,34 @@ func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 		return o.Event
 	}
 	for turn := 1; turn <= 2; turn++ {
-		_, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(turn))
+		_, err := p.Publish(ctx, bus.StreamTasks, bus.TaskSubject("acme", "c1"), real(turn))
 		if !errors.Is(err, streams.ErrIDHijack) || !errors.Is(err, streams.ErrPermanent) {
 			t.Errorf("turn %d's task under a forged id: %v, want a permanent ErrIDHijack", turn, err)
 		}
 	}
-	if got := testutil.ToFloat64(p.HijackedCounter(streams.StreamTasks)); got != 2 {
+	if got := testutil.ToFloat64(p.HijackedCounter(bus.StreamTasks)); got != 2 {
 		t.Errorf("rein_publish_id_conflicts_total{stream=REIN_TASKS} = %v, want 2", got)
 	}
 	// Its own copy again is a duplicate as before.
-	seq, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(3))
+	seq, err := p.Publish(ctx, bus.StreamTasks, bus.TaskSubject("acme", "c1"), real(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(3)); err != nil || again != seq {
+	if again, err := p.Publish(ctx, bus.StreamTasks, bus.TaskSubject("acme", "c1"), real(3)); err != nil || again != seq {
 		t.Errorf("the same task again: seq %d, %v; want the first's %d", again, err, seq)
 	}
 
 	// Through a stage's consume loop: the input is dead-lettered with the
 	// reason, never acked as handled.
 	stop := bustest.RunConsumer(t, h, consume.ConsumerConfig{Attempts: 3}, nil, func(ctx context.Context, d streams.Decoded) error {
-		_, err := p.Publish(ctx, streams.StreamTasks, streams.TaskSubject("acme", "c1"), real(1))
+		_, err := p.Publish(ctx, bus.StreamTasks, bus.TaskSubject("acme", "c1"), real(1))
 		return err
 	})
 	defer stop()
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "c1", 1, "hello")})
-	rtest.CheckFor(t, 10*time.Second, "the turn dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
-	s, _ := h.JS.Stream(ctx, streams.StreamDLQ)
-	raw, err := s.GetLastMsgForSubject(ctx, streams.DLQSubject("test"))
+	rtest.CheckFor(t, 10*time.Second, "the turn dead-lettered", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 1 })
+	s, _ := h.JS.Stream(ctx, bus.StreamDLQ)
+	raw, err := s.GetLastMsgForSubject(ctx, bus.DLQSubject("test"))
 	if err != nil || !strings.Contains(string(raw.Data), streams.ErrIDHijack.Error()) {
 		t.Fatalf("dead letter %s (%v): want the id hijack as its reason", raw.Data, err)
 	}

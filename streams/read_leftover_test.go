@@ -8,6 +8,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func consumerCount(t *testing.T, h *rtest.JS, stream string) int {
@@ -33,20 +34,20 @@ func TestReadsLeaveNoConsumerBehind(t *testing.T) {
 		outs = append(outs, *bustest.TurnEvent(t, "acme", "left", turn, "x"))
 	}
 	bustest.PublishTurns(t, h, outs)
-	before := consumerCount(t, h, streams.StreamTurns)
+	before := consumerCount(t, h, bus.StreamTurns)
 	for i := 0; i < 10; i++ {
 		n := 0
-		if err := streams.ReadStream(context.Background(), h.JS, streams.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { n++; return nil }); err != nil || n != 20 {
+		if err := streams.ReadStream(context.Background(), h.JS, bus.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { n++; return nil }); err != nil || n != 20 {
 			t.Fatalf("read %d: %d messages, %v", i, n, err)
 		}
 	}
 	stop := errors.New("enough")
-	if err := streams.ReadStream(context.Background(), h.JS, streams.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { return stop }); !errors.Is(err, stop) {
+	if err := streams.ReadStream(context.Background(), h.JS, bus.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { return stop }); !errors.Is(err, stop) {
 		t.Fatalf("stopped read: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	_ = streams.ReadStream(ctx, h.JS, streams.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { cancel(); return nil })
-	if after := consumerCount(t, h, streams.StreamTurns); after != before {
+	_ = streams.ReadStream(ctx, h.JS, bus.StreamTurns, streams.ReadOptions{}, func(streams.Raw) error { cancel(); return nil })
+	if after := consumerCount(t, h, bus.StreamTurns); after != before {
 		t.Fatalf("%d consumers on REIN_TURNS after 12 reads, %d before", after, before)
 	}
 }

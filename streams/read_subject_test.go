@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -30,7 +31,7 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 	ctx := context.Background()
 	read := func(from, stop uint64) (turns []int) {
 		t.Helper()
-		err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "a"), from, stop, func(r streams.Raw) error {
+		err := streams.ReadSubject(ctx, h.JS, bus.StreamTurns, bus.ConversationTurns("acme", "a"), from, stop, func(r streams.Raw) error {
 			if r.Decoded == nil || r.Decoded.Meta.Conversation != "a" || r.Decoded.Sequence != r.Sequence {
 				return fmt.Errorf("message %d: %+v", r.Sequence, r)
 			}
@@ -60,7 +61,7 @@ func TestReadSubjectPagesInOrder(t *testing.T) {
 		t.Fatalf("read 600..1000: %d turns from %v", len(got), got[:min(1, len(got))])
 	}
 	none := 0
-	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.ConversationTurns("acme", "nobody"), 0, 0, func(streams.Raw) error {
+	if err := streams.ReadSubject(ctx, h.JS, bus.StreamTurns, bus.ConversationTurns("acme", "nobody"), 0, 0, func(streams.Raw) error {
 		none++
 		return nil
 	}); err != nil || none != 0 {
@@ -75,13 +76,13 @@ func TestLastTurn(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "a", 1, "x"), *bustest.TurnEvent(t, "acme", "a", 7, "y"), *bustest.TurnEvent(t, "acme", "b", 2, "z")})
-	st, err := h.JS.Stream(ctx, streams.StreamTurns)
+	st, err := h.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(conv string, want int, wantFound bool) {
 		t.Helper()
-		turn, found, err := streams.LastTurn(ctx, st, streams.TurnSubject("acme", conv, "user"))
+		turn, found, err := streams.LastTurn(ctx, st, bus.TurnSubject("acme", conv, "user"))
 		if err != nil || turn != want || found != wantFound {
 			t.Errorf("LastTurn(%s) = %d, %v, %v; want %d, %v", conv, turn, found, err, want, wantFound)
 		}
@@ -89,11 +90,11 @@ func TestLastTurn(t *testing.T) {
 	check("a", 7, true)
 	check("b", 2, true)
 	check("none", 0, false)
-	if d, found, err := streams.LastEvent(ctx, st, streams.TurnSubject("acme", "a", "user")); err != nil || !found ||
+	if d, found, err := streams.LastEvent(ctx, st, bus.TurnSubject("acme", "a", "user")); err != nil || !found ||
 		d.Event.ID() != schemas.EventID("turn", "acme", "a", 7)+"-user" || d.Sequence != 2 {
 		t.Errorf("LastEvent(a) = %s at %d, %v, %v", d.Event.ID(), d.Sequence, found, err)
 	}
-	if _, err := h.JS.Publish(ctx, streams.TurnSubject("acme", "b", "user"), []byte("not an event")); err != nil {
+	if _, err := h.JS.Publish(ctx, bus.TurnSubject("acme", "b", "user"), []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}
 	check("b", 0, false)
@@ -130,13 +131,13 @@ func turnStored(t *testing.T, partitions int) {
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "x", 1, "w"), *bustest.TurnEvent(t, "acme", "a", 1, "x"), *bustest.TurnEvent(t, "acme", "a", 3, "y"),
 		*bustest.TurnEvent(t, "acme", "b", 3, "z"), *bustest.TurnEvent(t, "acme", "b", 2, "v")})
 	after := time.Now()
-	st, err := h.JS.Stream(ctx, streams.StreamTurns)
+	st, err := h.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(conv string, turn int, since time.Time, want bool) {
 		t.Helper()
-		d, found, err := streams.TurnStored(ctx, h.JS, st, streams.TurnSubject("acme", conv, "user"), turn, since)
+		d, found, err := streams.TurnStored(ctx, h.JS, st, bus.TurnSubject("acme", conv, "user"), turn, since)
 		if err != nil || found != want {
 			t.Errorf("TurnStored(%s, %d) = %v, %v; want %v", conv, turn, found, err, want)
 		}
@@ -184,20 +185,20 @@ func TestWarnShortWindow(t *testing.T) {
 		consume.WarnShortWindow(slog.New(slog.NewTextHandler(&buf, nil)), cc, st)
 		return strings.Contains(buf.String(), "level=WARN") && strings.Contains(buf.String(), "stream="+name)
 	}
-	cc := consume.ConsumerConfig{Stage: streams.StageDetector} // AckWait: the 30 s default
-	if warned(streams.StreamDetections, cc) {
+	cc := consume.ConsumerConfig{Stage: bus.StageDetector} // AckWait: the 30 s default
+	if warned(bus.StreamDetections, cc) {
 		t.Error("warned about the default 2-minute window")
 	}
 	cc.AckWait = 3 * time.Minute
-	if !warned(streams.StreamDetections, cc) {
+	if !warned(bus.StreamDetections, cc) {
 		t.Error("no warning for a 3-minute ack wait against a 2-minute window")
 	}
 	cfg := natsserver.DefaultProvision()
 	cfg.Defaults.Duplicate = 20 * time.Second
-	if _, err := h.JS.UpdateStream(ctx, cfg.StreamConfig(streams.StreamTasks)); err != nil {
+	if _, err := h.JS.UpdateStream(ctx, cfg.StreamConfig(bus.StreamTasks)); err != nil {
 		t.Fatal(err)
 	}
-	if !warned(streams.StreamTasks, consume.ConsumerConfig{Stage: streams.StageInjector}) {
+	if !warned(bus.StreamTasks, consume.ConsumerConfig{Stage: bus.StageInjector}) {
 		t.Error("no warning for a 20 s window against the 30 s default ack wait")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Turn numbers are 64-bit end to end: one past 2^31 survives encoding
@@ -20,7 +21,7 @@ func TestTurnNumbersAbove32BitsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
 		}
-		subject := streams.TurnSubject("acme", "c1", schemas.RoleUser)
+		subject := bus.TurnSubject("acme", "c1", schemas.RoleUser)
 		msg, err := streams.Encode(subject, &ev)
 		if err != nil {
 			t.Fatalf("turn %d: encode: %v", turn, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // TurnResult is what storing a turn from outside rein came to.
@@ -66,7 +67,7 @@ func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d De
 	if err := d.Payload(&t); err != nil {
 		return TurnResult{}, err
 	}
-	if want := TurnSubject(d.Meta.Tenant, d.Meta.Conversation, t.Role); msg.Subject != want {
+	if want := bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, t.Role); msg.Subject != want {
 		return TurnResult{}, fmt.Errorf("%w: a %s turn belongs on %s, not %s", ErrUndecodable, t.Role, want, msg.Subject)
 	}
 	turn := d.Meta.Turn
@@ -75,13 +76,13 @@ func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d De
 	}
 	conflict := func(seq uint64) (TurnResult, error) {
 		cerr := &ConflictError{Tenant: d.Meta.Tenant, Conversation: d.Meta.Conversation, Role: t.Role, Turn: turn, StoredSeq: seq}
-		if err := PublishDeadLetter(ctx, pub, StageIngress, StreamTurns, 0, 0, msg.Subject, msg.Header, msg.Data, cerr.Error()); err != nil {
+		if err := PublishDeadLetter(ctx, pub, bus.StageIngress, bus.StreamTurns, 0, 0, msg.Subject, msg.Header, msg.Data, cerr.Error()); err != nil {
 			return TurnResult{}, fmt.Errorf("%w (and its dead letter failed: %v)", cerr, err)
 		}
 		return TurnResult{Sequence: seq}, cerr
 	}
 	if turn > 0 {
-		msg.Header.Set(HeaderMsgID, schemas.TurnMsgID(d.Meta.Tenant, d.Meta.Conversation, turn, t.Role))
+		msg.Header.Set(bus.HeaderMsgID, schemas.TurnMsgID(d.Meta.Tenant, d.Meta.Conversation, turn, t.Role))
 		// Past the duplicate window the stream no longer knows the id:
 		// the conversation's stored turns tell whether this number is used.
 		stored, found, err := storedTurn(ctx, pub.js, msg.Subject, turn)
@@ -95,7 +96,7 @@ func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d De
 			return conflict(stored.Sequence)
 		}
 	}
-	seq, dup, err := pub.publishOne(ctx, StreamTurns, msg)
+	seq, dup, err := pub.publishOne(ctx, bus.StreamTurns, msg)
 	if errors.Is(err, ErrIDHijack) {
 		// Another message holds the derived id (only rein's identities
 		// publish turns, so this is a fault, never a tenant's doing).
@@ -104,7 +105,7 @@ func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d De
 	if err != nil || !dup {
 		return TurnResult{Sequence: seq}, err
 	}
-	stream, err := pub.js.Stream(ctx, StreamTurns)
+	stream, err := pub.js.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return TurnResult{}, fmt.Errorf("ingress: duplicate check: %w", err)
 	}
@@ -123,7 +124,7 @@ func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d De
 // whether n can be stored at all (turns are numbered upwards), and only
 // then a read of the subject for it.
 func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n int) (Raw, bool, error) {
-	s, err := js.Stream(ctx, StreamTurns)
+	s, err := js.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return Raw{}, false, err
 	}
@@ -131,7 +132,7 @@ func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n i
 	if err != nil || !found || turnNumber(last) < n {
 		return Raw{}, false, err
 	}
-	own, found, err := findOnSubject(ctx, js, StreamTurns, StoredFilter(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
+	own, found, err := findOnSubject(ctx, js, bus.StreamTurns, StoredFilter(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
 	if err != nil {
 		return Raw{}, false, fmt.Errorf("turn %d on %s: %w", n, subject, err)
 	}

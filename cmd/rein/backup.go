@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/app/audit"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -55,7 +55,7 @@ DIR must not hold anything yet (a backup never silently replaces another); --ove
 		},
 	}
 	nf.bind(cmd, natsserver.DefaultURL)
-	cmd.Flags().StringSliceVar(&names, "stream", nil, "streams to back up (default every rein stream and KV_"+streams.BucketConversations+")")
+	cmd.Flags().StringSliceVar(&names, "stream", nil, "streams to back up (default every rein stream and KV_"+bus.BucketConversations+")")
 	cmd.Flags().BoolVar(&overwrite, "overwrite", false, "write into a directory that already holds files (an earlier backup's are replaced)")
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/app/bench"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -107,13 +107,13 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := js.Stream(context.Background(), streams.StreamTurns)
+	st, err := js.Stream(context.Background(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	turns := st.CachedInfo().State.Msgs
 	if w := st.CachedInfo().Config.Duplicates; w != 20*time.Second {
-		t.Errorf("%s duplicate window = %s", streams.StreamTurns, w)
+		t.Errorf("%s duplicate window = %s", bus.StreamTurns, w)
 	}
 	if turns != 80 {
 		t.Errorf("the external server holds %d turns, want 80 (40 user, 40 agent)", turns)

@@ -19,6 +19,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -145,7 +146,7 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 		t.Errorf("the server's max payload is %d, want %d", got, streams.MaxPayloadBytes)
 	}
 	huge := bytes.Repeat([]byte("z"), 7_500_000)
-	if _, err := admin.Publish(ctx, streams.TurnSubject("acme", "huge", "user"), huge); !errors.Is(err, nats.ErrMaxPayload) {
+	if _, err := admin.Publish(ctx, bus.TurnSubject("acme", "huge", "user"), huge); !errors.Is(err, nats.ErrMaxPayload) {
 		t.Errorf("a 7.5 MB publish: %v, want refused (max payload)", err)
 	}
 	// The stream-level bound: the largest message stored, dead-lettered
@@ -154,11 +155,11 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 	const rounds = 5
 	for i := range rounds {
 		for who, js := range map[string]jetstream.JetStream{"admin": admin, "ingress": ingress} {
-			if _, err := js.Publish(ctx, streams.TurnSubject("acme", fmt.Sprintf("%s-%d", who, i), "user"), largest); err != nil {
+			if _, err := js.Publish(ctx, bus.TurnSubject("acme", fmt.Sprintf("%s-%d", who, i), "user"), largest); err != nil {
 				t.Fatalf("%s stores the largest turn: %v", who, err)
 			}
 		}
-		if _, err := agent.Publish(ctx, streams.EscalationSubject("acme", fmt.Sprintf("agent-%d", i)), largest); err != nil {
+		if _, err := agent.Publish(ctx, bus.EscalationSubject("acme", fmt.Sprintf("agent-%d", i)), largest); err != nil {
 			t.Fatalf("agent worker stores the largest escalation: %v", err)
 		}
 		peak = max(peak, rssBytes(t, pid))
@@ -202,7 +203,7 @@ func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
 		}
 	}
 	// Nothing handed back: the consumers hold nothing and redelivered nothing.
-	for stream, durable := range map[string]string{streams.StreamTurns: streams.DurableDetector, streams.StreamOutcomes: streams.DurableEscalation} {
+	for stream, durable := range map[string]string{bus.StreamTurns: bus.DurableDetector, bus.StreamOutcomes: bus.DurableEscalation} {
 		rtest.CheckFor(t, 30*time.Second, durable+" idle", func() bool {
 			ci, err := admin.Consumer(ctx, stream, durable)
 			if err != nil {

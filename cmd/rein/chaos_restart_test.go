@@ -54,6 +54,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -494,17 +495,17 @@ func chaosPublish(ctx context.Context, js jetstream.JetStream, plan []chaosTurn,
 		if err != nil {
 			return fmt.Errorf("turn %s: %w", u.key(), err)
 		}
-		msg, err := streams.Encode(streams.TurnSubject(u.tenant, u.conv, schemas.RoleUser), &ev)
+		msg, err := streams.Encode(bus.TurnSubject(u.tenant, u.conv, schemas.RoleUser), &ev)
 		if err != nil {
 			return fmt.Errorf("turn %s: %w", u.key(), err)
 		}
-		msg.Header.Set(streams.HeaderMsgID, id)
+		msg.Header.Set(bus.HeaderMsgID, id)
 		giveUp := time.Now().Add(5 * time.Minute)
 		var lastErr error
 		if !chaosWait(time.Until(giveUp), func() bool {
 			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
 			defer pcancel()
-			_, lastErr = js.PublishMsg(pctx, msg, jetstream.WithExpectStream(streams.StreamTurns))
+			_, lastErr = js.PublishMsg(pctx, msg, jetstream.WithExpectStream(bus.StreamTurns))
 			return lastErr == nil || ctx.Err() != nil
 		}) {
 			return fmt.Errorf("turn %s not stored within 5m: %w", u.key(), lastErr)
@@ -527,8 +528,8 @@ func chaosQuiet(js jetstream.JetStream) (state string, quiet bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var b strings.Builder
-	for _, name := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps,
-		streams.StreamOutcomes, streams.StreamDLQ, streams.StreamHandoff} {
+	for _, name := range []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps,
+		bus.StreamOutcomes, bus.StreamDLQ, bus.StreamHandoff} {
 		s, err := js.Stream(ctx, name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			continue
@@ -677,8 +678,8 @@ func chaosCheck(t *testing.T, js jetstream.JetStream, plan []chaosTurn) chaosRes
 		into[c][m.turn] = m.seq
 	}
 
-	turnsMsgs := chaosRead(t, js, streams.StreamTurns)
-	dupIDs(streams.StreamTurns, turnsMsgs)
+	turnsMsgs := chaosRead(t, js, bus.StreamTurns)
+	dupIDs(bus.StreamTurns, turnsMsgs)
 	for _, m := range turnsMsgs {
 		switch {
 		case strings.HasSuffix(m.subject, "."+schemas.RoleUser):
@@ -697,21 +698,21 @@ func chaosCheck(t *testing.T, js jetstream.JetStream, plan []chaosTurn) chaosRes
 			}
 		}
 	}
-	detections := chaosRead(t, js, streams.StreamDetections)
-	dupIDs(streams.StreamDetections, detections)
+	detections := chaosRead(t, js, bus.StreamDetections)
+	dupIDs(bus.StreamDetections, detections)
 	for _, m := range detections {
 		res.detections++
 		at("detection", m).detections++
 		note(detSeq, m)
 	}
-	tasks := chaosRead(t, js, streams.StreamTasks)
-	dupIDs(streams.StreamTasks, tasks)
+	tasks := chaosRead(t, js, bus.StreamTasks)
+	dupIDs(bus.StreamTasks, tasks)
 	for _, m := range tasks {
 		res.tasks++
 		at("task", m).tasks++
 	}
-	outcomes := chaosRead(t, js, streams.StreamOutcomes)
-	dupIDs(streams.StreamOutcomes, outcomes)
+	outcomes := chaosRead(t, js, bus.StreamOutcomes)
+	dupIDs(bus.StreamOutcomes, outcomes)
 	for _, m := range outcomes {
 		if strings.HasPrefix(m.subject, "rein.escalations.") {
 			res.escalations++
@@ -722,8 +723,8 @@ func chaosCheck(t *testing.T, js jetstream.JetStream, plan []chaosTurn) chaosRes
 			report("unexpected report", "%s/%s/%d (seq %d, id %s)", m.tenant, m.conv, m.turn, m.seq, m.id)
 		}
 	}
-	dupIDs(streams.StreamSteps, chaosRead(t, js, streams.StreamSteps))
-	for _, m := range chaosRead(t, js, streams.StreamDLQ) {
+	dupIDs(bus.StreamSteps, chaosRead(t, js, bus.StreamSteps))
+	for _, m := range chaosRead(t, js, bus.StreamDLQ) {
 		res.dlq++
 		report("dead letter", "seq %d subject %s: %.300s", m.seq, m.subject, m.data)
 	}

@@ -22,6 +22,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -266,7 +267,7 @@ func (s *chaosServer) publish(conv string, turn int) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		msg, err := streams.Encode(streams.TurnSubject("chaos", conv, schemas.RoleUser), &ev)
+		msg, err := streams.Encode(bus.TurnSubject("chaos", conv, schemas.RoleUser), &ev)
 		if err != nil {
 			s.t.Fatal(err)
 		}
@@ -330,13 +331,13 @@ func (s *chaosServer) read() chaosOutcomes {
 			s.t.Logf("read %s: %v", stream, err)
 		}
 	}
-	each(streams.StreamDetections, nil, func(_ streams.Raw, k chaosKey) { got.detections[k]++ })
-	each(streams.StreamTasks, nil, func(_ streams.Raw, k chaosKey) { got.tasks[k]++ })
-	each(streams.StreamSteps, nil, func(streams.Raw, chaosKey) {})
-	each(streams.StreamTurns, []string{streams.TurnSubject("chaos", "*", schemas.RoleAgent)}, func(r streams.Raw, k chaosKey) {
+	each(bus.StreamDetections, nil, func(_ streams.Raw, k chaosKey) { got.detections[k]++ })
+	each(bus.StreamTasks, nil, func(_ streams.Raw, k chaosKey) { got.tasks[k]++ })
+	each(bus.StreamSteps, nil, func(streams.Raw, chaosKey) {})
+	each(bus.StreamTurns, []string{bus.TurnSubject("chaos", "*", schemas.RoleAgent)}, func(r streams.Raw, k chaosKey) {
 		got.outcomes[k] = append(got.outcomes[k], chaosOutcome{"reply", r.Sequence})
 	})
-	each(streams.StreamOutcomes, nil, func(r streams.Raw, k chaosKey) {
+	each(bus.StreamOutcomes, nil, func(r streams.Raw, k chaosKey) {
 		switch r.Decoded.Event.Type() {
 		case schemas.TypeEscalation:
 			got.outcomes[k] = append(got.outcomes[k], chaosOutcome{"escalation", r.Sequence})
@@ -345,7 +346,7 @@ func (s *chaosServer) read() chaosOutcomes {
 			got.superseded++
 		}
 	})
-	if st, err := s.js.Stream(ctx, streams.StreamDLQ); err == nil {
+	if st, err := s.js.Stream(ctx, bus.StreamDLQ); err == nil {
 		if info, err := st.Info(ctx); err == nil {
 			got.deadLetters = int(info.State.Msgs)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The cluster chaos tests: two replicas of every stage (two rein serve
@@ -61,7 +61,7 @@ func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
 		name   string
 		leader func(c *rtest.Cluster) int
 	}{
-		{"turns stream leader", func(c *rtest.Cluster) int { return c.StreamLeader(streams.StreamTurns) }},
+		{"turns stream leader", func(c *rtest.Cluster) int { return c.StreamLeader(bus.StreamTurns) }},
 		{"meta leader", func(c *rtest.Cluster) int { return c.MetaLeader() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,8 +235,8 @@ func (cc *chaosCluster) run(t *testing.T, breakIt, repair func()) {
 func logConsumers(t *testing.T, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector},
-		{streams.StreamTasks, streams.DurableAgentWorker}, {streams.StreamOutcomes, streams.DurableEscalation}} {
+	for _, sd := range [][2]string{{bus.StreamTurns, bus.DurableDetector},
+		{bus.StreamTasks, bus.DurableAgentWorker}, {bus.StreamOutcomes, bus.DurableEscalation}} {
 		infos, err := stageConsumers(ctx, js, sd[0], sd[1])
 		if err != nil {
 			t.Logf("consumer %s: %v", sd[1], err)
@@ -271,7 +271,7 @@ func ackFloors(ctx context.Context, js jetstream.JetStream, busyOnly bool) map[s
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out := map[string]uint64{}
-	for _, sd := range [][2]string{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}} {
+	for _, sd := range [][2]string{{bus.StreamTurns, bus.DurableDetector}, {bus.StreamTasks, bus.DurableAgentWorker}} {
 		infos, _ := stageConsumers(ctx, js, sd[0], sd[1])
 		for _, info := range infos {
 			if busyOnly && info.NumPending == 0 && info.NumAckPending == 0 {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/experiment"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -28,7 +28,7 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 	if err := prov.Validate(); err != nil {
 		return file.locate("streams", err)
 	}
-	if slices.Contains(names, streams.StageEscalation) {
+	if slices.Contains(names, bus.StageEscalation) {
 		sinks, err := sinksConfig(file)
 		if err != nil {
 			return file.locate("sinks", err)
@@ -38,7 +38,7 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 		}
 	}
 	modules := so.modules.options()
-	if slices.Contains(names, streams.StageDetector) {
+	if slices.Contains(names, bus.StageDetector) {
 		// Built and dropped: a model client dials nothing until called.
 		if _, _, err := modules.Build(prometheus.NewRegistry()); err != nil {
 			return fmt.Errorf("stage detector: %w%s", err, modelSources(cmd))
@@ -49,7 +49,7 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 			}
 		}
 	}
-	if slices.Contains(names, streams.StageAgentWorker) && so.AgentWorker.Backend != agentworker.BackendNone && so.Given.AgentModel == nil && so.AgentScript == "" {
+	if slices.Contains(names, bus.StageAgentWorker) && so.AgentWorker.Backend != agentworker.BackendNone && so.Given.AgentModel == nil && so.AgentScript == "" {
 		if lc := modules.LLMConfig(); lc.Provider != "" {
 			if err := lc.Validate(); err != nil {
 				return fmt.Errorf("agent model: %w%s", err, modelSources(cmd))

@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // A webhook refuses an escalation (dead-lettered); once it is fixed,
@@ -49,7 +50,7 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamOutcomes, streams.EscalationSubject("acme", "d1"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "d1"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, 20*time.Second, "the escalation dead-lettered", func() bool {
@@ -80,7 +81,7 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	}
 	// Give a wrongly repeated delivery the time to show (the stage is
 	// asynchronous): wait until the stage has acked everything.
-	h.WaitAcked(t, 10*time.Second, streams.StreamOutcomes, streams.DurableEscalation, 2)
+	h.WaitAcked(t, 10*time.Second, bus.StreamOutcomes, bus.DurableEscalation, 2)
 	if n := received.Load(); n != 1 {
 		t.Fatalf("the receiver got the escalation %d times, want once", n)
 	}

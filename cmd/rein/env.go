@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -50,7 +50,7 @@ func envHelp() string {
 			b.WriteString("  " + padRight(v.name, 22) + v.help + "\n")
 		}
 	}
-	names := append(append([]string{}, natsserver.StreamNames...), streams.StreamReplay, streams.BucketConversations, streams.BucketMembers)
+	names := append(append([]string{}, natsserver.StreamNames...), bus.StreamReplay, bus.BucketConversations, bus.BucketMembers)
 	b.WriteString("\nStream and bucket names (not variables): " + strings.Join(names, ", ") + ".")
 	return b.String()
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/reinception/rein/internal/app/eval/run"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // This file is the only place where `rein eval run` meets rein's runtime:
@@ -109,7 +109,7 @@ func (p *evalPipeline) Turn(ctx context.Context, conv string, turn int, text str
 	ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", evalTenant, conv, turn)+"-user", "/rein/eval",
 		schemas.Meta{Tenant: evalTenant, Conversation: conv, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
 	if err == nil {
-		_, err = p.rt.Pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(evalTenant, conv, schemas.RoleUser), &ev)
+		_, err = p.rt.Pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(evalTenant, conv, schemas.RoleUser), &ev)
 	}
 	if err != nil {
 		return run.Outcome{}, fmt.Errorf("publish user turn: %w", err)

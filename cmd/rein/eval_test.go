@@ -18,7 +18,7 @@ import (
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/eval/run"
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // subsetScenarios writes the bundled scenarios with the given ids to a
@@ -466,9 +466,9 @@ func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
 		// the model.
 		"turn 2: no outcome: context deadline exceeded",
 		"turn 2 heard: detection true, task true, steps [], reply false",
-		streams.StreamTurns + " [user#1:1 agent#2:1 user#3:2]",
-		streams.StreamTasks + " [task#1:1 task#2:2]",
-		streams.StreamTasks + "/" + streams.DurableAgentWorker + ": pending 0, ack pending 1",
+		bus.StreamTurns + " [user#1:1 agent#2:1 user#3:2]",
+		bus.StreamTasks + " [task#1:1 task#2:2]",
+		bus.StreamTasks + "/" + bus.DurableAgentWorker + ": pending 0, ack pending 1",
 		"agent state: ",
 		"in_flight{agentworker} 1",
 		"connections: rein-eval-none",

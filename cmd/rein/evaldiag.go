@@ -13,6 +13,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -29,9 +30,9 @@ func (p *evalPipeline) stuck(conv string, turn int, seen *demo.Turn) string {
 	fmt.Fprintf(&b, "turn %d heard: detection %v, task %v, steps %s, reply %v, escalation %v, unanswered %v",
 		turn, seen.Detection != nil, seen.Task != nil, stepKinds(seen.Steps), seen.Reply != nil, seen.Escalated != nil, seen.Unanswered != nil)
 	b.WriteString("\nstored (type#seq:turn):")
-	for _, stream := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes} {
+	for _, stream := range []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps, bus.StreamOutcomes} {
 		var got []string
-		err := streams.ReadStream(ctx, p.rt.JS, stream, streams.ReadOptions{Filters: streams.SubjectsFor(stream, evalTenant, conv)}, func(r streams.Raw) error {
+		err := streams.ReadStream(ctx, p.rt.JS, stream, streams.ReadOptions{Filters: bus.SubjectsFor(stream, evalTenant, conv)}, func(r streams.Raw) error {
 			if r.Decoded == nil {
 				got = append(got, fmt.Sprintf("undecodable#%d", r.Sequence))
 				return nil

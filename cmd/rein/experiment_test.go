@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // TestExperimentServeEndToEnd: serve --experiments judges both arms
@@ -88,7 +89,7 @@ func TestExperimentServeEndToEnd(t *testing.T) {
 	defer cancel()
 	tasks := func() map[string]schemas.Task {
 		out := map[string]schemas.Task{}
-		err := streams.ReadStream(ctx, js, streams.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
+		err := streams.ReadStream(ctx, js, bus.StreamTasks, streams.ReadOptions{}, func(r streams.Raw) error {
 			var task schemas.Task
 			if r.Decoded != nil && r.Decoded.Payload(&task) == nil {
 				out[r.Decoded.Event.ID()] = task

@@ -23,6 +23,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -368,14 +369,14 @@ func checkKeysDir(f *serverFlags) error {
 // stage's sinks come from rein.yaml.
 func runStages(ctx context.Context, rt *proc, names []string) error {
 	opts := rt.stages.runtime()
-	if slices.Contains(names, streams.StageEscalation) {
+	if slices.Contains(names, bus.StageEscalation) {
 		sinks, err := sinksConfig(rt.file)
 		if err != nil {
 			return fmt.Errorf("stage escalation: %w", err)
 		}
 		opts.Escalation.Sinks = sinks
 	}
-	if rt.stages.experiments != "" && slices.Contains(names, streams.StageDetector) {
+	if rt.stages.experiments != "" && slices.Contains(names, bus.StageDetector) {
 		cfg, err := experiment.LoadFile(rt.stages.experiments)
 		if err != nil {
 			return fmt.Errorf("--experiments: %w", err)

@@ -9,6 +9,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // `rein handoff release` gives a conversation handed to a human back to
@@ -24,7 +25,7 @@ func TestHandoffReleaseCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, streams.StreamOutcomes, streams.EscalationSubject("acme", "c1"), &esc); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, bus.StreamOutcomes, bus.EscalationSubject("acme", "c1"), &esc); err != nil {
 		t.Fatal(err)
 	}
 	release := func(conv string) (string, error) {
@@ -35,7 +36,7 @@ func TestHandoffReleaseCommand(t *testing.T) {
 		t.Fatalf("release: %q, %v", out, err)
 	}
 	var rels []schemas.Release
-	err = streams.ReadStream(ctx, h.JS, streams.StreamOutcomes, streams.ReadOptions{Filters: []string{streams.ReleaseSubject("acme", "c1")}}, func(r streams.Raw) error {
+	err = streams.ReadStream(ctx, h.JS, bus.StreamOutcomes, streams.ReadOptions{Filters: []string{bus.ReleaseSubject("acme", "c1")}}, func(r streams.Raw) error {
 		var rel schemas.Release
 		if r.Decoded == nil || json.Unmarshal(r.Decoded.Event.Data(), &rel) != nil || r.Decoded.Event.ID() != schemas.EventID("release", "acme", "c1", 2) {
 			t.Errorf("release record %s #%d", r.Subject, r.Sequence)

@@ -22,6 +22,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -132,10 +133,10 @@ func TestIntegrationDocStatic(t *testing.T) {
 		if turn.Role != tc.role || turn.Turn != d.Meta.Turn {
 			t.Errorf("%s: role %q turn %d (extension %d)", tc.name, turn.Role, turn.Turn, d.Meta.Turn)
 		}
-		if want := streams.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tc.role); m.Subject != want {
+		if want := bus.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tc.role); m.Subject != want {
 			t.Errorf("%s: subject %s, want %s", tc.name, m.Subject, want)
 		}
-		if id := m.Header.Get(streams.HeaderMsgID); id != "" {
+		if id := m.Header.Get(bus.HeaderMsgID); id != "" {
 			t.Errorf("%s: Nats-Msg-Id %q: the ingest ignores it, the guide must not ask for it", tc.name, id)
 		}
 	}
@@ -156,7 +157,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 			t.Errorf("Python snippet sets %s to something else than %s", k, v)
 		}
 	}
-	inbox := streams.TenantInbox("acme")
+	inbox := bus.TenantInbox("acme")
 	if !strings.Contains(py, `f"rein.ingest.{tenant}.{conv}.user"`) || !strings.Contains(cli, "nats req --nkey data/nats-keys/ingress-acme.nk --inbox-prefix "+inbox+" "+user.Subject+" ") {
 		t.Error("a snippet publishes on another subject")
 	}
@@ -205,20 +206,20 @@ func TestIntegrationDocStatic(t *testing.T) {
 	// Every subject of the table is rein's, on the stream named.
 	table := docExample(t, doc, "subjects")
 	subjects := map[string]string{
-		streams.TurnSubject("<tenant>", "<conv>", "user"):       streams.StreamTurns,
-		streams.TurnSubject("<tenant>", "<conv>", "agent"):      streams.StreamTurns,
-		streams.DetectionSubject("<tenant>", "<conv>"):          streams.StreamDetections,
-		streams.TaskSubject("<tenant>", "<conv>"):               streams.StreamTasks,
-		streams.StepSubject("<tenant>", "<conv>"):               streams.StreamSteps,
-		streams.EscalationSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
-		streams.ReportSubject("<tenant>", "<conv>"):             streams.StreamOutcomes,
-		streams.UnansweredSubject("<tenant>", "<conv>"):         streams.StreamOutcomes,
-		streams.ReleaseSubject("<tenant>", "<conv>"):            streams.StreamOutcomes,
-		streams.HandoffSubject("<tenant>", "<conv>"):            streams.StreamHandoff,
-		streams.HandoffTimeoutSubject("<tenant>", "<conv>"):     streams.StreamHandoff,
-		streams.DLQSubject("<stage>"):                           streams.StreamDLQ,
-		streams.FeedbackSubject("<tenant>", "<conv>", "<kind>"): streams.StreamFeedback,
-		"rein.labels.<tenant>.<conv>.<turn>.<labeller>":         streams.StreamLabels,
+		bus.TurnSubject("<tenant>", "<conv>", "user"):       bus.StreamTurns,
+		bus.TurnSubject("<tenant>", "<conv>", "agent"):      bus.StreamTurns,
+		bus.DetectionSubject("<tenant>", "<conv>"):          bus.StreamDetections,
+		bus.TaskSubject("<tenant>", "<conv>"):               bus.StreamTasks,
+		bus.StepSubject("<tenant>", "<conv>"):               bus.StreamSteps,
+		bus.EscalationSubject("<tenant>", "<conv>"):         bus.StreamOutcomes,
+		bus.ReportSubject("<tenant>", "<conv>"):             bus.StreamOutcomes,
+		bus.UnansweredSubject("<tenant>", "<conv>"):         bus.StreamOutcomes,
+		bus.ReleaseSubject("<tenant>", "<conv>"):            bus.StreamOutcomes,
+		bus.HandoffSubject("<tenant>", "<conv>"):            bus.StreamHandoff,
+		bus.HandoffTimeoutSubject("<tenant>", "<conv>"):     bus.StreamHandoff,
+		bus.DLQSubject("<stage>"):                           bus.StreamDLQ,
+		bus.FeedbackSubject("<tenant>", "<conv>", "<kind>"): bus.StreamFeedback,
+		"rein.labels.<tenant>.<conv>.<turn>.<labeller>":     bus.StreamLabels,
 	}
 	rows := strings.Split(table, "\n")[2:]
 	if len(rows) != len(subjects) {
@@ -229,12 +230,12 @@ func TestIntegrationDocStatic(t *testing.T) {
 			t.Errorf("the table lacks %s in %s", subj, stream)
 		}
 	}
-	for _, name := range []string{streams.DurableDetector, streams.DurableAgentWorker, streams.DurableEscalation, streams.DurableHandoffDesktops} {
+	for _, name := range []string{bus.DurableDetector, bus.DurableAgentWorker, bus.DurableEscalation, bus.DurableHandoffDesktops} {
 		if !strings.Contains(doc, "`"+name+"`") {
 			t.Errorf("rein's durable %s is not named", name)
 		}
 	}
-	if !strings.Contains(doc, "`"+streams.InceptionSubject("<tenant>", "<conv>", "<turn>")+"`") {
+	if !strings.Contains(doc, "`"+bus.InceptionSubject("<tenant>", "<conv>", "<turn>")+"`") {
 		t.Error("the sidecar request subject is not rein's")
 	}
 	for _, reason := range []string{schemas.ReasonTransfer, schemas.ReasonMaxSteps, schemas.ReasonAgentUnavailable, schemas.UnansweredSuperseded, schemas.UnansweredFailed} {
@@ -266,7 +267,7 @@ func TestIntegrationDocStatic(t *testing.T) {
 		}
 	}
 	claim := docExample(t, doc, "python-claim")
-	for _, s := range []string{`"` + streams.DurableHandoffDesktops + `"`, `"` + streams.StreamHandoff + `"`, "delete_msg", "ack()"} {
+	for _, s := range []string{`"` + bus.DurableHandoffDesktops + `"`, `"` + bus.StreamHandoff + `"`, "delete_msg", "ack()"} {
 		if !strings.Contains(claim, s) {
 			t.Errorf("the Python claim lacks %s", s)
 		}
@@ -275,8 +276,8 @@ func TestIntegrationDocStatic(t *testing.T) {
 
 // The JetStream API subjects of the handoff claim.
 var (
-	handoffNext   = "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops
-	handoffDelete = "$JS.API.STREAM.MSG.DELETE." + streams.StreamHandoff
+	handoffNext   = "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamHandoff + "." + bus.DurableHandoffDesktops
+	handoffDelete = "$JS.API.STREAM.MSG.DELETE." + bus.StreamHandoff
 )
 
 // A new user's path through the guide, against a real rein serve (managed
@@ -345,7 +346,7 @@ func TestIntegrationDocLive(t *testing.T) {
 	// 1. Both curl examples are stored.
 	for _, name := range []string{"curl-binary", "curl-structured"} {
 		var res ingress.IngressAccepted
-		if out := sh(name); json.Unmarshal([]byte(out), &res) != nil || res.Sequence == 0 || res.Stream != streams.StreamTurns {
+		if out := sh(name); json.Unmarshal([]byte(out), &res) != nil || res.Sequence == 0 || res.Stream != bus.StreamTurns {
 			t.Fatalf("%s answered %s", name, out)
 		}
 	}
@@ -365,7 +366,7 @@ func TestIntegrationDocLive(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c
 	}
-	nc := connectAs("ingress-acme", nats.CustomInboxPrefix(streams.TenantInbox("acme")))
+	nc := connectAs("ingress-acme", nats.CustomInboxPrefix(bus.TenantInbox("acme")))
 	desk := connectAs(natsserver.IdentityHandoffDesktop)
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -398,8 +399,8 @@ func TestIntegrationDocLive(t *testing.T) {
 			Seq       uint64 `json:"seq"`
 			Duplicate bool   `json:"duplicate"`
 		}
-		if err := json.Unmarshal(lastJSONLine(out.String()), &ack); err != nil || ack.Stream != streams.StreamTurns || ack.Seq != stored || !ack.Duplicate {
-			t.Errorf("nats CLI snippet answered %q (%v), want the duplicate ack of %s seq %d\n%s", out.String(), err, streams.StreamTurns, stored, errb.String())
+		if err := json.Unmarshal(lastJSONLine(out.String()), &ack); err != nil || ack.Stream != bus.StreamTurns || ack.Seq != stored || !ack.Duplicate {
+			t.Errorf("nats CLI snippet answered %q (%v), want the duplicate ack of %s seq %d\n%s", out.String(), err, bus.StreamTurns, stored, errb.String())
 		}
 		t.Logf("nats CLI snippet: %s", lastJSONLine(out.String()))
 	}
@@ -408,7 +409,7 @@ func TestIntegrationDocLive(t *testing.T) {
 	// and the seat request is an unsupported action to transfer.
 	var a injector.Answer
 	rtest.CheckFor(t, 30*time.Second, "a ready sidecar answer", func() bool {
-		m, err := nc.Request(streams.InceptionSubject("acme", "c2", "1"), nil, 5*time.Second)
+		m, err := nc.Request(bus.InceptionSubject("acme", "c2", "1"), nil, 5*time.Second)
 		if err != nil {
 			return false
 		}

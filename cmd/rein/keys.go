@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -64,7 +64,7 @@ into no stream itself.
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), seed)
-			fmt.Fprintln(cmd.ErrOrStderr(), "a running rein serve on this data directory loads it within "+natsserver.DefaultKeyringPoll.String()+"; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+streams.TenantInbox(args[0]))
+			fmt.Fprintln(cmd.ErrOrStderr(), "a running rein serve on this data directory loads it within "+natsserver.DefaultKeyringPoll.String()+"; the identity may send only rein.ingest."+args[0]+".<conv>.user|agent and must connect with the inbox prefix "+bus.TenantInbox(args[0]))
 			return nil
 		},
 	}, &cobra.Command{

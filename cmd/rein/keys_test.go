@@ -8,7 +8,7 @@ import (
 	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -53,7 +53,7 @@ func TestKeysAddTenantWithoutARestart(t *testing.T) {
 		t.Fatalf("add-tenant: %v\n%s", err, out)
 	}
 	connect := func() error {
-		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: natsserver.SeedFile(data, "ingress-globex"), InboxPrefix: streams.TenantInbox("globex")})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{URL: "nats://" + natsAddr, NkeyFile: natsserver.SeedFile(data, "ingress-globex"), InboxPrefix: bus.TenantInbox("globex")})
 		if err == nil {
 			nc.Close()
 		}

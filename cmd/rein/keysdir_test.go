@@ -18,6 +18,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -90,7 +91,7 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 	if err != nil {
 		t.Fatalf("provision: %v", err)
 	}
-	if !strings.Contains(out, streams.StreamTurns) {
+	if !strings.Contains(out, bus.StreamTurns) {
 		t.Fatalf("provision printed no streams:\n%s", out)
 	}
 	rtest.CheckFor(t, time.Minute, "serve ready once provisioned", func() bool { return httpReady(httpAddr) })
@@ -110,14 +111,14 @@ func stagesUnderOwnIdentities(t *testing.T, partitions int) {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, time.Minute, "the agent's reply stored", func() bool {
-		s, err := js.Stream(ctx, streams.StreamTurns)
+		s, err := js.Stream(ctx, bus.StreamTurns)
 		if err != nil {
 			return false
 		}
-		_, found, err := streams.LastEvent(ctx, s, streams.TurnSubject("acme", "c1", "agent"))
+		_, found, err := streams.LastEvent(ctx, s, bus.TurnSubject("acme", "c1", "agent"))
 		return err == nil && found
 	})
-	s, err := js.Stream(ctx, streams.StreamTasks)
+	s, err := js.Stream(ctx, bus.StreamTasks)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // An operator lists a tenant's review queue, labels a queued turn (once:
@@ -31,7 +32,7 @@ func TestLabelCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}

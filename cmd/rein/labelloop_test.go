@@ -18,6 +18,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // loopTenants: the replayed traffic is two tenants', one per domain.
@@ -43,7 +44,7 @@ func replayAsTraffic(t *testing.T, pub *streams.Publisher, m inception.Module, d
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, conv, u.Role), &ev); err != nil {
+			if _, err := pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(tenant, conv, u.Role), &ev); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -59,7 +60,7 @@ func replayAsTraffic(t *testing.T, pub *streams.Publisher, m inception.Module, d
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 			t.Fatal(err)
 		}
 		gold[tenant+"/"+conv] = e.ErrorType

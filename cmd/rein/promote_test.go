@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // typedVariant is the shipped typed model with another threshold: another
@@ -106,7 +107,7 @@ func TestPromotionByReloadKeepsEveryTurn(t *testing.T) {
 	// detections returns the stored detections in stream order.
 	detections := func() []det {
 		var out []det
-		err := streams.ReadStream(ctx, js, streams.StreamDetections, streams.ReadOptions{}, func(r streams.Raw) error {
+		err := streams.ReadStream(ctx, js, bus.StreamDetections, streams.ReadOptions{}, func(r streams.Raw) error {
 			if r.Decoded == nil || r.Decoded.Event.Type() != schemas.TypeDetection {
 				return nil
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -102,7 +103,7 @@ once first, e.g. as a Kubernetes Job or a compose service the stages depend on:
 func printProvisioned(ctx context.Context, cmd *cobra.Command, js jetstream.JetStream) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "STREAM\tREPLICAS\tMESSAGES")
-	for _, name := range slices.Concat(natsserver.StreamNames, []string{"KV_" + streams.BucketConversations}) {
+	for _, name := range slices.Concat(natsserver.StreamNames, []string{"KV_" + bus.BucketConversations}) {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -228,7 +229,7 @@ func readPublishFile(path string) ([]publishLine, []lineError, error) {
 func numberFileLines(lines []publishLine) []publishLine {
 	last := map[string]int{}
 	for i, l := range lines {
-		key := streams.ConversationKey(l.Tenant, l.Conversation)
+		key := bus.ConversationKey(l.Tenant, l.Conversation)
 		if l.Turn == 0 {
 			l.Turn = last[key]
 			if l.Role == schemas.RoleUser {
@@ -275,14 +276,14 @@ func plainJSONError(line int, err error) lineError {
 // the others still published; the error then counts them.
 func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLine, w io.Writer) error {
 	pub := streams.NewPublisher(js, nil)
-	stream, err := streams.LookupStream(ctx, js, streams.StreamTurns, streams.DefaultRetryFor)
+	stream, err := streams.LookupStream(ctx, js, bus.StreamTurns, streams.DefaultRetryFor)
 	if err != nil {
 		return fmt.Errorf("is rein running (its streams provisioned) and, on a cluster, does REIN_TURNS have a leader? %w", err)
 	}
 	lastUser := map[string]int{}
 	var conflicts []string
 	for i, l := range lines {
-		key := streams.ConversationKey(l.Tenant, l.Conversation)
+		key := bus.ConversationKey(l.Tenant, l.Conversation)
 		if _, ok := lastUser[key]; !ok {
 			lastUser[key] = lastTurn(ctx, stream, l.Tenant, l.Conversation)
 		}
@@ -302,7 +303,7 @@ func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLi
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", i+1, err)
 		}
-		msg, err := streams.Encode(streams.TurnSubject(l.Tenant, l.Conversation, l.Role), &ev)
+		msg, err := streams.Encode(bus.TurnSubject(l.Tenant, l.Conversation, l.Role), &ev)
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", i+1, err)
 		}
@@ -328,7 +329,7 @@ func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLi
 // lastTurn is the turn number of the conversation's latest user turn (0
 // when it has none).
 func lastTurn(ctx context.Context, s jetstream.Stream, tenant, conv string) int {
-	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, streams.TurnSubject(tenant, conv, schemas.RoleUser)))
+	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, bus.TurnSubject(tenant, conv, schemas.RoleUser)))
 	if err != nil {
 		return 0
 	}

@@ -10,7 +10,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func writeLines(t *testing.T, lines []string) string {
@@ -36,7 +36,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing published") {
 		t.Fatalf("a file with a bad line: err %v, want nothing published", err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 0 {
 		t.Fatalf("%d turns stored from a file with a bad line, want 0", n)
 	}
 	if _, bl, err := readPublishFile(writeLines(t, bad)); err != nil || len(bl) != 1 || bl[0].line != 7 || bl[0].field != "txt" {
@@ -52,7 +52,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 		if dups := strings.Count(out, "duplicate"); (run == 1 && dups != 0) || (run == 2 && dups != 10) {
 			t.Fatalf("run %d reported %d duplicates:\n%s", run, dups, out)
 		}
-		if n := h.StreamMsgs(t, streams.StreamTurns); n != 10 {
+		if n := h.StreamMsgs(t, bus.StreamTurns); n != 10 {
 			t.Fatalf("after run %d: %d turns stored, want 10", run, n)
 		}
 	}
@@ -62,7 +62,7 @@ func TestPublishFileIsAllOrNothingAndRepeatable(t *testing.T) {
 	if _, err := runCLI(t, context.Background(), "publish", "--nats-url", h.URL(), "--data-dir", h.Dir, "--file", mixed, "--continue-on-error"); err == nil {
 		t.Fatal("--continue-on-error with a bad line exited 0")
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 11 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 11 {
 		t.Fatalf("--continue-on-error stored %d turns in all, want 11", n)
 	}
 }
@@ -91,7 +91,7 @@ func TestPublishTurnZeroIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "start at 1") {
 		t.Fatalf("--turn 0: %v", err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 0 {
 		t.Fatalf("%d turns stored", n)
 	}
 }
@@ -104,7 +104,7 @@ func TestPublishTextInvalidUTF8IsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--text: is not valid UTF-8") {
 		t.Fatalf("invalid UTF-8: %v", err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 0 {
 		t.Fatalf("%d turns stored", n)
 	}
 }
@@ -138,7 +138,7 @@ func TestPublishOneTurnIsIdempotentByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 1 {
 		t.Fatalf("the same --turn 1 published twice stored %d turns, want 1", n)
 	}
 	for range 2 {
@@ -146,7 +146,7 @@ func TestPublishOneTurnIsIdempotentByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 3 {
 		t.Fatalf("--next-turn twice after turn 1: %d turns stored, want 3", n)
 	}
 }

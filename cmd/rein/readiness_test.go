@@ -7,7 +7,7 @@ import (
 	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // /readyz reports not ready while the node holding an R1 REIN_TURNS is
@@ -42,7 +42,7 @@ func TestReadyzFollowsStreamLeader(t *testing.T) {
 		return resp.StatusCode
 	}
 	rtest.CheckFor(t, 60*time.Second, "serve ready", func() bool { return status() == http.StatusOK })
-	leader := c.StreamLeader(streams.StreamTurns)
+	leader := c.StreamLeader(bus.StreamTurns)
 	if leader < 0 {
 		t.Fatal("REIN_TURNS has no leader")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/internal/app/audit"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -28,7 +28,7 @@ type selectionFlags struct {
 
 func (f *selectionFlags) bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.stream, "stream", streams.StreamTurns, "stream to read (any rein stream, or a replay stream such as "+audit.DefaultReplayStream+")")
+	fs.StringVar(&f.stream, "stream", bus.StreamTurns, "stream to read (any rein stream, or a replay stream such as "+audit.DefaultReplayStream+")")
 	fs.StringVar(&f.tenant, "tenant", "", "only this tenant")
 	fs.StringVar(&f.conv, "conversation", "", "only this conversation")
 	fs.StringVar(&f.since, "since", "", "first stored time: RFC3339 or a duration before now (24h, 90m, 7d)")

@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // seedAudit publishes a small conversation: two user turns (the second
@@ -35,12 +36,12 @@ func seedAudit(t *testing.T) *testutil.JS {
 		e.SetTime(at.Add(time.Duration(sec) * time.Second))
 		outs = append(outs, streams.Out{Stream: stream, Subject: subject, Event: &e})
 	}
-	add(streams.StreamTurns, streams.TurnSubject("acme", "c1", "user"), schemas.TypeTurn, "t1u", 1, 0, schemas.Turn{Role: "user", Text: "Hello, I need help.", Turn: 1})
-	add(streams.StreamTurns, streams.TurnSubject("acme", "c1", "agent"), schemas.TypeTurn, "t1a", 1, 2, schemas.Turn{Role: "agent", Text: "How can I help?", Turn: 1})
-	add(streams.StreamTurns, streams.TurnSubject("acme", "c1", "user"), schemas.TypeTurn, "t2u", 2, 4, schemas.Turn{Role: "user", Text: "Can you book me a hotel in Paris?", Turn: 2})
-	add(streams.StreamDetections, streams.DetectionSubject("acme", "c1"), schemas.TypeDetection, "d1", 1, 1,
+	add(bus.StreamTurns, bus.TurnSubject("acme", "c1", "user"), schemas.TypeTurn, "t1u", 1, 0, schemas.Turn{Role: "user", Text: "Hello, I need help.", Turn: 1})
+	add(bus.StreamTurns, bus.TurnSubject("acme", "c1", "agent"), schemas.TypeTurn, "t1a", 1, 2, schemas.Turn{Role: "agent", Text: "How can I help?", Turn: 1})
+	add(bus.StreamTurns, bus.TurnSubject("acme", "c1", "user"), schemas.TypeTurn, "t2u", 2, 4, schemas.Turn{Role: "user", Text: "Can you book me a hotel in Paris?", Turn: 2})
+	add(bus.StreamDetections, bus.DetectionSubject("acme", "c1"), schemas.TypeDetection, "d1", 1, 1,
 		schemas.Detection{Turn: 1, UserText: "Hello, I need help.", Module: "rules", TaxonomyVersion: "v1"})
-	add(streams.StreamDetections, streams.DetectionSubject("acme", "c1"), schemas.TypeDetection, "d2", 2, 5,
+	add(bus.StreamDetections, bus.DetectionSubject("acme", "c1"), schemas.TypeDetection, "d2", 2, 5,
 		schemas.Detection{Turn: 2, UserText: "Can you book me a hotel in Paris?", Module: "rules", TaxonomyVersion: "v1", Rein: true, ErrorType: "unsupported_domain",
 			Category: "unsupported", RecoveryTool: "transfer_to_human_agents", Reasoning: "r"})
 	if _, err := p.PublishAll(context.Background(), outs...); err != nil {
@@ -65,7 +66,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "out.jsonl")
-	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--stream", streams.StreamDetections, "--from-seq", "2", "--out", file); err != nil {
+	if _, err := runCLI(t, ctx, "replay", "--nats-url", url, "--data-dir", js.Dir, "--stream", bus.StreamDetections, "--from-seq", "2", "--out", file); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(file)
@@ -157,7 +158,7 @@ func TestStreamsBackupRestoreCommands(t *testing.T) {
 	js := seedAudit(t)
 	dir := t.TempDir()
 	out, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, dir)
-	if err != nil || !strings.Contains(out, streams.StreamTurns) {
+	if err != nil || !strings.Contains(out, bus.StreamTurns) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// A second backup into the same directory is refused unless asked for.
@@ -167,17 +168,17 @@ func TestStreamsBackupRestoreCommands(t *testing.T) {
 	if _, err := runSub(t, newStreamsBackupCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, "--overwrite", dir); err != nil {
 		t.Fatalf("backup --overwrite: %v", err)
 	}
-	if err := js.JS.DeleteStream(context.Background(), streams.StreamTurns); err != nil {
+	if err := js.JS.DeleteStream(context.Background(), bus.StreamTurns); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, dir); err == nil {
 		t.Fatal("restore over existing streams without --replace accepted")
 	}
-	out, err = runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, "--stream", streams.StreamTurns, dir)
-	if err != nil || !strings.Contains(out, "restored "+streams.StreamTurns) {
+	out, err = runSub(t, newStreamsRestoreCmd(), "--nats-url", js.URL(), "--data-dir", js.Dir, "--stream", bus.StreamTurns, dir)
+	if err != nil || !strings.Contains(out, "restored "+bus.StreamTurns) {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if n := js.StreamMsgs(t, streams.StreamTurns); n != 3 {
+	if n := js.StreamMsgs(t, bus.StreamTurns); n != 3 {
 		t.Fatalf("restored %d turns, want 3", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -56,7 +57,7 @@ func TestReplicationConfig(t *testing.T) {
 			if got := p.MaxReplicas(); got != tc.wantMax {
 				t.Errorf("max replicas %d, want %d", got, tc.wantMax)
 			}
-			if got := p.StreamConfig(streams.StreamTurns).Replicas; got != tc.wantTurnsRepl {
+			if got := p.StreamConfig(bus.StreamTurns).Replicas; got != tc.wantTurnsRepl {
 				t.Errorf("REIN_TURNS replicas %d, want %d", got, tc.wantTurnsRepl)
 			}
 		})

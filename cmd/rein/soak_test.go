@@ -18,6 +18,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -114,7 +115,7 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 	// Every outcome of a turn ends it: a reply, an escalation or an
 	// unanswered record, each seen once on a plain subscription.
 	var outcomes atomic.Int64
-	for _, subj := range []string{streams.TurnSubject("soak", "*", schemas.RoleAgent), streams.EscalationSubject("soak", "*"), streams.UnansweredSubject("soak", "*")} {
+	for _, subj := range []string{bus.TurnSubject("soak", "*", schemas.RoleAgent), bus.EscalationSubject("soak", "*"), bus.UnansweredSubject("soak", "*")} {
 		sub, err := nc.Subscribe(subj, func(*nats.Msg) { outcomes.Add(1) })
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +144,7 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject("soak", conv, schemas.RoleUser), Event: &ev})
+			batch = append(batch, streams.Out{Stream: bus.StreamTurns, Subject: bus.TurnSubject("soak", conv, schemas.RoleUser), Event: &ev})
 			if len(batch) == cap(batch) {
 				flush()
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	rtest "github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -34,8 +34,8 @@ func TestStreamsOnCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rows) != len(natsserver.StreamNames)+1 || rows[len(rows)-1].Name != streams.StreamConversations {
-		t.Fatalf("%d rows, want every stream and %s", len(rows), streams.StreamConversations)
+	if len(rows) != len(natsserver.StreamNames)+1 || rows[len(rows)-1].Name != bus.StreamConversations {
+		t.Fatalf("%d rows, want every stream and %s", len(rows), bus.StreamConversations)
 	}
 	for _, r := range rows {
 		if r.Replicas != 3 || r.Leader == "" || len(r.Peers) != 2 || r.Error != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reinception/rein/internal/app/dashboard"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -132,7 +133,7 @@ replicas are down, is shown as such and the command exits non-zero instead of wa
 // counts the streams that have no leader or did not answer.
 func streamReports(ctx context.Context, js jetstream.JetStream, timeout time.Duration) (rows []streamReport, failed int) {
 	// The conversations bucket's stream too: its replicas matter as much.
-	for _, name := range append(slices.Clone(natsserver.StreamNames), streams.StreamConversations) {
+	for _, name := range append(slices.Clone(natsserver.StreamNames), bus.StreamConversations) {
 		row, err := streamReportOf(ctx, js, name, timeout)
 		if streams.IsNotFound(err) {
 			continue

@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -36,13 +37,13 @@ func TestStreamsReportsEveryPublishersTraffic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
+			if _, err := pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, jetstream.ConsumerConfig{
-		Durable: streams.DurableDetector, FilterSubject: streams.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
+	if _, err := h.JS.CreateOrUpdateConsumer(ctx, bus.StreamTurns, jetstream.ConsumerConfig{
+		Durable: bus.DurableDetector, FilterSubject: bus.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestStreamsReportsEveryPublishersTraffic(t *testing.T) {
 	}
 	var turns *streamReport
 	for i := range rows {
-		if rows[i].Name == streams.StreamTurns {
+		if rows[i].Name == bus.StreamTurns {
 			turns = &rows[i]
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // recordTurn stores one user turn, the agent's reply and the detection m
@@ -37,7 +38,7 @@ func recordTurn(t *testing.T, pub *streams.Publisher, m inception.Module, tenant
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, conv, role), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(tenant, conv, role), &ev); err != nil {
 			t.Fatal(err)
 		}
 		if role == schemas.RoleAgent {
@@ -59,7 +60,7 @@ func recordTurn(t *testing.T, pub *streams.Publisher, m inception.Module, tenant
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+	if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 	return d

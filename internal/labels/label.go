@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Request is what a labeller says of one turn.
@@ -77,10 +78,10 @@ func Put(ctx context.Context, js jetstream.JetStream, pub *streams.Publisher, re
 	} else if ok {
 		l.Sample = &s
 	}
-	subject := streams.LabelSubject(req.Tenant, req.Conversation, req.Turn, req.Labeller)
-	st, err := js.Stream(ctx, streams.StreamLabels)
+	subject := bus.LabelSubject(req.Tenant, req.Conversation, req.Turn, req.Labeller)
+	st, err := js.Stream(ctx, bus.StreamLabels)
 	if err != nil {
-		return Result{}, fmt.Errorf("labels: stream %s: %w", streams.StreamLabels, err)
+		return Result{}, fmt.Errorf("labels: stream %s: %w", bus.StreamLabels, err)
 	}
 	if last, found, err := streams.LastEvent(ctx, st, subject); err != nil {
 		return Result{}, fmt.Errorf("labels: %w", err)
@@ -95,7 +96,7 @@ func Put(ctx context.Context, js jetstream.JetStream, pub *streams.Publisher, re
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrBadLabel, err)
 	}
-	seq, err := pub.Publish(ctx, streams.StreamLabels, subject, &ev)
+	seq, err := pub.Publish(ctx, bus.StreamLabels, subject, &ev)
 	if err != nil {
 		return Result{}, fmt.Errorf("labels: store: %w", err)
 	}
@@ -142,7 +143,7 @@ func fits(l schemas.Label) error {
 // FindDetection reads the last stored detection of one turn.
 func FindDetection(ctx context.Context, js jetstream.JetStream, tenant, conv string, turn int) (Detection, error) {
 	var found *Detection
-	err := readDetections(ctx, js, streams.ReadOptions{Filters: streams.SubjectsFor(streams.StreamDetections, tenant, conv)}, func(d Detection) {
+	err := readDetections(ctx, js, streams.ReadOptions{Filters: bus.SubjectsFor(bus.StreamDetections, tenant, conv)}, func(d Detection) {
 		if d.Tenant == tenant && d.Conversation == conv && d.Turn == turn {
 			found = &d
 		}
@@ -159,7 +160,7 @@ func FindDetection(ctx context.Context, js jetstream.JetStream, tenant, conv str
 // readDetections calls fn for each decodable detection in the range, in
 // stream order.
 func readDetections(ctx context.Context, js jetstream.JetStream, o streams.ReadOptions, fn func(Detection)) error {
-	err := streams.ReadStream(ctx, js, streams.StreamDetections, o, func(r streams.Raw) error {
+	err := streams.ReadStream(ctx, js, bus.StreamDetections, o, func(r streams.Raw) error {
 		if r.Decoded == nil || r.Decoded.Event.Type() != schemas.TypeDetection {
 			return nil
 		}
@@ -173,7 +174,7 @@ func readDetections(ctx context.Context, js jetstream.JetStream, o streams.ReadO
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("labels: read %s: %w", streams.StreamDetections, err)
+		return fmt.Errorf("labels: read %s: %w", bus.StreamDetections, err)
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func Read(ctx context.Context, js jetstream.JetStream, f Filter) ([]Stored, erro
 	}
 	last := map[string]int{}
 	var out []Stored
-	err := streams.ReadStream(ctx, js, streams.StreamLabels, streams.ReadOptions{Filters: streams.SubjectsFor(streams.StreamLabels, f.Tenant, f.Conversation)},
+	err := streams.ReadStream(ctx, js, bus.StreamLabels, streams.ReadOptions{Filters: bus.SubjectsFor(bus.StreamLabels, f.Tenant, f.Conversation)},
 		func(r streams.Raw) error {
 			if r.Decoded == nil || r.Decoded.Event.Type() != schemas.TypeLabel {
 				return nil
@@ -230,7 +231,7 @@ func Read(ctx context.Context, js jetstream.JetStream, f Filter) ([]Stored, erro
 				return nil
 			}
 			m := r.Decoded.Meta
-			if r.Subject != streams.LabelSubject(m.Tenant, m.Conversation, l.Turn, l.Labeller) {
+			if r.Subject != bus.LabelSubject(m.Tenant, m.Conversation, l.Turn, l.Labeller) {
 				return nil
 			}
 			s := Stored{Tenant: m.Tenant, Conversation: m.Conversation, Label: l, Time: r.Time, Sequence: r.Sequence}
@@ -243,7 +244,7 @@ func Read(ctx context.Context, js jetstream.JetStream, f Filter) ([]Stored, erro
 			return nil
 		})
 	if err != nil && !streams.IsNotFound(err) {
-		return nil, fmt.Errorf("labels: read %s: %w", streams.StreamLabels, err)
+		return nil, fmt.Errorf("labels: read %s: %w", bus.StreamLabels, err)
 	}
 	if !f.Since.IsZero() {
 		out = slices.DeleteFunc(out, func(s Stored) bool { return s.When().Before(f.Since) })

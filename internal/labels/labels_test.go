@@ -12,6 +12,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestMain(m *testing.M) { rtest.VerifyNoLeaks(m) }
@@ -28,7 +29,7 @@ func storeDetection(t *testing.T, h *rtest.JS, tenant, conv string, turn int, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamDetections, streams.DetectionSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -62,7 +63,7 @@ func TestLabelsAreIdempotentAndTenantBound(t *testing.T) {
 	if r, err := put(t, h, req, now); err != nil || !r.Unchanged {
 		t.Fatalf("the same label again: %+v, %v; want unchanged", r, err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamLabels); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamLabels); n != 1 {
 		t.Fatalf("REIN_LABELS holds %d, want 1", n)
 	}
 	// The same label published twice (two replicas of a dashboard) is one message.
@@ -70,10 +71,10 @@ func TestLabelsAreIdempotentAndTenantBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), streams.StreamLabels, streams.LabelSubject("acme", "c1", 1, "ann"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamLabels, bus.LabelSubject("acme", "c1", 1, "ann"), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamLabels); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamLabels); n != 1 {
 		t.Fatalf("a duplicate publish: REIN_LABELS holds %d, want 1", n)
 	}
 	req.Verdict, req.ErrorType = schemas.VerdictWrongType, "contradiction"
@@ -125,7 +126,7 @@ func TestLabelChecks(t *testing.T) {
 			t.Errorf("%+v: %v, want %v", c.req, err, c.want)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamLabels); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamLabels); n != 0 {
 		t.Errorf("refused labels stored: %d", n)
 	}
 }

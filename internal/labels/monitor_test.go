@@ -14,6 +14,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The monitor exports each tenant's measured precision, its interval and
@@ -30,7 +31,7 @@ func TestMonitorExportsPrecisionPerTenant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamLabels, streams.LabelSubject(tenant, conv, 1, "ann"), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamLabels, bus.LabelSubject(tenant, conv, 1, "ann"), &ev); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // QueueConfig is how a review queue is drawn.
@@ -163,7 +164,7 @@ func dayDetections(ctx context.Context, js jetstream.JetStream, q QueueConfig) (
 	end := q.Day.Add(24 * time.Hour)
 	idx := map[[2]string]int{}
 	var out []Detection
-	o := streams.ReadOptions{Filters: streams.SubjectsFor(streams.StreamDetections, q.Tenant, ""), StartAt: q.Day, Until: end}
+	o := streams.ReadOptions{Filters: bus.SubjectsFor(bus.StreamDetections, q.Tenant, ""), StartAt: q.Day, Until: end}
 	err := readDetections(ctx, js, o, func(d Detection) {
 		if d.Tenant != q.Tenant || d.Stored.Before(q.Day) || !d.Stored.Before(end) {
 			return

@@ -16,6 +16,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -23,7 +24,7 @@ import (
 // header of hdrBytes bytes.
 func rawTurn(t *testing.T, h *rtest.JS, conv string, body []byte, hdrBytes int) {
 	t.Helper()
-	m := nats.NewMsg(streams.TurnSubject("acme", conv, "user"))
+	m := nats.NewMsg(bus.TurnSubject("acme", conv, "user"))
 	m.Data = body
 	if hdrBytes > 0 {
 		m.Header.Set("X-Padding", strings.Repeat("h", hdrBytes))
@@ -48,7 +49,7 @@ func TestADeadLetterOfAnOversizeMessageIsBounded(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), streams.MaxMessageBytes-4<<10)
 	rawTurn(t, h, "big", body, 2<<10)
 	rtest.CheckFor(t, 20*time.Second, "the oversize turn dead-lettered", func() bool {
-		return h.StreamMsgs(t, streams.StreamDLQ) == 1
+		return h.StreamMsgs(t, bus.StreamDLQ) == 1
 	})
 	dls := readDLQ(t, h)
 	if len(dls) != 1 {
@@ -78,7 +79,7 @@ func TestADeadLetterOfAnOversizeMessageIsBounded(t *testing.T) {
 		t.Errorf("redrive of a truncated dead letter: %v, %+v; want it skipped as truncated", err, res)
 	}
 	// Above the stream's limit a message is not stored at all.
-	m := nats.NewMsg(streams.TurnSubject("acme", "huge", "user"))
+	m := nats.NewMsg(bus.TurnSubject("acme", "huge", "user"))
 	m.Data = make([]byte, streams.MaxMessageBytes+1)
 	if _, err := h.JS.PublishMsg(context.Background(), m); err == nil {
 		t.Error("REIN_TURNS stored a message over MaxMessageBytes")
@@ -95,7 +96,7 @@ func TestADeadLetterAboveTheEventLimitIsListed(t *testing.T) {
 	bustest.RunConsumer(t, h, consume.ConsumerConfig{}, reg, func(context.Context, streams.Decoded) error { return nil })
 	body := bytes.Repeat([]byte("y"), streams.DefaultMaxEventBytes-1<<10) // not a CloudEvent: dead-lettered whole
 	rawTurn(t, h, "near", body, 0)
-	rtest.CheckFor(t, 20*time.Second, "dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
+	rtest.CheckFor(t, 20*time.Second, "dead-lettered", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 1 })
 	entries, err := consume.ListDeadLetters(context.Background(), h.JS, consume.DeadLetterFilter{FromSeq: 1, ToSeq: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestAMessageWhoseDeadLetterIsRefusedIsTerminated(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
 	// A dead-letter stream that refuses every dead letter as too large.
-	s, err := h.JS.Stream(ctx, streams.StreamDLQ)
+	s, err := h.JS.Stream(ctx, bus.StreamDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestAMessageWhoseDeadLetterIsRefusedIsTerminated(t *testing.T) {
 	rtest.CheckFor(t, 20*time.Second, "terminated", func() bool { return terminated() == 1 })
 	// Not handed back: the consumer has nothing pending or redelivered,
 	// and the message stays in its stream (it was never recorded).
-	ci, err := h.JS.Consumer(ctx, streams.StreamTurns, "test")
+	ci, err := h.JS.Consumer(ctx, bus.StreamTurns, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +162,10 @@ func TestAMessageWhoseDeadLetterIsRefusedIsTerminated(t *testing.T) {
 	if info.NumRedelivered != 0 || testutil.ToFloat64(counter(reg, "requeue")) != 0 {
 		t.Errorf("redelivered %d, requeued %v; want neither", info.NumRedelivered, testutil.ToFloat64(counter(reg, "requeue")))
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 1 {
 		t.Errorf("REIN_TURNS holds %d messages, want the terminated one kept", n)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("REIN_DLQ holds %d", n)
 	}
 }

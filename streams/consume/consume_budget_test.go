@@ -12,6 +12,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -42,7 +43,7 @@ func TestInFlightBytesStayWithinTheBudget(t *testing.T) {
 		handled.Add(1)
 		return nil
 	}
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "budget", Filter: []string{streams.UserTurnsAll},
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "budget", Filter: []string{bus.UserTurnsAll},
 		MaxInFlight: 2, MaxInFlightBytes: budget}
 	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: bustest.Quiet}, handler)
 	if err != nil {

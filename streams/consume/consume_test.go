@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -72,7 +73,7 @@ func TestRetryThenSuccessYieldsOneOutput(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, schemas.RoleAgent), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, schemas.RoleAgent), &ev); err != nil {
 			return err
 		}
 		if calls.Add(1) <= 2 {
@@ -90,7 +91,7 @@ func TestRetryThenSuccessYieldsOneOutput(t *testing.T) {
 	if got := testutil.ToFloat64(counter(reg, "retry")); got != 2 {
 		t.Errorf("retries = %v, want 2", got)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 { // the user turn and exactly one agent turn
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 2 { // the user turn and exactly one agent turn
 		t.Errorf("REIN_TURNS holds %d messages, want 2", n)
 	}
 }
@@ -120,14 +121,14 @@ func TestMalformedInputGoesToDLQAndConsumerKeepsGoing(t *testing.T) {
 	// A poison message never blocks the good ones behind it.
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "bad-1", 1, "fine"), *bustest.TurnEvent(t, "acme", "ok", 1, "fine")})
 	rtest.CheckFor(t, 20*time.Second, "all bad messages dead-lettered", func() bool {
-		return h.StreamMsgs(t, streams.StreamDLQ) == uint64(len(bad)) && good.Load() == 2
+		return h.StreamMsgs(t, bus.StreamDLQ) == uint64(len(bad)) && good.Load() == 2
 	})
 	if got := testutil.ToFloat64(counter(reg, "dlq")); got != float64(len(bad)) {
 		t.Errorf("dlq outcome = %v, want %d", got, len(bad))
 	}
 	// Quarantine: the turns stream keeps only the valid turns.
 	rtest.CheckFor(t, 5*time.Second, "quarantined messages deleted", func() bool {
-		return h.StreamMsgs(t, streams.StreamTurns) == 2
+		return h.StreamMsgs(t, bus.StreamTurns) == 2
 	})
 	// Every dead letter names its reason and keeps the original body.
 	reasons := readDLQ(t, h)
@@ -150,9 +151,9 @@ func TestHandlerPermanentErrorAndPanicAreDeadLettered(t *testing.T) {
 		return streams.Permanent(errors.New("no such reservation"))
 	})
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "panics", 1, "x"), *bustest.TurnEvent(t, "acme", "perm", 1, "x")})
-	rtest.CheckFor(t, 10*time.Second, "two dead letters", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 2 })
+	rtest.CheckFor(t, 10*time.Second, "two dead letters", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 2 })
 	// Valid turns that failed in a handler stay in the source stream.
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 2 {
 		t.Errorf("REIN_TURNS = %d, want 2", n)
 	}
 }
@@ -178,7 +179,7 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 		}
 		return nil
 	}
-	stop := bustest.RunConsumer(t, h, consume.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
+	stop := bustest.RunConsumer(t, h, consume.ConsumerConfig{Durable: "drain", Stream: bus.StreamTurns, Filter: []string{bus.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
 	// Shut down while a handler is in flight. (How many workers hold a
 	// message depends on how the ten conversations hash to partitions.)
 	select {
@@ -191,7 +192,7 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 	close(release) // let in-flight handlers finish during the drain
 	<-stopped
 	// A second run of the same durable picks up whatever was released.
-	bustest.RunConsumer(t, h, consume.ConsumerConfig{Durable: "drain", Stream: streams.StreamTurns, Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
+	bustest.RunConsumer(t, h, consume.ConsumerConfig{Durable: "drain", Stream: bus.StreamTurns, Filter: []string{bus.UserTurnsAll}, MaxInFlight: 4}, nil, handler)
 	rtest.CheckFor(t, 30*time.Second, "every message handled exactly once across the restart", func() bool { return count.Load() == n })
 }
 
@@ -200,8 +201,8 @@ func TestDrainOnShutdownLosesNothing(t *testing.T) {
 func TestRedeliveryIsCounted(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "again", 1, "x"), *bustest.TurnEvent(t, "acme", "again", 2, "x")})
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "again", Filter: []string{streams.UserTurnsAll}}
-	h.DeliverUnacked(t, streams.StreamTurns, cfg.ConsumerConfigJS(), 1)
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "again", Filter: []string{bus.UserTurnsAll}}
+	h.DeliverUnacked(t, bus.StreamTurns, cfg.ConsumerConfigJS(), 1)
 	var mu sync.Mutex
 	delivered := map[int]uint64{}
 	bustest.RunConsumer(t, h, cfg, nil, func(_ context.Context, d streams.Decoded) error {
@@ -229,15 +230,15 @@ func TestLoopAsksWhatIsStoredBeforeRedeliveredOrOldInput(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "all", 1, "x"), *bustest.TurnEvent(t, "acme", "some", 1, "x"),
 		*bustest.TurnEvent(t, "acme", "fresh", 1, "x")})
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "stored", Filter: []string{streams.UserTurnsAll},
-		Outputs: []string{streams.StreamDetections}, RecheckAfter: time.Hour}
-	h.DeliverUnacked(t, streams.StreamTurns, cfg.ConsumerConfigJS(), 2) // all's and some's
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "stored", Filter: []string{bus.UserTurnsAll},
+		Outputs: []string{bus.StreamDetections}, RecheckAfter: time.Hour}
+	h.DeliverUnacked(t, bus.StreamTurns, cfg.ConsumerConfigJS(), 2) // all's and some's
 	var mu sync.Mutex
 	asked, handled := map[string]bool{}, map[string]streams.Stored{}
 	cfg.Stored = func(_ context.Context, out streams.OutputStreams, d streams.Decoded) (streams.Stored, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if out[streams.StreamDetections] == nil {
+		if out[bus.StreamDetections] == nil {
 			t.Errorf("the output stream was not handed to Stored: %v", out)
 		}
 		asked[d.Meta.Conversation] = true
@@ -253,7 +254,7 @@ func TestLoopAsksWhatIsStoredBeforeRedeliveredOrOldInput(t *testing.T) {
 		handled[d.Meta.Conversation] = d.Outputs
 		return nil
 	})
-	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, "stored", 3)
+	h.WaitAcked(t, 30*time.Second, bus.StreamTurns, "stored", 3)
 	mu.Lock()
 	defer mu.Unlock()
 	if _, ran := handled["all"]; ran {
@@ -279,7 +280,7 @@ func TestLoopAsksWhatIsStoredBeforeRedeliveredOrOldInput(t *testing.T) {
 		handled[d.Meta.Conversation+"-old"] = d.Outputs
 		return nil
 	})
-	h.WaitAcked(t, 30*time.Second, streams.StreamTurns, "old", 4)
+	h.WaitAcked(t, 30*time.Second, bus.StreamTurns, "old", 4)
 	mu.Lock()
 	if _, ran := handled["all-old"]; ran || handled["fresh-old"] != streams.StoredSome {
 		t.Errorf("old inputs handled %v: want all's skipped and the others told StoredSome", handled)
@@ -296,14 +297,14 @@ func TestRestartOnSameDataDirKeepsMessages(t *testing.T) {
 	bustest.PublishTurns(t, h, outs)
 	h.Stop()
 	h2 := rtest.StartJetStream(t, dir)
-	if n := h2.StreamMsgs(t, streams.StreamTurns); n != 50 {
+	if n := h2.StreamMsgs(t, bus.StreamTurns); n != 50 {
 		t.Fatalf("after restart REIN_TURNS = %d, want 50", n)
 	}
 	// Provisioning again is idempotent and keeps the data.
 	if err := natsserver.Provision(context.Background(), h2.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := h2.StreamMsgs(t, streams.StreamTurns); n != 50 {
+	if n := h2.StreamMsgs(t, bus.StreamTurns); n != 50 {
 		t.Fatalf("after re-provision REIN_TURNS = %d, want 50", n)
 	}
 }
@@ -344,7 +345,7 @@ func TestOrderingAcrossTwoReplicas(t *testing.T) {
 			return handler(ctx, d)
 		}
 	}
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "replicated", Filter: []string{streams.UserTurnsAll}, MaxInFlight: 4}
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "replicated", Filter: []string{bus.UserTurnsAll}, MaxInFlight: 4}
 	bustest.RunConsumer(t, h, cfg, nil, handlerOf(1))
 	bustest.RunConsumer(t, h, cfg, nil, handlerOf(2))
 	var outs []streams.Out

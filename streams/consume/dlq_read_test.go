@@ -8,14 +8,14 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // readDLQ returns every dead letter stored so far.
 func readDLQ(t *testing.T, h *rtest.JS) []schemas.DeadLetter {
 	t.Helper()
 	ctx := context.Background()
-	s, err := h.JS.Stream(ctx, streams.StreamDLQ)
+	s, err := h.JS.Stream(ctx, bus.StreamDLQ)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -17,8 +18,8 @@ import (
 // stayed with the dead client for twice the ack wait, 60 s or more.)
 func TestStandbyReplicaTakesOverACrashedOne(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "failover",
-		Filter: []string{streams.UserTurnsAll}, AckWait: 30 * time.Second}
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "failover",
+		Filter: []string{bus.UserTurnsAll}, AckWait: 30 * time.Second}
 	handled := make(chan string, 16)
 	// replica starts one replica on its own connection and returns what
 	// crashes it: closing the socket, so that Run never unpins.

@@ -13,6 +13,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -23,7 +24,7 @@ func TestConsumeLogsHoldEachKeyOnce(t *testing.T) {
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "logs", 1, "x")})
 	var buf bustest.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("stage", "test")
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "logs", Filter: []string{streams.UserTurnsAll}, Backoff: time.Millisecond, Attempts: 2}
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "logs", Filter: []string{bus.UserTurnsAll}, Backoff: time.Millisecond, Attempts: 2}
 	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log, Registerer: prometheus.NewRegistry()},
 		func(context.Context, streams.Decoded) error { return errors.New("always fails") })
 	if err != nil {

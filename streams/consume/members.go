@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
@@ -49,9 +50,9 @@ type members struct {
 
 // joinMembers opens the members bucket and puts this replica's key.
 func joinMembers(ctx context.Context, js jetstream.JetStream, stage string) (*members, error) {
-	kv, err := js.KeyValue(ctx, streams.BucketMembers)
+	kv, err := js.KeyValue(ctx, bus.BucketMembers)
 	if err != nil {
-		return nil, fmt.Errorf("members bucket %s (provisioned with streams.partitions > 1): %w", streams.BucketMembers, err)
+		return nil, fmt.Errorf("members bucket %s (provisioned with streams.partitions > 1): %w", bus.BucketMembers, err)
 	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -63,7 +64,7 @@ func joinMembers(ctx context.Context, js jetstream.JetStream, stage string) (*me
 	return m, m.beat(ctx)
 }
 
-func (m *members) key() string { return streams.MemberKey(m.stage, m.id) }
+func (m *members) key() string { return bus.MemberKey(m.stage, m.id) }
 
 // beat renews this replica's key.
 func (m *members) beat(ctx context.Context) error {
@@ -146,8 +147,8 @@ func ParsePartitionDurable(name string) (stage string, partition int, ok bool) {
 // member key the bucket still holds (it drops a key memberTTL after its
 // last renewal, by the server's clock).
 func liveMembers(ctx context.Context, js jetstream.JetStream, stage string) ([]Member, error) {
-	prefix := "$KV." + streams.BucketMembers + "." + stage + "."
-	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, streams.StreamMembers, []string{prefix + "*"})
+	prefix := "$KV." + bus.BucketMembers + "." + stage + "."
+	msgs, err := jetstreamext.GetLastMsgsFor(ctx, js, bus.StreamMembers, []string{prefix + "*"})
 	if err != nil {
 		if errors.Is(err, jetstreamext.ErrNoMessages) {
 			return nil, nil

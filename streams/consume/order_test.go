@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -23,10 +24,10 @@ import (
 // run first, and other conversations must not wait for it.
 func TestOrderHoldsAfterAHolderDies(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "order", Filter: []string{streams.UserTurnsAll},
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "order", Filter: []string{bus.UserTurnsAll},
 		AckWait: 2 * time.Second}
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "a", 1, "first")})
-	h.DeliverAbandoned(t, streams.StreamTurns, cfg.ConsumerConfigJS(), 1)
+	h.DeliverAbandoned(t, bus.StreamTurns, cfg.ConsumerConfigJS(), 1)
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "a", 2, "second"), *bustest.TurnEvent(t, "acme", "b", 1, "other")})
 
 	var mu sync.Mutex
@@ -153,14 +154,14 @@ func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
 	var settledAsked atomic.Int32
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "order-settled", Filter: []string{streams.UserTurnsAll},
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "order-settled", Filter: []string{bus.UserTurnsAll},
 		AckWait: 2 * time.Second, MaxHold: 15 * time.Second}
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "x", 1, "slow"), *bustest.TurnEvent(t, "acme", "a", 1, "first")})
 
 	// The other replica: holds x1 and never acks it (it dies), decides and
 	// acks a1 (its outputs are stored: the hook below says so).
 	group := cfg.ConsumerConfigJS().PriorityGroups[0]
-	cons, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, cfg.ConsumerConfigJS())
+	cons, err := h.JS.CreateOrUpdateConsumer(ctx, bus.StreamTurns, cfg.ConsumerConfigJS())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestOrderGateReleasesATurnWhosePredecessorAnotherReplicaDecided(t *testing.
 			}
 		}
 	}
-	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	s, err := h.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}

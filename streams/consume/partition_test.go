@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -35,7 +36,7 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 		}
 	}
 	bustest.PublishTurns(t, h, outs)
-	s, err := h.JS.Stream(t.Context(), streams.StreamTurns)
+	s, err := h.JS.Stream(t.Context(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 	}
 	byConv := map[string]string{}
 	used := map[string]bool{}
-	err = streams.ReadStream(t.Context(), h.JS, streams.StreamTurns, streams.ReadOptions{}, func(r streams.Raw) error {
+	err = streams.ReadStream(t.Context(), h.JS, bus.StreamTurns, streams.ReadOptions{}, func(r streams.Raw) error {
 		tokens := strings.Split(r.Subject, ".")
 		if len(tokens) != 6 {
 			return fmt.Errorf("stored subject %s: want rein.turns.<tenant>.<conv>.<role>.<partition>", r.Subject)
@@ -54,7 +55,7 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 			return fmt.Errorf("conversation %s in partitions %s and %s", tokens[3], prev, p)
 		}
 		byConv[tokens[3]], used[p] = p, true
-		if got, want := streams.Unpartitioned(r.Subject), streams.TurnSubject("acme", tokens[3], schemas.RoleUser); got != want {
+		if got, want := streams.Unpartitioned(r.Subject), bus.TurnSubject("acme", tokens[3], schemas.RoleUser); got != want {
 			return fmt.Errorf("Unpartitioned(%s) = %s, want %s", r.Subject, got, want)
 		}
 		return nil
@@ -65,7 +66,7 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 	if len(used) != 4 {
 		t.Fatalf("40 conversations used partitions %v, want all 4", used)
 	}
-	turn, found, err := streams.LastTurn(t.Context(), s, streams.TurnSubject("acme", "c07", schemas.RoleUser))
+	turn, found, err := streams.LastTurn(t.Context(), s, bus.TurnSubject("acme", "c07", schemas.RoleUser))
 	if err != nil || !found || turn != 2 {
 		t.Fatalf("LastTurn through the partition token = %d, %v, %v; want 2", turn, found, err)
 	}
@@ -95,7 +96,7 @@ func TestProvisionNeverRepartitionsAStreamHoldingMessages(t *testing.T) {
 	if err := natsserver.Provision(t.Context(), h.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatalf("a process without streams.partitions: %v", err)
 	}
-	s, err := h.JS.Stream(t.Context(), streams.StreamTurns)
+	s, err := h.JS.Stream(t.Context(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +115,8 @@ func TestProvisionNeverRepartitionsAStreamHoldingMessages(t *testing.T) {
 func TestPartitionedReplicasShareTheWorkAndTakeOverOnStop(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	bustest.Partitioned(t, h, 4)
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
-		Filter: []string{streams.UserTurnsAll}, AckWait: 30 * time.Second}
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "parts",
+		Filter: []string{bus.UserTurnsAll}, AckWait: 30 * time.Second}
 	log := newTurnLog()
 	replica := func(name string) (stop func(), reg *prometheus.Registry) {
 		reg = prometheus.NewRegistry()
@@ -173,8 +174,8 @@ func TestPartitionedReplicaCrashIsTakenOverWithinSeconds(t *testing.T) {
 func partitionedCrash(t *testing.T, early bool) {
 	h := rtest.StartJetStream(t, "")
 	bustest.Partitioned(t, h, 4)
-	cfg := consume.ConsumerConfig{Stage: "test", Stream: streams.StreamTurns, Durable: "parts",
-		Filter: []string{streams.UserTurnsAll}, AckWait: 3 * time.Second}
+	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "parts",
+		Filter: []string{bus.UserTurnsAll}, AckWait: 3 * time.Second}
 	log := newTurnLog()
 	replica := func(name string) (crash func(), reg *prometheus.Registry) {
 		reg = prometheus.NewRegistry()
@@ -337,9 +338,9 @@ func TestParsePartitionDurable(t *testing.T) {
 		p           int
 		ok          bool
 	}{
-		{"detector-p3", streams.StageDetector, 3, true},
-		{"agentworker-p12", streams.StageAgentWorker, 12, true},
-		{"injector-p0", streams.StageInjector, 0, true},
+		{"detector-p3", bus.StageDetector, 3, true},
+		{"agentworker-p12", bus.StageAgentWorker, 12, true},
+		{"injector-p0", bus.StageInjector, 0, true},
 		{"detector", "", 0, false},
 		{"detector-p03", "", 0, false},
 		{"detector-p-1", "", 0, false},
@@ -360,16 +361,16 @@ func TestParsePartitionDurable(t *testing.T) {
 func TestProvisionDeletesTheRetiredInjectorDurable(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	for _, name := range []string{streams.DurableInjector, streams.PartitionDurable(streams.DurableInjector, 1), "audit"} {
-		if _, err := h.JS.CreateOrUpdateConsumer(ctx, streams.StreamDetections, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+	for _, name := range []string{bus.DurableInjector, streams.PartitionDurable(bus.DurableInjector, 1), "audit"} {
+		if _, err := h.JS.CreateOrUpdateConsumer(ctx, bus.StreamDetections, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := natsserver.Provision(ctx, h.JS, natsserver.DefaultProvision(), nil); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{streams.DurableInjector: false, streams.PartitionDurable(streams.DurableInjector, 1): false, "audit": true} {
-		_, err := h.JS.Consumer(ctx, streams.StreamDetections, name)
+	for name, want := range map[string]bool{bus.DurableInjector: false, streams.PartitionDurable(bus.DurableInjector, 1): false, "audit": true} {
+		_, err := h.JS.Consumer(ctx, bus.StreamDetections, name)
 		if got := err == nil; got != want {
 			t.Errorf("consumer %s exists: %v (%v), want %v", name, got, err, want)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // DeadLetterEntry is one dead letter as stored in REIN_DLQ.
@@ -54,7 +55,7 @@ func ListDeadLetters(ctx context.Context, js jetstream.JetStream, f DeadLetterFi
 	redriven := map[uint64]uint64{}
 	// A dead letter of a full-size event is larger than any event: read up
 	// to the stream's own limit.
-	err := streams.ReadStream(ctx, js, streams.StreamDLQ, streams.ReadOptions{StartSeq: f.FromSeq, Until: f.Until, MaxBytes: streams.MaxMessageBytes}, func(r streams.Raw) error {
+	err := streams.ReadStream(ctx, js, bus.StreamDLQ, streams.ReadOptions{StartSeq: f.FromSeq, Until: f.Until, MaxBytes: streams.MaxMessageBytes}, func(r streams.Raw) error {
 		if r.Decoded == nil {
 			return nil
 		}
@@ -145,7 +146,7 @@ func Redrive(ctx context.Context, pub *streams.Publisher, entries []DeadLetterEn
 			skip("undecodable: " + err.Error())
 			continue
 		}
-		msg.Header.Set(streams.HeaderMsgID, "redrive."+strconv.FormatUint(e.Sequence, 10))
+		msg.Header.Set(bus.HeaderMsgID, "redrive."+strconv.FormatUint(e.Sequence, 10))
 		r := RedrivenLetter{DLQSequence: e.Sequence, Subject: dl.Subject, Stream: dl.Stream}
 		if !dryRun {
 			seq, err := pub.PublishMsg(ctx, dl.Stream, msg)
@@ -179,7 +180,7 @@ func recordRedrive(ctx context.Context, pub *streams.Publisher, e DeadLetterEntr
 		Stream: e.Letter.Stream, NewSequence: newSeq}); err != nil {
 		return fmt.Errorf("redrive record: %w", err)
 	}
-	if _, err := pub.Publish(ctx, streams.StreamDLQ, streams.DLQSubject(redrivenToken), &ev); err != nil {
+	if _, err := pub.Publish(ctx, bus.StreamDLQ, bus.DLQSubject(redrivenToken), &ev); err != nil {
 		return fmt.Errorf("redrive record of REIN_DLQ #%d: %w", e.Sequence, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -36,7 +37,7 @@ func TestAPublishThatGaveUpOnAnOutageIsUnavailable(t *testing.T) {
 	}
 	// The turns stream exists and answers, but not for this expectation:
 	// no retry can help, so it is not an outage.
-	_, err = p.Publish(context.Background(), streams.StreamDLQ, ev.Subject, ev.Event)
+	_, err = p.Publish(context.Background(), bus.StreamDLQ, ev.Subject, ev.Event)
 	if err == nil || errors.Is(err, streams.ErrUnavailable) {
 		t.Errorf("publish into the wrong stream: %v, want a refusal that is not ErrUnavailable", err)
 	}
@@ -66,9 +67,9 @@ func TestAnInputWhoseOutputsCouldNotBeStoredIsHandedBackNotDeadLettered(t *testi
 	})
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "write", 1, "cancel it"), *bustest.TurnEvent(t, "acme", "read", 1, "cancel it")})
 	rtest.CheckFor(t, 20*time.Second, "each turn handed back twice", func() bool {
-		return testutil.ToFloat64(counter(reg, "unavailable")) >= 4 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+		return testutil.ToFloat64(counter(reg, "unavailable")) >= 4 || h.StreamMsgs(t, bus.StreamDLQ) > 0
 	})
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Fatalf("%d dead letters while the output stream was down: the turn was given up on", n)
 	}
 	down.Store(false)
@@ -78,7 +79,7 @@ func TestAnInputWhoseOutputsCouldNotBeStoredIsHandedBackNotDeadLettered(t *testi
 	if got := calls.Load(); got < 10 {
 		t.Errorf("handler ran %d times, want two attempts per delivery over at least two deliveries of each turn, then one", got)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
 	}
 }
@@ -101,9 +102,9 @@ func TestATurnWaitsThroughAnOutputStreamOutage(t *testing.T) {
 	})
 	bustest.PublishTurns(t, h, []streams.Out{*bustest.TurnEvent(t, "acme", "outage", 1, "cancel it")})
 	rtest.CheckFor(t, 60*time.Second, "the turn handed back", func() bool {
-		return testutil.ToFloat64(counter(reg, "unavailable")) >= 1 || h.StreamMsgs(t, streams.StreamDLQ) > 0
+		return testutil.ToFloat64(counter(reg, "unavailable")) >= 1 || h.StreamMsgs(t, bus.StreamDLQ) > 0
 	})
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Fatalf("%d dead letters while the output stream was gone", n)
 	}
 	if _, err := h.JS.CreateStream(ctx, outs); err != nil {
@@ -115,7 +116,7 @@ func TestATurnWaitsThroughAnOutputStreamOutage(t *testing.T) {
 	if n := h.StreamMsgs(t, "OUTS"); n != 1 {
 		t.Errorf("OUTS holds %d messages, want the turn's one output", n)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 0 {
 		t.Errorf("%d dead letters, want none", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // FeedbackSubjectOf checks that ev is a valid feedback event and returns
@@ -32,5 +33,5 @@ func FeedbackSubjectOf(ev *event.Event) (subject, field string, err error) {
 	case f.Kind != schemas.FeedbackLabel && f.Label != "":
 		return "", "data/label", fmt.Errorf("%w: label is for kind %s only", streams.ErrUndecodable, schemas.FeedbackLabel)
 	}
-	return streams.FeedbackSubject(meta.Tenant, meta.Conversation, f.Key()), "", nil
+	return bus.FeedbackSubject(meta.Tenant, meta.Conversation, f.Key()), "", nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 )
 
@@ -76,11 +77,11 @@ func TestFeedbackOverHTTP(t *testing.T) {
 		if f, _ := body["field"].(string); c.field != "" && !strings.HasPrefix(f, c.field) {
 			t.Errorf("%s: field %q, want %q (%v)", c.name, f, c.field, body)
 		}
-		if c.code < 300 && body["stream"] != streams.StreamFeedback {
+		if c.code < 300 && body["stream"] != bus.StreamFeedback {
 			t.Errorf("%s: answer %v", c.name, body)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamFeedback); n != 3 {
+	if n := h.StreamMsgs(t, bus.StreamFeedback); n != 3 {
 		t.Errorf("REIN_FEEDBACK holds %d events, want resolved, satisfaction and the label", n)
 	}
 }
@@ -109,12 +110,12 @@ func TestFeedbackThroughTheIngest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Header.Set(streams.HeaderMsgID, msgID)
+		m.Header.Set(bus.HeaderMsgID, msgID)
 		return m
 	}
-	subj := streams.IngestSubject("acme", "c1", streams.IngestFeedback)
+	subj := bus.IngestSubject("acme", "c1", bus.IngestFeedback)
 	first, err := js.PublishMsg(ctx, msg(subj, "c1", `{"kind":"abandoned"}`, "m1"))
-	if err != nil || first.Duplicate || first.Stream != streams.StreamFeedback {
+	if err != nil || first.Duplicate || first.Stream != bus.StreamFeedback {
 		t.Fatalf("first: %+v, %v", first, err)
 	}
 	again, err := js.PublishMsg(ctx, msg(subj, "c1", `{"kind":"abandoned"}`, "m2"))
@@ -136,20 +137,20 @@ func TestFeedbackThroughTheIngest(t *testing.T) {
 			t.Errorf("%s: %v, want code %d", c.name, err, c.code)
 		}
 	}
-	for _, subject := range []string{streams.FeedbackSubject("acme", "c9", schemas.FeedbackResolved), streams.IngestSubject("globex", "c9", streams.IngestFeedback)} {
+	for _, subject := range []string{bus.FeedbackSubject("acme", "c9", schemas.FeedbackResolved), bus.IngestSubject("globex", "c9", bus.IngestFeedback)} {
 		if !bustest.Denied(t, nc, msg(subject, "c9", `{"kind":"resolved"}`, "m6")) {
 			t.Errorf("acme published on %s: want a permissions violation", subject)
 		}
 	}
-	s, err := h.JS.Stream(ctx, streams.StreamFeedback)
+	s, err := h.JS.Stream(ctx, bus.StreamFeedback)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := s.GetLastMsgForSubject(ctx, streams.FeedbackSubject("acme", "c1", schemas.FeedbackAbandoned))
-	if err != nil || stored.Header.Get(streams.HeaderMsgID) != streams.FeedbackID("acme", "c1", schemas.FeedbackAbandoned) {
+	stored, err := s.GetLastMsgForSubject(ctx, bus.FeedbackSubject("acme", "c1", schemas.FeedbackAbandoned))
+	if err != nil || stored.Header.Get(bus.HeaderMsgID) != streams.FeedbackID("acme", "c1", schemas.FeedbackAbandoned) {
 		t.Fatalf("stored: %+v, %v", stored, err)
 	}
-	if n := h.StreamMsgs(t, streams.StreamFeedback); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamFeedback); n != 1 {
 		t.Errorf("REIN_FEEDBACK holds %d events, want 1", n)
 	}
 }

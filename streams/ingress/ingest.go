@@ -11,6 +11,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The NATS ingest: a platform holding a tenant's ingress identity sends
@@ -62,12 +63,12 @@ func (in *Ingress) ListenNATS(nc *nats.Conn, workers int) (stop func(), err erro
 		}
 	}
 	for range workers {
-		s, err := nc.QueueSubscribe(streams.IngestAll, streams.QueueIngest, func(m *nats.Msg) {
+		s, err := nc.QueueSubscribe(bus.IngestAll, bus.QueueIngest, func(m *nats.Msg) {
 			in.serveNATS(context.Background(), m)
 		})
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("ingest: subscribe %s: %w", streams.IngestAll, err)
+			return nil, fmt.Errorf("ingest: subscribe %s: %w", bus.IngestAll, err)
 		}
 		subs = append(subs, s)
 	}
@@ -77,7 +78,7 @@ func (in *Ingress) ListenNATS(nc *nats.Conn, workers int) (stop func(), err erro
 	}
 	if err := nc.LastError(); err != nil && strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
 		stop()
-		return nil, fmt.Errorf("ingest: subscribe %s: %w", streams.IngestAll, err)
+		return nil, fmt.Errorf("ingest: subscribe %s: %w", bus.IngestAll, err)
 	}
 	return stop, nil
 }
@@ -95,13 +96,13 @@ func (in *Ingress) serveNATS(ctx context.Context, m *nats.Msg) {
 			data = data[:deadLetterPrefix]
 			reason += fmt.Sprintf(" (the first %d of %d bytes kept)", deadLetterPrefix, len(m.Data))
 		}
-		if err := streams.PublishDeadLetter(ctx, in.pub, streams.StageIngress, "", 0, 0, m.Subject, m.Header, data, reason); err != nil {
+		if err := streams.PublishDeadLetter(ctx, in.pub, bus.StageIngress, "", 0, 0, m.Subject, m.Header, data, reason); err != nil {
 			o.why += fmt.Sprintf(" (and its dead letter failed: %v)", err)
 		}
 	}
 	// Answers go to clients' inboxes only: a reply subject is the
 	// sender's choice, and rein's identity must not publish elsewhere for it.
-	if m.Reply == "" || !strings.HasPrefix(m.Reply, streams.InboxPrefix) {
+	if m.Reply == "" || !strings.HasPrefix(m.Reply, bus.InboxPrefix) {
 		return
 	}
 	ack := IngestAck{Stream: o.stream, Sequence: o.res.Sequence, Duplicate: o.res.Duplicate}
@@ -122,13 +123,13 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	}
 	tokens := strings.Split(m.Subject, ".")
 	if len(tokens) != 5 {
-		return refused(http.StatusBadRequest, "", fmt.Errorf("%w: subject %s is not %s", streams.ErrUndecodable, m.Subject, streams.IngestSubject("<tenant>", "<conversation>", "<role>")))
+		return refused(http.StatusBadRequest, "", fmt.Errorf("%w: subject %s is not %s", streams.ErrUndecodable, m.Subject, bus.IngestSubject("<tenant>", "<conversation>", "<role>")))
 	}
-	if tokens[4] == streams.IngestFeedback {
+	if tokens[4] == bus.IngestFeedback {
 		return in.offerFeedback(ctx, m)
 	}
 	if role := tokens[4]; role != schemas.RoleUser && role != schemas.RoleAgent {
-		return refused(http.StatusBadRequest, "role", fmt.Errorf("%w: role %q in subject %s: only %s and %s turns and %s are taken", streams.ErrUndecodable, role, m.Subject, schemas.RoleUser, schemas.RoleAgent, streams.IngestFeedback))
+		return refused(http.StatusBadRequest, "role", fmt.Errorf("%w: role %q in subject %s: only %s and %s turns and %s are taken", streams.ErrUndecodable, role, m.Subject, schemas.RoleUser, schemas.RoleAgent, bus.IngestFeedback))
 	}
 	// What every consumer checks, and that the subject's tenant and
 	// conversation are the event's; check validates the data, once.
@@ -140,7 +141,7 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if o.code != 0 {
 		return o
 	}
-	if want := streams.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]); subject != streams.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]) {
+	if want := bus.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]); subject != bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]) {
 		return refused(http.StatusBadRequest, "data/role", fmt.Errorf("%w: the turn's role does not match its subject (%s)", streams.ErrUndecodable, want))
 	}
 	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)

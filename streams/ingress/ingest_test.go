@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -47,7 +48,7 @@ func TestATenantReadsOnlyItsOwnReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// b's own request is answered on b's inbox.
-	if ack, err := js.PublishMsg(ctx, bustest.TurnMsg(t, streams.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello", "m1")); err != nil || ack.Stream != streams.StreamTurns {
+	if ack, err := js.PublishMsg(ctx, bustest.TurnMsg(t, bus.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello", "m1")); err != nil || ack.Stream != bus.StreamTurns {
 		t.Fatalf("b's turn: %+v, %v", ack, err)
 	}
 	// a's request for b's tenant is refused by the server: the request
@@ -58,7 +59,7 @@ func TestATenantReadsOnlyItsOwnReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	short, stop := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = ajs.PublishMsg(short, bustest.TurnMsg(t, streams.IngestSubject("b", "c2", schemas.RoleUser), "b", "c2", 1, schemas.RoleUser, "hello", "m2"))
+	_, err = ajs.PublishMsg(short, bustest.TurnMsg(t, bus.IngestSubject("b", "c2", schemas.RoleUser), "b", "c2", 1, schemas.RoleUser, "hello", "m2"))
 	stop()
 	if err == nil {
 		t.Fatal("a's turn for tenant b was answered")
@@ -67,7 +68,7 @@ func TestATenantReadsOnlyItsOwnReplies(t *testing.T) {
 		t.Errorf("a's refused request: %v, connection error %v, want the permissions violation", err, last)
 	}
 	// a may not listen where b's answers go, by any spelling.
-	for _, subject := range []string{streams.InboxPrefix + ">", streams.TenantInbox("b") + ".>", streams.InboxPrefix + "*.*.*"} {
+	for _, subject := range []string{bus.InboxPrefix + ">", bus.TenantInbox("b") + ".>", bus.InboxPrefix + "*.*.*"} {
 		if !subscribeDenied(t, conns["a"], subject) {
 			t.Errorf("tenant a may subscribe to %s, where it reads other clients' replies", subject)
 		}
@@ -91,7 +92,7 @@ func TestTenantCannotAimIdsAtAnotherTenant(t *testing.T) {
 
 	// The direct way into REIN_TURNS is closed, on every role.
 	for _, c := range []struct{ role, id string }{{schemas.RoleUser, turnID}, {schemas.RoleAgent, replyID}} {
-		m := bustest.TurnMsg(t, streams.TurnSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id)
+		m := bustest.TurnMsg(t, bus.TurnSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id)
 		if !bustest.Denied(t, attacker, m) {
 			t.Errorf("tenant a published on %s with id %s: want a permissions violation", m.Subject, c.id)
 		}
@@ -99,18 +100,18 @@ func TestTenantCannotAimIdsAtAnotherTenant(t *testing.T) {
 	// Through the ingest, the id a sets is not the one stored under.
 	ajs, _ := jetstream.New(attacker)
 	for i, c := range []struct{ role, id string }{{schemas.RoleUser, turnID}, {schemas.RoleAgent, replyID}} {
-		ack, err := ajs.PublishMsg(ctx, bustest.TurnMsg(t, streams.IngestSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id))
-		if err != nil || ack.Duplicate || ack.Stream != streams.StreamTurns {
+		ack, err := ajs.PublishMsg(ctx, bustest.TurnMsg(t, bus.IngestSubject("a", "x", c.role), "a", "x", 1, c.role, "forged", c.id))
+		if err != nil || ack.Duplicate || ack.Stream != bus.StreamTurns {
 			t.Fatalf("a's own turn %d through the ingest: %+v, %v", i, ack, err)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 2 {
 		t.Fatalf("REIN_TURNS holds %d turns after a's, want its 2", n)
 	}
 
 	// b's user turn: stored, not a duplicate.
 	bjs, _ := jetstream.New(victim)
-	ack, err := bjs.PublishMsg(ctx, bustest.TurnMsg(t, streams.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello from b", "whatever"))
+	ack, err := bjs.PublishMsg(ctx, bustest.TurnMsg(t, bus.IngestSubject("b", "c1", schemas.RoleUser), "b", "c1", 1, schemas.RoleUser, "hello from b", "whatever"))
 	if err != nil || ack.Duplicate {
 		t.Fatalf("b's turn: %+v, %v — suppressed by a's id", ack, err)
 	}
@@ -121,15 +122,15 @@ func TestTenantCannotAimIdsAtAnotherTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(ajw, nil).Publish(ctx, streams.StreamTurns, streams.TurnSubject("b", "c1", schemas.RoleAgent), &reply); err != nil {
+	if _, err := streams.NewPublisher(ajw, nil).Publish(ctx, bus.StreamTurns, bus.TurnSubject("b", "c1", schemas.RoleAgent), &reply); err != nil {
 		t.Fatalf("the agent's reply to b: %v", err)
 	}
-	s, err := h.JS.Stream(ctx, streams.StreamTurns)
+	s, err := h.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, role := range []string{schemas.RoleUser, schemas.RoleAgent} {
-		if _, err := s.GetLastMsgForSubject(ctx, streams.TurnSubject("b", "c1", role)); err != nil {
+		if _, err := s.GetLastMsgForSubject(ctx, bus.TurnSubject("b", "c1", role)); err != nil {
 			t.Errorf("b's %s turn is not stored: %v", role, err)
 		}
 	}
@@ -146,7 +147,7 @@ func TestIngestAnswersLikeJetStream(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	subj := streams.IngestSubject("acme", "c1", schemas.RoleUser)
+	subj := bus.IngestSubject("acme", "c1", schemas.RoleUser)
 	first, err := js.PublishMsg(ctx, bustest.TurnMsg(t, subj, "acme", "c1", 1, schemas.RoleUser, "hello", "m1"))
 	if err != nil || first.Duplicate || first.Sequence == 0 {
 		t.Fatalf("first: %+v, %v", first, err)
@@ -174,11 +175,11 @@ func TestIngestAnswersLikeJetStream(t *testing.T) {
 	}
 	// A role other than user and agent: the tenant may not send it; the
 	// ingest refuses it from anyone.
-	sys := bustest.TurnMsg(t, streams.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m6")
+	sys := bustest.TurnMsg(t, bus.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m6")
 	if !bustest.Denied(t, nc, sys) {
 		t.Error("acme sent a system turn: want a permissions violation")
 	}
-	sys = bustest.TurnMsg(t, streams.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m7")
+	sys = bustest.TurnMsg(t, bus.IngestSubject("acme", "c1", "system"), "acme", "c1", 3, schemas.RoleUser, "hi", "m7")
 	r, err := h.Conn.RequestMsg(sys, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -188,24 +189,24 @@ func TestIngestAnswersLikeJetStream(t *testing.T) {
 		t.Errorf("a system turn: %s, want a 400 naming the role", r.Data)
 	}
 	// Another tenant's subject, and the old turn subject.
-	for _, subject := range []string{streams.IngestSubject("globex", "c1", schemas.RoleUser), streams.TurnSubject("acme", "c9", schemas.RoleUser)} {
+	for _, subject := range []string{bus.IngestSubject("globex", "c1", schemas.RoleUser), bus.TurnSubject("acme", "c9", schemas.RoleUser)} {
 		if !bustest.Denied(t, nc, bustest.TurnMsg(t, subject, "acme", "c9", 1, schemas.RoleUser, "hi", "m8")) {
 			t.Errorf("acme published on %s: want a permissions violation", subject)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 1 {
 		t.Errorf("REIN_TURNS holds %d turns, want 1", n)
 	}
 	// Each refusal the ingest saw is a dead letter with its reason.
-	rtest.CheckFor(t, 10*time.Second, "five dead letters", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 5 })
+	rtest.CheckFor(t, 10*time.Second, "five dead letters", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 5 })
 	reasons := map[string]bool{}
-	if err := streams.ReadSubjectRaw(ctx, h.JS, streams.StreamDLQ, streams.DLQSubject(streams.StageIngress), 0, 0, func(r streams.Raw) error {
+	if err := streams.ReadSubjectRaw(ctx, h.JS, bus.StreamDLQ, bus.DLQSubject(bus.StageIngress), 0, 0, func(r streams.Raw) error {
 		var dl schemas.DeadLetter
 		d, err := streams.Decode(r.Subject, r.Header, r.Data, 0)
 		if err == nil {
 			err = d.Payload(&dl)
 		}
-		if err != nil || dl.Reason == "" || dl.Stage != streams.StageIngress {
+		if err != nil || dl.Reason == "" || dl.Stage != bus.StageIngress {
 			t.Errorf("dead letter %s: %v", r.Data, err)
 		}
 		reasons[strings.SplitN(dl.Reason, ":", 2)[0]] = true

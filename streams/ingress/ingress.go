@@ -23,6 +23,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 )
@@ -199,8 +200,8 @@ type kind struct {
 }
 
 var (
-	kindTurn     = kind{subjectOf: TurnSubjectOf, stream: streams.StreamTurns}
-	kindFeedback = kind{subjectOf: FeedbackSubjectOf, stream: streams.StreamFeedback, feedback: true}
+	kindTurn     = kind{subjectOf: TurnSubjectOf, stream: bus.StreamTurns}
+	kindFeedback = kind{subjectOf: FeedbackSubjectOf, stream: bus.StreamFeedback, feedback: true}
 )
 
 // Feedback is the handler of POST /v1/feedback: a dev.rein.feedback.v1
@@ -378,7 +379,7 @@ func TurnSubjectOf(ev *event.Event) (subject, field string, err error) {
 	if t.Role == schemas.RoleUser && t.Turn == 0 && meta.Turn == 0 {
 		return "", "turn", fmt.Errorf("a user turn needs its number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply")
 	}
-	return streams.TurnSubject(meta.Tenant, meta.Conversation, t.Role), "", nil
+	return bus.TurnSubject(meta.Tenant, meta.Conversation, t.Role), "", nil
 }
 
 // fieldOf names the field an error is about, from its type

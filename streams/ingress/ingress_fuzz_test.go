@@ -10,6 +10,7 @@ import (
 
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 )
 
@@ -39,7 +40,7 @@ func FuzzIngressHTTP(f *testing.F) {
 			r.Header.Set("ce-conversation", "c1")
 			r.Header.Set("ce-turn", turn)
 		}
-		before := h.StreamMsgs(t, streams.StreamTurns)
+		before := h.StreamMsgs(t, bus.StreamTurns)
 		w := httptest.NewRecorder()
 		in.ServeHTTP(w, r)
 		var resp struct {
@@ -55,7 +56,7 @@ func FuzzIngressHTTP(f *testing.F) {
 			if !ok || resp.Sequence == 0 {
 				t.Fatalf("accepted without a subject and sequence: %s", w.Body.String())
 			}
-			msg, err := h.JS.Stream(context.Background(), streams.StreamTurns)
+			msg, err := h.JS.Stream(context.Background(), bus.StreamTurns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func FuzzIngressHTTP(f *testing.F) {
 				t.Fatalf("stored on %s for tenant %s, event of tenant %s", stored.Subject, tenantOf, d.Meta.Tenant)
 			}
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusConflict:
-			if w.Code != http.StatusConflict && h.StreamMsgs(t, streams.StreamTurns) != before {
+			if w.Code != http.StatusConflict && h.StreamMsgs(t, bus.StreamTurns) != before {
 				t.Fatalf("refused with %d yet a message was stored", w.Code)
 			}
 		default:

@@ -14,6 +14,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -57,7 +58,7 @@ func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-a", "c1", 1, "hello from a"); code != 202 || body["duplicate"] == true {
 		t.Fatalf("tenant a with b's event id: %d %v — its turn was suppressed", code, body)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 2 {
 		t.Fatalf("REIN_TURNS holds %d turns, want both tenants' 2", n)
 	}
 
@@ -69,14 +70,14 @@ func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	if code != 409 || !strings.Contains(body["error"].(string), streams.ReasonConflictingDuplicate) {
 		t.Fatalf("the same turn number with other text: %d %v, want 409 conflicting_duplicate", code, body)
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 2 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 2 {
 		t.Fatalf("REIN_TURNS holds %d turns after a duplicate and a conflict, want 2", n)
 	}
 	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool {
-		return h.StreamMsgs(t, streams.StreamDLQ) == 1
+		return h.StreamMsgs(t, bus.StreamDLQ) == 1
 	})
-	s, _ := h.JS.Stream(context.Background(), streams.StreamDLQ)
-	raw, err := s.GetLastMsgForSubject(context.Background(), streams.DLQSubject(streams.StageIngress))
+	s, _ := h.JS.Stream(context.Background(), bus.StreamDLQ)
+	raw, err := s.GetLastMsgForSubject(context.Background(), bus.DLQSubject(bus.StageIngress))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestIngressTokensBindTenants(t *testing.T) {
 			t.Errorf("token %q for %s: %d, want %d", c.token, c.tenant, got, c.want)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 1 {
 		t.Fatalf("%d turns stored, want only the authorised one", n)
 	}
 	if _, err := telemetry.NewTokens([]telemetry.Token{{Token: "short", Tenants: []string{"*"}}}); err == nil {
@@ -214,7 +215,7 @@ func TestIngressConflictUnderItsIdentity(t *testing.T) {
 	if code, body := postWith(t, quickClient, srv.URL, "acme", "c1", 1, "something else"); code != 409 {
 		t.Fatalf("conflict: %d %v, want 409", code, body)
 	}
-	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamDLQ); n != 1 {
 		t.Fatalf("%d dead letters, want the conflict's", n)
 	}
 }
@@ -226,7 +227,7 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	const window = 100 * time.Millisecond
 	p := natsserver.DefaultProvision()
-	p.Streams = map[string]natsserver.StreamSettings{streams.StreamTurns: {Duplicate: window}}
+	p.Streams = map[string]natsserver.StreamSettings{bus.StreamTurns: {Duplicate: window}}
 	ctx := context.Background()
 	if err := natsserver.Provision(ctx, h.JS, p, nil); err != nil {
 		t.Fatal(err)
@@ -239,8 +240,8 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 	// A probe id stored after the turn: once the stream takes it again as
 	// new, the turn's id (older) is forgotten too.
 	probe := func() bool {
-		ack, err := h.JS.PublishMsg(ctx, &nats.Msg{Subject: streams.TurnSubject("probe", "p", schemas.RoleUser), Data: []byte("probe"),
-			Header: nats.Header{streams.HeaderMsgID: []string{"probe"}}})
+		ack, err := h.JS.PublishMsg(ctx, &nats.Msg{Subject: bus.TurnSubject("probe", "p", schemas.RoleUser), Data: []byte("probe"),
+			Header: nats.Header{bus.HeaderMsgID: []string{"probe"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,10 +261,10 @@ func TestIngressConflictPastTheDuplicateWindow(t *testing.T) {
 		t.Fatalf("turn 2: %d %v", code, body)
 	}
 	n := 0
-	if err := streams.ReadSubject(ctx, h.JS, streams.StreamTurns, streams.TurnSubject("acme", "c1", schemas.RoleUser), 0, 0, func(streams.Raw) error { n++; return nil }); err != nil || n != 2 {
+	if err := streams.ReadSubject(ctx, h.JS, bus.StreamTurns, bus.TurnSubject("acme", "c1", schemas.RoleUser), 0, 0, func(streams.Raw) error { n++; return nil }); err != nil || n != 2 {
 		t.Fatalf("acme/c1 holds %d user turns (%v), want turns 1 and 2 once each", n, err)
 	}
-	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool { return h.StreamMsgs(t, streams.StreamDLQ) == 1 })
+	rtest.CheckFor(t, 10*time.Second, "the conflict dead-lettered", func() bool { return h.StreamMsgs(t, bus.StreamDLQ) == 1 })
 }
 
 // TestIngressBoundsEachTenantsRequestsInFlight: a tenant whose requests
@@ -278,7 +279,7 @@ func TestIngressBoundsEachTenantsRequestsInFlight(t *testing.T) {
 	defer close(release)
 	held := make(chan struct{}, 64)
 	ingress.SetIngressPublish(in, func(ctx context.Context, p *streams.Publisher, m *nats.Msg) (streams.TurnResult, error) {
-		if strings.HasPrefix(m.Subject, streams.TurnSubject("flood", "", "")[:len("rein.turns.flood.")]) {
+		if strings.HasPrefix(m.Subject, bus.TurnSubject("flood", "", "")[:len("rein.turns.flood.")]) {
 			held <- struct{}{}
 			select {
 			case <-release:
@@ -331,7 +332,7 @@ func TestStructuredTurnAbove32Bits(t *testing.T) {
 	if code, body := post("2147483648"); code != 202 {
 		t.Fatalf("turn 2^31: %d %v", code, body)
 	}
-	d := lastTurn(t, h, streams.TurnSubject("acme", "c1", schemas.RoleUser))
+	d := lastTurn(t, h, bus.TurnSubject("acme", "c1", schemas.RoleUser))
 	if d.Meta.Turn != 2147483648 {
 		t.Fatalf("stored as turn %d", d.Meta.Turn)
 	}
@@ -342,7 +343,7 @@ func TestStructuredTurnAbove32Bits(t *testing.T) {
 
 func lastTurn(t *testing.T, h *rtest.JS, subject string) streams.Decoded {
 	t.Helper()
-	s, err := h.JS.Stream(context.Background(), streams.StreamTurns)
+	s, err := h.JS.Stream(context.Background(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}

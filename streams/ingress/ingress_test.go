@@ -11,6 +11,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 )
 
@@ -88,7 +89,7 @@ func TestHTTPIngress(t *testing.T) {
 			}
 		})
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 3 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 3 {
 		t.Errorf("REIN_TURNS holds %d, want only the 3 accepted turns", n)
 	}
 }
@@ -98,7 +99,7 @@ func TestHTTPIngress(t *testing.T) {
 // id deduplicates the copy stored meanwhile, if any).
 func TestIngressUnavailableSaysWhenToRetry(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	if err := h.JS.DeleteStream(t.Context(), streams.StreamTurns); err != nil {
+	if err := h.JS.DeleteStream(t.Context(), bus.StreamTurns); err != nil {
 		t.Fatal(err)
 	}
 	pub := streams.NewPublisher(h.JS, nil)

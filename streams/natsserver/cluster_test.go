@@ -18,6 +18,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -64,13 +65,13 @@ func TestClusterProvisionsR3(t *testing.T) {
 	if err := provision(t, js, r3(), nil); err != nil {
 		t.Fatalf("provision R3: %v", err)
 	}
-	for _, name := range append(append([]string{}, natsserver.StreamNames...), streams.StreamConversations) {
+	for _, name := range append(append([]string{}, natsserver.StreamNames...), bus.StreamConversations) {
 		n, leader := replicas(t, js, name)
 		if n != 3 || leader == "" {
 			t.Errorf("%s: %d replicas, leader %q; want 3 and a leader", name, n, leader)
 		}
 	}
-	s, err := js.Stream(t.Context(), streams.StreamTurns)
+	s, err := js.Stream(t.Context(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +94,15 @@ func TestClusterNeverLowersReplicas(t *testing.T) {
 	if err := provision(t, js, natsserver.DefaultProvision(), log); err != nil {
 		t.Fatalf("provision R1 over R3: %v", err)
 	}
-	for _, name := range []string{streams.StreamTurns, streams.StreamOutcomes, streams.StreamConversations} {
+	for _, name := range []string{bus.StreamTurns, bus.StreamOutcomes, bus.StreamConversations} {
 		if n, _ := replicas(t, js, name); n != 3 {
 			t.Errorf("%s lowered to %d replicas", name, n)
 		}
 	}
-	if !strings.Contains(logs.String(), "never lowers") || !strings.Contains(logs.String(), streams.StreamTurns) {
+	if !strings.Contains(logs.String(), "never lowers") || !strings.Contains(logs.String(), bus.StreamTurns) {
 		t.Errorf("no warning about the kept replicas in the log:\n%s", logs.String())
 	}
-	s, err := js.Stream(t.Context(), streams.StreamTurns)
+	s, err := js.Stream(t.Context(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestSingleServerRefusesReplicas(t *testing.T) {
 	if !errors.Is(err, streams.ErrReplicasUnavailable) || !strings.Contains(err.Error(), "--stream-replicas 1") {
 		t.Fatalf("err = %v, want ErrReplicasUnavailable naming --stream-replicas 1", err)
 	}
-	if n, _ := replicas(t, h.JS, streams.StreamTurns); n != 1 {
+	if n, _ := replicas(t, h.JS, bus.StreamTurns); n != 1 {
 		t.Fatalf("REIN_TURNS has %d replicas", n)
 	}
 }
@@ -143,7 +144,7 @@ func TestClusterConcurrentProvision(t *testing.T) {
 			// Then its stage's durable consumer, as a starting stage does.
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
-			_, errs[i] = streams.EnsureConsumer(ctx, js, streams.StreamTurns, jetstream.ConsumerConfig{
+			_, errs[i] = streams.EnsureConsumer(ctx, js, bus.StreamTurns, jetstream.ConsumerConfig{
 				Durable: "stage" + strconv.Itoa(i%2), AckPolicy: jetstream.AckExplicitPolicy}, bustest.Quiet)
 		})
 	}
@@ -176,9 +177,9 @@ func TestClusterNodeLossLosesNothing(t *testing.T) {
 	}
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
-			msg := &nats.Msg{Subject: streams.TurnSubject("acme", "c"+strconv.Itoa(i%50), "user"),
+			msg := &nats.Msg{Subject: bus.TurnSubject("acme", "c"+strconv.Itoa(i%50), "user"),
 				Header: nats.Header{}, Data: []byte(strconv.Itoa(i))}
-			msg.Header.Set(streams.HeaderMsgID, "turn-"+strconv.Itoa(i))
+			msg.Header.Set(bus.HeaderMsgID, "turn-"+strconv.Itoa(i))
 			// Through a leader election a publish may time out or find no
 			// leader: retry it, as rein's publisher does; Msg-Id keeps a
 			// retried publish that did land from being stored twice.
@@ -197,7 +198,7 @@ func TestClusterNodeLossLosesNothing(t *testing.T) {
 		}
 	}
 	publish(0, total/3)
-	leader := c.StreamLeader(streams.StreamTurns)
+	leader := c.StreamLeader(bus.StreamTurns)
 	if leader < 0 {
 		t.Fatal("REIN_TURNS has no leader")
 	}
@@ -205,9 +206,9 @@ func TestClusterNodeLossLosesNothing(t *testing.T) {
 	publish(total/3, 2*total/3)
 	c.Start(leader)
 	publish(2*total/3, total)
-	c.WaitStreamCurrent(60*time.Second, streams.StreamTurns)
+	c.WaitStreamCurrent(60*time.Second, bus.StreamTurns)
 
-	s, err := js.Stream(t.Context(), streams.StreamTurns)
+	s, err := js.Stream(t.Context(), bus.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
 	}

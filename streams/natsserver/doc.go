@@ -18,7 +18,7 @@
 // injector (the sidecar responder), agentworker and escalation, plus one
 // ingress-<tenant> identity per tenant added with AddTenantIngress.
 // permissions.go is the one table of what each may publish and subscribe
-// to, built from the names in names.go: a stage publishes only what it
+// to, built from the names in streams/bus: a stage publishes only what it
 // produces (and its own rein.dlq.<stage>), holds the JetStream API of its
 // own durable only (create, info, next, unpin, its $JS.ACK subjects), gets
 // and reads only the streams it reads, and takes replies on _INBOX.>; a

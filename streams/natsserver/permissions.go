@@ -7,20 +7,21 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // This file is the one table of what each rein identity may publish and
-// subscribe to on NATS. It is built from the names in names.go only, so a
+// subscribe to on NATS. It is built from the names in streams/bus only, so a
 // subject renamed there is renamed here too.
 
 // Identities: one per stage (the injector's is its sidecar responder's),
 // the HTTP ingress, and admin for provisioning and the CLI tools.
 const (
-	IdentityDetector    = streams.StageDetector
-	IdentityInjector    = streams.StageInjector
-	IdentityAgentWorker = streams.StageAgentWorker
-	IdentityEscalation  = streams.StageEscalation
-	IdentityIngress     = streams.StageIngress
+	IdentityDetector    = bus.StageDetector
+	IdentityInjector    = bus.StageInjector
+	IdentityAgentWorker = bus.StageAgentWorker
+	IdentityEscalation  = bus.StageEscalation
+	IdentityIngress     = bus.StageIngress
 	IdentityAdmin       = "admin"
 	// IdentityReader is for a platform's event consumers: it reads every
 	// stream (ordered consumers, gets) and subscribes to rein's subjects,
@@ -40,19 +41,19 @@ var Identities = []string{IdentityAdmin, IdentityIngress, IdentityDetector,
 const (
 	jsAPI   = "$JS.API"
 	jsAck   = "$JS.ACK"
-	inboxes = streams.InboxPrefix + ">"
-	kvRoot  = "$KV." + streams.BucketConversations + ".>"
+	inboxes = bus.InboxPrefix + ">"
+	kvRoot  = "$KV." + bus.BucketConversations + ".>"
 )
 
 // durables names each stage's durable consumer and its stream: the readers
 // of a stream (ordered consumers, whose names are generated) may create any
 // consumer on it but these.
 var durables = []struct{ stream, durable string }{
-	{streams.StreamTurns, streams.DurableDetector},
-	{streams.StreamDetections, streams.DurableInjector},
-	{streams.StreamTasks, streams.DurableAgentWorker},
-	{streams.StreamOutcomes, streams.DurableEscalation},
-	{streams.StreamHandoff, streams.DurableHandoffDesktops},
+	{bus.StreamTurns, bus.DurableDetector},
+	{bus.StreamDetections, bus.DurableInjector},
+	{bus.StreamTasks, bus.DurableAgentWorker},
+	{bus.StreamOutcomes, bus.DurableEscalation},
+	{bus.StreamHandoff, bus.DurableHandoffDesktops},
 }
 
 // grant collects one identity's permissions.
@@ -102,8 +103,8 @@ func (g *grant) consume(stream, durable string) {
 		)
 	}
 	if stage, ok := streams.PartitionedStage[durable]; ok {
-		g.get(streams.StreamMembers)
-		g.publish("$KV." + streams.BucketMembers + "." + stage + ".>")
+		g.get(bus.StreamMembers)
+		g.publish("$KV." + bus.BucketMembers + "." + stage + ".>")
 	}
 }
 
@@ -174,12 +175,12 @@ func (g *grant) client() {
 
 func detectorGrant(g *grant) {
 	g.client()
-	g.consume(streams.StreamTurns, streams.DurableDetector)
-	g.deleteMsg(streams.StreamTurns) // quarantine of undecodable turns
+	g.consume(bus.StreamTurns, bus.DurableDetector)
+	g.deleteMsg(bus.StreamTurns) // quarantine of undecodable turns
 	// Each detection is stored with its signed task (the injector's
 	// library), and both are read back for the check of what is stored.
-	g.get(streams.StreamTurns, streams.StreamDetections, streams.StreamTasks)
-	g.publish(streams.DetectionsAll, streams.TasksAll, streams.DLQSubject(streams.StageDetector))
+	g.get(bus.StreamTurns, bus.StreamDetections, bus.StreamTasks)
+	g.publish(bus.DetectionsAll, bus.TasksAll, bus.DLQSubject(bus.StageDetector))
 }
 
 // injectorGrant is the sidecar responder's: requests in, answers to their
@@ -187,9 +188,9 @@ func detectorGrant(g *grant) {
 // conversation's next detection. It stores nothing.
 func injectorGrant(g *grant) {
 	g.client()
-	g.get(streams.StreamDetections)
-	g.read(streams.StreamDetections)
-	g.sub = append(g.sub, streams.InceptionAll, streams.DetectionsAll)
+	g.get(bus.StreamDetections)
+	g.read(bus.StreamDetections)
+	g.sub = append(g.sub, bus.InceptionAll, bus.DetectionsAll)
 	g.responses = true
 }
 
@@ -206,13 +207,13 @@ var grants = map[string]func(*grant){
 		// A duplicate Msg-Id, or a turn number the conversation has used
 		// already, is compared with the turn stored under it; feedback
 		// with the feedback stored for its kind.
-		g.get(streams.StreamTurns, streams.StreamFeedback)
+		g.get(bus.StreamTurns, bus.StreamFeedback)
 		// User and agent turns (no other role), feedback, and the dead
 		// letter of a conflict or of a refused NATS ingest message.
-		g.publish(streams.UserTurnsAll, streams.AgentTurnsAll, streams.FeedbackAll, streams.DLQSubject(streams.StageIngress))
+		g.publish(bus.UserTurnsAll, bus.AgentTurnsAll, bus.FeedbackAll, bus.DLQSubject(bus.StageIngress))
 		// The NATS ingest: tenants' turns in (a queue group), one answer
 		// to each.
-		g.sub = append(g.sub, streams.IngestAll)
+		g.sub = append(g.sub, bus.IngestAll)
 		g.responses = true
 	},
 	IdentityDetector:       detectorGrant,
@@ -221,22 +222,22 @@ var grants = map[string]func(*grant){
 	IdentityInjector:       injectorGrant,
 	IdentityAgentWorker: func(g *grant) {
 		g.client()
-		g.consume(streams.StreamTasks, streams.DurableAgentWorker)
-		g.get(streams.StreamTasks, streams.StreamTurns, streams.StreamSteps, streams.StreamOutcomes, streams.StreamConversations)
-		g.publish(streams.AgentTurnsAll, streams.StepsAll, streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll, kvRoot, streams.DLQSubject(streams.StageAgentWorker))
+		g.consume(bus.StreamTasks, bus.DurableAgentWorker)
+		g.get(bus.StreamTasks, bus.StreamTurns, bus.StreamSteps, bus.StreamOutcomes, bus.StreamConversations)
+		g.publish(bus.AgentTurnsAll, bus.StepsAll, bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll, kvRoot, bus.DLQSubject(bus.StageAgentWorker))
 	},
 	IdentityEscalation: func(g *grant) {
 		g.client()
-		g.consume(streams.StreamOutcomes, streams.DurableEscalation)
-		g.get(streams.StreamOutcomes)
-		g.read(streams.StreamTurns)
+		g.consume(bus.StreamOutcomes, bus.DurableEscalation)
+		g.get(bus.StreamOutcomes)
+		g.read(bus.StreamTurns)
 		// The handoff queue: items and deadline events in, claimed items
 		// and expired deadlines out, the desktops' consumer ensured.
-		g.get(streams.StreamHandoff)
-		g.deleteMsg(streams.StreamHandoff)
-		c := streams.StreamHandoff + "." + streams.DurableHandoffDesktops
+		g.get(bus.StreamHandoff)
+		g.deleteMsg(bus.StreamHandoff)
+		c := bus.StreamHandoff + "." + bus.DurableHandoffDesktops
 		g.publish(jsAPI+".CONSUMER.CREATE."+c, jsAPI+".CONSUMER.CREATE."+c+".>", jsAPI+".CONSUMER.INFO."+c)
-		g.publish(streams.HandoffItems, streams.HandoffTimeout, streams.DLQSubject(streams.StageEscalation))
+		g.publish(bus.HandoffItems, bus.HandoffTimeout, bus.DLQSubject(bus.StageEscalation))
 	},
 }
 
@@ -247,18 +248,18 @@ func readerGrant(g *grant) {
 		g.read(s)
 	}
 	// Which replica works which partition (rein streams).
-	g.get(streams.StreamMembers)
+	g.get(bus.StreamMembers)
 	// The conversations bucket's size, replicas and consumers (rein
 	// streams), not its records: they are the agent worker's state.
-	g.streamInfo(streams.StreamConversations)
-	g.publish(jsAPI+".CONSUMER.LIST."+streams.StreamConversations, jsAPI+".CONSUMER.NAMES."+streams.StreamConversations)
-	g.sub = append(g.sub, streams.TurnsAll, streams.DetectionsAll, streams.TasksAll, streams.StepsAll, streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll, streams.DLQAll, streams.HandoffItems, streams.HandoffTimeout, streams.FeedbackAll, streams.LabelsAll)
+	g.streamInfo(bus.StreamConversations)
+	g.publish(jsAPI+".CONSUMER.LIST."+bus.StreamConversations, jsAPI+".CONSUMER.NAMES."+bus.StreamConversations)
+	g.sub = append(g.sub, bus.TurnsAll, bus.DetectionsAll, bus.TasksAll, bus.StepsAll, bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll, bus.DLQAll, bus.HandoffItems, bus.HandoffTimeout, bus.FeedbackAll, bus.LabelsAll)
 }
 
 func handoffDesktopGrant(g *grant) {
 	g.client()
-	g.consume(streams.StreamHandoff, streams.DurableHandoffDesktops)
-	g.deleteMsg(streams.StreamHandoff)
+	g.consume(bus.StreamHandoff, bus.DurableHandoffDesktops)
+	g.deleteMsg(bus.StreamHandoff)
 }
 
 // Permissions returns the NATS permissions of a rein identity.
@@ -308,8 +309,8 @@ func TenantIngressPermissions(tenant string) (*server.Permissions, error) {
 		return nil, fmt.Errorf("%w: tenant ingress identity: %w", streams.ErrInvalidConfig, err)
 	}
 	var g grant
-	g.sub = append(g.sub, streams.TenantInbox(tenant)+".>")
-	g.publish(streams.TenantIngest(tenant, schemas.RoleUser), streams.TenantIngest(tenant, schemas.RoleAgent), streams.TenantIngest(tenant, streams.IngestFeedback), streams.TenantInception(tenant))
+	g.sub = append(g.sub, bus.TenantInbox(tenant)+".>")
+	g.publish(bus.TenantIngest(tenant, schemas.RoleUser), bus.TenantIngest(tenant, schemas.RoleAgent), bus.TenantIngest(tenant, bus.IngestFeedback), bus.TenantInception(tenant))
 	return g.permissions(), nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -121,101 +122,101 @@ func TestStagePermissions(t *testing.T) {
 		allowed  bool
 	}{
 		// The detector stores detections and their tasks, never turns.
-		{natsserver.IdentityDetector, pub, streams.DetectionSubject("acme", "c1"), true},
-		{natsserver.IdentityDetector, pub, streams.TaskSubject("acme", "c1"), true},
-		{natsserver.IdentityDetector, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
-		{natsserver.IdentityDetector, pub, streams.StepSubject("acme", "c1"), false},
-		{natsserver.IdentityDetector, pub, streams.DLQSubject(streams.StageDetector), true},
-		{natsserver.IdentityDetector, pub, streams.DLQSubject(streams.StageAgentWorker), false},
+		{natsserver.IdentityDetector, pub, bus.DetectionSubject("acme", "c1"), true},
+		{natsserver.IdentityDetector, pub, bus.TaskSubject("acme", "c1"), true},
+		{natsserver.IdentityDetector, pub, bus.TurnSubject("acme", "c1", schemas.RoleUser), false},
+		{natsserver.IdentityDetector, pub, bus.StepSubject("acme", "c1"), false},
+		{natsserver.IdentityDetector, pub, bus.DLQSubject(bus.StageDetector), true},
+		{natsserver.IdentityDetector, pub, bus.DLQSubject(bus.StageAgentWorker), false},
 		// The injector is the sidecar responder: it answers requests and
 		// stores nothing, tasks included; it may not speak for the agent.
-		{natsserver.IdentityInjector, pub, streams.TaskSubject("acme", "c1"), false},
-		{natsserver.IdentityInjector, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), false},
-		{natsserver.IdentityInjector, sub, streams.InceptionAll, true},
+		{natsserver.IdentityInjector, pub, bus.TaskSubject("acme", "c1"), false},
+		{natsserver.IdentityInjector, pub, bus.TurnSubject("acme", "c1", schemas.RoleAgent), false},
+		{natsserver.IdentityInjector, sub, bus.InceptionAll, true},
 		// It reads the detections with ordered consumers, and makes no
 		// durable of its own.
-		{natsserver.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + "." + streams.DurableInjector + "." + streams.DetectionsAll, false},
-		{natsserver.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamDetections + ".ordered_1", true},
-		{natsserver.IdentityInjector, sub, streams.TasksAll, false},
+		{natsserver.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamDetections + "." + bus.DurableInjector + "." + bus.DetectionsAll, false},
+		{natsserver.IdentityInjector, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamDetections + ".ordered_1", true},
+		{natsserver.IdentityInjector, sub, bus.TasksAll, false},
 		// The agent worker answers as the agent, never as the user, and
 		// plants no tasks.
-		{natsserver.IdentityAgentWorker, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), true},
-		{natsserver.IdentityAgentWorker, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
-		{natsserver.IdentityAgentWorker, pub, streams.TaskSubject("acme", "c1"), false},
-		{natsserver.IdentityAgentWorker, pub, streams.ConversationStateSubject("acme.c1"), true},
-		{natsserver.IdentityAgentWorker, sub, streams.TurnsAll, false},
+		{natsserver.IdentityAgentWorker, pub, bus.TurnSubject("acme", "c1", schemas.RoleAgent), true},
+		{natsserver.IdentityAgentWorker, pub, bus.TurnSubject("acme", "c1", schemas.RoleUser), false},
+		{natsserver.IdentityAgentWorker, pub, bus.TaskSubject("acme", "c1"), false},
+		{natsserver.IdentityAgentWorker, pub, bus.ConversationStateSubject("acme.c1"), true},
+		{natsserver.IdentityAgentWorker, sub, bus.TurnsAll, false},
 		// It says so when a turn goes unanswered, and its crash order gate
 		// looks up a conversation's earlier task on the stream it consumes.
-		{natsserver.IdentityAgentWorker, pub, streams.UnansweredSubject("acme", "c1"), true},
-		{natsserver.IdentityAgentWorker, pub, "$JS.API.DIRECT.GET." + streams.StreamTasks, true},
-		{natsserver.IdentityEscalation, pub, "$JS.API.DIRECT.GET." + streams.StreamOutcomes, true},
-		{natsserver.IdentityEscalation, pub, streams.UnansweredSubject("acme", "c1"), false},
+		{natsserver.IdentityAgentWorker, pub, bus.UnansweredSubject("acme", "c1"), true},
+		{natsserver.IdentityAgentWorker, pub, "$JS.API.DIRECT.GET." + bus.StreamTasks, true},
+		{natsserver.IdentityEscalation, pub, "$JS.API.DIRECT.GET." + bus.StreamOutcomes, true},
+		{natsserver.IdentityEscalation, pub, bus.UnansweredSubject("acme", "c1"), false},
 		// Escalation: handoff items, nothing of the pipeline.
-		{natsserver.IdentityEscalation, pub, streams.HandoffSubject("acme", "c1"), true},
-		{natsserver.IdentityEscalation, pub, streams.EscalationSubject("acme", "c1"), false},
-		{natsserver.IdentityEscalation, pub, streams.TaskSubject("acme", "c1"), false},
+		{natsserver.IdentityEscalation, pub, bus.HandoffSubject("acme", "c1"), true},
+		{natsserver.IdentityEscalation, pub, bus.EscalationSubject("acme", "c1"), false},
+		{natsserver.IdentityEscalation, pub, bus.TaskSubject("acme", "c1"), false},
 		// Only the agent worker (and the admin's `rein handoff release`)
 		// gives a handed-over conversation back to the agent: never a
 		// tenant, nor the escalation stage.
-		{natsserver.IdentityAgentWorker, pub, streams.ReleaseSubject("acme", "c1"), true},
-		{natsserver.IdentityIngress, pub, streams.ReleaseSubject("acme", "c1"), false},
-		{natsserver.IdentityEscalation, pub, streams.ReleaseSubject("acme", "c1"), false},
-		{natsserver.IdentityReader, pub, streams.ReleaseSubject("acme", "c1"), false},
-		{natsserver.IdentityReader, sub, streams.ReleaseSubject("acme", "c1"), true},
+		{natsserver.IdentityAgentWorker, pub, bus.ReleaseSubject("acme", "c1"), true},
+		{natsserver.IdentityIngress, pub, bus.ReleaseSubject("acme", "c1"), false},
+		{natsserver.IdentityEscalation, pub, bus.ReleaseSubject("acme", "c1"), false},
+		{natsserver.IdentityReader, pub, bus.ReleaseSubject("acme", "c1"), false},
+		{natsserver.IdentityReader, sub, bus.ReleaseSubject("acme", "c1"), true},
 		// Ingress: user and agent turns only, and its own dead letters (a
 		// conflict's 409 is answered once that is written).
-		{natsserver.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), true},
-		{natsserver.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleAgent), true},
-		{natsserver.IdentityIngress, pub, streams.TurnSubject("acme", "c1", "system"), false},
-		{natsserver.IdentityIngress, pub, streams.DLQSubject(streams.StageIngress), true},
-		{natsserver.IdentityIngress, pub, streams.DLQSubject(streams.StageDetector), false},
-		{natsserver.IdentityIngress, sub, streams.IngestAll, true},
-		{natsserver.IdentityIngress, pub, streams.TaskSubject("acme", "c1"), false},
+		{natsserver.IdentityIngress, pub, bus.TurnSubject("acme", "c1", schemas.RoleUser), true},
+		{natsserver.IdentityIngress, pub, bus.TurnSubject("acme", "c1", schemas.RoleAgent), true},
+		{natsserver.IdentityIngress, pub, bus.TurnSubject("acme", "c1", "system"), false},
+		{natsserver.IdentityIngress, pub, bus.DLQSubject(bus.StageIngress), true},
+		{natsserver.IdentityIngress, pub, bus.DLQSubject(bus.StageDetector), false},
+		{natsserver.IdentityIngress, sub, bus.IngestAll, true},
+		{natsserver.IdentityIngress, pub, bus.TaskSubject("acme", "c1"), false},
 		// A client may not pick a stored partition token itself.
-		{natsserver.IdentityIngress, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser) + ".3", false},
-		{natsserver.IdentityIngress, sub, streams.DetectionsAll, false},
+		{natsserver.IdentityIngress, pub, bus.TurnSubject("acme", "c1", schemas.RoleUser) + ".3", false},
+		{natsserver.IdentityIngress, sub, bus.DetectionsAll, false},
 		// A duplicate Msg-Id is compared with the stored turn.
-		{natsserver.IdentityIngress, pub, "$JS.API.DIRECT.GET." + streams.StreamTurns, true},
-		{natsserver.IdentityIngress, pub, "$JS.API.DIRECT.GET." + streams.StreamTasks, false},
+		{natsserver.IdentityIngress, pub, "$JS.API.DIRECT.GET." + bus.StreamTurns, true},
+		{natsserver.IdentityIngress, pub, "$JS.API.DIRECT.GET." + bus.StreamTasks, false},
 		// No stage may touch the JetStream API beyond its own needs.
-		{natsserver.IdentityDetector, pub, "$JS.API.STREAM.DELETE." + streams.StreamTurns, false},
-		{natsserver.IdentityDetector, pub, "$JS.API.STREAM.PURGE." + streams.StreamTurns, false},
-		{natsserver.IdentityDetector, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamTasks + "." + streams.DurableAgentWorker, false},
-		{natsserver.IdentityAgentWorker, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamTurns + "." + streams.DurableDetector, false},
+		{natsserver.IdentityDetector, pub, "$JS.API.STREAM.DELETE." + bus.StreamTurns, false},
+		{natsserver.IdentityDetector, pub, "$JS.API.STREAM.PURGE." + bus.StreamTurns, false},
+		{natsserver.IdentityDetector, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTasks + "." + bus.DurableAgentWorker, false},
+		{natsserver.IdentityAgentWorker, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamTurns + "." + bus.DurableDetector, false},
 		// A reader of a stream (ordered consumers) may not take over a durable on it.
-		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamTurns + ".ordered_1", true},
-		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamTurns + "." + streams.DurableDetector, false},
-		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamTurns + "." + streams.DurableDetector, false},
+		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + ".ordered_1", true},
+		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + "." + bus.DurableDetector, false},
+		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamTurns + "." + bus.DurableDetector, false},
 		// A platform's event reader reads and publishes nothing.
-		{natsserver.IdentityReader, sub, streams.DetectionsAll, true},
-		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + streams.StreamOutcomes + ".ordered_1", true},
-		{natsserver.IdentityReader, pub, streams.TurnSubject("acme", "c1", schemas.RoleUser), false},
-		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops, false},
+		{natsserver.IdentityReader, sub, bus.DetectionsAll, true},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamOutcomes + ".ordered_1", true},
+		{natsserver.IdentityReader, pub, bus.TurnSubject("acme", "c1", schemas.RoleUser), false},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamHandoff + "." + bus.DurableHandoffDesktops, false},
 		// It may read the stages' lag (the operations view), not take them over.
-		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.INFO." + streams.StreamTurns + "." + streams.DurableDetector, true},
-		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.LIST." + streams.StreamTurns, true},
-		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.DELETE." + streams.StreamTurns + "." + streams.DurableDetector, false},
-		{natsserver.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + ".cc-platform.1.2.3.4.5.6.7", true},
-		{natsserver.IdentityReader, pub, "$JS.ACK." + streams.StreamOutcomes + "." + streams.DurableEscalation + ".1.2.3.4.5.6.7", false},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.INFO." + bus.StreamTurns + "." + bus.DurableDetector, true},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.LIST." + bus.StreamTurns, true},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.DELETE." + bus.StreamTurns + "." + bus.DurableDetector, false},
+		{natsserver.IdentityReader, pub, "$JS.ACK." + bus.StreamOutcomes + ".cc-platform.1.2.3.4.5.6.7", true},
+		{natsserver.IdentityReader, pub, "$JS.ACK." + bus.StreamOutcomes + "." + bus.DurableEscalation + ".1.2.3.4.5.6.7", false},
 		// A desktop claims handoff items and does nothing else.
-		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.CONSUMER.MSG.NEXT." + streams.StreamHandoff + "." + streams.DurableHandoffDesktops, true},
-		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + streams.StreamHandoff, true},
-		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + streams.StreamTurns, false},
-		{natsserver.IdentityHandoffDesktop, pub, streams.TaskSubject("acme", "c1"), false},
+		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamHandoff + "." + bus.DurableHandoffDesktops, true},
+		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + bus.StreamHandoff, true},
+		{natsserver.IdentityHandoffDesktop, pub, "$JS.API.STREAM.MSG.DELETE." + bus.StreamTurns, false},
+		{natsserver.IdentityHandoffDesktop, pub, bus.TaskSubject("acme", "c1"), false},
 		// Admin holds everything.
-		{natsserver.IdentityAdmin, pub, streams.TaskSubject("acme", "c1"), true},
+		{natsserver.IdentityAdmin, pub, bus.TaskSubject("acme", "c1"), true},
 		// Labels come from operators (admin: rein label) only; readers
 		// read them; no stage, ingress nor desktop writes one.
-		{natsserver.IdentityAdmin, pub, streams.LabelSubject("acme", "c1", 2, "ops"), true},
-		{natsserver.IdentityReader, sub, streams.LabelsAll, true},
-		{natsserver.IdentityReader, pub, "$JS.API.DIRECT.GET." + streams.StreamLabels, true},
-		{natsserver.IdentityReader, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityIngress, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityDetector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityInjector, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityAgentWorker, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityEscalation, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
-		{natsserver.IdentityHandoffDesktop, pub, streams.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityAdmin, pub, bus.LabelSubject("acme", "c1", 2, "ops"), true},
+		{natsserver.IdentityReader, sub, bus.LabelsAll, true},
+		{natsserver.IdentityReader, pub, "$JS.API.DIRECT.GET." + bus.StreamLabels, true},
+		{natsserver.IdentityReader, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityIngress, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityDetector, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityInjector, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityAgentWorker, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityEscalation, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
+		{natsserver.IdentityHandoffDesktop, pub, bus.LabelSubject("acme", "c1", 2, "ops"), false},
 	}
 	for _, c := range cases {
 		verb := "subscribe"
@@ -243,17 +244,17 @@ func TestTenantIngressBoundToItsTenant(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	own := bustest.TurnMsg(t, streams.IngestSubject("acme", "c1", schemas.RoleUser), "acme", "c1", 1, schemas.RoleUser, "hello", "m1")
-	if ack, err := js.PublishMsg(ctx, own); err != nil || ack.Stream != streams.StreamTurns {
+	own := bustest.TurnMsg(t, bus.IngestSubject("acme", "c1", schemas.RoleUser), "acme", "c1", 1, schemas.RoleUser, "hello", "m1")
+	if ack, err := js.PublishMsg(ctx, own); err != nil || ack.Stream != bus.StreamTurns {
 		t.Fatalf("acme's own turn: %+v, %v", ack, err)
 	}
-	for _, subject := range []string{streams.IngestSubject("globex", "c1", schemas.RoleUser), streams.TurnSubject("globex", "c1", schemas.RoleUser),
-		streams.TurnSubject("acme", "c1", schemas.RoleUser), streams.TaskSubject("acme", "c1"), streams.LabelSubject("acme", "c1", 1, "acme")} {
+	for _, subject := range []string{bus.IngestSubject("globex", "c1", schemas.RoleUser), bus.TurnSubject("globex", "c1", schemas.RoleUser),
+		bus.TurnSubject("acme", "c1", schemas.RoleUser), bus.TaskSubject("acme", "c1"), bus.LabelSubject("acme", "c1", 1, "acme")} {
 		if !bustest.Denied(t, nc, &nats.Msg{Subject: subject, Data: []byte("x")}) {
 			t.Errorf("acme publishing on %s: want a permissions violation", subject)
 		}
 	}
-	if n := h.StreamMsgs(t, streams.StreamTurns); n != 1 {
+	if n := h.StreamMsgs(t, bus.StreamTurns); n != 1 {
 		t.Errorf("REIN_TURNS holds %d messages, want acme's one", n)
 	}
 }
@@ -270,30 +271,30 @@ func TestConsumeLoopUnderStageIdentity(t *testing.T) {
 	dpub := streams.NewPublisher(djs, nil)
 	ctx := context.Background()
 	handled := make(chan error, 4)
-	c, err := consume.NewConsumer(consume.ConsumerConfig{Stage: streams.StageDetector, Stream: streams.StreamTurns,
-		Durable: streams.DurableDetector, Filter: []string{streams.UserTurnsAll}, Quarantine: true, Attempts: 1},
+	c, err := consume.NewConsumer(consume.ConsumerConfig{Stage: bus.StageDetector, Stream: bus.StreamTurns,
+		Durable: bus.DurableDetector, Filter: []string{bus.UserTurnsAll}, Quarantine: true, Attempts: 1},
 		consume.ConsumerDeps{JS: djs, Publisher: dpub, Logger: bustest.Quiet},
 		func(ctx context.Context, d streams.Decoded) error {
 			// What the detector reads: the conversation's turns (batched
 			// direct gets) and its last detection (a direct get) …
 			n := 0
-			if err := streams.ReadSubject(ctx, djs, streams.StreamTurns, streams.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation), 0, 0,
+			if err := streams.ReadSubject(ctx, djs, bus.StreamTurns, bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation), 0, 0,
 				func(streams.Raw) error { n++; return nil }); err != nil || n == 0 {
 				handled <- errors.Join(err, errors.New("no turns read"))
 				return nil
 			}
-			det, err := djs.Stream(ctx, streams.StreamDetections)
+			det, err := djs.Stream(ctx, bus.StreamDetections)
 			if err != nil {
 				handled <- err
 				return nil
 			}
-			if _, _, err := streams.LastTurn(ctx, det, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation)); err != nil {
+			if _, _, err := streams.LastTurn(ctx, det, bus.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation)); err != nil {
 				handled <- err
 				return nil
 			}
 			// … and what it stores.
 			o := bustest.TurnEvent(t, d.Meta.Tenant, d.Meta.Conversation, d.Meta.Turn, "detected")
-			_, err = dpub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation), o.Event)
+			_, err = dpub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject(d.Meta.Tenant, d.Meta.Conversation), o.Event)
 			handled <- err
 			return err
 		})
@@ -312,18 +313,18 @@ func TestConsumeLoopUnderStageIdentity(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the detector consumer handled nothing")
 	}
-	h.WaitAcked(t, 10*time.Second, streams.StreamTurns, streams.DurableDetector, 1)
+	h.WaitAcked(t, 10*time.Second, bus.StreamTurns, bus.DurableDetector, 1)
 	// An undecodable user turn: dead-lettered on the detector's DLQ subject
 	// and deleted from REIN_TURNS, under the same identity.
-	if _, err := h.JS.Publish(ctx, streams.TurnSubject("acme", "c1", schemas.RoleUser), []byte("not an event")); err != nil {
+	if _, err := h.JS.Publish(ctx, bus.TurnSubject("acme", "c1", schemas.RoleUser), []byte("not an event")); err != nil {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, 10*time.Second, "the bad turn dead-lettered and quarantined", func() bool {
-		return h.StreamMsgs(t, streams.StreamDLQ) == 1 && h.StreamMsgs(t, streams.StreamTurns) == 1
+		return h.StreamMsgs(t, bus.StreamDLQ) == 1 && h.StreamMsgs(t, bus.StreamTurns) == 1
 	})
 	// The escalation stage reads a transcript through an ordered consumer.
 	n := 0
-	if err := streams.ReadStream(ctx, ejs, streams.StreamTurns, streams.ReadOptions{Filters: []string{streams.ConversationTurns("acme", "c1")}},
+	if err := streams.ReadStream(ctx, ejs, bus.StreamTurns, streams.ReadOptions{Filters: []string{bus.ConversationTurns("acme", "c1")}},
 		func(streams.Raw) error { n++; return nil }); err != nil || n != 1 {
 		t.Errorf("ordered read under the escalation identity: %d turns, %v", n, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // StreamSettings are the operator-tunable settings of one stream.
@@ -65,7 +66,7 @@ type ProvisionConfig struct {
 // MaxReplicas is the largest replica count any stream or the bucket asks
 // for: more than 1 needs a JetStream cluster of at least that many servers.
 func (p ProvisionConfig) MaxReplicas() int {
-	n := p.settings(streams.BucketConversations).Replicas
+	n := p.settings(bus.BucketConversations).Replicas
 	if p.KVReplicas > n {
 		n = p.KVReplicas
 	}
@@ -148,7 +149,7 @@ func (p ProvisionConfig) Validate() error {
 		return err
 	}
 	for name, s := range p.Streams {
-		if _, ok := streamSubjects[name]; !ok && name != streams.BucketConversations && name != streams.BucketMembers {
+		if _, ok := streamSubjects[name]; !ok && name != bus.BucketConversations && name != bus.BucketMembers {
 			return fmt.Errorf("%w: streams.%s: no such rein stream", streams.ErrInvalidConfig, name)
 		}
 		if err := check(name, s); err != nil {
@@ -160,19 +161,19 @@ func (p ProvisionConfig) Validate() error {
 
 // streamSubjects declares, once, what each stream stores.
 var streamSubjects = map[string][]string{
-	streams.StreamTurns:      {streams.TurnsAll},
-	streams.StreamDetections: {streams.DetectionsAll},
-	streams.StreamTasks:      {streams.TasksAll},
-	streams.StreamSteps:      {streams.StepsAll},
-	streams.StreamOutcomes:   {streams.EscalationsAll, streams.ReportsAll, streams.UnansweredAll, streams.ReleasesAll},
-	streams.StreamDLQ:        {streams.DLQAll},
-	streams.StreamHandoff:    {streams.HandoffItems, streams.HandoffTimeout},
-	streams.StreamFeedback:   {streams.FeedbackAll},
-	streams.StreamLabels:     {streams.LabelsAll},
+	bus.StreamTurns:      {bus.TurnsAll},
+	bus.StreamDetections: {bus.DetectionsAll},
+	bus.StreamTasks:      {bus.TasksAll},
+	bus.StreamSteps:      {bus.StepsAll},
+	bus.StreamOutcomes:   {bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll},
+	bus.StreamDLQ:        {bus.DLQAll},
+	bus.StreamHandoff:    {bus.HandoffItems, bus.HandoffTimeout},
+	bus.StreamFeedback:   {bus.FeedbackAll},
+	bus.StreamLabels:     {bus.LabelsAll},
 }
 
 // StreamNames lists rein's streams in pipeline order.
-var StreamNames = []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes, streams.StreamDLQ, streams.StreamHandoff, streams.StreamFeedback, streams.StreamLabels}
+var StreamNames = []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps, bus.StreamOutcomes, bus.StreamDLQ, bus.StreamHandoff, bus.StreamFeedback, bus.StreamLabels}
 
 func (p ProvisionConfig) settings(name string) StreamSettings {
 	s := p.Defaults
@@ -254,10 +255,10 @@ func (p ProvisionConfig) StreamConfig(name string) jetstream.StreamConfig {
 	if s.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}
-	if name == streams.StreamLabels {
+	if name == bus.StreamLabels {
 		labelRetention(&cfg, p.Defaults, p.Streams[name])
 	}
-	if name == streams.StreamHandoff {
+	if name == bus.StreamHandoff {
 		cfg.Retention = jetstream.WorkQueuePolicy
 		// A late redelivered escalation must not become a second work item.
 		cfg.Duplicates = max(cfg.Duplicates, time.Hour)
@@ -303,7 +304,7 @@ const ConversationHistory = 64
 
 // kvConfig is the conversations bucket's configuration.
 func (p ProvisionConfig) kvConfig() jetstream.KeyValueConfig {
-	s := p.settings(streams.BucketConversations)
+	s := p.settings(bus.BucketConversations)
 	if p.KVReplicas > 0 {
 		s.Replicas = p.KVReplicas
 	}
@@ -312,7 +313,7 @@ func (p ProvisionConfig) kvConfig() jetstream.KeyValueConfig {
 		ttl = 24 * time.Hour
 	}
 	return jetstream.KeyValueConfig{
-		Bucket:    streams.BucketConversations,
+		Bucket:    bus.BucketConversations,
 		History:   ConversationHistory,
 		TTL:       ttl,
 		Replicas:  s.Replicas,
@@ -325,12 +326,12 @@ func (p ProvisionConfig) kvConfig() jetstream.KeyValueConfig {
 // memberTTL after its last renewal; membership is rebuilt from live
 // replicas, so memory storage is enough.
 func (p ProvisionConfig) membersConfig() jetstream.KeyValueConfig {
-	s := p.settings(streams.BucketMembers)
+	s := p.settings(bus.BucketMembers)
 	if p.KVReplicas > 0 {
 		s.Replicas = p.KVReplicas
 	}
 	return jetstream.KeyValueConfig{
-		Bucket:    streams.BucketMembers,
+		Bucket:    bus.BucketMembers,
 		History:   1,
 		TTL:       streams.MemberTTL,
 		Replicas:  s.Replicas,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 type provisioner struct {
@@ -42,11 +43,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, l
 		}
 	}
 	if _, err := pv.kv(ctx, js, p.kvConfig()); err != nil {
-		return fmt.Errorf("provision KV %s: %w", streams.BucketConversations, err)
+		return fmt.Errorf("provision KV %s: %w", bus.BucketConversations, err)
 	}
 	if p.Partitions > 1 {
 		if _, err := pv.kv(ctx, js, p.membersConfig()); err != nil {
-			return fmt.Errorf("provision KV %s: %w", streams.BucketMembers, err)
+			return fmt.Errorf("provision KV %s: %w", bus.BucketMembers, err)
 		}
 	}
 	return pv.retire(ctx, js)
@@ -56,7 +57,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, p ProvisionConfig, l
 // stream. The injector's went when the detector began storing each
 // detection's task itself: left in place, it would pile up every
 // detection as pending for ever.
-var retiredDurables = map[string]string{streams.StreamDetections: streams.DurableInjector}
+var retiredDurables = map[string]string{bus.StreamDetections: bus.DurableInjector}
 
 // retire deletes the retired durables, and their partitions'
 // (<durable>-p<k>), where they exist.

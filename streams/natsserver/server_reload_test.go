@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/bustest"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -36,7 +36,7 @@ func TestTenantsAddedAndRemovedWithoutARestart(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 
 	connect := func(tenant string) (*nats.Conn, error) {
-		return natsserver.Connect(natsserver.ConnectConfig{URL: h.Server.ClientURL(), NkeyFile: natsserver.SeedFile(dir, "ingress-"+tenant), InboxPrefix: streams.TenantInbox(tenant)})
+		return natsserver.Connect(natsserver.ConnectConfig{URL: h.Server.ClientURL(), NkeyFile: natsserver.SeedFile(dir, "ingress-"+tenant), InboxPrefix: bus.TenantInbox(tenant)})
 	}
 	acme, err := connect("acme")
 	if err != nil {
@@ -68,7 +68,7 @@ func TestTenantsAddedAndRemovedWithoutARestart(t *testing.T) {
 		inproc.Close()
 	}
 	// The new key has its tenant's permissions, not more.
-	if !bustest.Denied(t, globex, &nats.Msg{Subject: streams.IngestSubject("acme", "c1", "user"), Data: []byte("x")}) {
+	if !bustest.Denied(t, globex, &nats.Msg{Subject: bus.IngestSubject("acme", "c1", "user"), Data: []byte("x")}) {
 		t.Error("globex may publish acme's turns")
 	}
 

@@ -12,7 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -36,15 +36,15 @@ func TestAuthorizationConfigForAnExternalServer(t *testing.T) {
 	}
 	try := startExternalServer(t, block.String())
 	det := keys.SeedFile(natsserver.IdentityDetector)
-	if !try(det, streams.DetectionSubject("acme", "c1")) || !try(det, streams.TaskSubject("acme", "c1")) || try(det, streams.StepSubject("acme", "c1")) {
+	if !try(det, bus.DetectionSubject("acme", "c1")) || !try(det, bus.TaskSubject("acme", "c1")) || try(det, bus.StepSubject("acme", "c1")) {
 		t.Error("the detector's permissions differ from the embedded server's")
 	}
 	acme := keys.SeedFile("ingress-acme")
-	if !try(acme, streams.IngestSubject("acme", "c1", schemas.RoleUser)) || try(acme, streams.IngestSubject("globex", "c1", schemas.RoleUser)) ||
-		try(acme, streams.TurnSubject("acme", "c1", schemas.RoleUser)) {
+	if !try(acme, bus.IngestSubject("acme", "c1", schemas.RoleUser)) || try(acme, bus.IngestSubject("globex", "c1", schemas.RoleUser)) ||
+		try(acme, bus.TurnSubject("acme", "c1", schemas.RoleUser)) {
 		t.Error("acme's ingress identity is not bound to acme")
 	}
-	if try("", streams.TurnSubject("acme", "c1", schemas.RoleUser)) {
+	if try("", bus.TurnSubject("acme", "c1", schemas.RoleUser)) {
 		t.Error("a connection without a key was accepted")
 	}
 }
@@ -95,16 +95,16 @@ func TestHelmValuesForTheNATSChart(t *testing.T) {
 	body := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(merge.String()), "{"), "}")
 	try := startExternalServer(t, body)
 	det := keys.SeedFile(natsserver.IdentityDetector)
-	if !try(det, streams.DetectionSubject("acme", "c1")) {
+	if !try(det, bus.DetectionSubject("acme", "c1")) {
 		t.Error("the detector may not store a detection")
 	}
-	if !try(det, streams.TaskSubject("acme", "c1")) {
+	if !try(det, bus.TaskSubject("acme", "c1")) {
 		t.Error("the detector may not store its task")
 	}
-	if try(det, streams.StepSubject("acme", "c1")) {
+	if try(det, bus.StepSubject("acme", "c1")) {
 		t.Error("the detector may store an agent step")
 	}
-	if try("", streams.TurnSubject("acme", "c1", schemas.RoleUser)) {
+	if try("", bus.TurnSubject("acme", "c1", schemas.RoleUser)) {
 		t.Error("a connection without a key was accepted")
 	}
 }

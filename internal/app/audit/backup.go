@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -65,7 +66,7 @@ func (e *apiError) err(op string) error {
 // BackupStreams returns rein's streams plus the conversations KV bucket's
 // stream, the set `rein streams backup` saves by default.
 func BackupStreams() []string {
-	return append(slices.Clone(natsserver.StreamNames), streams.StreamConversations)
+	return append(slices.Clone(natsserver.StreamNames), bus.StreamConversations)
 }
 
 // Backup snapshots each named stream into dir (created if needed) as

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // dump is every stored message of every rein stream: subject, sequence,
@@ -86,16 +86,16 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("restored %d streams", len(got))
 		}
 		sameRecords(t, before, dump(t, dst))
-		if dst.StreamMsgs(t, streams.StreamTurns) != src.StreamMsgs(t, streams.StreamTurns) {
+		if dst.StreamMsgs(t, bus.StreamTurns) != src.StreamMsgs(t, bus.StreamTurns) {
 			t.Fatal("message counts differ")
 		}
 	})
 
 	t.Run("restore after loss on the same server", func(t *testing.T) {
-		if err := src.JS.DeleteStream(ctx, streams.StreamSteps); err != nil {
+		if err := src.JS.DeleteStream(ctx, bus.StreamSteps); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Restore(ctx, src.Conn, src.JS, dir, []string{streams.StreamSteps}, false); err != nil {
+		if _, err := Restore(ctx, src.Conn, src.JS, dir, []string{bus.StreamSteps}, false); err != nil {
 			t.Fatal(err)
 		}
 		sameRecords(t, before, dump(t, src))

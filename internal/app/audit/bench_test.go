@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 const benchEvents = 100_000
@@ -33,7 +34,7 @@ func BenchmarkReplayJSONL(b *testing.B) {
 			b.Fatal(err)
 		}
 		w := NewJSONLWriter(f)
-		if err := Read(context.Background(), js.JS, Selection{Stream: streams.StreamTurns}, nil, w.Write); err != nil {
+		if err := Read(context.Background(), js.JS, Selection{Stream: bus.StreamTurns}, nil, w.Write); err != nil {
 			b.Fatal(err)
 		}
 		if err := w.Flush(); err != nil {
@@ -62,7 +63,7 @@ func BenchmarkReplaySDK(b *testing.B) {
 		}
 		w := bufio.NewWriter(f)
 		n := 0
-		err = streams.ReadStream(context.Background(), js.JS, streams.StreamTurns, streams.ReadOptions{}, func(r streams.Raw) error {
+		err = streams.ReadStream(context.Background(), js.JS, bus.StreamTurns, streams.ReadOptions{}, func(r streams.Raw) error {
 			line, err := json.Marshal(r.Decoded.Event)
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // ExperimentConversations reads one tenant's experiment from the streams:
@@ -38,7 +39,7 @@ func ExperimentConversations(ctx context.Context, js jetstream.JetStream, tenant
 		at   time.Time
 		d    schemas.Detection
 	}
-	if err := read(streams.StreamDetections, func(conv string, r *Record) error {
+	if err := read(bus.StreamDetections, func(conv string, r *Record) error {
 		var d schemas.Detection
 		if r.Type() != schemas.TypeDetection || json.Unmarshal(r.Data, &d) != nil {
 			return nil
@@ -76,7 +77,7 @@ func ExperimentConversations(ctx context.Context, js jetstream.JetStream, tenant
 			c.Activated, activatedAt[x.conv] = true, x.d.Turn
 		}
 	}
-	if err := read(streams.StreamOutcomes, func(conv string, r *Record) error {
+	if err := read(bus.StreamOutcomes, func(conv string, r *Record) error {
 		c := byID[conv]
 		if c == nil {
 			return nil
@@ -97,7 +98,7 @@ func ExperimentConversations(ctx context.Context, js jetstream.JetStream, tenant
 	}); err != nil {
 		return "", nil, err
 	}
-	if err := read(streams.StreamSteps, func(conv string, r *Record) error {
+	if err := read(bus.StreamSteps, func(conv string, r *Record) error {
 		c := byID[conv]
 		if c == nil || !c.Activated {
 			return nil
@@ -111,7 +112,7 @@ func ExperimentConversations(ctx context.Context, js jetstream.JetStream, tenant
 	}); err != nil {
 		return "", nil, err
 	}
-	if err := read(streams.StreamFeedback, func(conv string, r *Record) error {
+	if err := read(bus.StreamFeedback, func(conv string, r *Record) error {
 		c := byID[conv]
 		var f schemas.Feedback
 		if c == nil || json.Unmarshal(r.Data, &f) != nil {

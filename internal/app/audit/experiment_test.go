@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // An experiment's conversations are read back from the streams: the arm
@@ -30,18 +31,18 @@ func TestExperimentConversationsFromTheStreams(t *testing.T) {
 		if d.Rein {
 			d.ErrorType, d.Category, d.Reasoning = "anaphora", "ambiguous", "ask which"
 		}
-		return ev(t, streams.StreamDetections, streams.DetectionSubject(tenant, conv), schemas.TypeDetection,
+		return ev(t, bus.StreamDetections, bus.DetectionSubject(tenant, conv), schemas.TypeDetection,
 			schemas.EventID("detection", tenant, conv, turn), m(tenant, conv, turn), at(s), d)
 	}
 	ctl := schemas.Detection{Experiment: "e1", Arm: schemas.ArmControl}
 	trt := schemas.Detection{Experiment: "e1", Arm: schemas.ArmTreatment}
 	on := func(d schemas.Detection) schemas.Detection { d.Rein = true; return d }
 	step := func(conv string, turn, n int, name string) streams.Out {
-		return ev(t, streams.StreamSteps, streams.StepSubject(tn, conv), schemas.TypeStep, schemas.StepEventID(tn, conv, turn, n), m(tn, conv, turn), at(30),
+		return ev(t, bus.StreamSteps, bus.StepSubject(tn, conv), schemas.TypeStep, schemas.StepEventID(tn, conv, turn, n), m(tn, conv, turn), at(30),
 			schemas.Step{Turn: turn, Step: n, Kind: schemas.StepToolCall, Name: name, Arguments: json.RawMessage(`{}`)})
 	}
 	fb := func(conv string, f schemas.Feedback) streams.Out {
-		return ev(t, streams.StreamFeedback, streams.FeedbackSubject(tn, conv, f.Key()), schemas.TypeFeedback, streams.FeedbackID(tn, conv, f.Key()), m(tn, conv, 0), at(40), f)
+		return ev(t, bus.StreamFeedback, bus.FeedbackSubject(tn, conv, f.Key()), schemas.TypeFeedback, streams.FeedbackID(tn, conv, f.Key()), m(tn, conv, 0), at(40), f)
 	}
 	publish(t, h,
 		det(tn, "c1", 1, 1, ctl), det(tn, "c1", 2, 5, on(ctl)), det(tn, "c1", 3, 9, schemas.Detection{}), // killed at turn 3: still control
@@ -49,11 +50,11 @@ func TestExperimentConversationsFromTheStreams(t *testing.T) {
 		det(tn, "old", 1, 0, schemas.Detection{Experiment: "e0", Arm: schemas.ArmControl}),
 		det(tn, "none", 1, 3, schemas.Detection{}),
 		det("globex", "g1", 1, 3, ctl),
-		ev(t, streams.StreamOutcomes, streams.EscalationSubject(tn, "c1"), schemas.TypeEscalation, schemas.EventID("escalation", tn, "c1", 3), m(tn, "c1", 3), at(10),
+		ev(t, bus.StreamOutcomes, bus.EscalationSubject(tn, "c1"), schemas.TypeEscalation, schemas.EventID("escalation", tn, "c1", 3), m(tn, "c1", 3), at(10),
 			schemas.Escalation{Turn: 3, Summary: "s", Reason: schemas.ReasonMaxSteps}),
-		ev(t, streams.StreamOutcomes, streams.UnansweredSubject(tn, "c1"), schemas.TypeUnanswered, schemas.EventID("unanswered", tn, "c1", 2), m(tn, "c1", 2), at(7),
+		ev(t, bus.StreamOutcomes, bus.UnansweredSubject(tn, "c1"), schemas.TypeUnanswered, schemas.EventID("unanswered", tn, "c1", 2), m(tn, "c1", 2), at(7),
 			schemas.Unanswered{Turn: 2, Reason: schemas.UnansweredFailed}),
-		ev(t, streams.StreamOutcomes, streams.ReportSubject(tn, "t1"), schemas.TypeReport, schemas.EventID("report", tn, "t1", 1), m(tn, "t1", 1), at(3),
+		ev(t, bus.StreamOutcomes, bus.ReportSubject(tn, "t1"), schemas.TypeReport, schemas.EventID("report", tn, "t1", 1), m(tn, "t1", 1), at(3),
 			schemas.Report{Turn: 1, Report: "which one"}),
 		step("t1", 1, 0, "ambiguity_report"), step("t1", 1, 1, "get_user_details"), step("t1", 2, 0, "cancel_reservation"),
 		step("c1", 1, 0, "cancel_reservation"), // before c1's activation at turn 2

@@ -7,6 +7,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // demoConversation is a known conversation across every stream, with
@@ -19,17 +20,17 @@ func demoConversation(t testing.TB) []streams.Out {
 	m := func(turn int) schemas.Meta { return schemas.Meta{Tenant: tn, Conversation: cv, Turn: turn} }
 	det := func(turn, s int, d schemas.Detection) streams.Out {
 		d.Turn, d.Module, d.TaxonomyVersion = turn, "rules", "rein-default-1"
-		return ev(t, streams.StreamDetections, streams.DetectionSubject(tn, cv), schemas.TypeDetection,
+		return ev(t, bus.StreamDetections, bus.DetectionSubject(tn, cv), schemas.TypeDetection,
 			schemas.EventID("detection", tn, cv, turn), m(turn), at(s), d)
 	}
 	task := func(turn, s int, text string, inc *schemas.Inception) streams.Out {
-		return ev(t, streams.StreamTasks, streams.TaskSubject(tn, cv), schemas.TypeTask,
+		return ev(t, bus.StreamTasks, bus.TaskSubject(tn, cv), schemas.TypeTask,
 			schemas.EventID("task", tn, cv, turn), m(turn), at(s), schemas.Task{Turn: turn, UserText: text, Inception: inc,
 				DetectionID: schemas.EventID("detection", tn, cv, turn)})
 	}
 	step := func(turn, n, s int, st schemas.Step) streams.Out {
 		st.Turn, st.Step = turn, n
-		return ev(t, streams.StreamSteps, streams.StepSubject(tn, cv), schemas.TypeStep,
+		return ev(t, bus.StreamSteps, bus.StepSubject(tn, cv), schemas.TypeStep,
 			schemas.StepEventID(tn, cv, turn, n), m(turn), at(s), st)
 	}
 	u1 := "Hi, I need to change my flight."
@@ -58,17 +59,17 @@ func demoConversation(t testing.TB) []streams.Out {
 		step(2, 1, 14, schemas.Step{Kind: schemas.StepReply, Output: "I cannot book hotels."}),
 		step(2, 2, 15, schemas.Step{Kind: schemas.StepToolCall, Name: "transfer_to_human_agents", CallID: "c2", Arguments: json.RawMessage(`{"summary":"hotel"}`)}),
 
-		ev(t, streams.StreamOutcomes, streams.EscalationSubject(tn, cv), schemas.TypeEscalation,
+		ev(t, bus.StreamOutcomes, bus.EscalationSubject(tn, cv), schemas.TypeEscalation,
 			schemas.EventID("escalation", tn, cv, 2), m(2), at(16), schemas.Escalation{Turn: 2, Summary: "user wants a hotel",
 				ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer, DetectionID: schemas.EventID("detection", tn, cv, 2)}),
-		ev(t, streams.StreamOutcomes, streams.ReportSubject("acme", "other"), schemas.TypeReport,
+		ev(t, bus.StreamOutcomes, bus.ReportSubject("acme", "other"), schemas.TypeReport,
 			schemas.EventID("report", "acme", "other", 1), schemas.Meta{Tenant: "acme", Conversation: "other", Turn: 1}, at(2),
 			schemas.Report{Turn: 1, Report: "not ours"}),
-		ev(t, streams.StreamDLQ, streams.DLQSubject(streams.StageAgentWorker), schemas.TypeDeadLetter,
-			"dlq-agentworker-REIN_TASKS-9", m(3), at(22), schemas.DeadLetter{Stage: streams.StageAgentWorker,
-				Reason: "model returned no reply", Subject: streams.TaskSubject(tn, cv), Stream: streams.StreamTasks, Sequence: 9, Data: []byte("{}")}),
-		ev(t, streams.StreamDLQ, streams.DLQSubject(streams.StageDetector), schemas.TypeDeadLetter,
-			"dlq-detector-REIN_TURNS-2", schemas.Meta{Tenant: "acme", Conversation: "other"}, at(3), schemas.DeadLetter{Stage: streams.StageDetector,
-				Reason: "x", Subject: streams.TurnSubject("acme", "other", "user"), Data: []byte("{}")}),
+		ev(t, bus.StreamDLQ, bus.DLQSubject(bus.StageAgentWorker), schemas.TypeDeadLetter,
+			"dlq-agentworker-REIN_TASKS-9", m(3), at(22), schemas.DeadLetter{Stage: bus.StageAgentWorker,
+				Reason: "model returned no reply", Subject: bus.TaskSubject(tn, cv), Stream: bus.StreamTasks, Sequence: 9, Data: []byte("{}")}),
+		ev(t, bus.StreamDLQ, bus.DLQSubject(bus.StageDetector), schemas.TypeDeadLetter,
+			"dlq-detector-REIN_TURNS-2", schemas.Meta{Tenant: "acme", Conversation: "other"}, at(3), schemas.DeadLetter{Stage: bus.StageDetector,
+				Reason: "x", Subject: bus.TurnSubject("acme", "other", "user"), Data: []byte("{}")}),
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // t0 is the event time of the fixtures' first event.
@@ -32,7 +33,7 @@ func ev(t testing.TB, stream, subject, typ, id string, m schemas.Meta, at time.T
 
 func turnOut(t testing.TB, tenant, conv string, turn int, role, text string, at time.Time) streams.Out {
 	m := schemas.Meta{Tenant: tenant, Conversation: conv, Turn: turn}
-	return ev(t, streams.StreamTurns, streams.TurnSubject(tenant, conv, role), schemas.TypeTurn,
+	return ev(t, bus.StreamTurns, bus.TurnSubject(tenant, conv, role), schemas.TypeTurn,
 		schemas.EventID("turn-"+role, tenant, conv, turn), m, at, schemas.Turn{Role: role, Text: text, Turn: turn})
 }
 
@@ -93,11 +94,11 @@ func bulkTurns(t testing.TB, js *testutil.JS, n, convs int) {
 		}
 		for k, v := range map[string]string{"id": id, "subject": conv, "conversation": conv, "partitionkey": conv, "tenant": tenant,
 			"turn": strconv.Itoa(turn), "time": t0.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano)} {
-			hdr.Set(streams.HeaderCEPrefix+k, v)
+			hdr.Set(bus.HeaderCEPrefix+k, v)
 		}
-		hdr.Set(streams.HeaderMsgID, id)
+		hdr.Set(bus.HeaderMsgID, id)
 		data, _ := json.Marshal(schemas.Turn{Role: role, Text: fmt.Sprintf("message %d of conversation %d", turn, c), Turn: turn})
-		f, err := js.JS.PublishMsgAsync(&nats.Msg{Subject: streams.TurnSubject(tenant, conv, role), Header: hdr, Data: data})
+		f, err := js.JS.PublishMsgAsync(&nats.Msg{Subject: bus.TurnSubject(tenant, conv, role), Header: hdr, Data: data})
 		if err != nil {
 			t.Fatalf("publish: %v", err)
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // contextAttrs are the CloudEvents context attributes in the order
@@ -48,13 +48,13 @@ func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
 		if len(v) == 0 {
 			continue
 		}
-		if len(k) <= len(streams.HeaderCEPrefix) || !strings.EqualFold(k[:len(streams.HeaderCEPrefix)], streams.HeaderCEPrefix) {
-			if strings.EqualFold(k, streams.HeaderContentType) {
+		if len(k) <= len(bus.HeaderCEPrefix) || !strings.EqualFold(k[:len(bus.HeaderCEPrefix)], bus.HeaderCEPrefix) {
+			if strings.EqualFold(k, bus.HeaderContentType) {
 				plainCT = v[0]
 			}
 			continue
 		}
-		name := k[len(streams.HeaderCEPrefix):]
+		name := k[len(bus.HeaderCEPrefix):]
 		if hasUpper(name) {
 			name = strings.ToLower(name)
 		}

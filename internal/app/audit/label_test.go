@@ -10,6 +10,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // A conversation's timeline shows its labels, in words, and never a label
@@ -18,7 +19,7 @@ func TestTimelineShowsItsTenantsLabels(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
 	outs := demoConversation(t)
 	lab := func(tenant string, l schemas.Label, s int) streams.Out {
-		return ev(t, streams.StreamLabels, streams.LabelSubject(tenant, "demo1", l.Turn, l.Labeller), schemas.TypeLabel,
+		return ev(t, bus.StreamLabels, bus.LabelSubject(tenant, "demo1", l.Turn, l.Labeller), schemas.TypeLabel,
 			schemas.LabelMsgID(tenant, "demo1", l.Turn, l), schemas.Meta{Tenant: tenant, Conversation: "demo1", Turn: l.Turn}, t0.Add(time.Duration(60+s)*time.Second), l)
 	}
 	outs = append(outs,

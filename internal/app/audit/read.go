@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Record is one stored message as read back, undecoded: replay writes it
@@ -28,11 +29,11 @@ type Record struct {
 // "ce-datacontenttype" for datacontenttype).
 func (r *Record) Attr(name string) string {
 	if name == "datacontenttype" {
-		if v := r.header(streams.HeaderContentType); v != "" {
+		if v := r.header(bus.HeaderContentType); v != "" {
 			return v
 		}
 	}
-	return r.header(streams.HeaderCEPrefix + name)
+	return r.header(bus.HeaderCEPrefix + name)
 }
 
 func (r *Record) header(key string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestReplay100k(t *testing.T) {
@@ -21,10 +22,10 @@ func TestReplay100k(t *testing.T) {
 	const n, convs = 100_000, 1000
 	js := testutil.StartJetStream(t, "")
 	bulkTurns(t, js, n, convs)
-	if got := js.StreamMsgs(t, streams.StreamTurns); got != n {
+	if got := js.StreamMsgs(t, bus.StreamTurns); got != n {
 		t.Fatalf("stream holds %d messages, want %d", got, n)
 	}
-	all := readAll(t, js, Selection{Stream: streams.StreamTurns})
+	all := readAll(t, js, Selection{Stream: bus.StreamTurns})
 	if len(all) != n {
 		t.Fatalf("full read: %d records, want %d", len(all), n)
 	}
@@ -37,7 +38,7 @@ func TestReplay100k(t *testing.T) {
 	t.Run("by conversation", func(t *testing.T) {
 		for _, c := range []int{0, 1, 537, 999} {
 			conv := fmt.Sprintf("c%04d", c)
-			got := readAll(t, js, Selection{Stream: streams.StreamTurns, Tenant: tenantOf(c), Conversation: conv})
+			got := readAll(t, js, Selection{Stream: bus.StreamTurns, Tenant: tenantOf(c), Conversation: conv})
 			if len(got) != n/convs {
 				t.Fatalf("%s: %d records, want %d", conv, len(got), n/convs)
 			}
@@ -53,7 +54,7 @@ func TestReplay100k(t *testing.T) {
 	})
 
 	t.Run("by tenant", func(t *testing.T) {
-		got := readAll(t, js, Selection{Stream: streams.StreamTurns, Tenant: "globex"})
+		got := readAll(t, js, Selection{Stream: bus.StreamTurns, Tenant: "globex"})
 		if len(got) != n/2 {
 			t.Fatalf("%d records, want %d", len(got), n/2)
 		}
@@ -67,7 +68,7 @@ func TestReplay100k(t *testing.T) {
 				want = append(want, r.Sequence)
 			}
 		}
-		got := readAll(t, js, Selection{Stream: streams.StreamTurns, Since: since, Until: until})
+		got := readAll(t, js, Selection{Stream: bus.StreamTurns, Since: since, Until: until})
 		if len(got) != len(want) || len(got) < 40_000 || len(got) >= n {
 			t.Fatalf("%d records, want %d (at least 40000, fewer than all)", len(got), len(want))
 		}
@@ -89,7 +90,7 @@ func TestReplay100k(t *testing.T) {
 			{0, 25_000, 1, 25_000},
 			{99_999, 200_000, 99_999, 2},
 		} {
-			got := readAll(t, js, Selection{Stream: streams.StreamTurns, FromSeq: tc.from, ToSeq: tc.to})
+			got := readAll(t, js, Selection{Stream: bus.StreamTurns, FromSeq: tc.from, ToSeq: tc.to})
 			if uint64(len(got)) != tc.cnt || got[0].Sequence != tc.first || got[len(got)-1].Sequence != tc.first+tc.cnt-1 {
 				t.Fatalf("%d..%d: %d records", tc.from, tc.to, len(got))
 			}
@@ -97,7 +98,7 @@ func TestReplay100k(t *testing.T) {
 	})
 
 	t.Run("sequence and conversation", func(t *testing.T) {
-		got := readAll(t, js, Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "c0002", FromSeq: 10_000, ToSeq: 20_000})
+		got := readAll(t, js, Selection{Stream: bus.StreamTurns, Tenant: "acme", Conversation: "c0002", FromSeq: 10_000, ToSeq: 20_000})
 		if len(got) != 10 || got[0].Sequence != 10_003 || got[9].Sequence != 19_003 {
 			t.Fatalf("got %d records from %d", len(got), got[0].Sequence)
 		}
@@ -107,7 +108,7 @@ func TestReplay100k(t *testing.T) {
 		var buf bytes.Buffer
 		w := NewJSONLWriter(&buf)
 		var pending uint64
-		err := Read(context.Background(), js.JS, Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "c0010"},
+		err := Read(context.Background(), js.JS, Selection{Stream: bus.StreamTurns, Tenant: "acme", Conversation: "c0010"},
 			func(p uint64) { pending = p }, w.Write)
 		if err != nil || w.Flush() != nil {
 			t.Fatal(err)
@@ -128,7 +129,7 @@ func TestReplay100k(t *testing.T) {
 
 func TestReadEmptyAndMissing(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
-	if got := readAll(t, js, Selection{Stream: streams.StreamSteps}); len(got) != 0 {
+	if got := readAll(t, js, Selection{Stream: bus.StreamSteps}); len(got) != 0 {
 		t.Fatalf("empty stream gave %d records", len(got))
 	}
 	err := Read(context.Background(), js.JS, Selection{Stream: "NOPE"}, nil, func(*Record) error { return nil })
@@ -137,9 +138,9 @@ func TestReadEmptyAndMissing(t *testing.T) {
 	}
 	for _, sel := range []Selection{
 		{},
-		{Stream: streams.StreamTurns, Tenant: "a.b"},
-		{Stream: streams.StreamTurns, FromSeq: 5, ToSeq: 4},
-		{Stream: streams.StreamTurns, Since: t0, Until: t0.Add(-time.Second)},
+		{Stream: bus.StreamTurns, Tenant: "a.b"},
+		{Stream: bus.StreamTurns, FromSeq: 5, ToSeq: 4},
+		{Stream: bus.StreamTurns, Since: t0, Until: t0.Add(-time.Second)},
 	} {
 		if err := Read(context.Background(), js.JS, sel, nil, nil); err == nil {
 			t.Errorf("%+v: no error", sel)

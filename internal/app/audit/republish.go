@@ -10,12 +10,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // DefaultReplayStream stores republished events (subjects "<prefix>.>").
 // It lies outside rein's live streams: no stage consumes it unless pointed
 // at it on purpose.
-const DefaultReplayStream = streams.StreamReplay
+const DefaultReplayStream = bus.StreamReplay
 
 // republishBatch is how many asynchronous publishes are checked at once.
 const republishBatch = 2048
@@ -102,10 +103,10 @@ func (p *Republisher) Write(r *Record) error {
 	for k, v := range r.Header {
 		hdr[k] = v
 	}
-	if id := hdr.Get(streams.HeaderMsgID); id != "" {
-		hdr.Set(streams.HeaderMsgID, p.prefix+":"+id)
+	if id := hdr.Get(bus.HeaderMsgID); id != "" {
+		hdr.Set(bus.HeaderMsgID, p.prefix+":"+id)
 	}
-	hdr.Del(streams.HeaderExpectedStream)
+	hdr.Del(bus.HeaderExpectedStream)
 	m := &nats.Msg{Subject: p.prefix + "." + r.Subject, Header: hdr, Data: r.Data}
 	f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(p.stream))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/internal/testutil"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestCheckPrefix(t *testing.T) {
@@ -30,13 +30,13 @@ func TestRepublish(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
 	publish(t, js, demoConversation(t)...)
 	ctx := context.Background()
-	turnsBefore := js.StreamMsgs(t, streams.StreamTurns)
+	turnsBefore := js.StreamMsgs(t, bus.StreamTurns)
 	for run := range 2 { // a repeated replay is de-duplicated
 		p, err := NewRepublisher(ctx, js.JS, "replay", "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Read(ctx, js.JS, Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "demo1"}, nil, p.Write); err != nil {
+		if err := Read(ctx, js.JS, Selection{Stream: bus.StreamTurns, Tenant: "acme", Conversation: "demo1"}, nil, p.Write); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.Flush(ctx); err != nil {
@@ -50,7 +50,7 @@ func TestRepublish(t *testing.T) {
 	if len(got) != 5 {
 		t.Fatalf("replay stream holds %d, want 5", len(got))
 	}
-	orig := readAll(t, js, Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "demo1"})
+	orig := readAll(t, js, Selection{Stream: bus.StreamTurns, Tenant: "acme", Conversation: "demo1"})
 	for i, r := range got {
 		if r.Subject != "replay."+orig[i].Subject || !strings.HasPrefix(r.Subject, "replay.rein.turns.acme.demo1.") ||
 			string(r.Data) != string(orig[i].Data) || r.Attr("id") != orig[i].Attr("id") {
@@ -64,7 +64,7 @@ func TestRepublish(t *testing.T) {
 	if n := len(readAll(t, js, Selection{Stream: DefaultReplayStream, Tenant: "acme", Conversation: "nope"})); n != 0 {
 		t.Fatalf("header filter found %d for another conversation", n)
 	}
-	if js.StreamMsgs(t, streams.StreamTurns) != turnsBefore {
+	if js.StreamMsgs(t, bus.StreamTurns) != turnsBefore {
 		t.Fatal("live stream changed")
 	}
 	// A second prefix extends the replay stream's subjects.

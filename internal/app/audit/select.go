@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Selection picks a range of one stream. Tenant and Conversation narrow by
@@ -56,7 +56,7 @@ func (s Selection) filters() []string {
 	if s.Tenant == "" && s.Conversation == "" {
 		return nil
 	}
-	return streams.SubjectsFor(s.Stream, s.Tenant, s.Conversation)
+	return bus.SubjectsFor(s.Stream, s.Tenant, s.Conversation)
 }
 
 // ParseTime reads an RFC3339 time or a duration before now ("24h", "90m",

@@ -15,7 +15,7 @@ import (
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Labels of a decision in a shadow comparison besides error type names.
@@ -257,9 +257,9 @@ func UserTurns(ctx context.Context, js jetstream.JetStream, sel TurnSelection, f
 		return t, nil
 	}
 	dialogues := map[ConvRef]*surface{}
-	rs := Selection{Stream: streams.StreamTurns, Tenant: sel.Tenant, Until: sel.Until}
+	rs := Selection{Stream: bus.StreamTurns, Tenant: sel.Tenant, Until: sel.Until}
 	for _, c := range sel.Conversations {
-		rs.Filters = append(rs.Filters, streams.ConversationTurns(c.Tenant, c.Conversation))
+		rs.Filters = append(rs.Filters, bus.ConversationTurns(c.Tenant, c.Conversation))
 	}
 	return Read(ctx, js, rs, nil, func(r *Record) error {
 		if r.Type() != schemas.TypeTurn {
@@ -348,9 +348,9 @@ func (s *surface) add(t schemas.Turn, max int) bool {
 
 func recordedDetections(ctx context.Context, js jetstream.JetStream, cfg TurnSelection) (map[turnKey]schemas.Detection, error) {
 	out := map[turnKey]schemas.Detection{}
-	sel := Selection{Stream: streams.StreamDetections, Tenant: cfg.Tenant}
+	sel := Selection{Stream: bus.StreamDetections, Tenant: cfg.Tenant}
 	for _, c := range cfg.Conversations {
-		sel.Filters = append(sel.Filters, streams.AnyPartition(streams.DetectionSubject(c.Tenant, c.Conversation))...)
+		sel.Filters = append(sel.Filters, bus.AnyPartition(bus.DetectionSubject(c.Tenant, c.Conversation))...)
 	}
 	err := Read(ctx, js, sel, nil, func(r *Record) error {
 		if r.Type() != schemas.TypeDetection {

@@ -16,6 +16,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // taxonomyWithout is the default taxonomy minus one error type.
@@ -80,7 +81,7 @@ func recordWith(t *testing.T, js *testutil.JS, m inception.Module, convs int) ma
 			}
 			det := schemas.Detection{Turn: turn, UserText: text, Rein: dec.Rein, ErrorType: dec.ErrorType, Category: dec.Category,
 				RecoveryTool: dec.RecoveryTool, Reasoning: dec.Reasoning, Module: m.Name(), TaxonomyVersion: dec.TaxonomyVersion}
-			outs = append(outs, ev(t, streams.StreamDetections, streams.DetectionSubject("acme", conv), schemas.TypeDetection,
+			outs = append(outs, ev(t, bus.StreamDetections, bus.DetectionSubject("acme", conv), schemas.TypeDetection,
 				schemas.EventID("detection", "acme", conv, turn), schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn}, at, det))
 			labels[fmt.Sprintf("%s/%d", conv, turn)] = labelOf(dec.Rein, dec.Failed, dec.ErrorType)
 			agent := "Let me check that for you."
@@ -224,7 +225,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("publishes nothing", func(t *testing.T) {
-		if n := js.StreamMsgs(t, streams.StreamDetections); n != uint64(len(recorded)) {
+		if n := js.StreamMsgs(t, bus.StreamDetections); n != uint64(len(recorded)) {
 			t.Fatalf("detections stream holds %d, want %d", n, len(recorded))
 		}
 	})

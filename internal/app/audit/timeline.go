@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // TimelineStreams are the streams a conversation's timeline is read from,
@@ -21,8 +22,8 @@ import (
 // REIN_HANDOFF is left out: it is a work queue (an extra consumer would
 // compete with the handoff claimers) and its items repeat escalations.
 var TimelineStreams = []string{
-	streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps,
-	streams.StreamOutcomes, streams.StreamDLQ, streams.StreamFeedback, streams.StreamLabels,
+	bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps,
+	bus.StreamOutcomes, bus.StreamDLQ, bus.StreamFeedback, bus.StreamLabels,
 }
 
 // Entry is one event of a conversation's timeline.

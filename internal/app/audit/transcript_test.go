@@ -11,6 +11,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestTranscriptGolden(t *testing.T) {
@@ -20,10 +21,10 @@ func TestTranscriptGolden(t *testing.T) {
 		golden string
 		sel    Selection
 	}{
-		{"transcript_demo1.golden", Selection{Stream: streams.StreamTurns, Tenant: "acme", Conversation: "demo1"}},
-		{"transcript_tenant.golden", Selection{Stream: streams.StreamTurns, Tenant: "acme"}},
-		{"transcript_steps_demo1.golden", Selection{Stream: streams.StreamSteps, Tenant: "acme", Conversation: "demo1"}},
-		{"transcript_dlq_demo1.golden", Selection{Stream: streams.StreamDLQ, Tenant: "acme", Conversation: "demo1"}},
+		{"transcript_demo1.golden", Selection{Stream: bus.StreamTurns, Tenant: "acme", Conversation: "demo1"}},
+		{"transcript_tenant.golden", Selection{Stream: bus.StreamTurns, Tenant: "acme"}},
+		{"transcript_steps_demo1.golden", Selection{Stream: bus.StreamSteps, Tenant: "acme", Conversation: "demo1"}},
+		{"transcript_dlq_demo1.golden", Selection{Stream: bus.StreamDLQ, Tenant: "acme", Conversation: "demo1"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -91,11 +92,11 @@ func TestTranscriptGroupsConversations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := streams.Encode(streams.TurnSubject("acme", conv, schemas.RoleUser), &ev)
+		msg, err := streams.Encode(bus.TurnSubject("acme", conv, schemas.RoleUser), &ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &Record{Stream: streams.StreamTurns, Subject: msg.Subject, Sequence: seq, Header: msg.Header, Data: msg.Data}
+		return &Record{Stream: bus.StreamTurns, Subject: msg.Subject, Sequence: seq, Header: msg.Header, Data: msg.Data}
 	}
 	feed := func(w *TextWriter) string {
 		var buf bytes.Buffer

@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -184,7 +185,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err := waitShared(ctx, procs, plan.Partitions); err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
-	turns, err := js.Stream(ctx, streams.StreamTurns)
+	turns, err := js.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
@@ -214,7 +215,7 @@ func waitShared(ctx context.Context, procs []*pipeline.Process, partitions int) 
 		total, least := map[string]float64{}, map[string]float64{}
 		for i, p := range procs {
 			for stage, n := range gaugeByStage(p, telemetry.MStagePartitions) {
-				if stage == streams.StageEscalation {
+				if stage == bus.StageEscalation {
 					continue // its stream has no partitions
 				}
 				total[stage] += n
@@ -287,8 +288,8 @@ func activeReplicas(procs []*pipeline.Process) map[string]int {
 func storedOutcomes(ctx context.Context, js jetstream.JetStream) (int, error) {
 	n := 0
 	for stream, subjects := range map[string][]string{
-		streams.StreamTurns:    streams.AnyPartition(streams.TurnSubject(tenant, "*", schemas.RoleAgent)),
-		streams.StreamOutcomes: {streams.EscalationSubject(tenant, "*"), streams.UnansweredSubject(tenant, "*")},
+		bus.StreamTurns:    bus.AnyPartition(bus.TurnSubject(tenant, "*", schemas.RoleAgent)),
+		bus.StreamOutcomes: {bus.EscalationSubject(tenant, "*"), bus.UnansweredSubject(tenant, "*")},
 	} {
 		s, err := js.Stream(ctx, stream)
 		if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -285,7 +286,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = PeakRSSMB()
-		res.DuplicatesS = rt.Prov.StreamConfig(streams.StreamSteps).Duplicates.Seconds()
+		res.DuplicatesS = rt.Prov.StreamConfig(bus.StreamSteps).Duplicates.Seconds()
 		if err == nil && plan.MemProfile != "" {
 			err = writeHeapProfile(plan.MemProfile)
 		}
@@ -361,7 +362,7 @@ func (r *Result) compare(raw, shape RawChainResult) {
 // freshServer refuses a server that already holds rein turns: the run's
 // counts and latencies would mix with them.
 func freshServer(ctx context.Context, rt *pipeline.Process) error {
-	st, err := rt.JS.Stream(ctx, streams.StreamTurns)
+	st, err := rt.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -393,7 +394,7 @@ func writeHeapProfile(path string) error {
 func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, partitions int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	type durable struct{ stream, durable string }
-	stageDurables := []durable{{streams.StreamTurns, streams.DurableDetector}, {streams.StreamTasks, streams.DurableAgentWorker}}
+	stageDurables := []durable{{bus.StreamTurns, bus.DurableDetector}, {bus.StreamTasks, bus.DurableAgentWorker}}
 	pulling := stageDurables
 	if partitions > 1 {
 		pulling = nil
@@ -470,7 +471,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		}
 		mu.Unlock()
 	}
-	for _, subj := range []string{streams.TurnSubject(tenant, "*", schemas.RoleAgent), streams.EscalationSubject(tenant, "*"), streams.UnansweredSubject(tenant, "*")} {
+	for _, subj := range []string{bus.TurnSubject(tenant, "*", schemas.RoleAgent), bus.EscalationSubject(tenant, "*"), bus.UnansweredSubject(tenant, "*")} {
 		sub, err := nc.Subscribe(subj, done)
 		if err != nil {
 			return res, err
@@ -534,7 +535,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 				sent[schemas.EventID("turn", tenant, conv, turn)+"-agent"] = time.Now()
 				inFlightMax = max(inFlightMax, len(sent))
 				mu.Unlock()
-				batch = append(batch, streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev})
+				batch = append(batch, streams.Out{Stream: bus.StreamTurns, Subject: bus.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev})
 				if len(batch) == cap(batch) {
 					if err := flush(); err != nil {
 						return res, err
@@ -589,7 +590,7 @@ func (r *Result) summarize(lat []time.Duration, elapsed, cpu, modelLatency time.
 // avgEventBytes is the mean stored size of rein's events in this run.
 func avgEventBytes(ctx context.Context, rt *pipeline.Process) int {
 	var msgs, bytes uint64
-	for _, name := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps} {
+	for _, name := range []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps} {
 		s, err := rt.JS.Stream(ctx, name)
 		if err != nil {
 			continue
@@ -612,11 +613,11 @@ func eventHeaders(ctx context.Context, rt *pipeline.Process, persist string) (He
 	if persist == "turn" {
 		h.Plain = 1
 	}
-	s, err := rt.JS.Stream(ctx, streams.StreamTurns)
+	s, err := rt.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return h, fmt.Errorf("bench: %w", err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, streams.TurnSubject(tenant, convName(0), schemas.RoleUser)))
+	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, bus.TurnSubject(tenant, convName(0), schemas.RoleUser)))
 	if err != nil {
 		return h, fmt.Errorf("bench: a stored user turn: %w", err)
 	}
@@ -638,7 +639,7 @@ func extraStores(ctx context.Context, rt *pipeline.Process, turns int, persist s
 	if persist == "turn" {
 		writes = 1
 	}
-	s, err := rt.JS.Stream(ctx, streams.StreamSteps)
+	s, err := rt.JS.Stream(ctx, bus.StreamSteps)
 	if err != nil || turns == 0 {
 		return writes
 	}

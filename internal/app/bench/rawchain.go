@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/internal/app/eval"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -85,13 +85,13 @@ func (h Headers) msg(stream, tag string, i uint64, data []byte, plain bool) *nat
 	for k, v := range h.Template {
 		m.Header[k] = v
 	}
-	for _, k := range []string{"ce-id", streams.HeaderMsgID} {
+	for _, k := range []string{"ce-id", bus.HeaderMsgID} {
 		if _, ok := m.Header[k]; ok {
 			m.Header[k] = []string{tag + "-" + strconv.FormatUint(i, 10)}
 		}
 	}
-	if _, ok := m.Header[streams.HeaderExpectedStream]; ok {
-		m.Header[streams.HeaderExpectedStream] = []string{stream}
+	if _, ok := m.Header[bus.HeaderExpectedStream]; ok {
+		m.Header[bus.HeaderExpectedStream] = []string{stream}
 	}
 	return m
 }

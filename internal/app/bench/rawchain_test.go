@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestRawChainDeliversEveryMessage(t *testing.T) {
@@ -44,11 +44,11 @@ func TestRawShapeStoresTheExtraMessages(t *testing.T) {
 // stream would be refused.
 func TestRawShapeWithHeaders(t *testing.T) {
 	tmpl := nats.Header{
-		"ce-specversion":             {"1.0"},
-		"ce-id":                      {"turn-bench-b00001-1-user"},
-		"ce-type":                    {"dev.rein.turn.v1"},
-		streams.HeaderMsgID:          {"turn-bench-b00001-1-user"},
-		streams.HeaderExpectedStream: {"REIN_TURNS"},
+		"ce-specversion":         {"1.0"},
+		"ce-id":                  {"turn-bench-b00001-1-user"},
+		"ce-type":                {"dev.rein.turn.v1"},
+		bus.HeaderMsgID:          {"turn-bench-b00001-1-user"},
+		bus.HeaderExpectedStream: {"REIN_TURNS"},
 	}
 	res, err := RunRawShape(context.Background(), t.TempDir(), 1000, 512, []int{0, 0, 5}, Headers{Template: tmpl, Plain: 2})
 	if err != nil {

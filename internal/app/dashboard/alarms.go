@@ -8,12 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // readDeadLetters counts the messages in REIN_DLQ.
 func readDeadLetters(ctx context.Context, js jetstream.JetStream) (float64, error) {
-	st, err := streamState(ctx, js, streams.StreamDLQ)
+	st, err := streamState(ctx, js, bus.StreamDLQ)
 	return float64(st.Msgs), err
 }
 
@@ -44,7 +44,7 @@ func (d *Dashboard) alarms(cur sample, now time.Time) []Alarm {
 			n := cur.dlq - base.dlq
 			out = append(out, Alarm{Kind: "dead_letters", Text: fmt.Sprintf(
 				"%g new dead letter(s) since %s (%g in %s): turns or events could not be processed; inspect them with rein dlq list and put them back with rein dlq redrive",
-				n, timeText(base.at), cur.dlq, streams.StreamDLQ)})
+				n, timeText(base.at), cur.dlq, bus.StreamDLQ)})
 		}
 	}
 	for _, ep := range slices.Sorted(func(yield func(string) bool) {

@@ -25,6 +25,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -132,13 +133,13 @@ func fromMetrics(t *testing.T, url string) shown {
 		s.Tenants[k] = [3]string{num(v), num(tenantAct[k]), pct(tenantAct[k], v-tenantFailed[k])}
 	}
 	for _, m := range mfs[telemetry.MStreamMessages].GetMetric() {
-		if lbl(m, "stream") == streams.StreamDLQ {
+		if lbl(m, "stream") == bus.StreamDLQ {
 			s.DeadLetters = num(m.GetGauge().GetValue())
 		}
 	}
 	gauge := func(name string) string {
 		for _, m := range mfs[name].GetMetric() {
-			if lbl(m, "stream") == streams.StreamTurns && lbl(m, "consumer") == streams.DurableDetector {
+			if lbl(m, "stream") == bus.StreamTurns && lbl(m, "consumer") == bus.DurableDetector {
 				return num(m.GetGauge().GetValue())
 			}
 		}
@@ -410,8 +411,8 @@ func TestBrowser(t *testing.T) {
 	avail := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: telemetry.MModelAvailable, Help: "m"}, []string{"endpoint"})
 	f.reg.MustRegister(avail)
 	avail.WithLabelValues("inception").Set(0)
-	if err := streams.PublishDeadLetter(context.Background(), f.pub, streams.StageDetector, streams.StreamTurns, 9, 1,
-		streams.TurnSubject(tenant, "conv-9", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
+	if err := streams.PublishDeadLetter(context.Background(), f.pub, bus.StageDetector, bus.StreamTurns, 9, 1,
+		bus.TurnSubject(tenant, "conv-9", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
 		t.Fatal(err)
 	}
 	testutil.CheckFor(t, 60*time.Second, "the alarm banner did not appear", func() bool {

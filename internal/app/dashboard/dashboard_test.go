@@ -18,7 +18,7 @@ import (
 
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -348,7 +348,7 @@ func TestRecentOutcomesFollowStream(t *testing.T) {
 		t.Fatalf("recent %v", got)
 	}
 	for i := range 3 {
-		f.publish(ctx, t, streams.StreamOutcomes, streams.ReportSubject(tenant, "conv-3"), schemas.TypeReport,
+		f.publish(ctx, t, bus.StreamOutcomes, bus.ReportSubject(tenant, "conv-3"), schemas.TypeReport,
 			fmt.Sprintf("report-acme-conv-3-%d", i+1), schemas.Meta{Tenant: tenant, Conversation: "conv-3", Turn: i + 1},
 			schemas.Report{Turn: i + 1, Report: "which one?", ErrorType: "anaphora"})
 		if i == 0 {
@@ -445,7 +445,7 @@ func TestAnEventWithoutTimeShowsTheStoreTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev.SetTime(time.Time{})
-	if _, err := f.pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, "untimed", schemas.RoleUser), &ev); err != nil {
+	if _, err := f.pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(tenant, "untimed", schemas.RoleUser), &ev); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now().Add(time.Second)

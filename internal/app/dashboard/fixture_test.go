@@ -17,6 +17,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -73,13 +74,13 @@ func newFixture(t *testing.T) *fixture {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := js.JS.CreateOrUpdateConsumer(ctx, streams.StreamTurns, jetstream.ConsumerConfig{
-		Durable: streams.DurableDetector, FilterSubject: streams.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
+	if _, err := js.JS.CreateOrUpdateConsumer(ctx, bus.StreamTurns, jetstream.ConsumerConfig{
+		Durable: bus.DurableDetector, FilterSubject: bus.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {
 		t.Fatalf("create consumer: %v", err)
 	}
-	if err := streams.PublishDeadLetter(ctx, f.pub, streams.StageDetector, streams.StreamTurns, 7, 1,
-		streams.TurnSubject(tenant, "conv-9", schemas.RoleUser), nil, []byte("{not json"), "undecodable: not a CloudEvent"); err != nil {
+	if err := streams.PublishDeadLetter(ctx, f.pub, bus.StageDetector, bus.StreamTurns, 7, 1,
+		bus.TurnSubject(tenant, "conv-9", schemas.RoleUser), nil, []byte("{not json"), "undecodable: not a CloudEvent"); err != nil {
 		t.Fatalf("dead letter: %v", err)
 	}
 	f.publishConversation(ctx, t)
@@ -100,7 +101,7 @@ func (f *fixture) publish(ctx context.Context, t *testing.T, stream, subject, ty
 func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 	t.Helper()
 	turn := func(c string, n int, role, text string) {
-		f.publish(ctx, t, streams.StreamTurns, streams.TurnSubject(tenant, c, role), schemas.TypeTurn,
+		f.publish(ctx, t, bus.StreamTurns, bus.TurnSubject(tenant, c, role), schemas.TypeTurn,
 			fmt.Sprintf("turn-%s-%s-%d-%s", tenant, c, n, role), schemas.Meta{Tenant: tenant, Conversation: c, Turn: n},
 			schemas.Turn{Role: role, Text: text, Turn: n})
 	}
@@ -110,16 +111,16 @@ func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 		if args != nil {
 			raw, _ = json.Marshal(args)
 		}
-		f.publish(ctx, t, streams.StreamSteps, streams.StepSubject(tenant, conv), schemas.TypeStep,
+		f.publish(ctx, t, bus.StreamSteps, bus.StepSubject(tenant, conv), schemas.TypeStep,
 			fmt.Sprintf("step-%s-%s-%d-%d", tenant, conv, n, i), m(n),
 			schemas.Step{Turn: n, Step: i, Kind: kind, Name: name, CallID: fmt.Sprintf("call-%d-%d", n, i), Arguments: raw, Output: output, Injected: injected})
 	}
 	detection := func(n int, d schemas.Detection) {
-		f.publish(ctx, t, streams.StreamDetections, streams.DetectionSubject(tenant, conv), schemas.TypeDetection,
+		f.publish(ctx, t, bus.StreamDetections, bus.DetectionSubject(tenant, conv), schemas.TypeDetection,
 			fmt.Sprintf("detector-%s-%s-%d", tenant, conv, n), m(n), d)
 	}
 	task := func(n int, text string, inc *schemas.Inception) {
-		f.publish(ctx, t, streams.StreamTasks, streams.TaskSubject(tenant, conv), schemas.TypeTask,
+		f.publish(ctx, t, bus.StreamTasks, bus.TaskSubject(tenant, conv), schemas.TypeTask,
 			fmt.Sprintf("injector-%s-%s-%d", tenant, conv, n), m(n),
 			schemas.Task{Turn: n, UserText: text, DetectionID: fmt.Sprintf("detector-%s-%s-%d", tenant, conv, n), Inception: inc})
 	}
@@ -142,7 +143,7 @@ func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 	step(2, 1, schemas.StepToolResult, schemas.ToolThink, nil, "", true)
 	step(2, 2, schemas.StepToolCall, schemas.ToolTransfer, map[string]string{"summary": escSummary}, "", false)
 	step(2, 3, schemas.StepToolResult, schemas.ToolTransfer, nil, "Transfer successful", false)
-	f.publish(ctx, t, streams.StreamOutcomes, streams.EscalationSubject(tenant, conv), schemas.TypeEscalation,
+	f.publish(ctx, t, bus.StreamOutcomes, bus.EscalationSubject(tenant, conv), schemas.TypeEscalation,
 		fmt.Sprintf("escalation-%s-%s-2", tenant, conv), m(2),
 		schemas.Escalation{Turn: 2, Summary: escSummary, ErrorType: "unsupported_parameter", Reason: schemas.ReasonTransfer,
 			DetectionID: fmt.Sprintf("detector-%s-%s-2", tenant, conv), Thought: plantedText})
@@ -150,7 +151,7 @@ func (f *fixture) publishConversation(ctx context.Context, t *testing.T) {
 
 	// Another conversation with an ambiguity report.
 	turn("conv-2", 1, schemas.RoleUser, "Cancel that one.")
-	f.publish(ctx, t, streams.StreamOutcomes, streams.ReportSubject(tenant, "conv-2"), schemas.TypeReport,
+	f.publish(ctx, t, bus.StreamOutcomes, bus.ReportSubject(tenant, "conv-2"), schemas.TypeReport,
 		"report-acme-conv-2-1", schemas.Meta{Tenant: tenant, Conversation: "conv-2", Turn: 1},
 		schemas.Report{Turn: 1, Report: reportText, ErrorType: "anaphora"})
 }

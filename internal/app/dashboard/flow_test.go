@@ -15,6 +15,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -32,7 +33,7 @@ func publishTurns(t *testing.T, js *testutil.JS, identity, conv string, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
 	}
@@ -63,8 +64,8 @@ func TestFlowsCountEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	publishTurns(t, h, natsserver.IdentityIngress, "after", 3)
-	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), streams.StreamTurns, jetstream.ConsumerConfig{
-		Durable: streams.DurableDetector, FilterSubject: streams.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
+	if _, err := h.JS.CreateOrUpdateConsumer(context.Background(), bus.StreamTurns, jetstream.ConsumerConfig{
+		Durable: bus.DurableDetector, FilterSubject: bus.UserTurnsAll, AckPolicy: jetstream.AckExplicitPolicy,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +77,9 @@ func TestFlowsCountEveryReplica(t *testing.T) {
 	if o.Decisions.Value != 0 {
 		t.Fatalf("this process's counters saw %v decisions; the test needs them empty", o.Decisions.Value)
 	}
-	turns := flowOf(t, o, streams.StreamTurns)
+	turns := flowOf(t, o, bus.StreamTurns)
 	if turns.Messages.Value != 7 || turns.Rate.Text != "0.12/s" {
-		t.Errorf("1m flow of %s: %+v, want 7 messages, 0.12/s", streams.StreamTurns, turns)
+		t.Errorf("1m flow of %s: %+v, want 7 messages, 0.12/s", bus.StreamTurns, turns)
 	}
 	var sum int
 	for v := range strings.FieldsSeq(turns.TrendText) {
@@ -89,7 +90,7 @@ func TestFlowsCountEveryReplica(t *testing.T) {
 	if sum != 7 || strings.Count(turns.Trend, ",") != trendPoints || turns.Direction != DirectionRising {
 		t.Errorf("trend %q (%q), direction %s: want 12 buckets summing to 7, rising", turns.TrendText, turns.Trend, turns.Direction)
 	}
-	if det := flowOf(t, o, streams.StreamDetections); det.Messages.Value != 0 || det.Direction != DirectionIdle {
+	if det := flowOf(t, o, bus.StreamDetections); det.Messages.Value != 0 || det.Direction != DirectionIdle {
 		t.Errorf("detections flow %+v", det)
 	}
 	if !strings.Contains(o.FlowCoverage, "every replica") {
@@ -97,7 +98,7 @@ func TestFlowsCountEveryReplica(t *testing.T) {
 	}
 	var lag *Consumer
 	for i := range o.Consumers {
-		if o.Consumers[i].Name == streams.DurableDetector {
+		if o.Consumers[i].Name == bus.DurableDetector {
 			lag = &o.Consumers[i]
 		}
 	}
@@ -109,7 +110,7 @@ func TestFlowsCountEveryReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := flowOf(t, all, streams.StreamTurns); f.Messages.Value != 3 {
+	if f := flowOf(t, all, bus.StreamTurns); f.Messages.Value != 3 {
 		t.Errorf("window all (since this dashboard started): %v turns, want the 3 stored since (%s)", f.Messages.Value, all.FlowCoverage)
 	}
 }
@@ -156,7 +157,7 @@ func publishDetections(t *testing.T, js *testutil.JS, tn, conv string, outcomes 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pub.Publish(ctx, streams.StreamDetections, streams.DetectionSubject(tn, conv), &ev); err != nil {
+		if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject(tn, conv), &ev); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -27,7 +28,7 @@ func readJetStreamState(ctx context.Context, js jetstream.JetStream, o *Overview
 			errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
 			continue
 		}
-		if name == streams.StreamDLQ {
+		if name == bus.StreamDLQ {
 			info, err := s.Info(ctx)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("stream %s: %w", name, err))
@@ -79,7 +80,7 @@ func (t *outcomeTail) refresh(ctx context.Context, js jetstream.JetStream, n int
 		t.items, t.lastSeq = nil, 0
 		return nil
 	}
-	s, err := js.Stream(ctx, streams.StreamOutcomes)
+	s, err := js.Stream(ctx, bus.StreamOutcomes)
 	if err != nil {
 		return fmt.Errorf("recent outcomes: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	reinlabels "github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // operatorHeader stands in for a token of the operator role.
@@ -126,11 +126,11 @@ func TestLabelFormRefusals(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.name, res.StatusCode, c.status)
 		}
 	}
-	if n := f.js.StreamMsgs(t, streams.StreamLabels); n != 0 {
+	if n := f.js.StreamMsgs(t, bus.StreamLabels); n != 0 {
 		t.Fatalf("refused forms stored %d labels", n)
 	}
 	l := schemas.Label{Turn: 1, Verdict: schemas.VerdictCorrect, Labeller: "globex-ops", DetectionID: "d"}
-	f.publish(context.Background(), t, streams.StreamLabels, streams.LabelSubject("globex", conv, 1, l.Labeller), schemas.TypeLabel,
+	f.publish(context.Background(), t, bus.StreamLabels, bus.LabelSubject("globex", conv, 1, l.Labeller), schemas.TypeLabel,
 		schemas.LabelMsgID("globex", conv, 1, l), schemas.Meta{Tenant: "globex", Conversation: conv, Turn: 1}, l)
 	if _, body := send(t, http.MethodGet, page, nil, nil); strings.Contains(body, "globex-ops") || strings.Contains(body, `data-kind="label"`) {
 		t.Error("acme's conversation shows globex's label")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // TestHistogramQuantileLikePrometheus: p50 and p99 as histogram_quantile
@@ -104,7 +104,7 @@ func TestOverviewShowsLatency(t *testing.T) {
 func TestRecentConversationsIncludeCleanOnes(t *testing.T) {
 	f := newFixture(t)
 	// A conversation rein never acted on.
-	f.publish(t.Context(), t, streams.StreamDetections, streams.DetectionSubject(tenant, "conv-3"), schemas.TypeDetection,
+	f.publish(t.Context(), t, bus.StreamDetections, bus.DetectionSubject(tenant, "conv-3"), schemas.TypeDetection,
 		"detector-acme-conv-3-1", schemas.Meta{Tenant: tenant, Conversation: "conv-3", Turn: 1}, schemas.Detection{Turn: 1, UserText: "What is my baggage allowance?", Module: "rules", TaxonomyVersion: "1"})
 	_, srv := f.serve(t, Config{})
 	overview := func(query string) Overview {

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // The ledger counts the decisions of every replica from REIN_DETECTIONS,
@@ -112,7 +113,7 @@ var errLedgerFull = errors.New("ledger read limit")
 func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st, err := streamState(ctx, js, streams.StreamDetections)
+	st, err := streamState(ctx, js, bus.StreamDetections)
 	if err != nil {
 		return fmt.Errorf("decisions of every replica: %w", err)
 	}
@@ -121,13 +122,13 @@ func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.T
 		l.reset() // purged or recreated: start over
 	}
 	if l.next == 0 {
-		if l.next, err = firstSeqSince(ctx, js, streams.StreamDetections, l.started.Add(-l.coarse.keep), last); err != nil {
+		if l.next, err = firstSeqSince(ctx, js, bus.StreamDetections, l.started.Add(-l.coarse.keep), last); err != nil {
 			return fmt.Errorf("decisions of every replica: %w", err)
 		}
 	}
 	read := 0
 	l.behind = false
-	err = streams.ReadSubjectRaw(ctx, js, streams.StreamDetections, streams.DetectionsAll, l.next, last+1, func(r streams.Raw) error {
+	err = streams.ReadSubjectRaw(ctx, js, bus.StreamDetections, bus.DetectionsAll, l.next, last+1, func(r streams.Raw) error {
 		if read >= ledgerMaxRead {
 			l.behind = true
 			return errLedgerFull
@@ -211,7 +212,7 @@ func deploymentOf(v metricsView, f filter, behind bool) Deployment {
 	d := Deployment{Decisions: count("decisions", total), Judged: count("judged", total-failed),
 		Activated: count("activated", activated), Failed: count("failed", failed), ActivationRate: rate(activated, total-failed)}
 	if behind {
-		d.Note = fmt.Sprintf("still reading %s (at most %d detections per refresh)", streams.StreamDetections, ledgerMaxRead)
+		d.Note = fmt.Sprintf("still reading %s (at most %d detections per refresh)", bus.StreamDetections, ledgerMaxRead)
 	}
 	return d
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Match is a conversation a search found.
@@ -41,11 +42,11 @@ func (d *Dashboard) Search(ctx context.Context, query string) ([]Match, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadTimeout)
 	defer cancel()
-	s, err := d.deps.JS.Stream(ctx, streams.StreamTurns)
+	s, err := d.deps.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(streams.ConversationTurns(tenant, conv)))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(bus.ConversationTurns(tenant, conv)))
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
@@ -58,7 +59,7 @@ func (d *Dashboard) Search(ctx context.Context, query string) ([]Match, error) {
 		if len(parts) != 5 {
 			continue
 		}
-		if t := parts[2]; streams.TurnSubject(t, conv, parts[4]) == subj {
+		if t := parts[2]; bus.TurnSubject(t, conv, parts[4]) == subj {
 			found[t] += n
 		}
 	}
@@ -95,7 +96,7 @@ func (d *Dashboard) serveSearch(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, matches[0].URL, http.StatusSeeOther)
 		return
 	case len(matches) == 0:
-		p.Status, p.Error = http.StatusNotFound, fmt.Sprintf("no conversation %q in %s", strings.TrimSpace(q), streams.StreamTurns)
+		p.Status, p.Error = http.StatusNotFound, fmt.Sprintf("no conversation %q in %s", strings.TrimSpace(q), bus.StreamTurns)
 	}
 	d.render(w, "search.html", p)
 }

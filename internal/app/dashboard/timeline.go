@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Conversation is one conversation's timeline, as the conversation view
@@ -63,8 +64,8 @@ var phaseRank = map[string]int{
 }
 
 // conversationStreams are read for the timeline.
-var conversationStreams = []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes,
-	streams.StreamLabels}
+var conversationStreams = []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps, bus.StreamOutcomes,
+	bus.StreamLabels}
 
 var errLimit = errors.New("limit reached")
 
@@ -83,7 +84,7 @@ func readConversation(ctx context.Context, js jetstream.JetStream, tenant, conv 
 			defer wg.Done()
 			var evs []Event
 			n := 0
-			err := streams.ReadStream(ctx, js, name, streams.ReadOptions{Filters: streams.SubjectsFor(name, tenant, conv)}, func(r streams.Raw) error {
+			err := streams.ReadStream(ctx, js, name, streams.ReadOptions{Filters: bus.SubjectsFor(name, tenant, conv)}, func(r streams.Raw) error {
 				if n >= limit {
 					return errLimit
 				}
@@ -156,7 +157,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &t) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Text = streams.StreamTurns, t.Turn, t.Text
+		e.Stream, e.Turn, e.Text = bus.StreamTurns, t.Turn, t.Text
 		if t.Role == schemas.RoleUser {
 			e.Kind, e.Label = "user-turn", "user"
 		} else {
@@ -167,7 +168,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Kind = streams.StreamDetections, x.Turn, "detection"
+		e.Stream, e.Turn, e.Kind = bus.StreamDetections, x.Turn, "detection"
 		switch {
 		case x.Failed:
 			e.Class, e.Label = "failed", "detection failed"
@@ -195,7 +196,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn = streams.StreamTasks, x.Turn
+		e.Stream, e.Turn = bus.StreamTasks, x.Turn
 		if x.Inception != nil {
 			e.Kind, e.Label, e.Text = "planted-thought", "planted thought", x.Inception.Thought
 			add("error type", x.Inception.ErrorType)
@@ -209,7 +210,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Step, e.Kind, e.Injected = streams.StreamSteps, x.Turn, x.Step, "step", x.Injected
+		e.Stream, e.Turn, e.Step, e.Kind, e.Injected = bus.StreamSteps, x.Turn, x.Step, "step", x.Injected
 		e.Class = "step-" + x.Kind
 		e.Label = "step " + strconv.Itoa(x.Step) + ": " + x.Kind
 		if x.Name != "" && x.Name != x.Kind {
@@ -229,7 +230,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Kind, e.Label, e.Text = streams.StreamOutcomes, x.Turn, "escalation", "escalation", x.Summary
+		e.Stream, e.Turn, e.Kind, e.Label, e.Text = bus.StreamOutcomes, x.Turn, "escalation", "escalation", x.Summary
 		add("reason", x.Reason)
 		add("error type", x.ErrorType)
 		add("detection", x.DetectionID)
@@ -239,7 +240,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Kind, e.Label, e.Text = streams.StreamOutcomes, x.Turn, "report", "ambiguity report", x.Report
+		e.Stream, e.Turn, e.Kind, e.Label, e.Text = bus.StreamOutcomes, x.Turn, "report", "ambiguity report", x.Report
 		add("error type", x.ErrorType)
 		add("detection", x.DetectionID)
 	case schemas.TypeLabel:
@@ -247,7 +248,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream = streams.StreamLabels
+		e.Stream = bus.StreamLabels
 		labelEvent(&e, x)
 	default:
 		return e, false

@@ -14,6 +14,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // clocked is a dashboard on its own registry (counters from zero, as in a
@@ -180,8 +181,8 @@ func TestAlarms(t *testing.T) {
 		t.Fatalf("alarms at start %v (dead letters %s): the old dead letter is not news", o.Alarms, o.DeadLetters.Text)
 	}
 	ctx := context.Background()
-	if err := streams.PublishDeadLetter(ctx, f.pub, streams.StageDetector, streams.StreamTurns, 8, 1,
-		streams.TurnSubject(tenant, "conv-8", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
+	if err := streams.PublishDeadLetter(ctx, f.pub, bus.StageDetector, bus.StreamTurns, 8, 1,
+		bus.TurnSubject(tenant, "conv-8", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
 		t.Fatal(err)
 	}
 	c.model.WithLabelValues("inception").Set(0)
@@ -239,8 +240,8 @@ func TestRunSamplesAtStart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := streams.PublishDeadLetter(context.Background(), f.pub, streams.StageDetector, streams.StreamTurns, 8, 1,
-		streams.TurnSubject(tenant, "conv-8", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
+	if err := streams.PublishDeadLetter(context.Background(), f.pub, bus.StageDetector, bus.StreamTurns, 8, 1,
+		bus.TurnSubject(tenant, "conv-8", schemas.RoleUser), nil, []byte("{"), "undecodable: not a CloudEvent"); err != nil {
 		t.Fatal(err)
 	}
 	c.now = c.now.Add(time.Minute)

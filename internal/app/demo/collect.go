@@ -13,6 +13,7 @@ import (
 
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Turn is everything the pipeline did for one user turn.
@@ -53,7 +54,7 @@ type Collector struct {
 // Close ends it.
 func NewCollector(nc *nats.Conn, tenant string) (*Collector, error) {
 	c := &Collector{tenant: tenant, seen: map[string]bool{}, turns: map[string]map[int]*Turn{}, failed: map[string]string{}, ch: make(chan struct{}, 1)}
-	for _, subj := range []string{streams.TenantAll(tenant), streams.DLQAll} {
+	for _, subj := range []string{bus.TenantAll(tenant), bus.DLQAll} {
 		s, err := nc.Subscribe(subj, c.onMsg)
 		if err != nil {
 			return nil, err
@@ -96,10 +97,10 @@ func (c *Collector) onMsg(msg *nats.Msg) {
 // after it was made.
 func (c *Collector) Refill(ctx context.Context, js jetstream.JetStream, conv string) (int, error) {
 	n := 0
-	for _, stream := range []string{streams.StreamTurns, streams.StreamDetections, streams.StreamTasks, streams.StreamSteps, streams.StreamOutcomes, streams.StreamDLQ} {
+	for _, stream := range []string{bus.StreamTurns, bus.StreamDetections, bus.StreamTasks, bus.StreamSteps, bus.StreamOutcomes, bus.StreamDLQ} {
 		var filters []string
-		if stream != streams.StreamDLQ {
-			filters = streams.SubjectsFor(stream, c.tenant, conv)
+		if stream != bus.StreamDLQ {
+			filters = bus.SubjectsFor(stream, c.tenant, conv)
 		}
 		err := streams.ReadStream(ctx, js, stream, streams.ReadOptions{Filters: filters}, func(r streams.Raw) error {
 			if c.apply(r.Subject, nats.Header(r.Header), r.Data, r.Time) {

@@ -10,6 +10,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // Core NATS delivers at most once: events stored while the collector's
@@ -30,9 +31,9 @@ func TestCollectorRefillsWhatTheSubscriptionMissed(t *testing.T) {
 			t.Fatalf("publish %s: %v", id, err)
 		}
 	}
-	publish(streams.StreamTasks, streams.TaskSubject("acme", "c1"), schemas.TypeTask, "task.acme.c1.1", schemas.Task{Turn: 1, UserText: "hi"})
-	publish(streams.StreamSteps, streams.StepSubject("acme", "c1"), schemas.TypeStep, "step.acme.c1.1.1", schemas.Step{Turn: 1, Step: 1, Kind: schemas.StepReply, Output: "hello"})
-	publish(streams.StreamTurns, streams.TurnSubject("acme", "c1", schemas.RoleAgent), schemas.TypeTurn, "turn.acme.c1.1-agent", schemas.Turn{Turn: 1, Role: schemas.RoleAgent, Text: "hello"})
+	publish(bus.StreamTasks, bus.TaskSubject("acme", "c1"), schemas.TypeTask, "task.acme.c1.1", schemas.Task{Turn: 1, UserText: "hi"})
+	publish(bus.StreamSteps, bus.StepSubject("acme", "c1"), schemas.TypeStep, "step.acme.c1.1.1", schemas.Step{Turn: 1, Step: 1, Kind: schemas.StepReply, Output: "hello"})
+	publish(bus.StreamTurns, bus.TurnSubject("acme", "c1", schemas.RoleAgent), schemas.TypeTurn, "turn.acme.c1.1-agent", schemas.Turn{Turn: 1, Role: schemas.RoleAgent, Text: "hello"})
 
 	col, err := NewCollector(h.Conn, "acme")
 	if err != nil {
@@ -60,7 +61,7 @@ func TestCollectorRefillsWhatTheSubscriptionMissed(t *testing.T) {
 	}
 
 	// An event heard live and then read again counts once.
-	publish(streams.StreamSteps, streams.StepSubject("acme", "c1"), schemas.TypeStep, "step.acme.c1.1.2", schemas.Step{Turn: 1, Step: 2, Kind: schemas.StepReply, Output: "again"})
+	publish(bus.StreamSteps, bus.StepSubject("acme", "c1"), schemas.TypeStep, "step.acme.c1.1.2", schemas.Step{Turn: 1, Step: 2, Kind: schemas.StepReply, Output: "again"})
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
 	if _, _, err := col.Wait(wctx, "c1", 1, func(t *Turn) bool { return len(t.Steps) == 2 }); err != nil {

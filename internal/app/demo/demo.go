@@ -19,6 +19,7 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -144,7 +145,7 @@ func play(ctx context.Context, pub *streams.Publisher, js jetstream.JetStream, c
 				ev, err := schemas.NewEvent(schemas.TypeTurn, schemas.EventID("turn", Tenant, c.ID, turn)+"-user", "/rein/demo",
 					schemas.Meta{Tenant: Tenant, Conversation: c.ID, Turn: turn}, schemas.Turn{Role: schemas.RoleUser, Text: text, Turn: turn})
 				if err == nil {
-					_, err = pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject(Tenant, c.ID, schemas.RoleUser), &ev)
+					_, err = pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject(Tenant, c.ID, schemas.RoleUser), &ev)
 				}
 				if err != nil {
 					errs <- fmt.Errorf("conversation %s turn %d: %w", c.ID, turn, err)

@@ -27,6 +27,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -306,7 +307,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	}
 	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg)
 	// POST /v1/turns writes REIN_TURNS.
-	rt.requireStreams(streams.StreamTurns)
+	rt.requireStreams(bus.StreamTurns)
 	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, natsserver.StreamNames))
 	// The HTTP ingress and the NATS ingest (rein.ingest.>, where tenants'
 	// identities send turns) publish under the ingress identity: turns
@@ -315,7 +316,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if !rt.seeds.Has(natsserver.IdentityIngress) {
 		log.Info("no ingress seed in the keys directory: POST /v1/turns and rein.ingest are not served by this process", "dir", cfg.KeysDir)
 	} else {
-		il, err := rt.stageLink(streams.StageIngress, natsserver.IdentityIngress)
+		il, err := rt.stageLink(bus.StageIngress, natsserver.IdentityIngress)
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/internal/llm"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 //go:embed sample-airline-policy.md
@@ -23,7 +23,7 @@ func buildAgentWorker(rt *Process, s *Stages, l link) (runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := agentworker.Deps{StageDeps: l.deps(rt, streams.StageAgentWorker), TaskKey: key}
+	deps := agentworker.Deps{StageDeps: l.deps(rt, bus.StageAgentWorker), TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}

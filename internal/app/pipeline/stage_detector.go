@@ -9,7 +9,7 @@ import (
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/labels"
-	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // buildDetector builds the detector with the given module, or the one
@@ -40,7 +40,7 @@ func buildDetector(rt *Process, s *Stages, l link) (runner, error) {
 		}
 		m, cfg.TaxonomyVersion = built, tax.Version
 		if s.ModelReload > 0 && keyErr == nil {
-			watch = newModelWatch(built, tax, mods, *s, key, rt.Log.With("stage", streams.StageDetector))
+			watch = newModelWatch(built, tax, mods, *s, key, rt.Log.With("stage", bus.StageDetector))
 			m = watch.live
 		}
 	}
@@ -49,7 +49,7 @@ func buildDetector(rt *Process, s *Stages, l link) (runner, error) {
 		return nil, err
 	}
 	deps := detector.Deps{
-		StageDeps: l.deps(rt, streams.StageDetector),
+		StageDeps: l.deps(rt, bus.StageDetector),
 		Module:    m,
 		Tools:     taubench.ToolCatalogue,
 		TaskKey:   key,

@@ -12,6 +12,7 @@ import (
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/injector"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -36,12 +37,12 @@ type stage struct {
 // table is every stage of the pipeline, in data-flow order: the one place
 // where a stage is wired to its stream, its identity and its constructor.
 var table = []stage{
-	{streams.StageDetector, streams.StreamTurns, natsserver.IdentityDetector, buildDetector},
+	{bus.StageDetector, bus.StreamTurns, natsserver.IdentityDetector, buildDetector},
 	// The injector's tasks are stored by the detector (injector.Tasks);
 	// this row is the sidecar responder, which answers from detections.
-	{streams.StageInjector, streams.StreamDetections, natsserver.IdentityInjector, buildSidecar},
-	{streams.StageAgentWorker, streams.StreamTasks, natsserver.IdentityAgentWorker, buildAgentWorker},
-	{streams.StageEscalation, streams.StreamOutcomes, natsserver.IdentityEscalation, buildEscalation},
+	{bus.StageInjector, bus.StreamDetections, natsserver.IdentityInjector, buildSidecar},
+	{bus.StageAgentWorker, bus.StreamTasks, natsserver.IdentityAgentWorker, buildAgentWorker},
+	{bus.StageEscalation, bus.StreamOutcomes, natsserver.IdentityEscalation, buildEscalation},
 }
 
 // StageOrder is the pipeline's stages in data-flow order.
@@ -102,7 +103,7 @@ func (rt *Process) run(ctx context.Context, s *Stages, sel []stage) error {
 	var inputs []string
 	for _, st := range sel {
 		// POST /v1/turns already requires REIN_TURNS.
-		if st.input != streams.StreamTurns {
+		if st.input != bus.StreamTurns {
 			inputs = append(inputs, st.input)
 		}
 	}
@@ -148,11 +149,11 @@ func namesOf(sel []stage) []string {
 // the detector, so "injector" in --stages runs only the answers to
 // rein.inception.get.
 func buildSidecar(rt *Process, s *Stages, l link) (runner, error) {
-	return injector.NewSidecar(s.Sidecar, l.deps(rt, streams.StageInjector))
+	return injector.NewSidecar(s.Sidecar, l.deps(rt, bus.StageInjector))
 }
 
 // buildEscalation builds the escalation stage with its sinks; with none,
 // events stay in REIN_OUTCOMES for platforms that consume them directly.
 func buildEscalation(rt *Process, s *Stages, l link) (runner, error) {
-	return escalation.New(s.Escalation, escalation.Deps{StageDeps: l.deps(rt, streams.StageEscalation)})
+	return escalation.New(s.Escalation, escalation.Deps{StageDeps: l.deps(rt, bus.StageEscalation)})
 }

@@ -22,6 +22,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -56,19 +57,19 @@ func rulesStages() Stages {
 }
 
 func TestTableListsEveryStageOnceInDataFlowOrder(t *testing.T) {
-	want := []string{streams.StageDetector, streams.StageInjector, streams.StageAgentWorker, streams.StageEscalation}
+	want := []string{bus.StageDetector, bus.StageInjector, bus.StageAgentWorker, bus.StageEscalation}
 	if got := StageOrder(); !slices.Equal(got, want) {
 		t.Fatalf("stage order %v, want %v", got, want)
 	}
 	durables := map[string]string{
-		streams.StageDetector:    streams.DurableDetector,
-		streams.StageAgentWorker: streams.DurableAgentWorker,
-		streams.StageEscalation:  streams.DurableEscalation,
+		bus.StageDetector:    bus.DurableDetector,
+		bus.StageAgentWorker: bus.DurableAgentWorker,
+		bus.StageEscalation:  bus.DurableEscalation,
 	}
 	rt := startProcess(t, t.TempDir())
 	s := rulesStages()
 	// What the stages before a row store: the turns come from the ingress.
-	stored := []string{streams.StreamTurns}
+	stored := []string{bus.StreamTurns}
 	for _, st := range table {
 		if !slices.Contains(natsserver.Identities, st.identity) {
 			t.Errorf("%s: identity %q is not one the server knows", st.name, st.identity)
@@ -87,14 +88,14 @@ func TestTableListsEveryStageOnceInDataFlowOrder(t *testing.T) {
 		c, ok := r.(interface{ ConsumerConfig() consume.ConsumerConfig })
 		if !ok {
 			// The sidecar answers requests from the stream it reads.
-			if st.name != streams.StageInjector {
+			if st.name != bus.StageInjector {
 				t.Errorf("%s has no durable consumer", st.name)
 			}
 			continue
 		}
 		cc := c.ConsumerConfig()
 		if cc.Stage != st.name || cc.Stream != st.input || cc.Durable != durables[st.name] {
-			t.Errorf("%s: table says input %s; its consumer is stage %s on %s, durable %s (names.go: %s)",
+			t.Errorf("%s: table says input %s; its consumer is stage %s on %s, durable %s (streams/bus: %s)",
 				st.name, st.input, cc.Stage, cc.Stream, cc.Durable, durables[st.name])
 		}
 		stored = append(stored, cc.Outputs...)
@@ -131,7 +132,7 @@ func (f runFunc) Run(ctx context.Context) error { return f(ctx) }
 
 // fakeRow is a row of the table whose stage is run.
 func fakeRow(name string, run runFunc) stage {
-	return stage{name: name, input: streams.StreamTurns, identity: name,
+	return stage{name: name, input: bus.StreamTurns, identity: name,
 		build: func(*Process, *Stages, link) (runner, error) { return run, nil }}
 }
 
@@ -140,8 +141,8 @@ func TestRunStopsEveryStageWhenOneFails(t *testing.T) {
 	boom := errors.New("boom")
 	stopped := make(chan struct{})
 	sel := []stage{
-		fakeRow(streams.StageDetector, func(ctx context.Context) error { <-ctx.Done(); close(stopped); return ctx.Err() }),
-		fakeRow(streams.StageEscalation, func(context.Context) error { return boom }),
+		fakeRow(bus.StageDetector, func(ctx context.Context) error { <-ctx.Done(); close(stopped); return ctx.Err() }),
+		fakeRow(bus.StageEscalation, func(context.Context) error { return boom }),
 	}
 	err := rt.run(context.Background(), &Stages{}, sel)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "stage escalation") {
@@ -159,8 +160,8 @@ func TestRunBuildsEveryStageBeforeRunningAny(t *testing.T) {
 	ran := false
 	bad := errors.New("bad config")
 	sel := []stage{
-		fakeRow(streams.StageDetector, func(context.Context) error { ran = true; return nil }),
-		{name: streams.StageAgentWorker, input: streams.StreamTasks, identity: natsserver.IdentityAgentWorker,
+		fakeRow(bus.StageDetector, func(context.Context) error { ran = true; return nil }),
+		{name: bus.StageAgentWorker, input: bus.StreamTasks, identity: natsserver.IdentityAgentWorker,
 			build: func(*Process, *Stages, link) (runner, error) { return nil, bad }},
 	}
 	if err := rt.run(context.Background(), &Stages{}, sel); !errors.Is(err, bad) || !strings.Contains(err.Error(), "stage agentworker") {
@@ -177,7 +178,7 @@ func TestRunCancelledIsNoFailure(t *testing.T) {
 	rt := startProcess(t, t.TempDir())
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	sel := []stage{fakeRow(streams.StageDetector, func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() })}
+	sel := []stage{fakeRow(bus.StageDetector, func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() })}
 	done := make(chan error, 1)
 	go func() { done <- rt.run(ctx, &Stages{}, sel) }()
 	<-started
@@ -219,7 +220,7 @@ func TestRunAnswersATurnAndDrainsOnCancel(t *testing.T) {
 	s.AgentWorker = agentworker.Config{SystemPrompt: "You are the test agent."}
 	s.Given.AgentModel = model
 	replies := make(chan *nats.Msg, 4)
-	sub, err := rt.NC.ChanSubscribe(streams.TurnSubject("acme", "*", schemas.RoleAgent), replies)
+	sub, err := rt.NC.ChanSubscribe(bus.TurnSubject("acme", "*", schemas.RoleAgent), replies)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestRunAnswersATurnAndDrainsOnCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Pub.Publish(ctx, streams.StreamTurns, streams.TurnSubject("acme", "c1", schemas.RoleUser), &ev); err != nil {
+	if _, err := rt.Pub.Publish(ctx, bus.StreamTurns, bus.TurnSubject("acme", "c1", schemas.RoleUser), &ev); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -14,6 +14,7 @@ import (
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
@@ -27,7 +28,7 @@ func TurnEvent(t testing.TB, tenant, conv string, turn int, text string) *stream
 	if err != nil {
 		t.Fatalf("new event: %v", err)
 	}
-	return &streams.Out{Stream: streams.StreamTurns, Subject: streams.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev}
+	return &streams.Out{Stream: bus.StreamTurns, Subject: bus.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev}
 }
 
 var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -40,7 +41,7 @@ func RunConsumer(t *testing.T, h *rtest.JS, cfg consume.ConsumerConfig, reg prom
 		cfg.Stage = "test"
 	}
 	if cfg.Stream == "" {
-		cfg.Stream, cfg.Durable, cfg.Filter = streams.StreamTurns, "test", []string{streams.UserTurnsAll}
+		cfg.Stream, cfg.Durable, cfg.Filter = bus.StreamTurns, "test", []string{bus.UserTurnsAll}
 	}
 	pub := streams.NewPublisher(h.JS, reg)
 	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: pub, Logger: Quiet, Registerer: reg}, fn)
@@ -87,7 +88,7 @@ func StartIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.C
 	t.Cleanup(stop)
 	conns := map[string]*nats.Conn{}
 	for tn, seed := range seeds {
-		nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: h.Server, NkeyFile: seed, InboxPrefix: streams.TenantInbox(tn)})
+		nc, err := natsserver.Connect(natsserver.ConnectConfig{InProcess: h.Server, NkeyFile: seed, InboxPrefix: bus.TenantInbox(tn)})
 		if err != nil {
 			t.Fatalf("connect as %s's ingress: %v", tn, err)
 		}
@@ -110,7 +111,7 @@ func TurnMsg(t *testing.T, subject, tenant, conv string, turn int, role, text, m
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Header.Set(streams.HeaderMsgID, msgID)
+	m.Header.Set(bus.HeaderMsgID, msgID)
 	return m
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
+	"github.com/reinception/rein/streams/bus"
 	"github.com/reinception/rein/streams/consume"
 )
 
@@ -133,7 +134,7 @@ func waitAcked(t *testing.T, h *testutil.JS, s Stage) {
 func deadLetters(t *testing.T, h *testutil.JS, stage string) []string {
 	t.Helper()
 	var reasons []string
-	err := streams.ReadStream(context.Background(), h.JS, streams.StreamDLQ, streams.ReadOptions{Filters: []string{streams.DLQSubject(stage)}},
+	err := streams.ReadStream(context.Background(), h.JS, bus.StreamDLQ, streams.ReadOptions{Filters: []string{bus.DLQSubject(stage)}},
 		func(r streams.Raw) error {
 			if r.Decoded == nil {
 				return nil

@@ -1,4 +1,4 @@
-package streams
+package bus
 
 import (
 	"strconv"
@@ -260,3 +260,8 @@ func ConversationKey(tenant, conv string) string { return tenant + "." + conv }
 // ConversationStateSubject is the subject, in the bucket's stream
 // (StreamConversations), of a key of the conversations bucket.
 func ConversationStateSubject(key string) string { return "$KV." + BucketConversations + "." + key }
+
+// AnyPartition is the filters matching subject as stored in a stream with
+// or without partitions, for readers that do not look the stream up
+// (replay, audit). The two never overlap.
+func AnyPartition(subject string) []string { return []string{subject, subject + ".*"} }
