@@ -106,6 +106,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 // R3 streams, and every turn ends with exactly one stored outcome in each
 // run.
 func TestBenchClusterQuick(t *testing.T) {
+	t.Parallel()
 	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "100", "--turns", "2",
 		"--replicas", "1,2", "--json")
 	if err != nil {

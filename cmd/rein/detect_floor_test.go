@@ -74,6 +74,7 @@ var evalFloors = map[string]evalFloor{
 // repository's corpus, as CI does, and fails when a figure falls below its
 // floor.
 func TestDetectEvalCorpusFloors(t *testing.T) {
+	t.Parallel()
 	for _, split := range evalSplits {
 		floor, ok := evalFloors[split]
 		t.Run(split, func(t *testing.T) {

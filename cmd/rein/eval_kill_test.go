@@ -16,11 +16,12 @@ import (
 // stopped when the same command is run again: every play ends up in
 // results.jsonl exactly once.
 func TestEvalRunResumesAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills it")
 	}
 	work := t.TempDir()
-	bin := chaosBuild(t, work)
+	bin := reinBinary(t)
 	scen := subsetScenarios(t, "air-ana-1", "air-ua-1", "ret-ud-1", "ret-mi-1", "air-clean-1", "ret-clean-2")
 	dir := filepath.Join(work, "run")
 	args := []string{"eval", "run", "--scenarios", scen, "--trials", "2", "--concurrency", "1", "--out", dir, "--taubench", rtest.TauBench(t)}

@@ -135,6 +135,7 @@ func bundledOpening(t *testing.T, id string) eval.Opening {
 // with no recovery tool to act on the agent cannot recover (the paper's
 // finding that the tool is what makes the plan work).
 func TestEvalReinNoToolAblation(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "ret-ana-1", "air-ua-1")
 	dir := filepath.Join(t.TempDir(), "run")
 	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein,rein-no-tool",

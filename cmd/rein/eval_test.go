@@ -101,6 +101,7 @@ func readReport(t *testing.T, dir string) (map[string]any, []byte) {
 // The Done-when of issue 21: the bundled set under all four conditions,
 // two trials, offline through the embedded server, then rein eval report.
 func TestEvalRunBundledOffline(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("plays 240 conversations through the pipeline")
 	}
@@ -258,6 +259,7 @@ func resultLines(t *testing.T, dir string) int {
 // played again, a results line cut short by the kill is dropped, and the
 // finished run has each play exactly once.
 func TestEvalRunResumesAfterKill(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "air-ana-1", "air-ua-1", "ret-ud-1", "ret-mi-1", "air-clean-1", "ret-clean-2")
 	dir := filepath.Join(t.TempDir(), "run")
 	args := []string{"eval", "run", "--scenarios", scen, "--trials", "2", "--concurrency", "1", "--out", dir, "--taubench", rtest.TauBench(t)}
@@ -331,6 +333,7 @@ default:
 // A run recorded with --record replays offline, from its cassettes, to the
 // same plays and the same report (latencies aside, which are measured).
 func TestEvalRecordedRunReplays(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "air-ana-2", "air-ua-1", "ret-ud-1", "ret-clean-2")
 	script := filepath.Join(t.TempDir(), "agent.yaml")
 	if err := os.WriteFile(script, []byte(testAgentScript), 0o644); err != nil {
@@ -442,6 +445,7 @@ func TestEvalRunTriggerModes(t *testing.T) {
 // the pipeline's JetStream store is kept, so that a failure under load
 // explains itself. The agent's model here never answers.
 func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
