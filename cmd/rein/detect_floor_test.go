@@ -78,6 +78,9 @@ func TestDetectEvalCorpusFloors(t *testing.T) {
 	for _, split := range evalSplits {
 		floor, ok := evalFloors[split]
 		t.Run(split, func(t *testing.T) {
+			// Each split is its own CPU-bound run: as separate parallel
+			// tests they fill the gaps the waiting process tests leave.
+			t.Parallel()
 			if !ok {
 				t.Fatalf("split %s has no floor: measure it once and set one", split)
 			}
