@@ -17,6 +17,7 @@ import (
 // TestBenchSmallRun plays a small bench in waves and checks that every
 // turn was answered and every figure the JSON promises is there.
 func TestBenchSmallRun(t *testing.T) {
+	t.Parallel()
 	out, err := runCLI(t, context.Background(), "bench", "--conversations", "30", "--turns", "2", "--active", "10",
 		"--raw-msgs", "300", "--json")
 	if err != nil {
@@ -52,6 +53,7 @@ func TestBenchSmallRun(t *testing.T) {
 // that server, provisioned with --duplicates as the window; a second run
 // on the same server is refused, its turns would mix with the first's.
 func TestBenchAgainstAnExternalServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
@@ -107,7 +109,7 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 // run.
 func TestBenchClusterQuick(t *testing.T) {
 	t.Parallel()
-	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "100", "--turns", "2",
+	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "30", "--turns", "2",
 		"--replicas", "1,2", "--json")
 	if err != nil {
 		t.Fatalf("bench --cluster: %v\n%s", err, out)
@@ -137,7 +139,7 @@ func TestBenchClusterQuick(t *testing.T) {
 		if run.StreamReplicas != 3 {
 			t.Errorf("run %d: REIN_TURNS has %d replicas, want 3", i, run.StreamReplicas)
 		}
-		if run.Turns != 200 || run.Outcomes != run.Turns {
+		if run.Turns != 60 || run.Outcomes != run.Turns {
 			t.Errorf("run %d: %d outcomes stored for %d turns, want one each", i, run.Outcomes, run.Turns)
 		}
 	}

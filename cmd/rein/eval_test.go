@@ -401,6 +401,7 @@ func fmtSscanf(line string, played, resumed, failed *int) (int, error) {
 // The trigger mode decides which user turns the module judges: fixed only
 // the error turn, dynamic every one.
 func TestEvalRunTriggerModes(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "ret-ana-1")
 	base := t.TempDir()
 	for _, trigger := range []string{"fixed", "dynamic"} {
