@@ -215,6 +215,6 @@ type Deps struct {
 	Now func() time.Time
 	// TaskKey, when set, is the key rein's injector signs tasks with: a
 	// task without a valid signature is never run, but dead-lettered with
-	// reason unverified_task and counted (rein_agent_unverified_tasks_total).
+	// reason unverified_task and counted (rein_agentworker_unverified_tasks_total).
 	TaskKey *schemas.TaskKey
 }

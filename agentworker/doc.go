@@ -7,7 +7,7 @@
 // without a turn number (from 1) is dead-lettered. With Deps.TaskKey, a
 // task whose signature (schemas.TaskKey) is missing or wrong is never run:
 // dead-lettered unverified_task, counted in
-// rein_agent_unverified_tasks_total, nothing recorded for its turn.
+// rein_agentworker_unverified_tasks_total, nothing recorded for its turn.
 //
 // The request: the fixed system prompt (Config.SystemPrompt or
 // SystemPromptFile; for the τ-bench domains their policy document; rein
@@ -93,10 +93,10 @@
 // with no State left, when an escalation is stored (a human's turns never
 // reach the model).
 //
-// Metrics: rein_agent_turns_total{outcome} (reply, escalated, max_steps,
+// Metrics: rein_agentworker_turns_total{outcome} (reply, escalated, max_steps,
 // human_path, agent_unavailable, failed, superseded),
-// rein_agent_releases_total{reason} (operator, quiet_period),
-// rein_agent_turn_seconds, rein_agent_tool_calls_total{tool,outcome}
+// rein_agentworker_releases_total{reason} (operator, quiet_period),
+// rein_agentworker_turn_seconds, rein_agentworker_tool_calls_total{tool,outcome}
 // (tool: a declared tool name or "_unknown"; outcome ok, error, failed).
 // The consume loop adds rein_stage_messages_total{stage="agentworker",...}.
 //

@@ -54,10 +54,10 @@ func TestMaxStepsEscalates(t *testing.T) {
 	if len(ss) != 7 || ss[6].Kind != schemas.StepReply || ss[0].CallID == ss[2].CallID {
 		t.Errorf("steps = %+v", ss)
 	}
-	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_user_details", "outcome": "ok"}); got != 3 {
+	if got := counter(t, reg, "rein_agentworker_tool_calls_total", map[string]string{"tool": "get_user_details", "outcome": "ok"}); got != 3 {
 		t.Errorf("tool calls = %v", got)
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": "max_steps"}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": "max_steps"}); got != 1 {
 		t.Errorf("max_steps turns = %v", got)
 	}
 	if s, _ := storedState(t, h, "m1"); s.Status != agentworker.StatusHuman {
@@ -156,7 +156,7 @@ func TestModelFailureRetriesInPlace(t *testing.T) {
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model})
 	publishTask(t, h, "f1", 1, "show reservation Q7RM2K", nil)
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "f1")) == 1 })
-	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_tool_calls_total", map[string]string{"tool": "get_reservation_details"}); got != 1 {
 		t.Errorf("tool ran %v times", got)
 	}
 	if got := counter(t, reg, "rein_stage_messages_total", map[string]string{"stage": "agentworker", "outcome": "retry"}); got != 1 {

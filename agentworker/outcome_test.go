@@ -54,7 +54,7 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 	if n := len(agentTurns(t, h, "down")); n != 0 {
 		t.Errorf("%d agent replies from a model that is down", n)
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": agentworker.OutcomeUnavailable}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": agentworker.OutcomeUnavailable}); got != 1 {
 		t.Errorf("agent_unavailable turns = %v, want 1", got)
 	}
 	// The dead letter stays for inspection and redrive.
@@ -62,7 +62,7 @@ func TestAgentModelDownHandsTheTurnToAHuman(t *testing.T) {
 	before := calls.Load()
 	publishTask(t, h, "down", 2, "hello?", nil)
 	rtest.CheckFor(t, wait, "turn 2 on the human path", func() bool {
-		return counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": agentworker.OutcomeHuman}) == 1
+		return counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": agentworker.OutcomeHuman}) == 1
 	})
 	if calls.Load() != before {
 		t.Errorf("a later turn of a conversation handed to a human reached the model")
@@ -103,7 +103,7 @@ func TestAnOvertakenTurnIsRecordedAsSuperseded(t *testing.T) {
 	if len(got) != 1 || got[0].Reason != schemas.UnansweredSuperseded || got[0].Turn != 1 || got[0].SupersededBy != 2 {
 		t.Fatalf("unanswered records %+v: want turn 1 superseded by 2", got)
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": agentworker.OutcomeSuperseded}); got != 1 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": agentworker.OutcomeSuperseded}); got != 1 {
 		t.Errorf("superseded turns = %v, want 1", got)
 	}
 }

@@ -86,8 +86,8 @@ func TestForgedTaskIsDeadLetteredUnverified(t *testing.T) {
 	if calls.Load() != 0 {
 		t.Fatalf("a forged task reached the model (%d calls)", calls.Load())
 	}
-	if got := counter(t, reg, "rein_agent_unverified_tasks_total", nil); got != 2 {
-		t.Errorf("rein_agent_unverified_tasks_total = %v, want 2", got)
+	if got := counter(t, reg, "rein_agentworker_unverified_tasks_total", nil); got != 2 {
+		t.Errorf("rein_agentworker_unverified_tasks_total = %v, want 2", got)
 	}
 	if n := len(unanswered(t, h, "f1")); n != 0 {
 		t.Errorf("%d unanswered records for a turn only a forger named", n)

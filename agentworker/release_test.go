@@ -189,11 +189,11 @@ func TestAModelBlipHandsConversationsToAHumanUntilReleased(t *testing.T) {
 		}
 	}
 	for reason, n := range map[string]float64{schemas.ReleaseOperator: 1, schemas.ReleaseQuietPeriod: 1} {
-		if got := counter(t, reg, "rein_agent_releases_total", map[string]string{"reason": reason}); got != n {
+		if got := counter(t, reg, "rein_agentworker_releases_total", map[string]string{"reason": reason}); got != n {
 			t.Errorf("releases %s = %v, want %v", reason, got, n)
 		}
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": agentworker.OutcomeHuman}); got != 5 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": agentworker.OutcomeHuman}); got != 5 {
 		t.Errorf("human_path turns = %v, want 5", got)
 	}
 	if st, _ := storedState(t, h, "quiet"); st.Status != agentworker.StatusActive {

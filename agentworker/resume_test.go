@@ -152,7 +152,7 @@ func TestCrashAndResumeWithoutRepeatedSideEffect(t *testing.T) {
 				t.Errorf("worker B asked the model %d times; first request ends with %+v", len(bReqs), bReqs[0].Messages[len(bReqs[0].Messages)-1])
 			}
 			mu.Unlock()
-			if got := counter(t, regB, "rein_agent_tool_calls_total", map[string]string{"tool": "cancel_reservation"}); got != 0 {
+			if got := counter(t, regB, "rein_agentworker_tool_calls_total", map[string]string{"tool": "cancel_reservation"}); got != 0 {
 				t.Errorf("worker B ran cancel_reservation %v times", got)
 			}
 			ss := steps(t, h, "k1")
@@ -229,7 +229,7 @@ func TestPersistPerTurnRerunsTheTurnOnTheOldOverlay(t *testing.T) {
 	regB := prometheus.NewRegistry()
 	startWorker(t, h, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: regB}, Model: modelB})
 	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "pt")) == 1 })
-	if got := counter(t, regB, "rein_agent_tool_calls_total", map[string]string{"tool": "cancel_reservation", "outcome": "ok"}); got != 1 {
+	if got := counter(t, regB, "rein_agentworker_tool_calls_total", map[string]string{"tool": "cancel_reservation", "outcome": "ok"}); got != 1 {
 		t.Errorf("cancel_reservation ok calls on B = %v, want 1", got)
 	}
 	final, _ := storedState(t, h, "pt")

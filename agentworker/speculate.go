@@ -33,9 +33,9 @@ import (
 // context that moved on, or a failed call just means the turn calls the
 // model itself.
 //
-// Metrics: rein_agent_speculations_total{result} — hit (used), wasted (a
+// Metrics: rein_agentworker_speculations_total{result} — hit (used), wasted (a
 // thought was planted, or the context differed), miss (a turn with no
-// speculation) — and rein_agent_speculation_wasted_tokens_total.
+// speculation) — and rein_agentworker_speculation_wasted_tokens_total.
 type speculator struct {
 	s     *Stage
 	slots chan struct{} // speculative calls in flight
@@ -67,9 +67,9 @@ type specCall struct {
 
 func newSpeculator(s *Stage, reg prometheus.Registerer) *speculator {
 	return &speculator{s: s, slots: make(chan struct{}, 1024), base: map[string]specBase{}, calls: map[string]*specCall{},
-		results: telemetry.NewCounterVec(reg, telemetry.MAgentSpeculations,
+		results: telemetry.NewCounterVec(reg, telemetry.MAgentWorkerSpeculations,
 			"Speculative first model calls of a turn, by result: hit (used), wasted (a thought was planted, or the context moved on), miss (no speculation for the turn).", "result"),
-		wasted: telemetry.NewCounterVec(reg, telemetry.MAgentSpecTokens,
+		wasted: telemetry.NewCounterVec(reg, telemetry.MAgentWorkerSpecTokens,
 			"Tokens of speculative model calls that were not used.").WithLabelValues(),
 	}
 }

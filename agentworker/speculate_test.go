@@ -61,7 +61,7 @@ func TestSpeculationCleanTurnReplyEqualsTheNonSpeculativeOne(t *testing.T) {
 			t.Errorf("speculate=%v: %d model calls, want 2", speculate, n)
 		}
 		if speculate {
-			if hits := counter(t, reg, "rein_agent_speculations_total", map[string]string{"result": "hit"}); hits != 1 {
+			if hits := counter(t, reg, "rein_agentworker_speculations_total", map[string]string{"result": "hit"}); hits != 1 {
 				t.Errorf("speculation hits = %v, want 1", hits)
 			}
 		}
@@ -95,7 +95,7 @@ func TestSpeculationRunsNoToolBeforeTheDecision(t *testing.T) {
 			t.Fatalf("the speculative tool call ran: %+v", st)
 		}
 	}
-	if w := counter(t, reg, "rein_agent_speculations_total", map[string]string{"result": "wasted"}); w != 1 {
+	if w := counter(t, reg, "rein_agentworker_speculations_total", map[string]string{"result": "wasted"}); w != 1 {
 		t.Errorf("wasted speculations = %v, want 1", w)
 	}
 }

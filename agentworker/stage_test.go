@@ -149,13 +149,13 @@ func TestRecoveryPaths(t *testing.T) {
 			}
 		}
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": "escalated"}); got != 3 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": "escalated"}); got != 3 {
 		t.Errorf("escalated turns = %v", got)
 	}
-	if got := counter(t, reg, "rein_agent_tool_calls_total", map[string]string{"tool": "ambiguity_report", "outcome": "ok"}); got != 3 {
+	if got := counter(t, reg, "rein_agentworker_tool_calls_total", map[string]string{"tool": "ambiguity_report", "outcome": "ok"}); got != 3 {
 		t.Errorf("ambiguity_report calls = %v", got)
 	}
-	if got := counter(t, reg, "rein_agent_turn_seconds", nil); got != float64(len(cases)) {
+	if got := counter(t, reg, "rein_agentworker_turn_seconds", nil); got != float64(len(cases)) {
 		t.Errorf("turn durations observed = %v", got)
 	}
 	if n := h.StreamMsgs(t, streams.StreamDLQ); n != 0 {
@@ -201,7 +201,7 @@ func TestHumanPathAfterTransfer(t *testing.T) {
 	if s, _ := storedState(t, h, "t1"); s.Status != agentworker.StatusHuman || s.EscalatedTurn != 2 {
 		t.Errorf("state status %q escalated at %d", s.Status, s.EscalatedTurn)
 	}
-	if got := counter(t, reg, "rein_agent_turns_total", map[string]string{"outcome": "human_path"}); got != 2 {
+	if got := counter(t, reg, "rein_agentworker_turns_total", map[string]string{"outcome": "human_path"}); got != 2 {
 		t.Errorf("human_path turns = %v", got)
 	}
 }

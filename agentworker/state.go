@@ -17,7 +17,7 @@ const (
 	StatusHuman  = "human"  // escalated: later user turns go to the human path
 )
 
-// Turn outcomes (the outcome label of rein_agent_turns_total).
+// Turn outcomes (the outcome label of rein_agentworker_turns_total).
 const (
 	OutcomeReply     = "reply"      // the agent answered
 	OutcomeEscalated = "escalated"  // the agent transferred to a human and answered

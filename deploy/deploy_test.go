@@ -268,7 +268,7 @@ func TestDashboardCoverage(t *testing.T) {
 		"inception latency p99":          "histogram_quantile(0.99, sum by (le, module) (rate(rein_detector_inception_seconds_bucket",
 		"escalations":                    "rein_escalations_total",
 		"reports":                        "rein_reports_total",
-		"model tokens":                   "rein_llm_tokens_total",
+		"model tokens":                   "rein_model_tokens_total",
 		"consumer lag":                   "rein_consumer_pending_messages",
 		"dead letters by stage":          `rein_stage_messages_total{outcome="dlq"}`,
 		"dead-letter stream":             `rein_stream_messages{stream="REIN_DLQ"}`,

@@ -52,8 +52,8 @@ func newStageMetrics(reg prometheus.Registerer, m inception.Module) *stageMetric
 	for _, r := range []string{UnjudgedHandedOn, UnjudgedSentAgain} {
 		sm.unjudged[r] = unjudged.WithLabelValues(r)
 	}
-	if g, ok := m.(Gated); ok && reg != nil {
-		telemetry.Register(reg, &gateCollector{g: g, desc: prometheus.NewDesc(telemetry.MDetectorGate,
+	if _, ok := inception.Current(m).(Gated); ok && reg != nil {
+		telemetry.Register(reg, &gateCollector{m: m, desc: prometheus.NewDesc(telemetry.MDetectorGate,
 			"Turns the cascade's rules gate passed to the model or skipped.", []string{"result"}, nil)})
 	}
 	return sm
@@ -73,14 +73,20 @@ func (m *stageMetrics) tenant(t string) string {
 	return m.tenants.Label(t)
 }
 
+// gateCollector reads the module in place at each scrape: a promoted
+// model's cascade shares the counters (llmmodule.Cascade.WithGate).
 type gateCollector struct {
-	g    Gated
+	m    inception.Module
 	desc *prometheus.Desc
 }
 
 func (c *gateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *gateCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.g.Stats()
+	g, ok := inception.Current(c.m).(Gated)
+	if !ok {
+		return
+	}
+	st := g.Stats()
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Passed), llmmodule.GatePass)
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(st.Turns-st.Passed), llmmodule.GateSkip)
 }

@@ -19,7 +19,8 @@
 //     cases) go into the model's prompt, those naming a hidden type left
 //     out (PromptContrasts, PromptJudging).
 //   - Module, Decision, Input (Input.LastUser: the turn to judge) and
-//     ContextFree: the runtime contract every module keeps; the modules
+//     ContextFree: the runtime contract every module keeps; Live, a
+//     module replaced between turns while it runs (a promoted model); the modules
 //     that call a model (the LLM module, the cascade) are in
 //     inception/llmmodule.
 //   - NewRules: the rules module, which judges offline from the candidate

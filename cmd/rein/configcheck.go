@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/natsserver"
@@ -48,7 +49,7 @@ func preflight(cmd *cobra.Command, file *fileConfig, so *stageOptions, names []s
 			}
 		}
 	}
-	if slices.Contains(names, streams.StageAgentWorker) && so.agentBackend != "none" && so.agentModel == nil && so.agentScript == "" {
+	if slices.Contains(names, streams.StageAgentWorker) && so.AgentWorker.Backend != agentworker.BackendNone && so.Given.AgentModel == nil && so.AgentScript == "" {
 		if lc := modules.LLMConfig(); lc.Provider != "" {
 			if err := lc.Validate(); err != nil {
 				return fmt.Errorf("agent model: %w%s", err, modelSources(cmd))

@@ -73,8 +73,8 @@ set, the inception module (--module llm by default then) and the agent use that 
 				so.modules.module = inception.ModuleLLM
 			}
 			agent := "scripted simulator (demodata/agent.yaml)"
-			if !live && so.agentScript == "" {
-				if so.agentModel, err = demo.ScriptedAgent(); err != nil {
+			if !live && so.AgentScript == "" {
+				if so.Given.AgentModel, err = demo.ScriptedAgent(); err != nil {
 					return err
 				}
 			} else if live {

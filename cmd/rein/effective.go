@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/streams/natsserver"
@@ -71,7 +72,7 @@ func effectiveSettings(cmd *cobra.Command, sf *serverFlags, so *stageOptions, st
 	add("api_key", key, "env "+llm.EnvAPIKey+", OPENAI_API_KEY or ANTHROPIC_API_KEY")
 	add("taxonomy", taxonomyLabel(so.modules.taxonomy), src("taxonomy"))
 	add("plan", so.modules.plan, src("plan"))
-	add("domain", so.domain, src("domain"))
+	add("domain", so.Detector.Domain, src("domain"))
 	add("stages", strings.Join(stages, ","), src("stages"))
 	add("agent", agentLabel(so, lc), src("agent-backend"))
 	if sf.nats.url != "" {
@@ -136,16 +137,16 @@ func taxonomyLabel(path string) string {
 
 func agentLabel(so *stageOptions, lc llm.Config) string {
 	switch {
-	case so.agentBackend == "none":
+	case so.AgentWorker.Backend == agentworker.BackendNone:
 		return "none (sidecar mode: the platform's own agent consumes rein.tasks.>)"
-	case so.agentModel != nil:
-		return "built-in simulator, tools " + so.agentBackend
-	case so.agentScript != "":
-		return "scripted simulator " + so.agentScript + ", tools " + so.agentBackend
+	case so.Given.AgentModel != nil:
+		return "built-in simulator, tools " + so.AgentWorker.Backend
+	case so.AgentScript != "":
+		return "scripted simulator " + so.AgentScript + ", tools " + so.AgentWorker.Backend
 	case lc.Provider == "":
 		return "none: no model configured, sidecar mode"
 	}
-	return lc.Provider + " model " + orNone(lc.Model) + ", tools " + so.agentBackend
+	return lc.Provider + " model " + orNone(lc.Model) + ", tools " + so.AgentWorker.Backend
 }
 
 // natsAuthLabel says how rein's connections authenticate. The embedded

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/internal/app/demo"
 	"github.com/reinception/rein/internal/app/eval/run"
 	"github.com/reinception/rein/internal/app/pipeline"
@@ -55,12 +56,12 @@ func (e evalRuntime) starter() run.Starter {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		rt.stages = &stageOptions{
-			domain: spec.Domain, agentData: spec.DataDir, agentBackend: agentworker.BackendDomain,
-			agentPersist: agentworker.PersistStep, maxSteps: e.maxSteps,
-			detectorTimeout: e.detectorTimeout, agentModel: spec.Agent, agentSystem: spec.SystemPrompt,
-			module: spec.Module, taxonomyVersion: spec.TaxonomyVersion,
-		}
+		rt.stages = &stageOptions{Stages: pipeline.Stages{
+			Detector: detector.Config{Domain: spec.Domain, Timeout: e.detectorTimeout, TaxonomyVersion: spec.TaxonomyVersion},
+			AgentWorker: agentworker.Config{Domain: spec.Domain, DataDir: spec.DataDir, Backend: agentworker.BackendDomain,
+				Persist: agentworker.PersistStep, MaxSteps: e.maxSteps, SystemPrompt: spec.SystemPrompt},
+			Given: pipeline.Given{Module: spec.Module, AgentModel: spec.Agent},
+		}}
 		col, err := demo.NewCollector(rt.NC, evalTenant)
 		if err != nil {
 			rt.Close()

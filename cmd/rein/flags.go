@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/pipeline"
@@ -22,7 +22,6 @@ import (
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams"
-	"github.com/reinception/rein/streams/consume"
 	"github.com/reinception/rein/streams/ingress"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -215,6 +214,7 @@ type moduleFlags struct {
 	plan     string
 	gate     string // --gate-model
 	typed    string // --typed-model
+	fewShot  int    // --few-shot-labels
 	// tauBench (detect --taubench): the τ-bench data directory whose
 	// retail products.json gives the rules the product catalogue.
 	tauBench string
@@ -244,7 +244,7 @@ func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 
 // options are the flags as the runtime's module options.
 func (f *moduleFlags) options() pipeline.Modules {
-	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
+	return pipeline.Modules{Module: f.module, Taxonomy: f.taxonomy, Plan: f.plan, GateModel: f.gate, TypedModel: f.typed, FewShot: f.fewShot, TauBench: f.tauBench, Provider: f.provider, Model: f.model, BaseURL: f.baseURL,
 		Record: f.record, Cassette: f.cassette, HeldOut: f.heldOut, WrapClient: f.wrapClient}
 }
 
@@ -257,69 +257,42 @@ func (f *moduleFlags) build(reg prometheus.Registerer) (inception.Module, *incep
 	return f.options().Build(reg)
 }
 
-// stageOptions are the flags of the pipeline stages that serve and demo run
-// (pipeline.Stages once resolved).
-type stageOptions struct {
-	modules         moduleFlags
-	domain          string
-	detectorTimeout time.Duration
-	workers         int
-
-	agentPrompt, agentData, agentBackend, agentToolURL, agentTools, agentScript, agentPersist string
-	maxSteps                                                                                  int
-	// Conversations kept in memory per stage (0: the stage's default).
-	detectorCache, agentCache int
-	// experiments is the holdout experiments file (docs/experiments.md).
-	experiments string
-	// ackWait overrides every stage's ack wait (0: the stages' defaults).
-	ackWait time.Duration
-	// pinTTL is how soon a standby replica takes over a crashed one's stage.
-	pinTTL time.Duration
-	// speculate: the agent worker starts each user turn's first model call
-	// while the detector judges it.
-	speculate bool
-	// agentQuietPeriod: an agent_unavailable handoff goes back to the
-	// agent after this long.
-	agentQuietPeriod time.Duration
-	// agentModel, when set (demo, bench, eval), is the task agent's model.
-	agentModel llm.Client
-	// agentSystem, when set (eval), is the task agent's system prompt.
-	agentSystem string
-	// module, when set (eval), is the detector's inception module, with
-	// taxonomyVersion recorded in its detections.
-	module          inception.Module
-	taxonomyVersion string
-}
-
-func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
-	o.modules.bind(fs, defaultModule)
-	fs.StringVar(&o.domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the inception module and run by the agent")
-	fs.DurationVar(&o.detectorTimeout, "detector-timeout", 5*time.Second, "deadline of one inception call; past it the turn proceeds without injection")
-	fs.IntVar(&o.workers, "workers", 0, "in-flight limit per stage: turns handled at once (0: the default, 4096; turns are scheduled by conversation, so a slow model call never blocks other conversations)")
-	fs.StringVar(&o.agentPrompt, "agent-prompt", "", "the task agent's fixed system prompt file (default: policy.md in --agent-data, or the sample policy)")
-	fs.StringVar(&o.agentData, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
-	fs.StringVar(&o.agentBackend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
-	fs.StringVar(&o.agentToolURL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
-	fs.StringVar(&o.agentPersist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
-	fs.StringVar(&o.agentTools, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
-	fs.StringVar(&o.agentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
-	fs.IntVar(&o.maxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
-	fs.IntVar(&o.detectorCache, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
-	fs.DurationVar(&o.pinTTL, "pin-ttl", consume.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it")
-	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)")
-	fs.BoolVar(&o.speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
-	fs.DurationVar(&o.agentQuietPeriod, "agent-quiet-period", agentworker.DefaultQuietPeriod, "a conversation handed to a human because the agent could not answer (agent_unavailable) goes back to the agent at its first user turn after this long without such a failure, recorded as dev.rein.release.v1 (negative: never automatically; rein handoff release still can)")
-	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
-	fs.IntVar(&o.agentCache, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
-}
-
-// runtime are the flags as the runtime's stage options.
-func (o *stageOptions) runtime() pipeline.Stages {
-	return pipeline.Stages{Modules: o.modules.options(), Domain: o.domain, DetectorTimeout: o.detectorTimeout, Workers: o.workers,
-		AgentPrompt: o.agentPrompt, AgentData: o.agentData, AgentBackend: o.agentBackend, AgentToolURL: o.agentToolURL, AgentTools: o.agentTools,
-		AgentScript: o.agentScript, AgentPersist: o.agentPersist, MaxSteps: o.maxSteps,
-		DetectorCache: o.detectorCache, AgentCache: o.agentCache, AckWait: o.ackWait, PinTTL: o.pinTTL, Speculate: o.speculate, AgentQuietPeriod: o.agentQuietPeriod,
-		AgentModel: o.agentModel, AgentSystem: o.agentSystem, Module: o.module, TaxonomyVersion: o.taxonomyVersion}
+// modelPathsOf reads, at each look for a promoted model, where the gate
+// and typed models are: a path rein.yaml sets is read from the file again
+// (a promotion may point it elsewhere); one a flag or the environment
+// sets stays. Nil when neither comes from the file.
+func modelPathsOf(cmd *cobra.Command, file *fileConfig) func() (string, string, error) {
+	gateFlag, typedFlag := cmd.Flags().Lookup("gate-model"), cmd.Flags().Lookup("typed-model")
+	if gateFlag == nil || typedFlag == nil || file == nil || file.path == "" {
+		return nil
+	}
+	gateFile := strings.HasPrefix(flagSource(gateFlag), "file ")
+	typedFile := strings.HasPrefix(flagSource(typedFlag), "file ")
+	if !gateFile && !typedFile {
+		return nil
+	}
+	gate, typed, path := gateFlag.Value.String(), typedFlag.Value.String(), file.path
+	// value is a key's path in the file read again ("" when it is gone).
+	value := func(f *fileConfig, key string) string {
+		if v, ok := f.raw[key]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	return func() (string, string, error) {
+		f, err := loadFileConfig(path)
+		if err != nil {
+			return "", "", err
+		}
+		g, t := gate, typed
+		if gateFile {
+			g = value(f, "gate-model")
+		}
+		if typedFile {
+			t = value(f, "typed-model")
+		}
+		return g, t, nil
+	}
 }
 
 // proc is a started runtime with the rein.yaml it was configured from and
@@ -399,7 +372,7 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		if err != nil {
 			return fmt.Errorf("stage escalation: %w", err)
 		}
-		opts.Sinks = sinks
+		opts.Escalation.Sinks = sinks
 	}
 	if rt.stages.experiments != "" && slices.Contains(names, streams.StageDetector) {
 		cfg, err := experiment.LoadFile(rt.stages.experiments)
@@ -410,7 +383,7 @@ func runStages(ctx context.Context, rt *proc, names []string) error {
 		if err != nil {
 			return fmt.Errorf("--experiments: %w", err)
 		}
-		opts.Experiments = a
+		opts.Given.Experiments = a
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {

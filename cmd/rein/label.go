@@ -146,22 +146,14 @@ its inclusion probability π. Turns someone has labelled already are left out un
 				return err
 			}
 			defer nc.Close()
-			items, err := labels.Queue(cmd.Context(), js, q, now)
+			items, err := labels.Review(cmd.Context(), js, q, now)
 			if err != nil {
 				return err
-			}
-			done, err := labels.Read(cmd.Context(), js, labels.Filter{Tenant: q.Tenant})
-			if err != nil {
-				return err
-			}
-			labelled := map[string]bool{}
-			for _, s := range done {
-				labelled[s.Conversation+"/"+fmt.Sprint(s.Label.Turn)] = true
 			}
 			rows := make([]queueRow, 0, len(items))
 			for _, it := range items {
 				r := queueRow{Conversation: it.Conversation, Turn: it.Turn, Stratum: it.Sample.Stratum, Probability: it.Sample.Probability,
-					Population: it.Sample.Population, Labelled: labelled[it.Conversation+"/"+fmt.Sprint(it.Turn)], Text: it.UserText}
+					Population: it.Sample.Population, Labelled: it.Labelled, Text: it.UserText}
 				if all || !r.Labelled {
 					rows = append(rows, r)
 				}

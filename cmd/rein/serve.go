@@ -71,6 +71,7 @@ func resolveServe(cmd *cobra.Command, so *stageOptions, stagesFlag []string) (*f
 		return nil, nil, err
 	}
 	inferModule(cmd, &so.modules)
+	so.ModelPaths = modelPathsOf(cmd, file)
 	names, err := pipeline.ResolveStages(stagesFlag)
 	if err != nil {
 		return nil, nil, err

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -10,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/audit"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/telemetry"
 	"github.com/reinception/rein/streams/natsserver"
 )
@@ -20,7 +25,7 @@ func init() { register(newShadowCmd) }
 func newShadowCmd() *cobra.Command {
 	var nf natsFlags
 	var mf moduleFlags
-	var tenant, since, until, domain string
+	var tenant, since, until, domain, candidate string
 	var convs []string
 	var asJSON bool
 	var timeout time.Duration
@@ -37,7 +42,14 @@ gained, then the list of flipped turns.
 
   rein shadow --taxonomy without-anaphora.yaml --since 168h
   rein shadow --conversation acme/c1 --conversation acme/c2 --json
-  rein shadow --module llm --provider replay   (model settings from REIN_LLM_*)`,
+  rein shadow --module llm --provider replay   (model settings from REIN_LLM_*)
+
+With --candidate FILE (a model file rein train wrote), shadow runs the live module (the module flags
+as serve has them) and the same module with the candidate model side by side on each turn, lists
+the turns where they differ, and measures both, and what was recorded, on the tenant's labels
+(rein label) with the review queue's weights and 95 % Wilson intervals (docs/labels.md).
+
+  rein shadow --tenant acme --since 7d --typed-model live.json --candidate candidate.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applySources(cmd, nil); err != nil {
@@ -60,13 +72,25 @@ gained, then the list of flipped turns.
 			if err != nil {
 				return err
 			}
+			cfg := audit.ShadowConfig{Module: m, Timeout: timeout,
+				TurnSelection: audit.TurnSelection{Tenant: tenant, Conversations: refs, Since: s, Until: u, Domain: domain, Tools: taubench.ToolCatalogue}}
+			if candidate != "" {
+				if cfg.Module, err = candidateModule(mf, candidate); err != nil {
+					return err
+				}
+				cfg.Baseline = m
+			}
 			nc, js, err := connectJS(&nf, "rein-shadow")
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			rep, err := audit.Shadow(cmd.Context(), js, audit.ShadowConfig{Module: m, Tenant: tenant, Conversations: refs,
-				Since: s, Until: u, Domain: domain, Tools: taubench.ToolCatalogue, Timeout: timeout})
+			if candidate != "" {
+				if cfg.Labels, err = labels.Read(cmd.Context(), js, labels.Filter{Tenant: tenant, Since: s}); err != nil {
+					return err
+				}
+			}
+			rep, err := audit.Shadow(cmd.Context(), js, cfg)
 			if err != nil {
 				return err
 			}
@@ -76,20 +100,32 @@ gained, then the list of flipped turns.
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			fmt.Fprintf(out, "shadow %s (taxonomy %s): %d turns compared, %d agree, %d flipped, %d without a recorded detection\n\n",
-				rep.Module, rep.TaxonomyVersion, rep.Turns, rep.Agreements, rep.Flips, rep.Unrecorded)
+			was, is := "RECORDED", "SHADOW"
+			if candidate != "" {
+				was, is = "LIVE", "CANDIDATE"
+				fmt.Fprintf(out, "candidate %s (%s) against the live %s (taxonomy %s): %d turns judged by both, %d agree, %d flipped\n\n",
+					candidate, modelVersionOf(candidate), rep.Baseline, rep.TaxonomyVersion, rep.Turns, rep.Agreements, rep.Flips)
+			} else {
+				fmt.Fprintf(out, "shadow %s (taxonomy %s): %d turns compared, %d agree, %d flipped, %d without a recorded detection\n\n",
+					rep.Module, rep.TaxonomyVersion, rep.Turns, rep.Agreements, rep.Flips, rep.Unrecorded)
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "LABEL\tRECORDED\tSHADOW\tAGREE\tLOST\tGAINED")
+			fmt.Fprintf(tw, "LABEL\t%s\t%s\tAGREE\tLOST\tGAINED\n", was, is)
 			for _, r := range rep.Types {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Label, r.Recorded, r.Shadow, r.Agree, r.Lost, r.Gained)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			if rep.Quality != nil {
+				if err := writeShadowQuality(out, rep); err != nil {
+					return err
+				}
+			}
 			if len(rep.Flipped) > 0 {
 				fmt.Fprintln(out, "\nflipped turns:")
 				tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TENANT\tCONVERSATION\tTURN\tRECORDED\tSHADOW\tUSER TEXT")
+				fmt.Fprintf(tw, "TENANT\tCONVERSATION\tTURN\t%s\t%s\tUSER TEXT\n", was, is)
 				for _, f := range rep.Flipped {
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", f.Tenant, f.Conversation, f.Turn, f.Recorded, f.Shadow, clipText(f.UserText, 80))
 				}
@@ -108,7 +144,75 @@ gained, then the list of flipped turns.
 	fs.StringVar(&domain, "domain", "airline", "the agent's domain (airline or retail): its tools are shown to the module")
 	fs.DurationVar(&timeout, "timeout", 30*time.Second, "bound on one module call")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.StringVar(&candidate, "candidate", "", "a model file (rein train, rein detect --train-typed or --train-gate) to compare with the live module on the same turns, and to measure on the labels")
 	return cmd
+}
+
+// candidateModule is the live module with the candidate model file in
+// place of its typed classifier or its gate's, as the file's features say.
+func candidateModule(live moduleFlags, path string) (inception.Module, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--candidate: %w", err)
+	}
+	g, err := inception.ParseGateModel(data)
+	if err != nil {
+		return nil, fmt.Errorf("--candidate %s: %w", path, err)
+	}
+	if g.Features == inception.TypedFeatures {
+		live.typed = path
+	} else {
+		live.gate = path
+	}
+	m, _, err := live.build(telemetry.NewRegistry())
+	if err != nil {
+		return nil, fmt.Errorf("--candidate: %w", err)
+	}
+	return m, nil
+}
+
+// modelVersionOf names a model file by its content, as detections do.
+func modelVersionOf(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "unreadable"
+	}
+	g, err := inception.ParseGateModel(data)
+	if err != nil {
+		return "invalid"
+	}
+	return g.Version()
+}
+
+// writeShadowQuality prints the labelled overall and per-type figures of
+// what was recorded, the live module and the candidate.
+func writeShadowQuality(w io.Writer, rep *audit.ShadowReport) error {
+	q := rep.Quality[audit.QualityRecorded]
+	fmt.Fprintf(w, "\non the labels: %d labelled turns of the review queue (each weighted 1/π), %d outside it (not counted)\n", q.Turns, q.AdHoc)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TYPE\tDECIDED BY\tPRECISION\t95% CI\tLABELS\tRECALL\t95% CI\tLABELS")
+	names := []struct{ key, name string }{{audit.QualityRecorded, "recorded"}, {audit.QualityBaseline, "live"}, {audit.QualityShadow, "candidate"}}
+	if _, ok := rep.Quality[audit.QualityBaseline]; !ok {
+		names = []struct{ key, name string }{{audit.QualityRecorded, "recorded"}, {audit.QualityShadow, "shadow"}}
+	}
+	// Every row any of them has: a candidate may activate with a type
+	// nothing recorded.
+	var types []string
+	for _, n := range names {
+		for _, row := range rep.Quality[n.key].Rows {
+			if row.Name != labels.RowOverall && row.Name != labels.RowAnyError && !slices.Contains(types, row.Name) {
+				types = append(types, row.Name)
+			}
+		}
+	}
+	slices.Sort(types)
+	for _, t := range append(types, labels.RowOverall, labels.RowAnyError) {
+		for _, n := range names {
+			r, _ := rep.Quality[n.key].Row(t)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, n.name, estimateCells(r.Precision), estimateCells(r.Recall))
+		}
+	}
+	return tw.Flush()
 }
 
 func parseConvRefs(tenant string, convs []string) ([]audit.ConvRef, error) {

@@ -20,8 +20,9 @@ const (
 // the gate lets through. A skipped turn is a clear decision of the gate.
 type Cascade struct {
 	gate, model inception.Module
-	passed      atomic.Uint64
-	skipped     atomic.Uint64
+	// counts are shared with the cascades WithGate derives, so the gate's
+	// counters run on across a promoted model.
+	counts *gateCounts
 	// OnGate, when set, is called with GatePass or GateSkip after each
 	// gate decision (the stage wires its metric here).
 	OnGate func(result string)
@@ -32,6 +33,9 @@ type Cascade struct {
 	// the turn fails open.
 	Fallback inception.Module
 }
+
+// gateCounts are a cascade's gate decisions since construction.
+type gateCounts struct{ passed, skipped atomic.Uint64 }
 
 // FallbackModel is the model field of a detection the cascade's fallback
 // made because the inception model could not judge.
@@ -49,7 +53,16 @@ func NewCascade(gate, model inception.Module) (*Cascade, error) {
 	if gate == nil || model == nil {
 		return nil, fmt.Errorf("%w: cascade needs a gate and a model module", inception.ErrInvalidConfig)
 	}
-	return &Cascade{gate: gate, model: model}, nil
+	return &Cascade{gate: gate, model: model, counts: &gateCounts{}}, nil
+}
+
+// WithGate returns the cascade with another gate and fallback (a promoted
+// model's) around the same model module, OnGate and counters.
+func (c *Cascade) WithGate(gate, fallback inception.Module) (*Cascade, error) {
+	if gate == nil {
+		return nil, fmt.Errorf("%w: cascade needs a gate", inception.ErrInvalidConfig)
+	}
+	return &Cascade{gate: gate, model: c.model, counts: c.counts, OnGate: c.OnGate, Fallback: fallback}, nil
 }
 
 // Name implements Module.
@@ -64,17 +77,22 @@ func (c *Cascade) Detect(ctx context.Context, in inception.Input) (inception.Dec
 		return inception.Decision{}, fmt.Errorf("cascade gate: %w", err)
 	}
 	if !g.Rein {
-		c.skipped.Add(1)
+		c.counts.skipped.Add(1)
 		if c.OnGate != nil {
 			c.OnGate(GateSkip)
 		}
 		return inception.Decision{TaxonomyVersion: g.TaxonomyVersion, ModelVersion: g.ModelVersion}, nil
 	}
-	c.passed.Add(1)
+	c.counts.passed.Add(1)
 	if c.OnGate != nil {
 		c.OnGate(GatePass)
 	}
 	d, err := c.model.Detect(ctx, in)
+	if err == nil && d.ModelVersion == "" {
+		// The gate's model chose to ask the model: a promoted gate shows
+		// in the detections of the turns it passed too.
+		d.ModelVersion = g.ModelVersion
+	}
 	if err == nil || c.Fallback == nil {
 		return d, err
 	}
@@ -110,7 +128,7 @@ func (c *Cascade) Gate() inception.Module { return c.gate }
 
 // Stats returns the share of turns sent to the model so far.
 func (c *Cascade) Stats() CascadeStats {
-	p, s := c.passed.Load(), c.skipped.Load()
+	p, s := c.counts.passed.Load(), c.counts.skipped.Load()
 	st := CascadeStats{Turns: p + s, Passed: p}
 	if st.Turns > 0 {
 		st.Share = float64(p) / float64(st.Turns)

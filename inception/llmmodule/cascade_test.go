@@ -126,3 +126,61 @@ func (skipGate) Name() string { return "skip-gate" }
 func (skipGate) Detect(context.Context, inception.Input) (inception.Decision, error) {
 	return inception.Decision{TaxonomyVersion: "1", ModelVersion: "gate@sha256:0123456789ab"}, nil
 }
+
+// A promoted gate (WithGate) judges the next turns with the same model
+// module, and the gate's counters run on rather than starting again.
+func TestCascadeWithGateKeepsModelAndCounters(t *testing.T) {
+	ctx := context.Background()
+	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
+	plain, err := inception.NewRules(inception.RulesConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCascade(plain, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	c.OnGate = func(string) { calls++ }
+	if _, err := c.Detect(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.WithGate(skipGate{}, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.Detect(ctx, in); err != nil || d.ModelVersion != "gate@sha256:0123456789ab" {
+		t.Errorf("promoted gate: %+v, %v", d, err)
+	}
+	if st := p.Stats(); st.Turns != 2 || calls != 2 || p.Fallback != plain || p.model != plain {
+		t.Errorf("stats %+v, OnGate called %d times, fallback and model kept: %v %v", st, calls, p.Fallback == plain, p.model == plain)
+	}
+	if _, err := c.WithGate(nil, nil); err == nil {
+		t.Error("a cascade without a gate")
+	}
+}
+
+// A turn the gate passes to the model records the gate's model version
+// when the model's decision names none.
+func TestCascadePassNamesTheGateModelVersion(t *testing.T) {
+	model, err := NewLLM(LLMConfig{Client: inceptiontest.Answering(`{"rein":false,"error_type":null,"evidence":"","reasoning":""}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCascade(passGate{}, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
+	if d, err := c.Detect(context.Background(), in); err != nil || d.ModelVersion != "gate@sha256:0123456789ab" {
+		t.Errorf("cascade pass: %+v, %v", d, err)
+	}
+}
+
+// passGate passes every turn, naming its model version.
+type passGate struct{}
+
+func (passGate) Name() string { return "pass-gate" }
+func (passGate) Detect(context.Context, inception.Input) (inception.Decision, error) {
+	return inception.Decision{Rein: true, ErrorType: "anaphora", TaxonomyVersion: "1", ModelVersion: "gate@sha256:0123456789ab"}, nil
+}

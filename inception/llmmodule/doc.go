@@ -11,10 +11,14 @@
 //     MaxAnswerBytes, is validated against a JSON Schema; its evidence is
 //     grounded in the user's words and its plan rendered or checked by
 //     the inception package's planted-text checks.
+//   - Few-shot examples (fewshot.go, opt-in LLMConfig.Examples): a
+//     tenant's labelled turns, at most MaxExamples, identifiers masked
+//     (MaskIdentifiers), fenced as data in that tenant's static prompt.
 //   - NewCascade (Cascade, CascadeStats): a gate module (the recall
 //     rules) judges every turn and only the turns it passes reach the
 //     model (GatePass, GateSkip label its counters); when the model
 //     cannot judge, the gate's own decision stands, recorded as
 //     FallbackModel. Gate returns the gate, NeedsContext tells when the
-//     gate's decision needs the agent's replies.
+//     gate's decision needs the agent's replies; WithGate derives the
+//     cascade with a promoted gate around the same model and counters.
 package llmmodule

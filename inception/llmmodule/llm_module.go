@@ -25,6 +25,11 @@ type LLMConfig struct {
 	MaxTokens int
 	// Temperature of the call (default 0).
 	Temperature *float64
+	// Examples, opt-in, are each tenant's labelled turns shown to the
+	// model in its prompt (fewshot.go), at most MaxExamples of them
+	// (default DefaultMaxExamples), in the order given.
+	Examples    map[string][]inception.Example
+	MaxExamples int
 }
 
 // LLMModule is the model-backed inception module: one call per user turn
@@ -70,7 +75,10 @@ func NewLLM(cfg LLMConfig) (*LLMModule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", inception.ErrInvalidConfig, err)
 	}
-	return &LLMModule{cfg: cfg, schema: s, static: newStaticPrompts(cfg.Taxonomy)}, nil
+	if cfg.MaxExamples <= 0 {
+		cfg.MaxExamples = DefaultMaxExamples
+	}
+	return &LLMModule{cfg: cfg, schema: s, static: newStaticPrompts(cfg.Taxonomy, cfg.Examples, cfg.MaxExamples)}, nil
 }
 
 // Name implements Module.

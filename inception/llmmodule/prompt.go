@@ -31,12 +31,15 @@ const (
 // catalogue, so it is built once and byte-identical on every turn.
 type staticPrompts struct {
 	tax *inception.Taxonomy
-	mu  sync.Mutex
-	m   map[string]string
+	// examples are each tenant's few-shot examples (fewshot.go).
+	examples    map[string][]inception.Example
+	maxExamples int
+	mu          sync.Mutex
+	m           map[string]string
 }
 
-func newStaticPrompts(tax *inception.Taxonomy) *staticPrompts {
-	return &staticPrompts{tax: tax, m: map[string]string{}}
+func newStaticPrompts(tax *inception.Taxonomy, examples map[string][]inception.Example, maxExamples int) *staticPrompts {
+	return &staticPrompts{tax: tax, examples: examples, maxExamples: maxExamples, m: map[string]string{}}
 }
 
 func (s *staticPrompts) get(tenant, domain string, tools []llm.Tool) string {
@@ -47,6 +50,9 @@ func (s *staticPrompts) get(tenant, domain string, tools []llm.Tool) string {
 		return p
 	}
 	p := BuildStaticPrompt(s.tax, domain, tools)
+	if ex := s.examples[tenant]; len(ex) > 0 {
+		p += examplesSection(s.tax, ex, s.maxExamples)
+	}
 	if len(s.m) >= 1024 { // bounded: one entry per tenant, domain and catalogue
 		clear(s.m)
 	}

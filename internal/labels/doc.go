@@ -43,6 +43,16 @@
 // behind it. Labels given outside the queue are counted but never
 // weighted into a figure: nobody knows how they were chosen.
 //
+// QualityOf measures another decision of the labelled turns with the same
+// weights (a candidate model replayed, rein shadow --candidate); Latest is
+// which label of a turn counts, Truth what it says the turn holds.
+//
+// # Learning
+//
+// The labels are examples too: rein train fits on them (audit builds
+// their inputs), and FewShot picks each tenant's latest, corrections
+// first, for the llm module's prompt.
+//
 // # Metrics
 //
 // Gauges, through NewQualityMetrics (registered by the runtime):

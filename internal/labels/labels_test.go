@@ -296,3 +296,77 @@ func TestQualityTakesTheLatestLabelOfATurn(t *testing.T) {
 		}
 	}
 }
+
+// Few-shot examples are each tenant's own labelled turns, corrections
+// first, bounded, with the detection's user text and the label's truth.
+func TestFewShotTakesEachTenantsCorrectionsFirst(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	now := time.Now()
+	storeDetection(t, h, "acme", "c1", 1, "")
+	storeDetection(t, h, "acme", "c2", 1, "anaphora")
+	storeDetection(t, h, "acme", "c3", 1, "anaphora")
+	storeDetection(t, h, "acme", "c4", 2, "")
+	storeDetection(t, h, "globex", "c1", 1, "")
+	for _, r := range []labels.Request{
+		{Tenant: "acme", Conversation: "c1", Turn: 1, Verdict: schemas.VerdictCorrect},
+		{Tenant: "acme", Conversation: "c2", Turn: 1, Verdict: schemas.VerdictFalseActivation},
+		{Tenant: "acme", Conversation: "c3", Turn: 1, Verdict: schemas.VerdictCorrect},
+		{Tenant: "acme", Conversation: "c4", Turn: 2, Verdict: schemas.VerdictMissedError, ErrorType: "unsupported_action"},
+		{Tenant: "globex", Conversation: "c1", Turn: 1, Verdict: schemas.VerdictMissedError, ErrorType: "anaphora"},
+	} {
+		r.Labeller = "ann"
+		if _, err := put(t, h, r, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex, err := labels.FewShot(context.Background(), h.JS, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ex["acme"] {
+		text, _ := e.Input.LastUser()
+		got = append(got, fmt.Sprintf("%s %q %v %s", e.ID, text, e.Rein, e.ErrorType))
+	}
+	want := []string{
+		`label/acme/c4/2 "turn 2" true unsupported_action`,
+		`label/acme/c2/1 "turn 1" false `,
+		`label/acme/c3/1 "turn 1" true anaphora`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("acme's examples:\n%s\nwant\n%s", got, want)
+	}
+	if g := ex["globex"]; len(g) != 1 || g[0].ErrorType != "anaphora" || g[0].Input.Tenant != "globex" {
+		t.Errorf("globex's examples: %+v", g)
+	}
+}
+
+// With a DayCache, a day's population is read once: later draws of the
+// day use it even if the stream says otherwise (a finished day gains no
+// detections, so only a cache explains the same answer).
+func TestDayCacheReadsADayOnce(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	for i := range 3 {
+		storeDetection(t, h, "acme", fmt.Sprintf("c%d", i), 1, "")
+	}
+	det, err := labels.FindDetection(ctx, h.JS, "acme", "c0", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(48 * time.Hour)
+	cached := labels.QueueConfig{Tenant: "acme", Days: &labels.DayCache{}}
+	first, ok, err := labels.SampleOf(ctx, h.JS, cached, det, later)
+	if err != nil || !ok || first.Population != 3 {
+		t.Fatalf("first draw %+v %v %v, want the 3 clean turns", first, ok, err)
+	}
+	for i := 3; i < 6; i++ {
+		storeDetection(t, h, "acme", fmt.Sprintf("c%d", i), 1, "")
+	}
+	if again, _, err := labels.SampleOf(ctx, h.JS, cached, det, later); err != nil || again != first {
+		t.Errorf("cached draw %+v %v, want %+v", again, err, first)
+	}
+	if fresh, _, err := labels.SampleOf(ctx, h.JS, labels.QueueConfig{Tenant: "acme"}, det, later); err != nil || fresh.Population != 6 {
+		t.Errorf("uncached draw %+v %v, want the 6 turns stored", fresh, err)
+	}
+}

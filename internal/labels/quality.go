@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/reinception/rein/schemas"
 )
@@ -53,39 +52,50 @@ type Report struct {
 type judged struct {
 	pred, truth string
 	w           float64
-	at          time.Time
 }
 
 // Quality estimates precision and recall per type and overall from labels
-// (Horvitz–Thompson weights 1/π; see the package documentation).
-func Quality(ls []Stored) Report {
+// (Horvitz–Thompson weights 1/π; see the package documentation) of what
+// rein decided when the turns ran.
+func Quality(ls []Stored) Report { return QualityOf(ls, Recorded) }
+
+// Recorded is what the labelled detection decided: its error type, or ""
+// when rein stayed clear.
+func Recorded(s Stored) (string, bool) {
+	if s.Label.Detected {
+		return s.Label.DetectedType, true
+	}
+	return "", true
+}
+
+// QualityOf estimates the quality of another decision of the labelled
+// turns, with the same weights: pred returns a turn's error type ("" for
+// clear), or false when that decision is unknown (the turn is left out).
+// A candidate model replayed over the labelled turns is measured so.
+func QualityOf(ls []Stored, pred func(Stored) (string, bool)) Report {
 	var r Report
-	turns := map[[3]string]judged{}
-	var order [][3]string
+	var weighted []Stored
+	var preds []string
 	for _, s := range ls {
-		l := s.Label
-		if l.Sample == nil || l.Sample.Probability <= 0 {
+		if s.Label.Sample == nil || s.Label.Sample.Probability <= 0 {
 			r.AdHoc++
 			continue
 		}
-		r.Weighted++
-		k := [3]string{s.Tenant, s.Conversation, strconv.Itoa(l.Turn)}
-		prev, ok := turns[k]
-		if !ok {
-			order = append(order, k)
-		} else if s.Time.Before(prev.at) {
-			continue
+		if p, ok := pred(s); ok {
+			weighted = append(weighted, s)
+			preds = append(preds, p)
 		}
-		j := judgeOf(l)
-		j.at = s.Time
-		turns[k] = j
 	}
-	r.Turns = len(order)
-	js := make([]judged, 0, len(order))
+	r.Weighted = len(weighted)
+	latest := Latest(weighted)
+	r.Turns = len(latest)
+	js := make([]judged, 0, len(latest))
+	for _, i := range latest {
+		l := weighted[i].Label
+		js = append(js, judged{pred: preds[i], truth: Truth(l), w: 1 / l.Sample.Probability})
+	}
 	types := map[string]bool{}
-	for _, k := range order {
-		j := turns[k]
-		js = append(js, j)
+	for _, j := range js {
 		for _, t := range []string{j.pred, j.truth} {
 			if t != "" {
 				types[t] = true
@@ -120,19 +130,40 @@ func (r Report) Row(name string) (Row, bool) {
 	return Row{}, false
 }
 
-// judgeOf reads what rein said and what the labeller says is true.
-func judgeOf(l schemas.Label) judged {
-	j := judged{w: 1 / l.Sample.Probability}
-	if l.Detected {
-		j.pred = l.DetectedType
+// Latest returns the index in ls of the label that counts for each
+// labelled turn, in the order the turns first appear: the one given last
+// (of several labellers' labels of a turn, the latest wins; of equal
+// times, the later in ls).
+func Latest(ls []Stored) []int {
+	at := map[[3]string]int{}
+	var out []int
+	for i, s := range ls {
+		k := [3]string{s.Tenant, s.Conversation, strconv.Itoa(s.Label.Turn)}
+		j, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, i)
+			continue
+		}
+		if !s.Time.Before(ls[out[j]].Time) {
+			out[j] = i
+		}
 	}
+	return out
+}
+
+// Truth is what the labeller says the turn holds: its error type, or ""
+// for a turn with no error.
+func Truth(l schemas.Label) string {
 	switch l.Verdict {
 	case schemas.VerdictCorrect:
-		j.truth = j.pred
+		if l.Detected {
+			return l.DetectedType
+		}
 	case schemas.VerdictWrongType, schemas.VerdictMissedError:
-		j.truth = l.ErrorType
+		return l.ErrorType
 	}
-	return j
+	return ""
 }
 
 // proportion is the weighted share of hit among the labels in the

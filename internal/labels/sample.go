@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +28,48 @@ type QueueConfig struct {
 	CleanShare float64
 	// Key seeds the draw: the same key, the same queue (default "rein").
 	Key string
+	// Days, when set, keeps the populations of days already drawn, so
+	// that labelling many turns of a day reads its detections once.
+	Days *DayCache
+}
+
+// DayCache keeps the strata populations of finished days per tenant: a
+// day over gains no detections, so its draw never changes. Safe for
+// concurrent use; bounded (maxCachedDays).
+type DayCache struct {
+	mu sync.Mutex
+	m  map[string]map[string]int
+}
+
+// maxCachedDays bounds a DayCache: tenants × days labelled lately.
+const maxCachedDays = 1024
+
+// population returns the tenant's population of q's day, from the cache
+// or read (and kept).
+func (c *DayCache) population(ctx context.Context, js jetstream.JetStream, q QueueConfig) (map[string]int, error) {
+	if c == nil {
+		dets, err := dayDetections(ctx, js, q)
+		return Population(dets), err
+	}
+	k := q.Tenant + "/" + q.Day.Format(time.DateOnly)
+	c.mu.Lock()
+	pop, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return pop, nil
+	}
+	dets, err := dayDetections(ctx, js, q)
+	if err != nil {
+		return nil, err
+	}
+	pop = Population(dets)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedDays {
+		c.m = map[string]map[string]int{}
+	}
+	c.m[k] = pop
+	return pop, nil
 }
 
 // Defaults of QueueConfig.
@@ -106,11 +149,11 @@ func SampleOf(ctx context.Context, js jetstream.JetStream, q QueueConfig, d Dete
 	if now.Before(q.Day.Add(24 * time.Hour)) {
 		return schemas.LabelSample{}, false, nil
 	}
-	dets, err := dayDetections(ctx, js, q)
+	pop, err := q.Days.population(ctx, js, q)
 	if err != nil {
 		return schemas.LabelSample{}, false, err
 	}
-	s, ok := Draw(q, Population(dets)).sample(q, d)
+	s, ok := Draw(q, pop).sample(q, d)
 	return s, ok, nil
 }
 
@@ -232,4 +275,32 @@ func Uniform(key, tenant, conv string, turn int) float64 {
 		h.Write([]byte(strconv.Itoa(len(s)) + ":" + s))
 	}
 	return float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
+}
+
+// Queued is a turn of a review queue and whether someone has labelled it.
+type Queued struct {
+	Item
+	Labelled bool `json:"labelled"`
+}
+
+// Review draws a tenant's queue of one day (Queue) and marks the turns
+// already labelled: what an operator has left to do.
+func Review(ctx context.Context, js jetstream.JetStream, q QueueConfig, now time.Time) ([]Queued, error) {
+	items, err := Queue(ctx, js, q, now)
+	if err != nil {
+		return nil, err
+	}
+	done, err := Read(ctx, js, Filter{Tenant: q.Tenant})
+	if err != nil {
+		return nil, err
+	}
+	labelled := map[string]bool{}
+	for _, s := range done {
+		labelled[s.Conversation+"/"+strconv.Itoa(s.Label.Turn)] = true
+	}
+	out := make([]Queued, 0, len(items))
+	for _, it := range items {
+		out = append(out, Queued{Item: it, Labelled: labelled[it.Conversation+"/"+strconv.Itoa(it.Turn)]})
+	}
+	return out, nil
 }

@@ -99,7 +99,7 @@ func TestAnthropicToolUseWire(t *testing.T) {
 	if resp.Usage != (Usage{InputTokens: 1820, OutputTokens: 15, CachedInputTokens: 1800}) {
 		t.Fatalf("usage = %+v", resp.Usage)
 	}
-	if v := metricValue(t, reg, telemetry.MLLMTokens, map[string]string{"provider": "anthropic", "kind": TokenCachedInput}); v != 1800 {
+	if v := metricValue(t, reg, telemetry.MModelTokens, map[string]string{"provider": "anthropic", "kind": TokenCachedInput}); v != 1800 {
 		t.Fatalf("cached tokens metric = %v", v)
 	}
 }
@@ -187,7 +187,7 @@ func TestAnthropicErrorsAndRetries(t *testing.T) {
 				t.Fatalf("%d requests, want %d", n, tt.wantCalls)
 			}
 			for outcome, want := range tt.outcomes {
-				if got := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"provider": "anthropic", "outcome": outcome}); got != want {
+				if got := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"provider": "anthropic", "outcome": outcome}); got != want {
 					t.Errorf("requests{%s} = %v, want %v", outcome, got, want)
 				}
 			}

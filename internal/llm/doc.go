@@ -42,11 +42,11 @@
 //
 // # Metrics (registered on the Registerer given to New; safe to call New twice)
 //
-//   - rein_llm_requests_total{provider,model,purpose,outcome}: every attempt
+//   - rein_model_requests_total{provider,model,purpose,outcome}: every attempt
 //     (retries count), outcome ok, error, timeout or rate_limited.
-//   - rein_llm_tokens_total{provider,model,purpose,kind}: kind input (whole
+//   - rein_model_tokens_total{provider,model,purpose,kind}: kind input (whole
 //     prompt), output, cached_input.
-//   - rein_llm_request_seconds{provider,purpose}: duration of each attempt.
+//   - rein_model_request_seconds{provider,purpose}: duration of each attempt.
 //
 // A purpose's series are created (at zero) on its first call, so rates and
 // ratios exist before the first failure. Purpose labels are kept bounded: short [a-z0-9_-] names pass, anything

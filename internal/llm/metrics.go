@@ -11,7 +11,7 @@ import (
 	"github.com/reinception/rein/internal/telemetry"
 )
 
-// Outcome label values of rein_llm_requests_total.
+// Outcome label values of rein_model_requests_total.
 const (
 	OutcomeOK          = "ok"
 	OutcomeError       = "error"
@@ -19,7 +19,7 @@ const (
 	OutcomeRateLimited = "rate_limited"
 )
 
-// Kind label values of rein_llm_tokens_total.
+// Kind label values of rein_model_tokens_total.
 const (
 	TokenInput       = "input"
 	TokenOutput      = "output"
@@ -38,15 +38,15 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: telemetry.MLLMRequests,
+			Name: telemetry.MModelRequests,
 			Help: "Model provider HTTP attempts (each retry counts), by outcome: ok, error, timeout, rate_limited.",
 		}, []string{"provider", "model", "purpose", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: telemetry.MLLMTokens,
+			Name: telemetry.MModelTokens,
 			Help: "Tokens reported by model providers, by kind: input (cached included), output, cached_input.",
 		}, []string{"provider", "model", "purpose", "kind"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    telemetry.MLLMRequestSeconds,
+			Name:    telemetry.MModelRequestSeconds,
 			Help:    "Duration of one model provider attempt.",
 			Buckets: latencyBuckets,
 		}, []string{"provider", "purpose"}),

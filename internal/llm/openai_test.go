@@ -105,7 +105,7 @@ func TestOpenAIToolCallsWire(t *testing.T) {
 		t.Fatalf("resp = %+v", resp)
 	}
 	for kind, want := range map[string]float64{TokenInput: 1200, TokenOutput: 30, TokenCachedInput: 1024} {
-		if v := metricValue(t, reg, telemetry.MLLMTokens, map[string]string{"provider": "openai", "model": "gpt-test", "purpose": "agent", "kind": kind}); v != want {
+		if v := metricValue(t, reg, telemetry.MModelTokens, map[string]string{"provider": "openai", "model": "gpt-test", "purpose": "agent", "kind": kind}); v != want {
 			t.Errorf("tokens{%s} = %v, want %v", kind, v, want)
 		}
 	}
@@ -211,11 +211,11 @@ func TestOpenAIRetries(t *testing.T) {
 			}
 			for outcome, want := range tt.outcomes {
 				lbl := map[string]string{"provider": "openai", "model": "gpt-test", "purpose": "inception", "outcome": outcome}
-				if got := metricValue(t, reg, telemetry.MLLMRequests, lbl); got != want {
+				if got := metricValue(t, reg, telemetry.MModelRequests, lbl); got != want {
 					t.Errorf("requests{%s} = %v, want %v", outcome, got, want)
 				}
 			}
-			if got := metricValue(t, reg, telemetry.MLLMRequestSeconds, map[string]string{"provider": "openai", "purpose": "inception"}); got != float64(tt.wantCalls) {
+			if got := metricValue(t, reg, telemetry.MModelRequestSeconds, map[string]string{"provider": "openai", "purpose": "inception"}); got != float64(tt.wantCalls) {
 				t.Errorf("histogram count = %v, want %d", got, tt.wantCalls)
 			}
 		})
@@ -249,14 +249,14 @@ func TestOpenAITimeouts(t *testing.T) {
 			t.Fatalf("%d attempts after the caller's deadline, want 1", n)
 		}
 		expected := `
-# HELP rein_llm_requests_total Model provider HTTP attempts (each retry counts), by outcome: ok, error, timeout, rate_limited.
-# TYPE rein_llm_requests_total counter
-rein_llm_requests_total{model="gpt-test",outcome="error",provider="openai",purpose="inception"} 0
-rein_llm_requests_total{model="gpt-test",outcome="ok",provider="openai",purpose="inception"} 0
-rein_llm_requests_total{model="gpt-test",outcome="rate_limited",provider="openai",purpose="inception"} 0
-rein_llm_requests_total{model="gpt-test",outcome="timeout",provider="openai",purpose="inception"} 1
+# HELP rein_model_requests_total Model provider HTTP attempts (each retry counts), by outcome: ok, error, timeout, rate_limited.
+# TYPE rein_model_requests_total counter
+rein_model_requests_total{model="gpt-test",outcome="error",provider="openai",purpose="inception"} 0
+rein_model_requests_total{model="gpt-test",outcome="ok",provider="openai",purpose="inception"} 0
+rein_model_requests_total{model="gpt-test",outcome="rate_limited",provider="openai",purpose="inception"} 0
+rein_model_requests_total{model="gpt-test",outcome="timeout",provider="openai",purpose="inception"} 1
 `
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), telemetry.MLLMRequests); err != nil {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(expected), telemetry.MModelRequests); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -270,7 +270,7 @@ rein_llm_requests_total{model="gpt-test",outcome="timeout",provider="openai",pur
 			t.Fatalf("resp = %+v, err = %v", resp, err)
 		}
 		for outcome, want := range map[string]float64{OutcomeTimeout: 1, OutcomeOK: 1} {
-			if got := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"purpose": "agent", "outcome": outcome}); got != want {
+			if got := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"purpose": "agent", "outcome": outcome}); got != want {
 				t.Errorf("requests{%s} = %v, want %v", outcome, got, want)
 			}
 		}

@@ -108,7 +108,7 @@ func TestRecordThenReplay(t *testing.T) {
 			t.Fatalf("replay %d = %s, want %s", i, a, b)
 		}
 	}
-	if v := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"provider": "replay", "outcome": OutcomeOK}); v != float64(len(reqs)) {
+	if v := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"provider": "replay", "outcome": OutcomeOK}); v != float64(len(reqs)) {
 		t.Fatalf("replay ok requests = %v", v)
 	}
 
@@ -117,7 +117,7 @@ func TestRecordThenReplay(t *testing.T) {
 	if !errors.Is(err, ErrCassetteMiss) || !strings.Contains(err.Error(), RequestKey(miss)) {
 		t.Fatalf("miss err = %v, want ErrCassetteMiss naming %s", err, RequestKey(miss))
 	}
-	if v := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"provider": "replay", "outcome": OutcomeError}); v != 1 {
+	if v := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"provider": "replay", "outcome": OutcomeError}); v != 1 {
 		t.Fatalf("replay error requests = %v", v)
 	}
 }

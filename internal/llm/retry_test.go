@@ -132,7 +132,7 @@ func TestMetricsRegistration(t *testing.T) {
 	}
 	// A different collector under the same name is a real conflict.
 	clash := prometheus.NewRegistry()
-	clash.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MLLMRequests, Help: "other"}))
+	clash.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: telemetry.MModelRequests, Help: "other"}))
 	if _, err := newMetrics(clash); err == nil {
 		t.Fatal("conflicting registration was accepted")
 	}

@@ -298,7 +298,7 @@ func TestExampleScriptAgentLoop(t *testing.T) {
 	if err != nil || clear.Content != `{"error_type":null,"evidence":"","reasoning":"","rein":false}` {
 		t.Fatalf("clear = %q, %v", clear.Content, err)
 	}
-	if got := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"provider": "scripted", "model": "airline-demo", "purpose": PurposeAgent, "outcome": OutcomeOK}); got != 5 {
+	if got := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"provider": "scripted", "model": "airline-demo", "purpose": PurposeAgent, "outcome": OutcomeOK}); got != 5 {
 		t.Fatalf("agent requests = %v, want 5", got)
 	}
 }
@@ -356,7 +356,7 @@ func TestScriptedConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := metricValue(t, reg, telemetry.MLLMRequests, map[string]string{"outcome": OutcomeOK}); got != workers*calls {
+	if got := metricValue(t, reg, telemetry.MModelRequests, map[string]string{"outcome": OutcomeOK}); got != workers*calls {
 		t.Fatalf("ok requests = %v, want %d", got, workers*calls)
 	}
 }

@@ -28,14 +28,14 @@ const (
 	MConsumerRedelivered = "rein_consumer_redelivered_messages" // {stream,consumer}
 
 	// model providers
-	MLLMRequests       = "rein_llm_requests_total"    // {provider,model,purpose,outcome}
-	MLLMTokens         = "rein_llm_tokens_total"      // {provider,model,purpose,kind}
-	MLLMRequestSeconds = "rein_llm_request_seconds"   // {provider,purpose}
-	MModelAvailable    = "rein_model_available"       // {endpoint} 1 unless the endpoint's breaker is open
-	MModelInFlight     = "rein_model_in_flight"       // {endpoint} calls in flight
-	MModelLimit        = "rein_model_in_flight_limit" // {endpoint} the adaptive in-flight limit
-	MModelQueued       = "rein_model_queued_calls"    // {endpoint} calls waiting for the limit
-	MModelRejected     = "rein_model_rejected_total"  // {endpoint,reason} calls refused fast: breaker_open
+	MModelRequests       = "rein_model_requests_total"  // {provider,model,purpose,outcome}
+	MModelTokens         = "rein_model_tokens_total"    // {provider,model,purpose,kind}
+	MModelRequestSeconds = "rein_model_request_seconds" // {provider,purpose}
+	MModelAvailable      = "rein_model_available"       // {endpoint} 1 unless the endpoint's breaker is open
+	MModelInFlight       = "rein_model_in_flight"       // {endpoint} calls in flight
+	MModelLimit          = "rein_model_in_flight_limit" // {endpoint} the adaptive in-flight limit
+	MModelQueued         = "rein_model_queued_calls"    // {endpoint} calls waiting for the limit
+	MModelRejected       = "rein_model_rejected_total"  // {endpoint,reason} calls refused fast: breaker_open
 
 	// detector
 	MDetectorDecisions        = "rein_detector_decisions_total"   // {tenant,outcome} outcome: activated, clear, failed
@@ -48,14 +48,14 @@ const (
 	MDetectorRepeats          = "rein_detector_repeats_not_planted_total" // {error_type}
 
 	// injector and agent
-	MInjectorInjections   = "rein_injector_injections_total" // {error_type}
-	MAgentTurns           = "rein_agent_turns_total"         // {outcome}
-	MAgentSpeculations    = "rein_agent_speculations_total"  // {result} hit, wasted, miss
-	MAgentSpecTokens      = "rein_agent_speculation_wasted_tokens_total"
-	MAgentTurnSeconds     = "rein_agent_turn_seconds"
-	MAgentToolCalls       = "rein_agent_tool_calls_total" // {tool,outcome}
-	MAgentUnverifiedTasks = "rein_agent_unverified_tasks_total"
-	MAgentReleases        = "rein_agent_releases_total" // {reason} operator, quiet_period
+	MInjectorInjections         = "rein_injector_injections_total"      // {error_type}
+	MAgentWorkerTurns           = "rein_agentworker_turns_total"        // {outcome}
+	MAgentWorkerSpeculations    = "rein_agentworker_speculations_total" // {result} hit, wasted, miss
+	MAgentWorkerSpecTokens      = "rein_agentworker_speculation_wasted_tokens_total"
+	MAgentWorkerTurnSeconds     = "rein_agentworker_turn_seconds"
+	MAgentWorkerToolCalls       = "rein_agentworker_tool_calls_total" // {tool,outcome}
+	MAgentWorkerUnverifiedTasks = "rein_agentworker_unverified_tasks_total"
+	MAgentWorkerReleases        = "rein_agentworker_releases_total" // {reason} operator, quiet_period
 
 	// escalation and sinks
 	MEscalations         = "rein_escalations_total"      // {reason,error_type}

@@ -31,8 +31,13 @@
 //     created on demand). CheckPrefix refuses "rein" and "rein.…", so a
 //     replay never lands on a live subject.
 //   - Shadow: re-runs a detector.Module over recorded user turns, with the
-//     surface context rebuilt from REIN_TURNS as the detector stage does,
-//     and compares with REIN_DETECTIONS. It publishes nothing.
+//     surface context rebuilt from REIN_TURNS as the detector stage does
+//     (UserTurns), and compares with REIN_DETECTIONS, or with a baseline
+//     module re-run on the same turns (the live module against a
+//     candidate model); given labels, it measures each on them
+//     (labels.QualityOf). It publishes nothing.
+//   - LabelledExamples: labelled turns as training examples, each with
+//     its rebuilt input and the labeller's truth (rein train --labels).
 //   - Backup/Restore: the JetStream snapshot API ($JS.API.STREAM.SNAPSHOT /
 //     RESTORE): each stream's server snapshot (s2-compressed archive of its
 //     blocks and consumers) is saved byte for byte as <stream>.snapshot with

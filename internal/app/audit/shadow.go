@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -26,9 +27,9 @@ const (
 // ConvRef names one conversation.
 type ConvRef struct{ Tenant, Conversation string }
 
-// ShadowConfig configures a counterfactual detection run.
-type ShadowConfig struct {
-	Module inception.Module
+// TurnSelection selects recorded user turns and says how to rebuild what
+// the detector saw of each.
+type TurnSelection struct {
 	// Tenant limits the run to one tenant (empty: every tenant).
 	Tenant string
 	// Conversations, when not empty, limits the run to these.
@@ -44,6 +45,20 @@ type ShadowConfig struct {
 	Tools func(domain string) ([]llm.Tool, error)
 	// HistoryTurns bounds the surface context (default 40, as the stage).
 	HistoryTurns int
+}
+
+// ShadowConfig configures a counterfactual detection run.
+type ShadowConfig struct {
+	TurnSelection
+	Module inception.Module
+	// Baseline, when set, is re-run beside Module and compared with it
+	// instead of the recorded detections: the live module against a
+	// candidate model (rein shadow --candidate).
+	Baseline inception.Module
+	// Labels, when set, are measured against: the report's Quality holds
+	// the labelled precision and recall of the recorded detections, of
+	// Module and of Baseline, with the same weights.
+	Labels []labels.Stored
 	// Timeout bounds one module call (default 30s).
 	Timeout time.Duration
 }
@@ -74,7 +89,10 @@ type TypeRow struct {
 
 // ShadowReport is the result of a shadow run.
 type ShadowReport struct {
-	Module          string    `json:"module"`
+	Module string `json:"module"`
+	// Baseline names what Module was compared with: the recorded
+	// detections (ComparedRecorded) or the baseline module re-run.
+	Baseline        string    `json:"baseline"`
 	TaxonomyVersion string    `json:"taxonomy_version,omitempty"`
 	Turns           int       `json:"turns"`      // user turns judged and compared
 	Agreements      int       `json:"agreements"` // same label
@@ -82,7 +100,21 @@ type ShadowReport struct {
 	Unrecorded      int       `json:"unrecorded"` // judged, but no recorded detection to compare
 	Types           []TypeRow `json:"types"`
 	Flipped         []Flip    `json:"flipped"`
+	// Quality, with ShadowConfig.Labels: QualityRecorded, QualityShadow
+	// and, with a baseline, QualityBaseline.
+	Quality map[string]labels.Report `json:"quality,omitempty"`
 }
+
+// ComparedRecorded is ShadowReport.Baseline when the shadow module was
+// compared with the recorded detections.
+const ComparedRecorded = "recorded"
+
+// Keys of ShadowReport.Quality.
+const (
+	QualityRecorded = "recorded"
+	QualityShadow   = "shadow"
+	QualityBaseline = "baseline"
+)
 
 type turnKey struct {
 	tenant, conv string
@@ -91,41 +123,25 @@ type turnKey struct {
 
 // Shadow re-runs cfg.Module over recorded user turns, rebuilding each
 // turn's surface context from REIN_TURNS exactly as the detector stage
-// does, and compares with the recorded detections in REIN_DETECTIONS. It
-// publishes nothing.
+// does, and compares with the recorded detections in REIN_DETECTIONS, or
+// with cfg.Baseline re-run on the same turns. It publishes nothing.
 func Shadow(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (*ShadowReport, error) {
 	if cfg.Module == nil {
 		return nil, fmt.Errorf("%w: no module", ErrShadow)
 	}
-	if cfg.Domain == "" {
-		cfg.Domain = "airline"
-	}
-	if cfg.HistoryTurns <= 0 {
-		cfg.HistoryTurns = 40
-	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	recorded, err := recordedDetections(ctx, js, cfg)
-	if err != nil {
-		return nil, err
+	var recorded map[turnKey]schemas.Detection
+	rep := &ShadowReport{Module: cfg.Module.Name(), Baseline: ComparedRecorded, Types: []TypeRow{}, Flipped: []Flip{}}
+	if cfg.Baseline != nil {
+		rep.Baseline = cfg.Baseline.Name()
+	} else {
+		var err error
+		if recorded, err = recordedDetections(ctx, js, cfg.TurnSelection); err != nil {
+			return nil, err
+		}
 	}
-	tools := map[string][]llm.Tool{}
-	toolsOf := func(domain string) ([]llm.Tool, error) {
-		if cfg.Tools == nil {
-			return nil, nil
-		}
-		if t, ok := tools[domain]; ok {
-			return t, nil
-		}
-		t, err := cfg.Tools(domain)
-		if err != nil {
-			return nil, fmt.Errorf("%w: tools of %s: %w", ErrShadow, domain, err)
-		}
-		tools[domain] = t
-		return t, nil
-	}
-	rep := &ShadowReport{Module: cfg.Module.Name(), Types: []TypeRow{}, Flipped: []Flip{}}
 	rows := map[string]*TypeRow{}
 	row := func(l string) *TypeRow {
 		if rows[l] == nil {
@@ -133,12 +149,119 @@ func Shadow(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (*Sha
 		}
 		return rows[l]
 	}
-	dialogues := map[ConvRef]*surface{}
-	sel := Selection{Stream: streams.StreamTurns, Tenant: cfg.Tenant, Until: cfg.Until}
-	for _, c := range cfg.Conversations {
-		sel.Filters = append(sel.Filters, streams.ConversationTurns(c.Tenant, c.Conversation))
+	// What each module said of each turn, for the labelled figures.
+	said := map[string]map[turnKey]string{QualityShadow: {}, QualityBaseline: {}}
+	err := UserTurns(ctx, js, cfg.TurnSelection, func(t UserTurn) error {
+		dec := judge(ctx, cfg.Module, cfg.Timeout, t.Input)
+		if rep.TaxonomyVersion == "" {
+			rep.TaxonomyVersion = dec.TaxonomyVersion
+		}
+		k := turnKey{t.Tenant, t.Conversation, t.Turn}
+		said[QualityShadow][k] = predicted(dec.Rein, dec.ErrorType)
+		shadow := labelOf(dec.Rein, dec.Failed, dec.ErrorType)
+		var was string
+		if cfg.Baseline != nil {
+			b := judge(ctx, cfg.Baseline, cfg.Timeout, t.Input)
+			said[QualityBaseline][k] = predicted(b.Rein, b.ErrorType)
+			was = labelOf(b.Rein, b.Failed, b.ErrorType)
+		} else {
+			rec, ok := recorded[k]
+			if !ok {
+				rep.Unrecorded++
+				return nil
+			}
+			was = labelOf(rec.Rein, rec.Failed, rec.ErrorType)
+		}
+		rep.Turns++
+		row(was).Recorded++
+		row(shadow).Shadow++
+		if was == shadow {
+			rep.Agreements++
+			row(was).Agree++
+			return nil
+		}
+		rep.Flips++
+		row(was).Lost++
+		row(shadow).Gained++
+		rep.Flipped = append(rep.Flipped, Flip{Tenant: t.Tenant, Conversation: t.Conversation, Turn: t.Turn,
+			Sequence: t.Sequence, UserText: t.Text, Recorded: was, Shadow: shadow, Evidence: dec.Evidence})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	err = Read(ctx, js, sel, nil, func(r *Record) error {
+	for _, r := range rows {
+		rep.Types = append(rep.Types, *r)
+	}
+	sort.Slice(rep.Types, func(i, j int) bool { return rep.Types[i].Label < rep.Types[j].Label })
+	if cfg.Labels != nil {
+		rep.Quality = map[string]labels.Report{QualityRecorded: labels.Quality(cfg.Labels)}
+		keys := []string{QualityShadow}
+		if cfg.Baseline != nil {
+			keys = append(keys, QualityBaseline)
+		}
+		for _, q := range keys {
+			m := said[q]
+			rep.Quality[q] = labels.QualityOf(cfg.Labels, func(s labels.Stored) (string, bool) {
+				p, ok := m[turnKey{s.Tenant, s.Conversation, s.Label.Turn}]
+				return p, ok
+			})
+		}
+	}
+	return rep, nil
+}
+
+// predicted is the error type a decision planted, "" for none (a failed
+// decision plants nothing).
+func predicted(rein bool, typ string) string {
+	if rein {
+		return typ
+	}
+	return ""
+}
+
+// UserTurn is one recorded user turn with the input the detector built
+// for it.
+type UserTurn struct {
+	Tenant, Conversation string
+	Turn                 int
+	Sequence             uint64
+	Stored               time.Time
+	Text                 string
+	Input                inception.Input
+}
+
+// UserTurns calls fn for each stored user turn sel selects, in stream
+// order, with its surface context rebuilt from REIN_TURNS as the detector
+// stage does (the newest HistoryTurns utterances up to the turn).
+func UserTurns(ctx context.Context, js jetstream.JetStream, sel TurnSelection, fn func(UserTurn) error) error {
+	if sel.Domain == "" {
+		sel.Domain = "airline"
+	}
+	if sel.HistoryTurns <= 0 {
+		sel.HistoryTurns = 40
+	}
+	tools := map[string][]llm.Tool{}
+	toolsOf := func(domain string) ([]llm.Tool, error) {
+		if sel.Tools == nil {
+			return nil, nil
+		}
+		if t, ok := tools[domain]; ok {
+			return t, nil
+		}
+		t, err := sel.Tools(domain)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tools of %s: %w", ErrShadow, domain, err)
+		}
+		tools[domain] = t
+		return t, nil
+	}
+	dialogues := map[ConvRef]*surface{}
+	rs := Selection{Stream: streams.StreamTurns, Tenant: sel.Tenant, Until: sel.Until}
+	for _, c := range sel.Conversations {
+		rs.Filters = append(rs.Filters, streams.ConversationTurns(c.Tenant, c.Conversation))
+	}
+	return Read(ctx, js, rs, nil, func(r *Record) error {
 		if r.Type() != schemas.TypeTurn {
 			return nil
 		}
@@ -155,62 +278,31 @@ func Shadow(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (*Sha
 			s = &surface{}
 			dialogues[ref] = s
 		}
-		if !s.add(t, cfg.HistoryTurns) || t.Role != schemas.RoleUser {
+		if !s.add(t, sel.HistoryTurns) || t.Role != schemas.RoleUser {
 			return nil
 		}
-		if !cfg.Since.IsZero() && r.Stored.Before(cfg.Since) {
+		if !sel.Since.IsZero() && r.Stored.Before(sel.Since) {
 			return nil
 		}
-		domain := cfg.Domain
-		if d, ok := cfg.TenantDomains[ref.Tenant]; ok {
+		domain := sel.Domain
+		if d, ok := sel.TenantDomains[ref.Tenant]; ok {
 			domain = d
 		}
 		tl, err := toolsOf(domain)
 		if err != nil {
 			return err
 		}
-		dec := judge(ctx, cfg, inception.Input{Tenant: ref.Tenant, Domain: domain, Dialogue: slices.Clone(s.utter), Tools: tl})
-		if rep.TaxonomyVersion == "" {
-			rep.TaxonomyVersion = dec.TaxonomyVersion
-		}
-		shadow := labelOf(dec.Rein, dec.Failed, dec.ErrorType)
-		rec, ok := recorded[turnKey{ref.Tenant, ref.Conversation, t.Turn}]
-		if !ok {
-			rep.Unrecorded++
-			return nil
-		}
-		was := labelOf(rec.Rein, rec.Failed, rec.ErrorType)
-		rep.Turns++
-		row(was).Recorded++
-		row(shadow).Shadow++
-		if was == shadow {
-			rep.Agreements++
-			row(was).Agree++
-			return nil
-		}
-		rep.Flips++
-		row(was).Lost++
-		row(shadow).Gained++
-		rep.Flipped = append(rep.Flipped, Flip{Tenant: ref.Tenant, Conversation: ref.Conversation, Turn: t.Turn,
-			Sequence: r.Sequence, UserText: t.Text, Recorded: was, Shadow: shadow, Evidence: dec.Evidence})
-		return nil
+		return fn(UserTurn{Tenant: ref.Tenant, Conversation: ref.Conversation, Turn: t.Turn, Sequence: r.Sequence, Stored: r.Stored, Text: t.Text,
+			Input: inception.Input{Tenant: ref.Tenant, Domain: domain, Dialogue: slices.Clone(s.utter), Tools: tl}})
 	})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		rep.Types = append(rep.Types, *r)
-	}
-	sort.Slice(rep.Types, func(i, j int) bool { return rep.Types[i].Label < rep.Types[j].Label })
-	return rep, nil
 }
 
 // judge runs the module as the detector stage does: under a deadline,
 // failing open, and refusing an activation without type or reasoning.
-func judge(ctx context.Context, cfg ShadowConfig, in inception.Input) inception.Decision {
-	mctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+func judge(ctx context.Context, m inception.Module, timeout time.Duration, in inception.Input) inception.Decision {
+	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dec, err := cfg.Module.Detect(mctx, in)
+	dec, err := m.Detect(mctx, in)
 	if err != nil {
 		return inception.Decision{Failed: true, FailReason: err.Error()}
 	}
@@ -254,7 +346,7 @@ func (s *surface) add(t schemas.Turn, max int) bool {
 	return true
 }
 
-func recordedDetections(ctx context.Context, js jetstream.JetStream, cfg ShadowConfig) (map[turnKey]schemas.Detection, error) {
+func recordedDetections(ctx context.Context, js jetstream.JetStream, cfg TurnSelection) (map[turnKey]schemas.Detection, error) {
 	out := map[turnKey]schemas.Detection{}
 	sel := Selection{Stream: streams.StreamDetections, Tenant: cfg.Tenant}
 	for _, c := range cfg.Conversations {

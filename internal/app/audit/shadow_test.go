@@ -3,12 +3,15 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -151,9 +154,56 @@ func TestShadow(t *testing.T) {
 		}
 	})
 
+	t.Run("candidate against a live module, measured on labels", func(t *testing.T) {
+		cand, err := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every turn labelled right as recorded, drawn with certainty, and
+		// one turn outside the replay (another tenant's) the figures skip.
+		var ls []labels.Stored
+		for k, l := range recorded {
+			conv, turnText, _ := strings.Cut(k, "/")
+			turn, _ := strconv.Atoi(turnText)
+			lab := schemas.Label{Turn: turn, Verdict: schemas.VerdictCorrect, Labeller: "ann", Detected: l != LabelNone,
+				Sample: &schemas.LabelSample{Probability: 1}}
+			if lab.Detected {
+				lab.DetectedType = l
+			}
+			ls = append(ls, labels.Stored{Tenant: "acme", Conversation: conv, Label: lab})
+		}
+		ls = append(ls, labels.Stored{Tenant: "other", Conversation: "s00", Label: schemas.Label{Turn: 1, Verdict: schemas.VerdictMissedError,
+			ErrorType: drop, Labeller: "ann", Sample: &schemas.LabelSample{Probability: 1}}})
+		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: cand, Baseline: def, Labels: ls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Baseline != def.Name() || rep.Flips != dropped || rep.Turns != len(recorded) || rep.Unrecorded != 0 {
+			t.Fatalf("baseline %q, %d flips of %d turns (%d unrecorded), want %d flips", rep.Baseline, rep.Flips, rep.Turns, rep.Unrecorded, dropped)
+		}
+		recall := func(q, typ string) labels.Estimate {
+			row, ok := rep.Quality[q].Row(typ)
+			if !ok {
+				t.Fatalf("%s: no row %s in %+v", q, typ, rep.Quality[q])
+			}
+			return row.Recall
+		}
+		if r := recall(QualityBaseline, drop); r.Value != 1 || r.Labels != dropped {
+			t.Errorf("live recall of %s %+v, want 1 on %d labels", drop, r, dropped)
+		}
+		if r := recall(QualityShadow, drop); r.Value != 0 || r.Labels != dropped || r.Upper >= 1 {
+			t.Errorf("candidate recall of %s %+v, want 0 on %d labels", drop, r, dropped)
+		}
+		// The recorded figures count the other tenant's miss too: no replay
+		// is needed to know what was recorded.
+		if r := recall(QualityRecorded, drop); r.Labels != dropped+1 {
+			t.Errorf("recorded recall of %s %+v, want %d labels", drop, r, dropped+1)
+		}
+	})
+
 	t.Run("conversation list and time range", func(t *testing.T) {
 		m, _ := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
-		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: m, Conversations: []ConvRef{{"acme", "s00"}, {"acme", "s03"}}})
+		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: m, TurnSelection: TurnSelection{Conversations: []ConvRef{{"acme", "s00"}, {"acme", "s03"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +216,7 @@ func TestShadow(t *testing.T) {
 			}
 		}
 		// Until before every stored turn judges nothing.
-		rep, err = Shadow(ctx, js.JS, ShadowConfig{Module: m, Until: time.Now().Add(-time.Hour)})
+		rep, err = Shadow(ctx, js.JS, ShadowConfig{Module: m, TurnSelection: TurnSelection{Until: time.Now().Add(-time.Hour)}})
 		if err != nil || rep.Turns != 0 {
 			t.Fatalf("%v %+v", err, rep)
 		}

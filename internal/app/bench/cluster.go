@@ -148,7 +148,10 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 		procs = append(procs, p)
 	}
 	names, _ := pipeline.ResolveStages([]string{"all"})
-	so := stages(plan.Plan, agent)
+	so, err := stages(plan.Plan, agent)
+	if err != nil {
+		return ClusterRun{}, err
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, replicas)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/pipeline"
@@ -188,14 +189,25 @@ func agentModel(plan Plan) (llm.Client, error) {
 	return agent, nil
 }
 
-// stages are the bench pipeline's stage options: the rules module, the
-// airline domain's tools, the given agent.
-func stages(plan Plan, agent llm.Client) pipeline.Stages {
-	return pipeline.Stages{Domain: taubench.Airline, DetectorTimeout: 5 * time.Second, Workers: cmp.Or(plan.Workers, workers()), MaxSteps: 30,
-		AgentBackend: agentworker.BackendDomain, AgentPersist: plan.Persist,
-		DetectorCache: plan.DetectorCache, AgentCache: plan.AgentCache,
-		InceptionLatency: plan.InceptionLatency, Speculate: plan.Speculate,
-		Modules: pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}, AgentModel: agent}
+// stages are the bench pipeline's stage configuration: the rules module
+// (taking plan.InceptionLatency per turn), the airline domain's tools, the
+// given agent.
+func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
+	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}.Build(nil)
+	if err != nil {
+		return pipeline.Stages{}, err
+	}
+	if plan.InceptionLatency > 0 {
+		m = delayedModule{Module: m, d: plan.InceptionLatency}
+	}
+	w := cmp.Or(plan.Workers, workers())
+	return pipeline.Stages{
+		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
+			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
+		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
+			Persist: plan.Persist, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+		Given: pipeline.Given{Module: m, AgentModel: agent},
+	}, nil
 }
 
 // Run plays plan on a pipeline of its own (an embedded server, or
@@ -229,7 +241,10 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		// As rein.yaml's streams.defaults.duplicates.
 		cfg.Provision.Defaults.Duplicate = plan.Duplicates
 	}
-	so := stages(plan, agent)
+	so, err := stages(plan, agent)
+	if err != nil {
+		return Result{}, err
+	}
 	rt, err := pipeline.Start(ctx, cfg)
 	if err != nil {
 		return Result{}, err
@@ -265,7 +280,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if plan.Verbose {
 		mfs, _ := rt.Reg.Gather()
 		for _, mf := range mfs {
-			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agent_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
+			if mf.GetName() == "rein_stage_handle_seconds" || mf.GetName() == "rein_agentworker_turn_seconds" || mf.GetName() == "rein_detector_inception_seconds" {
 				for _, m := range mf.GetMetric() {
 					h := m.GetHistogram()
 					fmt.Fprintf(progress, "%s %v n=%d mean=%.2fms\n", mf.GetName(), m.GetLabel(), h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000)
@@ -298,8 +313,6 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Raw3HopMsgsPerS, res.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
-	res.Ratio = res.TurnsPerSec / raw.MsgsPerSec
 	// rein's shape: the detector stores the detection with the task; the
 	// agent worker stores the extras.
 	side := []int{1, res.ShapeExtra}
@@ -309,10 +322,18 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	res.RawShapePerS, res.ShapeHeaderBytes = shape.MsgsPerSec, res.AvgEventBytes-shape.PayloadB
-	res.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
-	res.ShareOfCeiling = res.TurnsPerSec / shape.MsgsPerSec
+	res.compare(raw, shape)
 	return res, nil
+}
+
+// compare puts rein's throughput beside the raw 3-hop chain's and the
+// chain shaped like rein's (its ceiling).
+func (r *Result) compare(raw, shape RawChainResult) {
+	r.Raw3HopMsgsPerS, r.Raw3HopP99Ms = raw.MsgsPerSec, raw.P99Ms
+	r.Ratio = r.TurnsPerSec / raw.MsgsPerSec
+	r.RawShapePerS, r.ShapeHeaderBytes = shape.MsgsPerSec, r.AvgEventBytes-shape.PayloadB
+	r.CeilingRatio = shape.MsgsPerSec / raw.MsgsPerSec
+	r.ShareOfCeiling = r.TurnsPerSec / shape.MsgsPerSec
 }
 
 // freshServer refuses a server that already holds rein turns: the run's
@@ -512,21 +533,28 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 			}
 		}
 	}
-	elapsed := time.Duration(last.Load()) - start
-	res.TurnsPerSec = float64(total) / elapsed.Seconds()
-	res.CPUSecPer1000 = (CPUTime() - cpu0).Seconds() / float64(total) * 1000
+	cpu := CPUTime() - cpu0
 	mu.Lock()
-	res.P50Ms, res.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
-	if plan.ModelLatency > 0 {
-		model := time.Duration(ModelCalls) * plan.ModelLatency
-		res.ModelLatencyMs = eval.Ms(plan.ModelLatency)
-		res.InFlightMax = inFlightMax
-		res.AddedP50Ms, res.AddedP99Ms = res.P50Ms-eval.Ms(model), res.P99Ms-eval.Ms(model)
-		res.LittleCeiling = float64(inFlightMax) / model.Seconds()
-	}
-	mu.Unlock()
+	res.summarize(lat, time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
 	return res, nil
+}
+
+// summarize fills the run's figures from every turn's latency, the time
+// from the first turn offered to the last answered, the CPU time spent
+// meanwhile and, with a model latency, the most turns in flight.
+func (r *Result) summarize(lat []time.Duration, elapsed, cpu, modelLatency time.Duration, inFlightMax int) {
+	r.TurnsPerSec = float64(r.Turns) / elapsed.Seconds()
+	r.CPUSecPer1000 = cpu.Seconds() / float64(r.Turns) * 1000
+	r.P50Ms, r.P99Ms = eval.Ms(eval.Percentile(lat, 50)), eval.Ms(eval.Percentile(lat, 99))
+	if modelLatency > 0 {
+		model := time.Duration(ModelCalls) * modelLatency
+		r.ModelLatencyMs = eval.Ms(modelLatency)
+		r.InFlightMax = inFlightMax
+		r.AddedP50Ms, r.AddedP99Ms = r.P50Ms-eval.Ms(model), r.P99Ms-eval.Ms(model)
+		r.LittleCeiling = float64(inFlightMax) / model.Seconds()
+	}
 }
 
 // avgEventBytes is the mean stored size of rein's events in this run.

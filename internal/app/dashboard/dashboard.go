@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/experiment"
+	reinlabels "github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 )
@@ -103,6 +104,10 @@ func New(cfg Config, deps Deps) (*Dashboard, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.LabelQueue.Days == nil {
+		// Each label of a day's queue would read the tenant's day again.
+		cfg.LabelQueue.Days = &reinlabels.DayCache{}
+	}
 	if deps.JS == nil {
 		return nil, fmt.Errorf("%w: JS", ErrMissingDep)
 	}
@@ -183,6 +188,8 @@ func (d *Dashboard) Register(mux Mux) {
 	mux.Handle("GET /search", http.HandlerFunc(d.serveSearch))
 	mux.Handle("POST /conversations/{tenant}/{conv}/labels", http.NewCrossOriginProtection().Handler(http.HandlerFunc(d.serveLabel)))
 	mux.Handle("GET /experiments/{tenant}", http.HandlerFunc(d.serveExperiment))
+	mux.Handle("GET /labels/{tenant}", http.HandlerFunc(d.serveQuality))
+	mux.Handle("GET /api/labels/{tenant}", http.HandlerFunc(d.serveQualityJSON))
 	mux.Handle("GET /api/experiments/{tenant}", http.HandlerFunc(d.serveExperimentJSON))
 	sub, _ := fs.Sub(assetFS, "assets") // the directory is embedded; cannot fail
 	files := http.StripPrefix("/assets/", http.FileServerFS(sub))
@@ -319,6 +326,7 @@ type page struct {
 	Conversation *Conversation
 	Search       *searchPage
 	Experiment   *ExperimentPage
+	Quality      *QualityPage
 	Status       int
 	Error        string
 	// CanLabel offers the label form on each detection; Labelled is the

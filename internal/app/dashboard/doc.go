@@ -21,6 +21,10 @@
 //	                                        outcomes with intervals and
 //	                                        always-valid p-values, guard flags
 //	GET /api/experiments/{tenant}           the same as JSON
+//	GET /labels/{tenant}?day=&days=         the review queue of a day (default
+//	                                        yesterday), what is left to label,
+//	                                        and quality measured from labels
+//	GET /api/labels/{tenant}                the same as JSON
 //	GET /assets/{file}                      the embedded stylesheet and script
 //
 // # Windows, trend and filters

@@ -22,8 +22,8 @@ import (
 var latencySeries = map[string]string{
 	telemetry.MStageHandleSeconds:       "stage",
 	telemetry.MDetectorInceptionSeconds: "module",
-	telemetry.MLLMRequestSeconds:        "purpose",
-	telemetry.MAgentTurnSeconds:         "",
+	telemetry.MModelRequestSeconds:      "purpose",
+	telemetry.MAgentWorkerTurnSeconds:   "",
 }
 
 // histo is one histogram series: cumulative counts per upper bound.
@@ -112,8 +112,8 @@ func latencyKey(family string, m *dto.Metric) (string, bool) {
 	name := map[string]string{
 		telemetry.MStageHandleSeconds:       "stage",
 		telemetry.MDetectorInceptionSeconds: "inception",
-		telemetry.MLLMRequestSeconds:        "model",
-		telemetry.MAgentTurnSeconds:         "agent turn",
+		telemetry.MModelRequestSeconds:      "model",
+		telemetry.MAgentWorkerTurnSeconds:   "agent turn",
 	}[family]
 	if label == "" {
 		return name, true

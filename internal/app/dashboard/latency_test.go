@@ -42,7 +42,7 @@ func TestHistogramQuantileLikePrometheus(t *testing.T) {
 func TestLatencyPanelCoversTheWindow(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	handle := telemetry.NewHistogramVec(reg, telemetry.MStageHandleSeconds, "h", []float64{0.01, 0.1, 1}, "stage")
-	turn := telemetry.NewHistogramVec(reg, telemetry.MAgentTurnSeconds, "t", []float64{0.01, 0.1, 1})
+	turn := telemetry.NewHistogramVec(reg, telemetry.MAgentWorkerTurnSeconds, "t", []float64{0.01, 0.1, 1})
 	for range 100 {
 		handle.WithLabelValues("detector").Observe(0.005)
 	}

@@ -46,6 +46,12 @@ type Modules struct {
 	// WrapClient, when set, wraps the inception model's client (rein eval
 	// estimates tokens for a model that reports no usage).
 	WrapClient func(llm.Client) llm.Client
+	// FewShot, when above 0, shows the llm module (alone or in the cascade)
+	// up to this many of each tenant's labelled turns in its prompt
+	// (opt-in); the detector reads them from REIN_LABELS into Examples
+	// when it starts.
+	FewShot  int
+	Examples map[string][]inception.Example
 }
 
 // LLMConfig is the model configuration: REIN_LLM_* from the environment,
@@ -102,7 +108,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		if f.OnClient != nil {
 			f.OnClient(llm.PurposeInception, client)
 		}
-		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan})
+		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan, Examples: f.Examples, MaxExamples: f.FewShot})
 	}
 	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
 	if err != nil {
@@ -110,9 +116,9 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 	}
 	switch f.Module {
 	case inception.ModuleRules:
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+		m, err := precise(tax, typed, products)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--typed-model: %w", err)
+			return nil, nil, err
 		}
 		return m, tax, nil
 	case inception.ModuleLLM:
@@ -133,12 +139,22 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		// The inception model down: the rules module in its precise mode
 		// decides, recorded as such, rather than failing open.
-		if c.Fallback, err = inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products}); err != nil {
+		if c.Fallback, err = precise(tax, typed, products); err != nil {
 			return nil, nil, err
 		}
 		return c, tax, nil
 	}
 	return nil, nil, fmt.Errorf("--module %q: want rules, llm or cascade", f.Module)
+}
+
+// precise is the rules module in its precise mode with the typed
+// classifier: the rules module, and the cascade's fallback.
+func precise(tax *inception.Taxonomy, typed *inception.GateModel, products *inception.ProductCatalogue) (*inception.RulesModule, error) {
+	m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+	if err != nil {
+		return nil, fmt.Errorf("--typed-model: %w", err)
+	}
+	return m, nil
 }
 
 // Gate returns the cascade's recall gate: the rules module in RulesRecall
@@ -189,17 +205,6 @@ func (f Modules) Products() (*inception.ProductCatalogue, error) {
 		return nil, fmt.Errorf("--taubench: %w", err)
 	}
 	return pc, nil
-}
-
-// detectorModules are the detector's module options: a retail agent's
-// data directory holds the store's product catalogue, which the rules
-// then check option values against unless Modules.TauBench names one.
-func (o Stages) detectorModules() Modules {
-	m := o.Modules
-	if m.TauBench == "" && o.Domain == "retail" && o.AgentData != "" {
-		m.TauBench = o.AgentData
-	}
-	return m
 }
 
 // GateModelBuiltin names the gate classifier rein ships (Modules.GateModel).

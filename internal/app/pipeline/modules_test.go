@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinception/rein/agentworker"
+	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
 )
 
@@ -81,10 +83,10 @@ func TestModulesProductCatalogue(t *testing.T) {
 	if _, _, err := (Modules{Module: inception.ModuleRules, TauBench: t.TempDir()}).Build(nil); err == nil || !strings.Contains(err.Error(), "--taubench") {
 		t.Errorf("no products.json: %v", err)
 	}
-	if m := (Stages{Domain: "retail", AgentData: dir}).detectorModules(); m.TauBench != dir {
+	if m := (&Stages{Detector: detector.Config{Domain: "retail"}, AgentWorker: agentworker.Config{DataDir: dir}}).detectorModules(); m.TauBench != dir {
 		t.Errorf("retail agent data: %q", m.TauBench)
 	}
-	if m := (Stages{Domain: "airline", AgentData: dir}).detectorModules(); m.TauBench != "" {
+	if m := (&Stages{Detector: detector.Config{Domain: "airline"}, AgentWorker: agentworker.Config{DataDir: dir}}).detectorModules(); m.TauBench != "" {
 		t.Errorf("airline agent data: %q", m.TauBench)
 	}
 }

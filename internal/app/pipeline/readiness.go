@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/natsserver"
 )
 
@@ -17,15 +16,6 @@ const (
 	readinessTimeout = time.Second
 	readinessTTL     = time.Second
 )
-
-// stageInput is the stream each stage consumes (the injector's sidecar
-// responder reads it): the stage cannot work while it has no leader.
-var stageInput = map[string]string{
-	streams.StageDetector:    streams.StreamTurns,
-	streams.StageInjector:    streams.StreamDetections,
-	streams.StageAgentWorker: streams.StreamTasks,
-	streams.StageEscalation:  streams.StreamOutcomes,
-}
 
 var errNATSDisconnected = errors.New("not connected to NATS")
 

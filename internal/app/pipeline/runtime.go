@@ -114,11 +114,10 @@ type Process struct {
 	// Prov is the streams' configuration as provisioned.
 	Prov natsserver.ProvisionConfig
 
-	cfg    Config
-	srv    *server.Server      // nil with an external NATS
-	lock   *natsserver.DirLock // the data directory's, with the embedded server
-	stages *Stages
-	// experiments is Stages.Experiments once Run starts (the dashboard
+	cfg  Config
+	srv  *server.Server      // nil with an external NATS
+	lock *natsserver.DirLock // the data directory's, with the embedded server
+	// experiments is Stages.Given.Experiments once Run starts (the dashboard
 	// reads it from its own goroutines).
 	experiments atomic.Pointer[experiment.Assigner]
 	closer      []func()
@@ -147,10 +146,9 @@ type link struct {
 // connects under the stage's own identity, whose permissions cover only
 // what the stage consumes and produces (streams/permissions.go);
 // permission violations are logged with the stage's name.
-func (rt *Process) stageLink(stage string) (link, error) {
+func (rt *Process) stageLink(stage, id string) (link, error) {
 	cc := rt.cc
 	cc.Name += "-" + stage
-	id := stage
 	switch {
 	case rt.keys != nil:
 		cc.NkeyFile = rt.keys.SeedFile(id)
@@ -187,14 +185,26 @@ func (rt *Process) stageLink(stage string) (link, error) {
 	return link{nc: nc, js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
 }
 
+// deps are what every stage on l is given: l's JetStream and publisher,
+// the process's logger (with the stage's name) and registry.
+func (l link) deps(rt *Process, stage string) streams.StageDeps {
+	return streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", stage), Registerer: rt.Reg}
+}
+
 // Start brings up NATS, provisions the streams and opens the HTTP port;
 // /readyz turns ready at the end.
-func Start(ctx context.Context, cfg Config) (*Process, error) {
+func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	log := cmp.Or(cfg.Logger, slog.Default())
 	if err := applyMemoryLimit(cfg.MemoryLimit); err != nil {
 		return nil, err
 	}
 	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}
+	// Whatever started before a failure is released, in reverse order.
+	defer func() {
+		if err != nil {
+			rt.Close()
+		}
+	}()
 	// Traces go out over OTLP when the standard OTEL_* variables ask for it.
 	stopTracing, err := telemetry.SetupTracing(ctx, "rein")
 	if err != nil {
@@ -218,7 +228,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
 		rt.HTTP.Access = telemetry.Access{Tokens: cfg.Tokens, OpenReads: natsserver.IsLoopbackHost(host)}
 		if err := rt.HTTP.Listen(cfg.HTTPAddr); err != nil {
-			rt.Close()
 			return nil, err
 		}
 		rt.closer = append(rt.closer, func() {
@@ -232,29 +241,24 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if cc.URL == "" {
 		dir, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		// One embedded server per data directory: the lock is held until
 		// the server has shut down (Close).
 		if rt.lock, err = natsserver.LockDataDir(dir); err != nil {
-			rt.Close()
 			return nil, err
 		}
 		keys, users, err := natsserver.ServerAuth(dir)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		rt.srv, err = natsserver.StartEmbedded(natsserver.ServerConfig{DataDir: dir, Listen: cfg.Listen,
 			Users: users, SyncAlways: rt.Prov.AnyDurable(),
 			TLSCert: cfg.NATSTLSCert, TLSKey: cfg.NATSTLSKey, Insecure: cfg.Insecure, Logger: log})
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		if err := natsserver.WriteLocalURL(dir, rt.srv.ClientURL()); err != nil {
-			rt.Close()
 			return nil, fmt.Errorf("record the NATS address in the data directory: %w", err)
 		}
 		log.Info("embedded NATS server started", "listen", cfg.Listen, "data_dir", dir, "keys", natsserver.KeysDir(dir))
@@ -276,7 +280,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		rt.seeds = natsserver.SeedDir(cfg.KeysDir)
 		id, f, err := rt.seeds.Own()
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		cc.NkeyFile, provision = f, id == natsserver.IdentityAdmin
@@ -285,11 +288,9 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	rt.HTTP.SetReady(false, "connecting to NATS")
 	rt.cc = cc
 	if rt.NC, err = natsserver.Connect(cc); err != nil {
-		rt.Close()
 		return nil, err
 	}
 	if rt.JS, err = natsserver.NewJetStream(rt.NC); err != nil {
-		rt.Close()
 		return nil, err
 	}
 	rt.HTTP.SetReady(false, "provisioning streams")
@@ -301,7 +302,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		err = rt.waitProvisioned(ctx, log)
 	}
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg)
@@ -315,23 +315,20 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if !rt.seeds.Has(natsserver.IdentityIngress) {
 		log.Info("no ingress seed in the keys directory: POST /v1/turns and rein.ingest are not served by this process", "dir", cfg.KeysDir)
 	} else {
-		il, err := rt.stageLink(streams.StageIngress)
+		il, err := rt.stageLink(streams.StageIngress, natsserver.IdentityIngress)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		in, err := ingress.New(ingress.Config{MaxBytes: cfg.MaxEventBytes, TenantRate: cfg.IngressRate,
 			TenantBurst: cfg.IngressBurst, TenantInFlight: cfg.IngressInFlight, Tokens: cfg.Tokens},
 			ingress.Deps{Publisher: il.pub, Registerer: rt.Reg})
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		rt.HTTP.Handle("POST /v1/turns", in)
 		rt.HTTP.Handle("POST /v1/feedback", in.Feedback())
 		stopIngest, err := in.ListenNATS(il.nc, 0)
 		if err != nil {
-			rt.Close()
 			return nil, err
 		}
 		rt.closer = append(rt.closer, stopIngest)
@@ -349,7 +346,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		Holdout: func(tenant string) (experiment.Tenant, bool) { return rt.experiments.Load().Tenant(tenant) },
 	})
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	dash.Register(rt.HTTP)
@@ -361,7 +357,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	rt.closer = append(rt.closer, func() { stopDash(); <-dashDone })
 	mon, err := labels.NewMonitor(cfg.LabelMonitor, labels.MonitorDeps{JS: rt.JS, Registerer: rt.Reg, Logger: log.With("component", "label-monitor")})
 	if err != nil {
-		rt.Close()
 		return nil, err
 	}
 	mctx, stopMon := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 
@@ -13,47 +14,37 @@ import (
 //go:embed sample-airline-policy.md
 var sampleAirlinePolicy string
 
-func init() { registerStage(streams.StageAgentWorker, newAgentWorkerStage) }
-
-func newAgentWorkerStage(rt *Process) (stageRunner, error) {
-	l, err := rt.stageLink(streams.StageAgentWorker)
-	if err != nil {
-		return nil, err
-	}
-	o := rt.stages
-	cfg := agentworker.Config{
-		Domain: o.Domain, DataDir: o.AgentData, SystemPromptFile: o.AgentPrompt,
-		Backend: o.AgentBackend, MaxSteps: o.MaxSteps, Workers: o.Workers, Persist: o.AgentPersist, MaxConversations: o.AgentCache, AckWait: o.AckWait, PinTTL: o.PinTTL, Speculate: o.Speculate,
-		QuietPeriod: o.AgentQuietPeriod, HTTP: agentworker.HTTPConfig{URL: o.AgentToolURL, ToolsFile: o.AgentTools},
-	}
-	if o.AgentSystem != "" {
-		cfg.SystemPrompt = o.AgentSystem
-	}
+// buildAgentWorker builds the agent worker with the model Given, the
+// scripted simulator, or the one Modules' model settings name; with none
+// it runs in sidecar mode.
+func buildAgentWorker(rt *Process, s *Stages, l link) (runner, error) {
+	cfg := s.AgentWorker
 	key, err := rt.taskKey()
 	if err != nil {
 		return nil, err
 	}
-	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: l.js, Publisher: l.pub, Logger: rt.Log.With("stage", streams.StageAgentWorker), Registerer: rt.Reg}, TaskKey: key}
+	deps := agentworker.Deps{StageDeps: l.deps(rt, streams.StageAgentWorker), TaskKey: key}
 	if cfg.Backend == agentworker.BackendNone {
 		return agentworker.New(cfg, deps)
 	}
 	// Without a data dir the agent worker runs its domain's sample data
 	// (agentworker falls back to it); the sample airline's policy is the
 	// prompt unless one is given.
-	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && o.Domain == taubench.Airline {
+	if cfg.DataDir == "" && cfg.Backend != agentworker.BackendHTTP && cfg.SystemPromptFile == "" && cfg.SystemPrompt == "" &&
+		cmp.Or(cfg.Domain, taubench.Airline) == taubench.Airline {
 		cfg.SystemPrompt = sampleAirlinePolicy
 	}
 	switch {
-	case o.AgentModel != nil:
-		deps.Model = o.AgentModel
-	case o.AgentScript != "":
-		c, err := llm.New(llm.Config{Provider: llm.ProviderScripted, Script: o.AgentScript}, rt.Reg)
+	case s.Given.AgentModel != nil:
+		deps.Model = s.Given.AgentModel
+	case s.AgentScript != "":
+		c, err := llm.New(llm.Config{Provider: llm.ProviderScripted, Script: s.AgentScript}, rt.Reg)
 		if err != nil {
 			return nil, err
 		}
 		deps.Model = c
 	default:
-		lc := o.Modules.LLMConfig()
+		lc := s.Modules.LLMConfig()
 		if lc.Provider == "" {
 			// No model configured: rein still serves (detections, tasks and
 			// the sidecar answers), and the platform runs its own agent.
