@@ -75,6 +75,10 @@ type Config struct {
 	// a dropped state is read back from REIN_CONVERSATIONS.
 	MaxConversations int
 	IdleTTL          time.Duration
+	// MaxCacheBytes bounds the same states by size (each measured as its
+	// messages' text, arguments and overlay plus a fixed cost; default
+	// 64 MiB), whatever the conversations' lengths.
+	MaxCacheBytes int64
 	// RecheckAfter: a task stored longer ago than this, of a turn its
 	// conversation's state does not know of, is first checked against the
 	// conversation's last stored agent reply: the state may have expired
@@ -141,6 +145,9 @@ func (c *Config) defaults() {
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000
 	}
+	if c.MaxCacheBytes == 0 {
+		c.MaxCacheBytes = DefaultCacheBytes
+	}
 	if c.IdleTTL == 0 {
 		c.IdleTTL = 30 * time.Minute
 	}
@@ -169,8 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: quiet period %s must be at least %s (or negative: never release automatically)", ErrInvalidConfig, c.QuietPeriod, minQuietPeriod)
 	case c.RecheckAfter < 0:
 		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
-	case c.MaxConversations < 1 || c.IdleTTL < time.Second:
-		return fmt.Errorf("%w: max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.MaxConversations < 1 || c.IdleTTL < time.Second || c.MaxCacheBytes < 0:
+		return fmt.Errorf("%w: max conversations, cache bytes or idle TTL out of range", ErrInvalidConfig)
 	case c.Persist != PersistStep && c.Persist != PersistTurn:
 		return fmt.Errorf("%w: persist %q must be step or turn", ErrInvalidConfig, c.Persist)
 	case c.SystemPrompt != "" && c.SystemPromptFile != "":

@@ -47,7 +47,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	s := &Stage{cfg: cfg, deps: deps, cache: convcache.New[*State](cfg.MaxConversations, cfg.IdleTTL)}
+	s := &Stage{cfg: cfg, deps: deps, cache: convcache.New[*State](cfg.MaxConversations, cfg.IdleTTL).LimitBytes(cfg.MaxCacheBytes, (*State).memBytes)}
 	if cfg.Backend == BackendNone && deps.Backend == nil {
 		return s, nil
 	}

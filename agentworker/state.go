@@ -199,11 +199,43 @@ func (st *Stage) load(ctx context.Context, m schemas.Meta) (*State, error) {
 }
 
 // save persists the current turn; on any failure the in-memory copy is
-// dropped, so the retry starts from what is stored.
+// dropped, so the retry starts from what is stored. The state grew: the
+// cache measures it again.
 func (st *Stage) save(ctx context.Context, m schemas.Meta, s *State) error {
+	key := streams.ConversationKey(m.Tenant, m.Conversation)
 	if err := st.store.save(ctx, m.Tenant, m.Conversation, s, st.fresh); err != nil {
-		st.cache.Drop(streams.ConversationKey(m.Tenant, m.Conversation))
+		st.cache.Drop(key)
 		return err
 	}
+	st.cache.Resize(key)
 	return nil
+}
+
+// DefaultCacheBytes is the agent worker's default budget of cached
+// conversation states (Config.MaxCacheBytes).
+const DefaultCacheBytes = 64 << 20
+
+// Fixed costs of a cached state and of each message and tool call in it:
+// their headers and the runtime's bookkeeping, measured roughly.
+const (
+	stateOverhead    = 1024
+	messageOverhead  = 96
+	toolCallOverhead = 64
+)
+
+// memBytes estimates what s holds in memory: its messages' strings and
+// arguments, the turn's texts and the domain overlay (once encoded and
+// once open), plus fixed costs.
+func (s *State) memBytes() int {
+	n := stateOverhead + 2*len(s.Overlay) + len(s.UserText) + len(s.Reply) + len(s.HandoffReason) + len(s.DetectionID)
+	if s.Inception != nil {
+		n += len(s.Inception.Thought)
+	}
+	for _, m := range s.Messages {
+		n += messageOverhead + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		for _, tc := range m.ToolCalls {
+			n += toolCallOverhead + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	return n
 }

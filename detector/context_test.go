@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinception/rein/inception"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
@@ -80,11 +81,11 @@ func window(d []inception.Utterance, w int) []inception.Utterance {
 // decision on the full one (and the cascade's model would not run).
 func TestNeedsContextKeepsDecisions(t *testing.T) {
 	ctx := context.Background()
-	precise, err := inception.NewRules(inception.RulesConfig{})
+	precise, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	gate, err := rules.New(rules.Config{Mode: rules.Recall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +148,11 @@ func TestNeedsContextKeepsDecisions(t *testing.T) {
 }
 
 func TestRulesNeedsContextOnlyForUnsettledCues(t *testing.T) {
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recall, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	recall, err := rules.New(rules.Config{Mode: rules.Recall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 // BenchmarkRulesNeedsContext is the cost the stage adds per user turn with
 // the rules module: a clean turn and an anaphora cue.
 func BenchmarkRulesNeedsContext(b *testing.B) {
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -40,6 +40,10 @@ type Config struct {
 	// dropped conversation is rebuilt from REIN_TURNS on its next turn.
 	MaxConversations int
 	IdleTTL          time.Duration
+	// MaxCacheBytes bounds the same conversations by size (each measured
+	// as its utterances' text plus a fixed cost; default 32 MiB): a
+	// history of long turns cannot hold more.
+	MaxCacheBytes int64
 	// Workers bounds the user turns judged at once, the stage's in-flight
 	// limit (default: the consumer's, 4096). Turns are scheduled by
 	// conversation, so a conversation waiting on the inception model never
@@ -80,6 +84,9 @@ func (c *Config) defaults() {
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000
 	}
+	if c.MaxCacheBytes == 0 {
+		c.MaxCacheBytes = DefaultCacheBytes
+	}
 	if c.IdleTTL == 0 {
 		c.IdleTTL = 30 * time.Minute
 	}
@@ -89,8 +96,8 @@ func (c *Config) defaults() {
 func (c Config) Validate() error {
 	c.defaults()
 	switch {
-	case c.Timeout < 0 || c.HistoryTurns < 2 || c.MaxConversations < 1 || c.IdleTTL < time.Second:
-		return fmt.Errorf("%w: timeout, history, max conversations or idle TTL out of range", ErrInvalidConfig)
+	case c.Timeout < 0 || c.HistoryTurns < 2 || c.MaxConversations < 1 || c.IdleTTL < time.Second || c.MaxCacheBytes < 0:
+		return fmt.Errorf("%w: timeout, history, max conversations, cache bytes or idle TTL out of range", ErrInvalidConfig)
 	case c.RecheckAfter < 0:
 		return fmt.Errorf("%w: recheck-after %s must not be negative", ErrInvalidConfig, c.RecheckAfter)
 	case c.TaxonomyVersion == "":
@@ -151,7 +158,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	s := &Stage{cfg: cfg, deps: deps, tasks: tasks, m: newStageMetrics(deps.Registerer, deps.Module),
-		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL), tools: map[string][]llm.Tool{}}
+		convs: convcache.New[*conversation](cfg.MaxConversations, cfg.IdleTTL).LimitBytes(cfg.MaxCacheBytes, (*conversation).memBytes), tools: map[string][]llm.Tool{}}
 	domains := map[string]bool{cfg.Domain: true}
 	for _, d := range cfg.TenantDomains {
 		domains[d] = true
@@ -238,6 +245,8 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 	if err != nil {
 		return err // retried: the surface context could not be rebuilt
 	}
+	// The turn and the agent's replies merged grow the conversation.
+	defer s.convs.Resize(streams.ConversationKey(d.Meta.Tenant, d.Meta.Conversation))
 	if turn.Turn == conv.judged {
 		// Judged and stored by this worker, now stored again as a new
 		// message: a platform's retry (or, with other text, a conflict).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/streams"
@@ -21,7 +22,7 @@ const listing = "I found two reservations: ABC123 (Boston to Denver) and XYZ789 
 // startRules runs the stage with the precise rules module.
 func startRules(t *testing.T, h *rtest.JS, reg prometheus.Registerer) func() {
 	t.Helper()
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

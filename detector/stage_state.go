@@ -79,6 +79,27 @@ type turnKey struct {
 	role string
 }
 
+// DefaultCacheBytes is the detector's default budget of cached
+// conversations (Config.MaxCacheBytes).
+const DefaultCacheBytes = 32 << 20
+
+// Fixed costs of a cached conversation and of each utterance in it (its
+// turn key and sequence beside the text), measured roughly.
+const (
+	conversationOverhead = 512
+	utteranceOverhead    = 64
+)
+
+// memBytes estimates what c holds in memory: its utterances' text plus
+// fixed costs.
+func (c *conversation) memBytes() int {
+	n := conversationOverhead
+	for _, u := range c.utter {
+		n += utteranceOverhead + len(u.Role) + len(u.Text)
+	}
+	return n
+}
+
 // add inserts a turn in sequence order unless it is already there (a
 // redelivery, or a turn at or below its role's watermark), keeping the
 // newest max utterances. A turn without a sequence goes last.

@@ -13,7 +13,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
-	"github.com/reinception/rein/internal/llm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -259,12 +258,12 @@ func (t *Taxonomy) namesHidden(types []string, text string) bool {
 	}
 	lower := strings.ToLower(text)
 	for _, et := range t.ErrorTypes {
-		if et.HeldOut && wordIndex(lower, et.Name) >= 0 {
+		if et.HeldOut && WordIndex(lower, et.Name) >= 0 {
 			return true
 		}
 	}
 	for _, n := range defaultTypeNames {
-		if !shown(n) && wordIndex(lower, n) >= 0 {
+		if !shown(n) && WordIndex(lower, n) >= 0 {
 			return true
 		}
 	}
@@ -278,16 +277,6 @@ func (t *Taxonomy) RecoveryToolNames() []string {
 	out := make([]string, len(t.RecoveryTools))
 	for i, rt := range t.RecoveryTools {
 		out[i] = rt.Name
-	}
-	return out
-}
-
-// LLMTools returns the recovery tools as model tools, for callers that
-// declare them next to the agent's own tools.
-func (t *Taxonomy) LLMTools() []llm.Tool {
-	out := make([]llm.Tool, len(t.RecoveryTools))
-	for i, rt := range t.RecoveryTools {
-		out[i] = llm.Tool{Name: rt.Name, Description: strings.TrimSpace(rt.Description), Parameters: rt.ParametersJSON()}
 	}
 	return out
 }

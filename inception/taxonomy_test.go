@@ -26,8 +26,8 @@ func TestDefaultTaxonomy(t *testing.T) {
 			t.Errorf("%s: tool %s, plan %q", name, et.RecoveryTool, et.RecoveryPlan)
 		}
 	}
-	if tax.Version == "" || len(tax.LLMTools()) != 2 {
-		t.Errorf("version %q, recovery tools %d", tax.Version, len(tax.LLMTools()))
+	if tax.Version == "" || len(tax.RecoveryToolNames()) != 2 {
+		t.Errorf("version %q, recovery tools %d", tax.Version, len(tax.RecoveryToolNames()))
 	}
 	for _, d := range []string{"airline", "retail"} {
 		if _, ok := tax.Domains[d]; !ok {

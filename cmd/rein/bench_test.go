@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +17,14 @@ import (
 	"github.com/reinception/rein/streams/natsserver"
 )
 
-// TestBenchSmallRun plays a small bench in waves and checks that every
-// turn was answered and every figure the JSON promises is there.
+// TestBenchSmallRun plays a small bench in waves, starved of cores, and
+// checks that every turn was answered, every figure the JSON promises is
+// there, the CPU breakdown names every category and adds up to the CPU
+// per 1,000 turns, and GOMAXPROCS is 1 for the run and given back after.
 func TestBenchSmallRun(t *testing.T) {
-	t.Parallel()
+	procs := runtime.GOMAXPROCS(0)
 	out, err := runCLI(t, context.Background(), "bench", "--conversations", "30", "--turns", "2", "--active", "10",
-		"--raw-msgs", "300", "--json")
+		"--raw-msgs", "300", "--starved", "--json")
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
@@ -43,6 +48,22 @@ func TestBenchSmallRun(t *testing.T) {
 	// message size.
 	if r.ShapeHeaderBytes < 200 || r.ShapeHeaderBytes >= r.AvgEventBytes {
 		t.Errorf("ceiling chain header bytes = %d of %d", r.ShapeHeaderBytes, r.AvgEventBytes)
+	}
+	if r.GOMAXPROCS != 1 || runtime.GOMAXPROCS(0) != procs {
+		t.Errorf("GOMAXPROCS %d in the run, %d after; want 1, %d", r.GOMAXPROCS, runtime.GOMAXPROCS(0), procs)
+	}
+	var names []string
+	var share, cpu float64
+	for _, c := range r.CPUByCategory {
+		names = append(names, c.Category)
+		share += c.Share
+		cpu += c.CPUSecPer1000
+	}
+	if !slices.Equal(names, bench.CategoryNames()) {
+		t.Errorf("breakdown categories %v, want %v", names, bench.CategoryNames())
+	}
+	if r.ProfileSamples > 0 && (math.Abs(share-1) > 1e-6 || math.Abs(cpu-r.CPUSecPer1000) > 1e-6) {
+		t.Errorf("breakdown sums to share %v, %v CPU s per 1,000 turns; want 1, %v", share, cpu, r.CPUSecPer1000)
 	}
 	if r.Raw3HopMsgsPerS <= 0 || r.RawShapePerS <= 0 || r.Ratio <= 0 || r.CeilingRatio <= 0 || r.PeakRSSMB <= 0 || r.AvgEventBytes <= 0 {
 		t.Errorf("result %+v", r)

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +19,6 @@ func init() { register(newBenchCmd) }
 func newBenchCmd() *cobra.Command {
 	var plan bench.Plan
 	var quick, asJSON bool
-	var cpuProfile string
 	var clusterNodes, partitions int
 	var replicas []int
 	cmd := &cobra.Command{
@@ -40,6 +38,12 @@ application work: the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
 they are offered open-loop at N turns/s. --quick finishes within a minute.
+
+It reports where the pipeline's CPU went: a CPU profile taken from the first turn offered to the
+last outcome stored, each sample given to the first category with a frame in its stack (gc,
+scheduler, nats-server, signing, schema-validation, kv-state, rules-inception, json-cloudevents,
+jetstream-client, alloc, other), each category's share of the CPU seconds per 1,000 turns.
+--starved pins GOMAXPROCS to 1 for the whole run, the reference chains included.
 
 With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store
 directory per node, routes between them) with R3 streams, and plays the load once per --replicas
@@ -68,17 +72,6 @@ minutes.`,
 					plan.RawMsgs = 15000
 				}
 			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
 			if err := plan.Validate(); err != nil {
 				return err
 			}
@@ -104,6 +97,16 @@ minutes.`,
 			if res.NotAnswered > 0 {
 				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
 			}
+			if len(res.CPUByCategory) > 0 {
+				parts := make([]string, 0, len(res.CPUByCategory))
+				for _, c := range res.CPUByCategory {
+					parts = append(parts, fmt.Sprintf("%s %.3f", c.Category, c.CPUSecPer1000))
+				}
+				fmt.Fprintf(out, "  CPU s per 1,000 turns by category (%d profile samples): %s\n", res.ProfileSamples, strings.Join(parts, " · "))
+			}
+			if plan.Starved {
+				fmt.Fprintf(out, "  starved: GOMAXPROCS %d for the whole run\n", res.GOMAXPROCS)
+			}
 			fmt.Fprintf(out, "raw JetStream 3-hop chain (%d B payload): %.0f msgs/s · p99 %.1f ms\n", res.AvgEventBytes, res.Raw3HopMsgsPerS, res.Raw3HopP99Ms)
 			fmt.Fprintf(out, "ratio (rein turns/s ÷ raw 3-hop msgs/s): %.2f\n", res.Ratio)
 			fmt.Fprintf(out, "ceiling (a raw chain of rein's %d hops storing its %d extra messages per turn, with its %d B of headers): %.0f turns/s, ratio %.2f; rein reaches %.0f %% of it\n",
@@ -125,7 +128,9 @@ minutes.`,
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
-	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
+	fs.BoolVar(&plan.Breakdown, "breakdown", true, "report CPU s per 1,000 turns by category, from a CPU profile taken during the pipeline's run (--breakdown=false: no profile)")
+	fs.BoolVar(&plan.Starved, "starved", false, "pin GOMAXPROCS to 1 for the whole run, the reference chains included: behaviour on a busy machine")
 	fs.StringVar(&plan.NATSNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")
 	fs.StringVar(&plan.NATSURL, "nats-url", "", "run the pipeline against this NATS server instead of an embedded one, so that peak RSS is rein's own; it must hold no rein turns yet (use a fresh server: the run leaves its streams there); the reference chains stay embedded")
 	fs.DurationVar(&plan.InceptionLatency, "inception-latency", 0, "each turn's inception takes this long (a simulator of the inception model's time around the rules module)")

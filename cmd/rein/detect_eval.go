@@ -18,7 +18,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/offline"
+	"github.com/reinception/rein/inception/rules"
 )
 
 // moduleCascadeGate is rein detect's name for the cascade's recall gate
@@ -153,15 +156,15 @@ func runTrainGate(o detectOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var model *inception.GateModel
+	var model *learned.GateModel
 	if o.eval.trainTyped != "" {
 		products, perr := o.modules.options().Products()
 		if perr != nil {
 			return perr
 		}
-		model, err = inception.TrainTyped(examples, inception.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products})
+		model, err = trainTyped(examples, tax, products, learned.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall})
 	} else {
-		model, err = inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
+		model, err = trainGate(examples, tax, learned.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: o.eval.gateRecall})
 	}
 	if err != nil {
 		return err
@@ -205,8 +208,8 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := inception.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall, Products: products}
-	scores, err := inception.LeaveOneAuthorOut(ctx, examples, cfg)
+	cfg := learned.TypedTrainConfig{Taxonomy: tax, CleanBudget: o.eval.cleanBudget, GateRecall: o.eval.gateRecall}
+	scores, err := offline.LeaveOneAuthorOut(ctx, examples, cfg, products)
 	if err != nil {
 		return err
 	}
@@ -218,7 +221,7 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 		for i := range held {
 			held[i].Author = split
 		}
-		s, err := inception.OutOfAuthor(ctx, examples, held, cfg)
+		s, err := offline.OutOfAuthor(ctx, examples, held, cfg, products)
 		if err != nil {
 			return err
 		}
@@ -237,7 +240,7 @@ func runLOAO(ctx context.Context, o detectOptions, stdout io.Writer) error {
 	for _, s := range scores {
 		for _, r := range []struct {
 			name string
-			f    inception.AuthorFigures
+			f    offline.AuthorFigures
 		}{{"rules", s.Rules}, {"rules+typed", s.Combined}} {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.3f\t%.1f%%\t%.1f%%\t%.3f\n", s.Held, s.Turns, r.name, r.f.CoreRecall, r.f.MeanRecall, 100*r.f.Precision, 100*r.f.CleanFalse, s.Threshold)
 		}
@@ -265,7 +268,7 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	cfg := inception.EvalConfig{Module: module, Timeout: o.timeout}
+	cfg := offline.EvalConfig{Module: module, Timeout: o.timeout}
 	for _, et := range tax.ErrorTypes {
 		cfg.Types = append(cfg.Types, et.Name)
 	}
@@ -277,7 +280,7 @@ func runDetectEval(ctx context.Context, o detectOptions, stdout, stderr io.Write
 			cfg.Gate = module
 		}
 	}
-	rep, err := inception.Evaluate(ctx, cfg, examples)
+	rep, err := offline.Evaluate(ctx, cfg, examples)
 	if err != nil {
 		return err
 	}
@@ -305,7 +308,7 @@ type evalJSON struct {
 	File            string `json:"file"`
 	Module          string `json:"module"`
 	TaxonomyVersion string `json:"taxonomy_version"`
-	inception.EvalReport
+	offline.EvalReport
 }
 
 // labelledLine is a corpus line's gold answer.
@@ -360,7 +363,7 @@ func loadLabelled(path, defaultDomain string, src *toolSource) ([]inception.Exam
 	return out, nil
 }
 
-func printEval(w io.Writer, path, module, version string, r inception.EvalReport) {
+func printEval(w io.Writer, path, module, version string, r offline.EvalReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	f := func(x float64) string { return fmt.Sprintf("%.2f", x) }
 	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
@@ -373,7 +376,7 @@ func printEval(w io.Writer, path, module, version string, r inception.EvalReport
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "core-type recall\t%s\t(%s)\n", f(r.CoreRecall), strings.Join(inception.CoreTypes, ", "))
+	fmt.Fprintf(tw, "core-type recall\t%s\t(%s)\n", f(r.CoreRecall), strings.Join(offline.CoreTypes, ", "))
 	fmt.Fprintf(tw, "mean recall\t%s\tmacro F1 %s\n", f(r.MeanRecall), f(r.MacroF1))
 	fmt.Fprintf(tw, "erroneous turns detected\t%s\tof which exact type %s\n", pct(r.Detected), pct(r.ExactType))
 	fmt.Fprintf(tw, "activation precision\t%s\t\n", pct(r.Precision))
@@ -389,7 +392,7 @@ func printEval(w io.Writer, path, module, version string, r inception.EvalReport
 }
 
 // printConfusion prints gold classes as rows, predicted classes as columns.
-func printConfusion(w io.Writer, r inception.EvalReport) {
+func printConfusion(w io.Writer, r offline.EvalReport) {
 	classes := []string{inception.CleanClass}
 	for _, s := range r.Types {
 		classes = append(classes, s.Type)
@@ -419,4 +422,24 @@ func printConfusion(w io.Writer, r inception.EvalReport) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
+}
+
+// trainTyped trains the typed classifier on the precise rules' signals,
+// read with the catalogue it will be served with.
+func trainTyped(examples []inception.Example, tax *inception.Taxonomy, products *rules.ProductCatalogue, cfg learned.TypedTrainConfig) (*learned.GateModel, error) {
+	m, err := rules.New(rules.Config{Taxonomy: tax, Products: products})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Catalogue = products != nil
+	return learned.TrainTyped(examples, m.TypedFeaturizer(), cfg)
+}
+
+// trainGate trains the gate's classifier on the gate's features.
+func trainGate(examples []inception.Example, tax *inception.Taxonomy, cfg learned.GateTrainConfig) (*learned.GateModel, error) {
+	m, err := rules.New(rules.Config{Taxonomy: tax, Mode: rules.Recall})
+	if err != nil {
+		return nil, err
+	}
+	return learned.TrainGate(examples, m.GateFeaturizer(), cfg)
 }

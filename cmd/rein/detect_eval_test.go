@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/offline"
 )
 
 // A tiny labelled set whose scores are worked out by hand below: the rules
@@ -278,7 +278,7 @@ func TestDetectTrainGateRoundTrip(t *testing.T) {
 	}
 }
 
-func evalGate(t *testing.T, in string, args ...string) inception.GateScore {
+func evalGate(t *testing.T, in string, args ...string) offline.GateScore {
 	t.Helper()
 	stdout, stderr, err := runDetectCLI(t, append([]string{"--eval", in, "--module", "cascade-gate", "--json"}, args...)...)
 	if err != nil {
@@ -328,7 +328,7 @@ func TestDetectTrainTypedRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--loao: %v\n%s", err, stderr)
 	}
-	var scores []inception.AuthorScore
+	var scores []offline.AuthorScore
 	if err := json.Unmarshal([]byte(stdout), &scores); err != nil || len(scores) != 2 || scores[0].Held != "dev" || scores[0].Turns != 6 {
 		t.Fatalf("--loao: %v, %+v", err, scores)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/eval/run"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -46,7 +47,7 @@ func playOnce(t *testing.T, id, plantAt string) (run.Play, [][]inception.Utteran
 	if s.ID == "" {
 		t.Fatalf("no bundled scenario %s", id)
 	}
-	rules, err := inception.NewRules(inception.RulesConfig{})
+	rules, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/eval/run"
 	"github.com/reinception/rein/internal/llm"
@@ -178,7 +179,7 @@ report (see rein eval report).`,
 	fs.StringVar(&f.modules.module, "module", inception.ModuleRules, "rein's inception module: rules (offline), llm or cascade")
 	fs.StringVar(&f.modules.taxonomy, "taxonomy", "", "taxonomy YAML (default: the embedded one); its held_out flags decide seen/unseen, and npi and self-refine are told about it")
 	fs.StringSliceVar(&f.heldOut, "held-out", eval.PaperHeldOutTypes, "error types held out of the taxonomy (default the paper's pair; none for no held-out type): the module, npi and self-refine are not shown them, and their scenarios are reported as unseen")
-	fs.StringVar(&f.modules.plan, "plan", inception.PlanTemplate, "planted reasoning: template or generated")
+	fs.StringVar(&f.modules.plan, "plan", planted.PlanTemplate, "planted reasoning: template or generated")
 	fs.StringVar(&f.modules.provider, "inception-provider", "", "inception model provider for --module llm/cascade (default $REIN_LLM_PROVIDER)")
 	fs.StringVar(&f.modules.model, "inception-model", "", "inception model name (default $REIN_LLM_MODEL)")
 	fs.StringVar(&f.modules.baseURL, "inception-base-url", "", "inception provider base URL (default $REIN_LLM_BASE_URL)")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/escalation"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/experiment"
 	"github.com/reinception/rein/internal/labels"
@@ -234,7 +235,7 @@ type moduleFlags struct {
 func (f *moduleFlags) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&f.module, "module", defaultModule, "inception module: rules (offline), llm (one model call per user turn) or cascade (rules gate, then llm)")
 	fs.StringVar(&f.taxonomy, "taxonomy", "", "taxonomy YAML file replacing the six embedded default error types")
-	fs.StringVar(&f.plan, "plan", inception.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
+	fs.StringVar(&f.plan, "plan", planted.PlanTemplate, "planted reasoning: template (the taxonomy's plan with the evidence quote) or generated (the model's own, validated)")
 	fs.StringVar(&f.gate, "gate-model", "", "cascade gate: add a classifier to its rules, builtin (the one rein ships) or a weights file rein detect --train-gate wrote (default: the rules alone)")
 	fs.StringVar(&f.typed, "typed-model", "", "rules module: add the typed classifier where its rules find nothing, builtin (the one rein ships) or a weights file rein detect --train-typed wrote (default: the rules alone)")
 	fs.StringVar(&f.provider, "provider", "", "model provider for llm/cascade: openai, anthropic, replay or scripted (default $REIN_LLM_PROVIDER)")

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/offline"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -93,11 +96,11 @@ func TestLabelLoopBeforeAfter(t *testing.T) {
 	if _, err := os.Stat(tau); err != nil {
 		t.Skipf("the τ-bench data (../shared/taubench) the shipped model was trained with is missing: %v", err)
 	}
-	products, err := inception.LoadProductCatalogue(tau)
+	products, err := rules.LoadProductCatalogue(tau)
 	if err != nil {
 		t.Fatal(err)
 	}
-	shipped, err := inception.NewRules(inception.RulesConfig{TypedModel: inception.DefaultTypedModel(), Products: products})
+	shipped, err := rules.New(rules.Config{TypedModel: learned.DefaultTypedModel(), Products: products})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,19 +154,19 @@ func TestLabelLoopBeforeAfter(t *testing.T) {
 		args = append(args, "--tenant", tenant)
 	}
 	retrained, text := train(t, out, args...)
-	if want := inception.DefaultTypedModel().Training.Examples + queued; retrained.Training.Examples != want {
+	if want := learned.DefaultTypedModel().Training.Examples + queued; retrained.Training.Examples != want {
 		t.Errorf("trained on %d turns, want the corpus's and the %d labelled (%s)", retrained.Training.Examples, queued, text)
 	}
-	after, err := inception.NewRules(inception.RulesConfig{TypedModel: retrained, Products: products})
+	after, err := rules.New(rules.Config{TypedModel: retrained, Products: products})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := inception.NewRules(inception.RulesConfig{Products: products})
+	plain, err := rules.New(rules.Config{Products: products})
 	if err != nil {
 		t.Fatal(err)
 	}
-	score := func(m inception.Module, on []inception.Example) inception.EvalReport {
-		r, err := inception.Evaluate(ctx, inception.EvalConfig{Module: m}, on)
+	score := func(m inception.Module, on []inception.Example) offline.EvalReport {
+		r, err := offline.Evaluate(ctx, offline.EvalConfig{Module: m}, on)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +180,7 @@ func TestLabelLoopBeforeAfter(t *testing.T) {
 	fmt.Fprintf(&b, "\nlater author dev8 (%d turns): core recall, mean recall, erroneous detected, precision, clean false activations\n", len(later))
 	for _, r := range []struct {
 		name string
-		r    inception.EvalReport
+		r    offline.EvalReport
 	}{{"rules alone", rules}, {"shipped typed (before)", before}, {"retrained with labels (after)", afterR}} {
 		fmt.Fprintf(&b, "%-30s %.3f  %.3f  %5.1f%%  %5.1f%%  %4.1f%%\n", r.name, r.r.CoreRecall, r.r.MeanRecall, 100*r.r.Detected, 100*r.r.Precision, 100*r.r.CleanFalseActivation)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -20,13 +20,13 @@ import (
 
 // typedVariant is the shipped typed model with another threshold: another
 // file, so another version.
-func typedVariant(t *testing.T, threshold float64) *inception.GateModel {
+func typedVariant(t *testing.T, threshold float64) *learned.GateModel {
 	t.Helper()
-	data, err := inception.DefaultTypedModel().Encode()
+	data, err := learned.DefaultTypedModel().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func typedVariant(t *testing.T, threshold float64) *inception.GateModel {
 func TestPromotionByReloadKeepsEveryTurn(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	models := map[string]*inception.GateModel{"a": typedVariant(t, 0.70), "b": typedVariant(t, 0.65), "c": typedVariant(t, 0.60)}
+	models := map[string]*learned.GateModel{"a": typedVariant(t, 0.70), "b": typedVariant(t, 0.65), "c": typedVariant(t, 0.60)}
 	version := map[string]string{}
 	for name, m := range models {
 		version[name] = "typed@" + m.Version()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/telemetry"
@@ -155,11 +156,11 @@ func candidateModule(live moduleFlags, path string) (inception.Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--candidate: %w", err)
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("--candidate %s: %w", path, err)
 	}
-	if g.Features == inception.TypedFeatures {
+	if g.Features == learned.TypedFeatures {
 		live.typed = path
 	} else {
 		live.gate = path
@@ -177,7 +178,7 @@ func modelVersionOf(path string) string {
 	if err != nil {
 		return "unreadable"
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		return "invalid"
 	}

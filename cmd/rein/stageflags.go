@@ -21,6 +21,8 @@ type stageOptions struct {
 	modules moduleFlags
 	// experiments is the holdout experiments file (docs/experiments.md).
 	experiments string
+	// The stages' cache budgets in MiB (their Configs count bytes).
+	detectorCacheMiB, agentCacheMiB int
 }
 
 func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -38,6 +40,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.AgentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&a.MaxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
 	fs.IntVar(&d.MaxConversations, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
+	fs.IntVar(&o.detectorCacheMiB, "detector-cache-mib", 0, "MiB of surface contexts the detector keeps in memory, least recently used dropped first (default 32)")
 	sharedFlag(fs, "pin-ttl", consume.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it", time.ParseDuration, &d.PinTTL, &a.PinTTL, &e.PinTTL)
 	sharedFlag(fs, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)", time.ParseDuration, &d.AckWait, &a.AckWait, &e.AckWait)
 	fs.BoolVar(&a.Speculate, "speculate", false, "speculative inception: the agent worker starts each user turn's first model call as soon as the turn is stored, while the detector judges it, and uses it when nothing is planted (clean turns stop waiting for the inception module; no tool runs before the decision)")
@@ -46,6 +49,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.ModelReload, "model-reload", 5*time.Second, "how often the detector reads --typed-model and --gate-model again (the files, and their paths when rein.yaml sets them): a changed model takes the next turns without a restart (docs/labels.md); 0: never")
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&a.MaxConversations, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
+	fs.IntVar(&o.agentCacheMiB, "agent-cache-mib", 0, "MiB of agent states the agent worker keeps in memory, least recently used dropped first (default 64)")
 }
 
 // runtime are the stages' configuration as the flags left it, with the
@@ -53,6 +57,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 func (o *stageOptions) runtime() pipeline.Stages {
 	s := o.Stages
 	s.Modules = o.modules.options()
+	s.Detector.MaxCacheBytes, s.AgentWorker.MaxCacheBytes = int64(o.detectorCacheMiB)<<20, int64(o.agentCacheMiB)<<20
 	return s
 }
 

@@ -35,7 +35,7 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	cmd, so := bind()
 	t.Setenv("REIN_ACK_WAIT", "3s")
 	if err := cmd.Flags().Parse([]string{"--domain", "retail", "--workers", "7", "--pin-ttl", "20s", "--detector-timeout", "2s",
-		"--detector-cache", "11", "--agent-cache", "12", "--agent-data", "/data/retail", "--agent-prompt", "/p.md",
+		"--detector-cache", "11", "--agent-cache", "12", "--detector-cache-mib", "3", "--agent-cache-mib", "5", "--agent-data", "/data/retail", "--agent-prompt", "/p.md",
 		"--agent-backend", "http", "--agent-tool-url", "http://tools", "--agent-tools", "/tools.json", "--agent-persist", "turn",
 		"--agent-script", "/s.yaml", "--max-steps", "9", "--speculate", "--agent-quiet-period", "-1s", "--experiments", "/x.yaml",
 		"--model-reload", "7s", "--few-shot-labels", "4"}); err != nil {
@@ -47,11 +47,11 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	s := so.runtime()
 	d, a, e = s.Detector, s.AgentWorker, s.Escalation
 	if d.Domain != "retail" || d.Workers != 7 || d.PinTTL != 20*time.Second || d.AckWait != 3*time.Second ||
-		d.Timeout != 2*time.Second || d.MaxConversations != 11 {
+		d.Timeout != 2*time.Second || d.MaxConversations != 11 || d.MaxCacheBytes != 3<<20 {
 		t.Errorf("detector %+v", d)
 	}
 	if a.Domain != "retail" || a.Workers != 7 || a.PinTTL != 20*time.Second || a.AckWait != 3*time.Second ||
-		a.MaxConversations != 12 || a.DataDir != "/data/retail" || a.SystemPromptFile != "/p.md" || a.Backend != agentworker.BackendHTTP ||
+		a.MaxConversations != 12 || a.MaxCacheBytes != 5<<20 || a.DataDir != "/data/retail" || a.SystemPromptFile != "/p.md" || a.Backend != agentworker.BackendHTTP ||
 		a.HTTP.URL != "http://tools" || a.HTTP.ToolsFile != "/tools.json" || a.Persist != agentworker.PersistTurn ||
 		a.MaxSteps != 9 || !a.Speculate || a.QuietPeriod != -time.Second {
 		t.Errorf("agent worker %+v", a)

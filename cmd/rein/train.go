@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/streams/natsserver"
@@ -123,7 +124,7 @@ func runTrain(ctx context.Context, o *trainOptions, out io.Writer) error {
 	}
 	ev := o.detect.eval
 	if o.typedOut != "" {
-		m, err := inception.TrainTyped(examples, inception.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: ev.cleanBudget, GateRecall: ev.gateRecall, Products: products})
+		m, err := trainTyped(examples, tax, products, learned.TypedTrainConfig{Taxonomy: tax, Sources: sources, CleanBudget: ev.cleanBudget, GateRecall: ev.gateRecall})
 		if err != nil {
 			return err
 		}
@@ -135,7 +136,7 @@ func runTrain(ctx context.Context, o *trainOptions, out io.Writer) error {
 			m.Version(), o.typedOut, t.Examples, len(m.Weights), m.Threshold, t.FoldsBy, 100*t.CVAddedClean)
 	}
 	if o.gateOut != "" {
-		m, err := inception.TrainGate(examples, inception.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: ev.gateRecall})
+		m, err := trainGate(examples, tax, learned.GateTrainConfig{Taxonomy: tax, Sources: sources, TargetRecall: ev.gateRecall})
 		if err != nil {
 			return err
 		}
@@ -178,7 +179,7 @@ func countErroneous(ex []inception.Example) int {
 
 // writeModel writes a model file whole or not at all: serve may be
 // watching the path, and must never read half a file.
-func writeModel(path string, m *inception.GateModel) error {
+func writeModel(path string, m *learned.GateModel) error {
 	data, err := m.Encode()
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/app/audit"
 	"github.com/reinception/rein/internal/labels"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -65,7 +67,7 @@ func recordTurn(t *testing.T, pub *streams.Publisher, m inception.Module, tenant
 
 // train runs rein train with args, writing the typed model to out, and
 // returns the model and what the command printed.
-func train(t *testing.T, out string, args ...string) (*inception.GateModel, string) {
+func train(t *testing.T, out string, args ...string) (*learned.GateModel, string) {
 	t.Helper()
 	text, err := runCLI(t, context.Background(), append([]string{"train", "--typed-out", out}, args...)...)
 	if err != nil {
@@ -75,7 +77,7 @@ func train(t *testing.T, out string, args ...string) (*inception.GateModel, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
 	pub := streams.NewPublisher(h.JS, nil)
-	shipped, err := inception.NewRules(inception.RulesConfig{TypedModel: inception.DefaultTypedModel()})
+	shipped, err := rules.New(rules.Config{TypedModel: learned.DefaultTypedModel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +155,13 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	if !slices.Contains(g.Training.Sources, "labels:acme") || !strings.Contains(text, g.Version()) {
 		t.Errorf("sources %v, output %q: want labels:acme and the version %s", g.Training.Sources, text, g.Version())
 	}
-	if n := inception.DefaultTypedModel().Training.Examples; g.Training.Examples <= n {
+	if n := learned.DefaultTypedModel().Training.Examples; g.Training.Examples <= n {
 		t.Errorf("%d turns trained on, want the corpus's %d plus acme's labels", g.Training.Examples, n)
 	}
 	if !strings.Contains(text, fmt.Sprintf("labelled turns of tenant acme (%d erroneous)", len(skyhopTurns))) {
 		t.Errorf("output: %s", text)
 	}
-	learned, err := inception.NewRules(inception.RulesConfig{TypedModel: g})
+	learned, err := rules.New(rules.Config{TypedModel: g})
 	if err != nil {
 		t.Fatal(err)
 	}

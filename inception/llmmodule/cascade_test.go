@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
 func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
-	gate, err := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	gate, err := rules.New(rules.Config{Mode: rules.Recall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestCascadeSendsOnlyGatedTurns(t *testing.T) {
 }
 
 func TestCascadeModelErrorPropagates(t *testing.T) {
-	gate, _ := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
+	gate, _ := rules.New(rules.Config{Mode: rules.Recall})
 	model, _ := NewLLM(LLMConfig{Client: &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, errors.New("503")
 	}}})
@@ -73,8 +74,8 @@ func TestCascadeModelErrorPropagates(t *testing.T) {
 // passed is judged by the rules module instead, recorded as such, rather
 // than failing open and losing the rules' own detection.
 func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
-	gate, _ := inception.NewRules(inception.RulesConfig{Mode: inception.RulesRecall})
-	fallback, _ := inception.NewRules(inception.RulesConfig{})
+	gate, _ := rules.New(rules.Config{Mode: rules.Recall})
+	fallback, _ := rules.New(rules.Config{})
 	down := &inceptiontest.FakeClient{Reply: func(context.Context, llm.Request) (llm.Response, error) {
 		return llm.Response{}, fmt.Errorf("inception: %w", llm.ErrUnavailable)
 	}}
@@ -106,7 +107,7 @@ func TestCascadeFallsBackToTheRulesWhenTheModelIsDown(t *testing.T) {
 func TestCascadeSkipNamesTheGateModelVersion(t *testing.T) {
 	ctx := context.Background()
 	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
-	plain, err := inception.NewRules(inception.RulesConfig{})
+	plain, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func (skipGate) Detect(context.Context, inception.Input) (inception.Decision, er
 func TestCascadeWithGateKeepsModelAndCounters(t *testing.T) {
 	ctx := context.Background()
 	in := inception.Input{Dialogue: []inception.Utterance{{Role: inception.RoleUser, Text: "hello there"}}}
-	plain, err := inception.NewRules(inception.RulesConfig{})
+	plain, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

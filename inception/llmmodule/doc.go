@@ -10,7 +10,7 @@
 //     (BuildDynamicPrompt, DefaultDialogueBudget). The answer, at most
 //     MaxAnswerBytes, is validated against a JSON Schema; its evidence is
 //     grounded in the user's words and its plan rendered or checked by
-//     the inception package's planted-text checks.
+//     the planted-text checks of inception/planted.
 //   - Few-shot examples (fewshot.go, opt-in LLMConfig.Examples): a
 //     tenant's labelled turns, at most MaxExamples, identifiers masked
 //     (MaskIdentifiers), fenced as data in that tenant's static prompt.

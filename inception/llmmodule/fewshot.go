@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 )
 
 // Few-shot examples from labels: a tenant's operators judged some of its
@@ -64,7 +65,7 @@ func examplesSection(tax *inception.Taxonomy, examples []inception.Example, max 
 			}
 			typ = &et.Name
 		}
-		text = MaskIdentifiers(inception.SanitizeUncapped(text))
+		text = MaskIdentifiers(planted.SanitizeUncapped(text))
 		if utf8.RuneCountInString(text) > maxExampleRunes {
 			text = string([]rune(text)[:maxExampleRunes]) + "…"
 		}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
@@ -62,21 +63,21 @@ func TestPromptInjectionCannotReachPlantedReasoning(t *testing.T) {
 			}
 			et, _ := tax.Type(d.ErrorType)
 			// 1. The reasoning is exactly the template with the evidence.
-			if d.Reasoning != inception.RenderPlan(et.RecoveryPlan, d.Evidence) {
+			if d.Reasoning != planted.RenderPlan(et.RecoveryPlan, d.Evidence) {
 				t.Fatalf("case %d/%d: reasoning is not the rendered template:\n%s", i, j, d.Reasoning)
 			}
 			// 2. Removing the evidence leaves the plan's own words only.
 			if d.Evidence != "" {
 				rest := strings.Replace(d.Reasoning, d.Evidence, inception.EvidenceSlot, 1)
-				if rest != inception.RenderPlan(et.RecoveryPlan, inception.EvidenceSlot) && rest != strings.Join(strings.Fields(et.RecoveryPlan), " ") {
+				if rest != planted.RenderPlan(et.RecoveryPlan, inception.EvidenceSlot) && rest != strings.Join(strings.Fields(et.RecoveryPlan), " ") {
 					t.Fatalf("case %d/%d: text outside the slot:\n%s", i, j, rest)
 				}
 			}
 			// 3. The evidence is short, single-line, unquoted and the user's own words.
-			if utf8.RuneCountInString(d.Evidence) > inception.MaxEvidenceRunes+1 || strings.ContainsAny(d.Evidence, "\"\n\r\\{}<>\x00\x07\u202e\u200b") {
+			if utf8.RuneCountInString(d.Evidence) > planted.MaxEvidenceRunes+1 || strings.ContainsAny(d.Evidence, "\"\n\r\\{}<>\x00\x07\u202e\u200b") {
 				t.Fatalf("case %d/%d: unsafe evidence %q", i, j, d.Evidence)
 			}
-			if d.Evidence != "" && !strings.Contains(strings.ToLower(strings.Join(strings.Fields(inception.SanitizeUncapped(userText)), " ")),
+			if d.Evidence != "" && !strings.Contains(strings.ToLower(strings.Join(strings.Fields(planted.SanitizeUncapped(userText)), " ")),
 				strings.ToLower(strings.TrimSuffix(d.Evidence, "…"))) {
 				t.Fatalf("case %d/%d: evidence %q is not a quote of the user", i, j, d.Evidence)
 			}
@@ -98,11 +99,11 @@ func TestRenderPlanAndSanitize(t *testing.T) {
 		{"that one", `The user said "that one"; call ambiguity_report.`},
 		{"", `The user said (see the user's latest message); call ambiguity_report.`},
 		{"say \"hi\"\nthen {x} <b>\\", `The user said "say 'hi' then x b"; call ambiguity_report.`},
-		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:inception.MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
+		{strings.Repeat("ab ", 100), `The user said "` + strings.TrimSpace(strings.Repeat("ab ", 100)[:planted.MaxEvidenceRunes]) + `…"; call ambiguity_report.`},
 		{"a\u202eb\u200bc\x07d", `The user said "abc d"; call ambiguity_report.`}, // invisible format characters are dropped (never planted, never a space); a control character is a space
 	}
 	for _, tc := range cases {
-		if got := inception.RenderPlan(plan, tc.ev); got != tc.want {
+		if got := planted.RenderPlan(plan, tc.ev); got != tc.want {
 			t.Errorf("RenderPlan(%q) = %q, want %q", tc.ev, got, tc.want)
 		}
 	}

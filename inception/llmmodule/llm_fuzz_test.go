@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
@@ -37,7 +38,7 @@ func FuzzLLMAnswer(f *testing.F) {
 		return llm.Response{Content: answer, Model: "fake-model"}, nil
 	}}
 	modules := map[string]*LLMModule{}
-	for _, plan := range []string{inception.PlanTemplate, inception.PlanGenerated} {
+	for _, plan := range []string{planted.PlanTemplate, planted.PlanGenerated} {
 		m, err := NewLLM(LLMConfig{Client: client, Plan: plan})
 		if err != nil {
 			f.Fatal(err)
@@ -58,11 +59,11 @@ func FuzzLLMAnswer(f *testing.F) {
 			if !d.Rein {
 				continue
 			}
-			if !inception.ContainsWord(d.Reasoning, d.RecoveryTool) || utf8.RuneCountInString(d.Reasoning) > 2000 {
+			if !planted.ContainsWord(d.Reasoning, d.RecoveryTool) || utf8.RuneCountInString(d.Reasoning) > 2000 {
 				t.Fatalf("%s: reasoning %q does not name %s, or is too long", plan, d.Reasoning, d.RecoveryTool)
 			}
 			for _, tool := range agentTools {
-				if inception.NamesTool(d.Reasoning, []string{tool}) != "" {
+				if planted.NamesTool(d.Reasoning, []string{tool}) != "" {
 					t.Fatalf("%s: reasoning %q names the agent's tool %s", plan, d.Reasoning, tool)
 				}
 			}

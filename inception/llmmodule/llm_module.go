@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -50,16 +51,16 @@ func NewLLM(cfg LLMConfig) (*LLMModule, error) {
 	}
 	switch cfg.Plan {
 	case "":
-		cfg.Plan = inception.PlanTemplate
-	case inception.PlanTemplate, inception.PlanGenerated:
+		cfg.Plan = planted.PlanTemplate
+	case planted.PlanTemplate, planted.PlanGenerated:
 	default:
-		return nil, fmt.Errorf("%w: plan %q is not %s or %s", inception.ErrInvalidConfig, cfg.Plan, inception.PlanTemplate, inception.PlanGenerated)
+		return nil, fmt.Errorf("%w: plan %q is not %s or %s", inception.ErrInvalidConfig, cfg.Plan, planted.PlanTemplate, planted.PlanGenerated)
 	}
 	if cfg.DialogueBudget <= 0 {
 		cfg.DialogueBudget = DefaultDialogueBudget
 	}
 	if cfg.MaxReasoningRunes <= 0 {
-		cfg.MaxReasoningRunes = inception.DefaultMaxReasoningRunes
+		cfg.MaxReasoningRunes = planted.DefaultMaxReasoningRunes
 	}
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = 400
@@ -130,16 +131,16 @@ func (m *LLMModule) Detect(ctx context.Context, in inception.Input) (inception.D
 	d.Rein, d.ErrorType, d.Category, d.RecoveryTool = true, et.Name, et.Category, et.RecoveryTool
 	tools := m.toolNames(in.Tools)
 	var refused []string
-	ev, bad := inception.GroundEvidence(ans.Evidence, in.Dialogue, tools)
+	ev, bad := planted.GroundEvidence(ans.Evidence, in.Dialogue, tools)
 	if bad != "" {
 		// The slot points at the user's latest message instead; the
 		// detection records why.
 		refused = append(refused, bad+"; the evidence slot was left generic")
 	}
 	d.Evidence = ev
-	d.Reasoning = inception.RenderPlan(et.RecoveryPlan, d.Evidence)
-	if m.cfg.Plan == inception.PlanGenerated {
-		if text, bad := inception.GeneratedCheck(ans.Reasoning, et.RecoveryTool, tools, m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
+	d.Reasoning = planted.RenderPlan(et.RecoveryPlan, d.Evidence)
+	if m.cfg.Plan == planted.PlanGenerated {
+		if text, bad := planted.GeneratedCheck(ans.Reasoning, et.RecoveryTool, tools, m.cfg.MaxReasoningRunes, dialogueText(in.Dialogue)); bad == "" {
 			d.Reasoning = text
 		} else {
 			// The template plan stays, so a bad generated plan never

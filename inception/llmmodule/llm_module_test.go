@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
@@ -22,7 +23,7 @@ func TestLLMActivation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := inception.RenderPlan(inceptiontest.MustType(t, inception.TypeAnaphora).RecoveryPlan, "cancel that one")
+	want := planted.RenderPlan(inceptiontest.MustType(t, inception.TypeAnaphora).RecoveryPlan, "cancel that one")
 	if !d.Rein || d.ErrorType != inception.TypeAnaphora || d.Category != inception.CategoryAmbiguous || d.RecoveryTool != inception.ToolAmbiguityReport ||
 		d.Evidence != "cancel that one" || d.Reasoning != want || d.Failed || d.Tokens != 120 || d.Model != "fake-model" ||
 		d.TaxonomyVersion != "rein-default-1" {
@@ -134,7 +135,7 @@ func TestLLMConfigAndInputErrors(t *testing.T) {
 }
 
 func TestLLMGeneratedPlan(t *testing.T) {
-	tmpl := inception.RenderPlan(inceptiontest.MustType(t, inception.TypeUnsupportedParameter).RecoveryPlan, "first class")
+	tmpl := planted.RenderPlan(inceptiontest.MustType(t, inception.TypeUnsupportedParameter).RecoveryPlan, "first class")
 	cases := []struct{ name, reasoning, want string }{
 		{"valid", "First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary.",
 			"First class is not a cabin my tools accept; I will call transfer_to_human_agents with a summary."},
@@ -156,7 +157,7 @@ func TestLLMGeneratedPlan(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ans := `{"rein":true,"error_type":"unsupported_parameter","evidence":"first class","reasoning":` + jsonString(tc.reasoning) + `}`
-			m, _ := NewLLM(LLMConfig{Client: inceptiontest.Answering(ans), Plan: inception.PlanGenerated})
+			m, _ := NewLLM(LLMConfig{Client: inceptiontest.Answering(ans), Plan: planted.PlanGenerated})
 			d, err := m.Detect(context.Background(), inceptiontest.AirlineInput(t, "Please move me to first class on reservation 4WQ150."))
 			if err != nil || !d.Rein || d.Failed {
 				t.Fatalf("%+v %v", d, err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
 
@@ -112,7 +114,7 @@ func TestLLMAnswersForTheHardCases(t *testing.T) {
 		{"pushback: the open request's type, the pushback's words", `{"rein":true,"error_type":"unsupported_domain","evidence":"That's not helpful","reasoning":"transfer"}`,
 			hotel, true, inception.TypeUnsupportedDomain, "That's not helpful", ""},
 		{"pushback: a quote of the earlier turn is refused, the type stays", `{"rein":true,"error_type":"unsupported_domain","evidence":"book me a hotel in Denver","reasoning":"transfer"}`,
-			hotel, true, inception.TypeUnsupportedDomain, "", inception.EvidenceNotQuoted},
+			hotel, true, inception.TypeUnsupportedDomain, "", planted.EvidenceNotQuoted},
 		{"complaint about the agent: no error", `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`,
 			[]string{"Move 1N99U6 to the 25th.", "I found flights on May 24.", "That's not what I told you earlier, I said the 25th."}, false, "", "", ""},
 		{"self-correction: no error", `{"rein":false,"error_type":null,"evidence":"","reasoning":""}`,
@@ -145,7 +147,7 @@ func TestLLMAnswersForTheHardCases(t *testing.T) {
 			}
 			if d.Rein {
 				et := inceptiontest.MustType(t, tc.typ)
-				if d.Reasoning != inception.RenderPlan(et.RecoveryPlan, d.Evidence) {
+				if d.Reasoning != planted.RenderPlan(et.RecoveryPlan, d.Evidence) {
 					t.Errorf("reasoning %q is not the type's plan", d.Reasoning)
 				}
 			}
@@ -199,7 +201,7 @@ func TestDroppedTypeLeavesContrastsAndRules(t *testing.T) {
 // "that one" with a descriptor, a possessive, a read-back agreed to with
 // an amount.
 func TestRulesNeedsContextForTheNewSignals(t *testing.T) {
-	m, err := inception.NewRules(inception.RulesConfig{})
+	m, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

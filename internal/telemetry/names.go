@@ -9,6 +9,7 @@ const (
 	MStageHandleSeconds = "rein_stage_handle_seconds"    // {stage}
 	MStageInFlight      = "rein_stage_in_flight"         // {stage} messages being handled now
 	MStageQueued        = "rein_stage_queued_messages"   // {stage} delivered, waiting for their conversation or a slot
+	MStageInFlightBytes = "rein_stage_in_flight_bytes"   // {stage} bytes of the messages held, queued or handled
 	MStageConversations = "rein_stage_conversations"     // {stage} conversations with work
 	MStageOrderHolds    = "rein_stage_order_holds_total" // {stage,outcome} held, released, timeout
 	MStagePartitions    = "rein_stage_partitions"        // {stage} partitions this replica works

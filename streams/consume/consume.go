@@ -36,6 +36,13 @@ type ConsumerConfig struct {
 	// others go on (see schedule.go). Waiting for a slot costs a queued
 	// message, not a thread.
 	MaxInFlight int
+	// MaxInFlightBytes bounds the bytes of the messages the consumer holds,
+	// queued or being handled (default DefaultMaxInFlightBytes; a
+	// replica's partitions share it). Past it the consume callback waits,
+	// so the client asks the server for nothing more until handlers give
+	// bytes back: back-pressure rather than a backlog in memory. A message
+	// larger than the budget still runs, alone.
+	MaxInFlightBytes int64
 	// OnDeadLetter, when set, records the outcome of an input that is
 	// about to be dead-lettered (it decoded, but its handler failed for
 	// good: cause wraps ErrPermanent, or the attempts are spent), so that
@@ -105,6 +112,11 @@ type ConsumerConfig struct {
 	ShutdownGrace time.Duration
 }
 
+// DefaultMaxInFlightBytes is the default ConsumerConfig.MaxInFlightBytes:
+// thousands of rein's events of a few hundred bytes, or 256 of the
+// largest accepted (DefaultMaxEventBytes).
+const DefaultMaxInFlightBytes = 64 << 20
+
 // MinMaxHold is the shortest default MaxHold: it outlasts a publish
 // retried through a leader election (DefaultRetryFor) with room to spare.
 // The cluster chaos test with a 3 s ack wait (a 9 s hold) saw holds expire
@@ -136,6 +148,9 @@ func (c *ConsumerConfig) defaults() {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = c.MaxAckPending
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
 	if c.AckWait == 0 {
 		c.AckWait = 30 * time.Second
@@ -169,6 +184,8 @@ func (c ConsumerConfig) Validate() error {
 		return fmt.Errorf("%w: consumer %s: max in flight %d must be 1..%d (the max ack pending)", streams.ErrInvalidConfig, c.Durable, c.MaxInFlight, c.MaxAckPending)
 	case c.MaxAckPending < 1 || c.MaxAckPending > 1<<20:
 		return fmt.Errorf("%w: consumer %s: max ack pending %d must be 1..%d", streams.ErrInvalidConfig, c.Durable, c.MaxAckPending, 1<<20)
+	case c.MaxInFlightBytes < 0:
+		return fmt.Errorf("%w: consumer %s: max in-flight bytes %d must not be negative", streams.ErrInvalidConfig, c.Durable, c.MaxInFlightBytes)
 	case c.Attempts < 1:
 		return fmt.Errorf("%w: consumer %s: attempts must be at least 1", streams.ErrInvalidConfig, c.Durable)
 	case c.AckWait < time.Second:
@@ -186,6 +203,7 @@ type stageMetrics struct {
 	messages      *prometheus.CounterVec
 	handle        *prometheus.HistogramVec
 	inFlight      *prometheus.GaugeVec
+	inFlightBytes *prometheus.GaugeVec
 	queued        *prometheus.GaugeVec
 	conversations *prometheus.GaugeVec
 	holds         *prometheus.CounterVec
@@ -201,6 +219,8 @@ func newStageMetrics(reg prometheus.Registerer) stageMetrics {
 			"Time from a message's delivery to its ack or dead letter.", telemetry.LatencyBuckets, "stage"),
 		inFlight: telemetry.NewGaugeVec(reg, telemetry.MStageInFlight,
 			"Messages a stage is handling now (bounded by its max in flight).", "stage"),
+		inFlightBytes: telemetry.NewGaugeVec(reg, telemetry.MStageInFlightBytes,
+			"Bytes of the messages a stage holds, queued or being handled (bounded by its max in-flight bytes).", "stage"),
 		queued: telemetry.NewGaugeVec(reg, telemetry.MStageQueued,
 			"Messages delivered to a stage and waiting for their conversation's earlier turn or an in-flight slot.", "stage"),
 		conversations: telemetry.NewGaugeVec(reg, telemetry.MStageConversations,
@@ -225,6 +245,7 @@ type Consumer struct {
 	source  jetstream.Stream      // looked up by Run
 	outs    streams.OutputStreams // cfg.Outputs, looked up by Run
 	recheck time.Duration         // the age past which inputs are checked (cfg.RecheckAfter)
+	budget  *byteBudget           // cfg.MaxInFlightBytes, shared by the durables
 
 	mu     sync.Mutex
 	scheds map[*scheduler]struct{} // of the running durables
@@ -245,7 +266,8 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	// The stage's logger carries "stage" already (serve adds it); the loop
 	// names its durable, so no line holds a key twice.
 	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
-	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{}}
+	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{},
+		budget: newByteBudget(cfg.MaxInFlightBytes)}
 	c.outcome = map[string]prometheus.Counter{}
 	for _, o := range []string{"ack", "stored", "retry", "dlq", "requeue", "unavailable"} {
 		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
@@ -280,6 +302,7 @@ type job struct {
 	msg       jetstream.Msg
 	at        time.Time // delivered
 	seq       uint64    // stream sequence (0 when unknown)
+	size      int64     // bytes taken from the consumer's budget
 	heldSince time.Time // first held by the order gate
 }
 
@@ -336,7 +359,7 @@ func (c *Consumer) runOne(ctx context.Context, cfg ConsumerConfig, slots chan st
 	gate := &orderGate{stage: cfg.Stage, stream: cfg.Stream, js: c.deps.JS, cons: cons, log: log,
 		settled: c.storedAll, maxHold: cfg.MaxHold, recheck: min(time.Second, cfg.AckWait/3), holds: c.m.holds}
 	gate.start(ctx, cons.CachedInfo())
-	sched := newScheduler(slots,
+	sched := newScheduler(slots, c.budget,
 		func(key string, j *job) time.Duration {
 			if stopping.Load() {
 				return 0 // run releases it
@@ -361,13 +384,21 @@ func (c *Consumer) runOne(ctx context.Context, cfg ConsumerConfig, slots chan st
 	go c.heartbeats(sched, hbDone)
 
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		j := job{msg: msg, at: time.Now()}
+		// Wait for room in the byte budget, keeping the message owned
+		// meanwhile; a wait cut short by shutdown hands it back.
+		size := msgBytes(msg.Subject(), msg.Headers(), msg.Data())
+		if !c.budget.acquire(ctx, size, cfg.AckWait/3, func() { _ = msg.InProgress() }) {
+			c.release(msg)
+			return
+		}
+		j := job{msg: msg, at: time.Now(), size: size}
 		md, err := msg.Metadata()
 		if err == nil {
 			j.seq = md.Sequence.Stream
 			gate.observe(md)
 		}
 		if !sched.push(c.key(msg.Subject()), j) {
+			c.budget.release(size)
 			c.release(msg) // delivered while draining
 		}
 	},
@@ -454,6 +485,7 @@ func (c *Consumer) key(subject string) string {
 func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 	every := c.cfg.AckWait / 3
 	queued, convs := c.m.queued.WithLabelValues(c.cfg.Stage), c.m.conversations.WithLabelValues(c.cfg.Stage)
+	bytes := c.m.inFlightBytes.WithLabelValues(c.cfg.Stage)
 	t := time.NewTicker(min(every, time.Second))
 	defer t.Stop()
 	last := time.Now()
@@ -463,11 +495,15 @@ func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 			q, n := c.depth()
 			queued.Set(float64(q))
 			convs.Set(float64(n))
+			held, _ := c.budget.inUse()
+			bytes.Set(float64(held))
 			return
 		case now := <-t.C:
 			q, n := c.depth()
 			queued.Set(float64(q))
 			convs.Set(float64(n))
+			held, _ := c.budget.inUse()
+			bytes.Set(float64(held))
 			if now.Sub(last) >= every {
 				last = now
 				s.each(now, every, func(m jetstream.Msg) { _ = m.InProgress() })

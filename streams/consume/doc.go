@@ -87,6 +87,13 @@
 //     nothing or had no leader), is never dead-lettered: the loop hands
 //     it back, and it is redelivered until the streams are back.
 //
+// Memory is bounded by construction: besides MaxInFlight messages handled
+// at once, the bytes of the messages held (queued or handled) stay within
+// MaxInFlightBytes (budget.go). Past it the delivery callback waits, so the
+// client asks the server for nothing more; the waiting message is kept
+// owned by heartbeats, and those the client had already received are at
+// worst redelivered after AckWait and settled by Stored.
+//
 // Why not a KV lookup per message: on this hardware a blocking KV get+CAS
 // costs more than a whole stream hop (see ../shared/perf: 1 hop 31.5k/s vs
 // 1 hop + KV 4.7k/s), so state lives in memory with its single writer and is
@@ -95,7 +102,7 @@
 // survive a crash.
 //
 // Metrics: rein_stage_messages_total{stage,outcome},
-// rein_stage_handle_seconds{stage}, rein_stage_in_flight{stage},
+// rein_stage_handle_seconds{stage}, rein_stage_in_flight{stage}, rein_stage_in_flight_bytes{stage},
 // rein_stage_queued_messages{stage}, rein_stage_conversations{stage},
 // rein_stage_order_holds_total{stage,outcome},
 // rein_stage_terminated_total{stage,reason} (a dead letter refused through

@@ -23,7 +23,8 @@ import (
 // earlier message of its subject is acked, which matters only after
 // another holder of the consumer died with messages unacked.
 type scheduler struct {
-	slots chan struct{} // in-flight handlers
+	slots  chan struct{} // in-flight handlers
+	budget *byteBudget   // bytes held; each job's are given back once decided
 	// hold tells how long a message must wait for earlier ones (0: run it
 	// now); run decides one message.
 	hold func(key string, j *job) time.Duration
@@ -45,8 +46,8 @@ type convQueue struct {
 
 // newScheduler makes a scheduler that takes its in-flight slots from
 // slots (a stage's partitions share one pool).
-func newScheduler(slots chan struct{}, hold func(key string, j *job) time.Duration, run func(key string, j job)) *scheduler {
-	return &scheduler{slots: slots, hold: hold, run: run, convs: map[string]*convQueue{}}
+func newScheduler(slots chan struct{}, budget *byteBudget, hold func(key string, j *job) time.Duration, run func(key string, j job)) *scheduler {
+	return &scheduler{slots: slots, budget: budget, hold: hold, run: run, convs: map[string]*convQueue{}}
 }
 
 // push queues j on its conversation and starts the conversation's
@@ -67,6 +68,7 @@ func (s *scheduler) push(key string, j job) bool {
 	}
 	if q.redelivered(j) {
 		s.mu.Unlock()
+		s.budget.release(j.size) // the copy held already counts
 		return true
 	}
 	q.insert(j)
@@ -145,6 +147,7 @@ func (s *scheduler) drain(key string, q *convQueue) {
 		s.slots <- struct{}{}
 		s.run(key, j)
 		<-s.slots
+		s.budget.release(j.size)
 
 		s.mu.Lock()
 		q.current = nil

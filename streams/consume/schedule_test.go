@@ -34,7 +34,7 @@ func TestSchedulerRunsARedeliveredMessageOnce(t *testing.T) {
 			running := make(chan struct{})
 			finish := make(chan struct{})
 			var holdOnce sync.Once
-			s := newScheduler(make(chan struct{}, 4),
+			s := newScheduler(make(chan struct{}, 4), nil,
 				func(_ string, j *job) time.Duration {
 					select {
 					case <-pushed:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -13,7 +13,7 @@ import (
 
 func TestLabelledExamples(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
-	def, err := inception.NewRules(inception.RulesConfig{})
+	def, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

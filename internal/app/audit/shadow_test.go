@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -93,7 +94,7 @@ func recordWith(t *testing.T, js *testutil.JS, m inception.Module, convs int) ma
 
 func TestShadow(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
-	def, err := inception.NewRules(inception.RulesConfig{})
+	def, err := rules.New(rules.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("dropped type flips exactly its turns", func(t *testing.T) {
-		m, err := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, err := rules.New(rules.Config{Taxonomy: taxonomyWithout(t, drop)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +156,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("candidate against a live module, measured on labels", func(t *testing.T) {
-		cand, err := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		cand, err := rules.New(rules.Config{Taxonomy: taxonomyWithout(t, drop)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +203,7 @@ func TestShadow(t *testing.T) {
 	})
 
 	t.Run("conversation list and time range", func(t *testing.T) {
-		m, _ := inception.NewRules(inception.RulesConfig{Taxonomy: taxonomyWithout(t, drop)})
+		m, _ := rules.New(rules.Config{Taxonomy: taxonomyWithout(t, drop)})
 		rep, err := Shadow(ctx, js.JS, ShadowConfig{Module: m, TurnSelection: TurnSelection{Conversations: []ConvRef{{"acme", "s00"}, {"acme", "s03"}}}})
 		if err != nil {
 			t.Fatal(err)

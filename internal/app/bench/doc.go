@@ -8,7 +8,10 @@
 // peak RSS into a Result. In the same run it measures the raw JetStream
 // chain (RunRawChain, RunRawShape) that moves the same messages through
 // consume → publish → ack hops with no rein code, and the resource sampling
-// (CPUTime, PeakRSSMB) the results report. RunCluster plays the same load
+// (CPUTime, PeakRSSMB) the results report. A CPU profile taken from the
+// first turn offered to the last outcome stored is read back (AttributeCPU)
+// into CPU seconds per 1,000 turns by category; Plan.Starved pins
+// GOMAXPROCS to 1 for the whole run. RunCluster plays the same load
 // on a JetStream cluster started in this process (internal/localcluster)
 // once per count of stage replicas, each replica a pipeline.Process.
 //

@@ -24,6 +24,7 @@ import (
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/app/pipeline"
 	"github.com/reinception/rein/internal/llm"
@@ -92,6 +93,15 @@ type Result struct {
 	Speculate             bool    `json:"speculate,omitempty"`
 	CleanP50Ms            float64 `json:"clean_p50_ms,omitempty"`
 	CleanP50MsNoInception float64 `json:"clean_p50_ms_no_inception,omitempty"`
+	// CPUByCategory is where the CPU of the pipeline's run went: a CPU
+	// profile taken from the first turn offered to the last outcome stored,
+	// each sample attributed to a category by its stack (AttributeCPU),
+	// each share applied to CPUSecPer1000. ProfileSamples is the
+	// profile's sample count (100 a CPU second). GOMAXPROCS is the run's;
+	// 1 with --starved.
+	CPUByCategory  []CPUShare `json:"cpu_by_category,omitempty"`
+	ProfileSamples int        `json:"profile_samples,omitempty"`
+	GOMAXPROCS     int        `json:"gomaxprocs"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -122,8 +132,16 @@ type Plan struct {
 	// rein.yaml's streams.defaults.duplicates).
 	Duplicates time.Duration
 	MemProfile string // --memprofile
-	NATSURL    string // --nats-url: an external server instead of the embedded one
-	NATSNkey   string // --nats-nkey: the seed of that server's user
+	// CPUProfile is where to write the profile of the pipeline's run
+	// (--cpuprofile); Breakdown attributes it by category (the profile is
+	// taken when either is set).
+	CPUProfile string
+	Breakdown  bool
+	// Starved pins GOMAXPROCS to 1 for the whole run, the reference chains
+	// included: a busy machine's share of one core.
+	Starved  bool
+	NATSURL  string // --nats-url: an external server instead of the embedded one
+	NATSNkey string // --nats-nkey: the seed of that server's user
 	// ModelLatency is how long each scripted model call takes (0: none,
 	// the CPU scenario).
 	ModelLatency time.Duration
@@ -193,7 +211,7 @@ func agentModel(plan Plan) (llm.Client, error) {
 // (taking plan.InceptionLatency per turn), the airline domain's tools, the
 // given agent.
 func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
-	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate}.Build(nil)
+	m, tax, err := pipeline.Modules{Module: inception.ModuleRules, Plan: planted.PlanTemplate}.Build(nil)
 	if err != nil {
 		return pipeline.Stages{}, err
 	}
@@ -214,6 +232,9 @@ func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
 // plan.NATSURL) and measures the raw reference chains; progress notes go
 // to progress.
 func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
+	if plan.Starved {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	dir, err := os.MkdirTemp("", "rein-bench-")
 	if err != nil {
 		return Result{}, err
@@ -292,6 +313,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	if plan.InceptionLatency > 0 {
 		res.InceptionLatencyMs, res.Speculate, res.CleanP50Ms = eval.Ms(plan.InceptionLatency), plan.Speculate, res.P50Ms
 	}
@@ -301,7 +323,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if plan.InceptionLatency > 0 && plan.Speculate {
 		fmt.Fprintf(progress, "rein: clean p50 %.1f ms with speculation; now the same load without inception latency or speculation…\n", res.P50Ms)
 		base := plan
-		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile = 0, false, true, ""
+		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile, base.CPUProfile, base.Breakdown = 0, false, true, "", "", false
 		noInc, err := Run(ctx, base, progress)
 		if err != nil {
 			return res, err
@@ -457,6 +479,11 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		_ = sub.SetPendingLimits(-1, -1)
 	}
 
+	prof, err := startProfile(plan, progress)
+	if err != nil {
+		return res, err
+	}
+	defer prof.stop()
 	cpu0 := CPUTime()
 	start := time.Since(base)
 	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
@@ -534,11 +561,13 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		}
 	}
 	cpu := CPUTime() - cpu0
+	// Stop profiling before reading the profile.
+	prof.stop()
 	mu.Lock()
 	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
 	res.summarize(lat, time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
-	return res, nil
+	return res, prof.finish(&res)
 }
 
 // summarize fills the run's figures from every turn's latency, the time

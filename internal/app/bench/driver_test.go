@@ -72,7 +72,7 @@ func TestResultJSONKeys(t *testing.T) {
 		slices.Sort(ks)
 		return ks
 	}
-	always := []string{"avg_event_bytes", "ceiling_ratio", "conversations", "cpu_s_per_1000_turns", "duplicates_window_s", "mode",
+	always := []string{"avg_event_bytes", "ceiling_ratio", "conversations", "cpu_s_per_1000_turns", "duplicates_window_s", "gomaxprocs", "mode",
 		"p50_ms", "p99_ms", "peak_rss_mb", "ratio", "raw_3hop_msgs_per_s", "raw_3hop_p99_ms", "raw_shape_turns_per_s",
 		"shape_extra_msgs", "shape_header_bytes", "shape_hops", "share_of_ceiling", "turns", "turns_per_s"}
 	if got := keys(Result{}); !slices.Equal(got, always) {
@@ -83,6 +83,12 @@ func TestResultJSONKeys(t *testing.T) {
 	slices.Sort(want)
 	if got := keys(model); !slices.Equal(got, want) {
 		t.Errorf("keys of a model-latency run:\n got %v\nwant %v", got, want)
+	}
+	profiled := Result{CPUByCategory: []CPUShare{{Category: CatServer, Share: 1}}, ProfileSamples: 10}
+	want = append(slices.Clone(always), "cpu_by_category", "profile_samples")
+	slices.Sort(want)
+	if got := keys(profiled); !slices.Equal(got, want) {
+		t.Errorf("keys of a profiled run:\n got %v\nwant %v", got, want)
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/rules"
 )
 
 // A model is promoted by a configuration change: the file a learned-model
@@ -101,13 +103,13 @@ func (w *modelWatch) check() error {
 	}
 	w.live.Swap(m)
 	w.last, w.refused = key, ""
-	w.log.Info("inception model reloaded", "module", m.Name(), "gate_model", gate, "gate_version", versionOf(gate, inception.DefaultGateModel),
-		"typed_model", typed, "typed_version", versionOf(typed, inception.DefaultTypedModel))
+	w.log.Info("inception model reloaded", "module", m.Name(), "gate_model", gate, "gate_version", versionOf(gate, learned.DefaultGateModel),
+		"typed_model", typed, "typed_version", versionOf(typed, learned.DefaultTypedModel))
 	return nil
 }
 
 // versionOf is the version of the model a path names, "" for none.
-func versionOf(path string, builtin func() *inception.GateModel) string {
+func versionOf(path string, builtin func() *learned.GateModel) string {
 	g, err := loadModel("", path, builtin)
 	if err != nil || g == nil {
 		return ""
@@ -123,12 +125,12 @@ func (f Modules) withLearned(cur inception.Module, tax *inception.Taxonomy) (inc
 	if err != nil {
 		return nil, err
 	}
-	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
+	typed, err := loadModel("--typed-model", f.TypedModel, learned.DefaultTypedModel)
 	if err != nil {
 		return nil, err
 	}
 	switch m := cur.(type) {
-	case *inception.RulesModule:
+	case *rules.Module:
 		return precise(tax, typed, products)
 	case *llmmodule.Cascade:
 		gate, err := f.Gate(tax)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
 	"github.com/reinception/rein/internal/testutil/inceptiontest"
 )
@@ -35,7 +36,7 @@ func TestModelWatchSwapsOnlyWhatLoads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := inception.DefaultTypedModel()
+	a := learned.DefaultTypedModel()
 	data, err := a.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestModelWatchSwapsOnlyWhatLoads(t *testing.T) {
 	if v := versionOfDecision(t, w.live); v != "typed@"+a.Version() {
 		t.Fatalf("after a broken file the module records %s", v)
 	}
-	b, err := inception.ParseGateModel(data)
+	b, err := learned.ParseGateModel(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestModelWatchSwapsOnlyWhatLoads(t *testing.T) {
 
 	// The cascade: a new gate around the same model module.
 	gatePath := filepath.Join(dir, "gate.json")
-	gd, err := inception.DefaultGateModel().Encode()
+	gd, err := learned.DefaultGateModel().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestModelWatchSwapsOnlyWhatLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := versionOfDecision(t, got); v != "gate@"+inception.DefaultGateModel().Version() {
+	if v := versionOfDecision(t, got); v != "gate@"+learned.DefaultGateModel().Version() {
 		t.Errorf("promoted gate: the cascade records %q", v)
 	}
 }

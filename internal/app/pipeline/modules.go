@@ -7,7 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/llmmodule"
+	"github.com/reinception/rein/inception/rules"
 	"github.com/reinception/rein/internal/llm"
 )
 
@@ -110,7 +112,7 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 		}
 		return llmmodule.NewLLM(llmmodule.LLMConfig{Taxonomy: tax, Client: client, Plan: f.Plan, Examples: f.Examples, MaxExamples: f.FewShot})
 	}
-	typed, err := loadModel("--typed-model", f.TypedModel, inception.DefaultTypedModel)
+	typed, err := loadModel("--typed-model", f.TypedModel, learned.DefaultTypedModel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,8 +151,8 @@ func (f Modules) Build(reg prometheus.Registerer) (inception.Module, *inception.
 
 // precise is the rules module in its precise mode with the typed
 // classifier: the rules module, and the cascade's fallback.
-func precise(tax *inception.Taxonomy, typed *inception.GateModel, products *inception.ProductCatalogue) (*inception.RulesModule, error) {
-	m, err := inception.NewRules(inception.RulesConfig{Taxonomy: tax, TypedModel: typed, Products: products})
+func precise(tax *inception.Taxonomy, typed *learned.GateModel, products *rules.ProductCatalogue) (*rules.Module, error) {
+	m, err := rules.New(rules.Config{Taxonomy: tax, TypedModel: typed, Products: products})
 	if err != nil {
 		return nil, fmt.Errorf("--typed-model: %w", err)
 	}
@@ -159,16 +161,16 @@ func precise(tax *inception.Taxonomy, typed *inception.GateModel, products *ince
 
 // Gate returns the cascade's recall gate: the rules module in RulesRecall
 // mode with the classifier GateModel names.
-func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
+func (f Modules) Gate(tax *inception.Taxonomy) (*rules.Module, error) {
 	products, err := f.Products()
 	if err != nil {
 		return nil, err
 	}
-	cfg := inception.RulesConfig{Taxonomy: tax, Mode: inception.RulesRecall, Products: products}
-	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, inception.DefaultGateModel); err != nil {
+	cfg := rules.Config{Taxonomy: tax, Mode: rules.Recall, Products: products}
+	if cfg.GateModel, err = loadModel("--gate-model", f.GateModel, learned.DefaultGateModel); err != nil {
 		return nil, err
 	}
-	m, err := inception.NewRules(cfg)
+	m, err := rules.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("--gate-model: %w", err)
 	}
@@ -177,7 +179,7 @@ func (f Modules) Gate(tax *inception.Taxonomy) (*inception.RulesModule, error) {
 
 // loadModel returns the classifier a --gate-model or --typed-model value
 // names: nil for "", the built-in one, or a weights file's.
-func loadModel(flag, name string, builtin func() *inception.GateModel) (*inception.GateModel, error) {
+func loadModel(flag, name string, builtin func() *learned.GateModel) (*learned.GateModel, error) {
 	switch name {
 	case "":
 		return nil, nil
@@ -188,7 +190,7 @@ func loadModel(flag, name string, builtin func() *inception.GateModel) (*incepti
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	g, err := inception.ParseGateModel(data)
+	g, err := learned.ParseGateModel(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", flag, name, err)
 	}
@@ -196,11 +198,11 @@ func loadModel(flag, name string, builtin func() *inception.GateModel) (*incepti
 }
 
 // Products loads the product catalogue TauBench names (nil when unset).
-func (f Modules) Products() (*inception.ProductCatalogue, error) {
+func (f Modules) Products() (*rules.ProductCatalogue, error) {
 	if f.TauBench == "" {
 		return nil, nil
 	}
-	pc, err := inception.LoadProductCatalogue(f.TauBench)
+	pc, err := rules.LoadProductCatalogue(f.TauBench)
 	if err != nil {
 		return nil, fmt.Errorf("--taubench: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/detector"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/rules"
 )
 
 // TestModulesGate: the cascade's gate takes the shipped classifier by
@@ -18,12 +20,12 @@ func TestModulesGate(t *testing.T) {
 	tax := inception.DefaultTaxonomy()
 	for _, spec := range []string{"", GateModelBuiltin} {
 		g, err := Modules{GateModel: spec}.Gate(tax)
-		if err != nil || g.Mode() != inception.RulesRecall {
+		if err != nil || g.Mode() != rules.Recall {
 			t.Fatalf("gate model %q: %v", spec, err)
 		}
 	}
 	file := filepath.Join(t.TempDir(), "gate.json")
-	data, err := inception.DefaultGateModel().Encode()
+	data, err := learned.DefaultGateModel().Encode()
 	if err != nil {
 		t.Fatal(err)
 	}

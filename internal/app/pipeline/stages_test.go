@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/labels"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
@@ -49,7 +50,7 @@ func processConfig(dir string) Config {
 // the test gives one, the agent worker in sidecar mode.
 func rulesStages() Stages {
 	return Stages{
-		Modules:     Modules{Module: inception.ModuleRules, Plan: inception.PlanTemplate},
+		Modules:     Modules{Module: inception.ModuleRules, Plan: planted.PlanTemplate},
 		AgentWorker: agentworker.Config{Backend: agentworker.BackendNone},
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/learned"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/internal/testutil"
 )
@@ -114,7 +116,7 @@ func DecisionProblem(tax *inception.Taxonomy, d inception.Decision, said string)
 	if !ok || typ.HeldOut || d.Category != typ.Category || d.RecoveryTool != typ.RecoveryTool || d.Reasoning == "" {
 		return fmt.Sprintf("malformed activation %+v", d)
 	}
-	user := strings.Join(strings.Fields(inception.SanitizeUncapped(said)), " ")
+	user := strings.Join(strings.Fields(planted.SanitizeUncapped(said)), " ")
 	if q := strings.TrimSuffix(d.Evidence, "…"); q != "" && !strings.Contains(user, q) {
 		return fmt.Sprintf("evidence %q is not a quote of the user's %q", d.Evidence, user)
 	}
@@ -159,4 +161,19 @@ func MustType(t testing.TB, name string) *inception.ErrorType {
 		t.Fatalf("no type %s", name)
 	}
 	return et
+}
+
+// TinyGate is a hand-made gate model: "frobnicate" points at
+// multiple_interpretation, "zork" at anaphora, everything else is clean.
+func TinyGate() *learned.GateModel {
+	return &learned.GateModel{
+		Format:    learned.GateModelFormat,
+		Classes:   []string{inception.CleanClass, inception.TypeAnaphora, inception.TypeMultipleInterpretation},
+		Threshold: 0.5,
+		Bias:      []float64{2, 0, 0},
+		Weights: map[string][]float64{
+			"w:frobnicate": {0, 0, 5},
+			"w:zork":       {0, 4, 0},
+		},
+	}
 }

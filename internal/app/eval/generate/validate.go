@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/llm"
 )
@@ -89,7 +90,7 @@ func (c *checker) entityID(text string) string {
 //   - every utterance is there;
 //   - the error turn carries the error: the evidence is quoted from it
 //     (case and spacing aside), names no tool and gives the agent no
-//     orders (inception.EvidenceProblem, the bar a planted quote must
+//     orders (planted.EvidenceProblem, the bar a planted quote must
 //     meet); and by type: anaphora has a referring word in the evidence,
 //     names no entity id in the error turn and the user's records hold
 //     at least two candidates; multiple_interpretation gives two distinct
@@ -131,7 +132,7 @@ func (c *checker) errorTurn(errorType string, d Draft, candidates int) string {
 		if !grounded(q, d.ErrorTurn) {
 			return fmt.Sprintf("evidence %q is not in the error turn", clip(q, 80))
 		}
-		if p := inception.EvidenceProblem(q, c.tools); p != "" {
+		if p := planted.EvidenceProblem(q, c.tools); p != "" {
 			return fmt.Sprintf("evidence %q: %s", clip(q, 80), p)
 		}
 		quotes = append(quotes, q)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinception/rein/agentworker/taubench"
 	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/inception/planted"
 	"github.com/reinception/rein/internal/app/eval"
 	"github.com/reinception/rein/internal/llm"
 )
@@ -50,7 +51,7 @@ func TestValidateRejects(t *testing.T) {
 		{"evidence names a tool", eval.TypeAnaphora, eval.StyleLazyFeedback, func(d *Draft) {
 			d.ErrorTurn += " Use cancel_reservation on it."
 			d.Evidence = []string{"Use cancel_reservation on it"}
-		}, 2, inception.EvidenceNamesTool},
+		}, 2, planted.EvidenceNamesTool},
 		{"anaphora without a referring word", eval.TypeAnaphora, eval.StyleLazyFeedback, func(d *Draft) { d.Evidence = []string{"back by a day"} }, 2, ReasonNoReferringWord},
 		{"anaphora naming the id", eval.TypeAnaphora, eval.StyleLazyFeedback, func(d *Draft) { d.ErrorTurn += " I mean M05KNL." }, 2, "names M05KNL"},
 		{"anaphora with one candidate", eval.TypeAnaphora, eval.StyleLazyFeedback, func(*Draft) {}, 1, ReasonOneCandidate},

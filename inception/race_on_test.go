@@ -1,5 +1,0 @@
-//go:build race
-
-package inception
-
-const raceEnabled = true
