@@ -2,6 +2,7 @@ package taubench
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,5 +89,78 @@ func TestToolsJSONOverride(t *testing.T) {
 	}
 	if _, err := Load("hotel", dir); err == nil {
 		t.Error("unknown domain accepted")
+	}
+}
+
+// TestLoadSharesAParseOfTheSameFiles: a second Load of unchanged files
+// hands back the first Domain (an eval run loads each domain once per
+// pipeline); a changed table or tools.json is parsed anew.
+func TestLoadSharesAParseOfTheSameFiles(t *testing.T) {
+	dir := t.TempDir()
+	src, err := SampleFS(Airline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, src); err != nil {
+		t.Fatal(err)
+	}
+	first, err := Load(Airline, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(Airline, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Error("the same files were parsed twice")
+	}
+	if _, err := first.NewSession().Call(context.Background(), "cancel_reservation", []byte(`{"reservation_id": "Q7RM2K"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if again.BaseFingerprint() != first.BaseFingerprint() || first.NewSession().Fingerprint() != first.BaseFingerprint() {
+		t.Error("a session's write reached the shared base")
+	}
+	// One reservation fewer: another base, another Domain.
+	raw, err := os.ReadFile(filepath.Join(dir, "reservations.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	delete(res, "Q7RM2K")
+	if raw, err = json.Marshal(res); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reservations.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Load(Airline, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed == first || changed.Digest() == first.Digest() {
+		t.Fatal("a changed reservations.json gave the old Domain")
+	}
+	if _, ok := changed.Record("reservations", "Q7RM2K"); ok {
+		t.Error("the removed reservation is still there")
+	}
+	// A tools.json beside unchanged tables: another Domain too.
+	if err := os.WriteFile(filepath.Join(dir, "tools.json"), []byte(`[{"type": "function", "function": {"name": "think", "description": "Ponder.", "parameters": {"type": "object", "properties": {"thought": {"type": "string"}}, "required": ["thought"]}}}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withTools, err := Load(Airline, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withTools == changed {
+		t.Fatal("a new tools.json gave the old Domain")
+	}
+	for _, tool := range withTools.Tools() {
+		if tool.Name == "think" && tool.Description != "Ponder." {
+			t.Errorf("think not overridden: %q", tool.Description)
+		}
 	}
 }

@@ -11,7 +11,8 @@
 // Exports:
 //   - Backend, the tool-backend interface of the agent loop, and Observe.
 //   - Domain (Load, LoadFS, Sample): one pristine database shared read-only
-//     by all conversations. NewSession opens a conversation's state as a
+//     by all conversations (and, through Load, by every pipeline of a
+//     process that loads the same files). NewSession opens a conversation's state as a
 //     copy-on-write overlay (a record is copied on its first write), so a
 //     session costs nothing until it writes and grows with what it changed.
 //     Session implements Backend; Session.Marshal and RestoreSession move a

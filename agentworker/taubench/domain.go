@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/reinception/rein/internal/llm"
@@ -90,18 +91,66 @@ const (
 // Load reads a τ-bench data directory for the named domain ("airline":
 // flights.json, reservations.json, users.json; "retail": orders.json,
 // products.json, users.json). A tools.json beside the data, if present,
-// overrides the tool descriptions.
+// overrides the tool descriptions. Files with the same content as an
+// earlier Load's share its Domain (see loaded).
 func Load(name, dir string) (*Domain, error) {
-	return LoadFS(name, os.DirFS(dir))
+	f, err := readDomain(name, os.DirFS(dir))
+	if err != nil {
+		return nil, err
+	}
+	key := f.key()
+	loaded.Lock()
+	defer loaded.Unlock()
+	if d, ok := loaded.m[key]; ok {
+		return d, nil
+	}
+	d, err := f.parse()
+	if err != nil {
+		return nil, err
+	}
+	if len(loaded.m) >= maxLoaded {
+		clear(loaded.m)
+	}
+	loaded.m[key] = d
+	return d, nil
 }
 
-// LoadFS is Load over a file system rooted at the data directory.
+// loaded holds the domains Load parsed, by content: an eval run starts a
+// pipeline per condition and domain, and each would otherwise parse the
+// same megabytes again. A Domain is read-only, so sharing it is safe; a
+// file that changes gives another key and is parsed anew.
+var loaded = struct {
+	sync.Mutex
+	m map[string]*Domain
+}{m: map[string]*Domain{}}
+
+// maxLoaded bounds loaded: a process uses one or two data directories.
+const maxLoaded = 4
+
+// LoadFS is Load over a file system rooted at the data directory; it
+// parses every time.
 func LoadFS(name string, fsys fs.FS) (*Domain, error) {
+	f, err := readDomain(name, fsys)
+	if err != nil {
+		return nil, err
+	}
+	return f.parse()
+}
+
+// domainFiles is a domain's data as read, before parsing.
+type domainFiles struct {
+	name   string
+	tables [][]byte // in tableNames order
+	tools  []byte   // tools.json, nil when absent
+	digest string
+}
+
+func readDomain(name string, fsys fs.FS) (*domainFiles, error) {
 	names, ok := tableNames[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDomain, name)
 	}
-	d := &Domain{name: name}
+	f := &domainFiles{name: name}
 	h := sha256.New()
 	for _, tn := range names {
 		raw, err := fs.ReadFile(fsys, tn+".json")
@@ -110,26 +159,44 @@ func LoadFS(name string, fsys fs.FS) (*Domain, error) {
 		}
 		h.Write([]byte(tn))
 		h.Write(raw)
-		t, err := parseTable(tn, raw)
+		f.tables = append(f.tables, raw)
+	}
+	f.digest = hex.EncodeToString(h.Sum(nil))
+	raw, err := fs.ReadFile(fsys, "tools.json")
+	switch {
+	case err == nil:
+		f.tools = raw
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("load %s/tools.json: %w", name, err)
+	}
+	return f, nil
+}
+
+// key identifies the files' content: the domain, the tables' digest and
+// the tool overrides.
+func (f *domainFiles) key() string {
+	tools := sha256.Sum256(f.tools)
+	return f.name + "/" + f.digest + "/" + strconv.FormatBool(f.tools != nil) + hex.EncodeToString(tools[:])
+}
+
+func (f *domainFiles) parse() (*Domain, error) {
+	d := &Domain{name: f.name, digest: f.digest}
+	for i, tn := range tableNames[f.name] {
+		t, err := parseTable(tn, f.tables[i])
 		if err != nil {
-			return nil, fmt.Errorf("load %s/%s.json: %w", name, tn, err)
+			return nil, fmt.Errorf("load %s/%s.json: %w", f.name, tn, err)
 		}
 		d.tables = append(d.tables, t)
 	}
-	d.digest = hex.EncodeToString(h.Sum(nil))
-	tools, impls, err := toolSet(name)
+	tools, impls, err := toolSet(f.name)
 	if err != nil {
 		return nil, err
 	}
 	d.tools, d.impls = tools, impls
-	raw, err := fs.ReadFile(fsys, "tools.json")
-	switch {
-	case err == nil:
-		if d.tools, err = overrideTools(d.tools, raw); err != nil {
-			return nil, fmt.Errorf("load %s/tools.json: %w", name, err)
+	if f.tools != nil {
+		if d.tools, err = overrideTools(d.tools, f.tools); err != nil {
+			return nil, fmt.Errorf("load %s/tools.json: %w", f.name, err)
 		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("load %s/tools.json: %w", name, err)
 	}
 	return d, nil
 }

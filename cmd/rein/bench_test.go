@@ -74,6 +74,7 @@ func TestBenchSmallRun(t *testing.T) {
 // that server, provisioned with --duplicates as the window; a second run
 // on the same server is refused, its turns would mix with the first's.
 func TestBenchAgainstAnExternalServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
@@ -128,7 +129,8 @@ func TestBenchAgainstAnExternalServer(t *testing.T) {
 // R3 streams, and every turn ends with exactly one stored outcome in each
 // run.
 func TestBenchClusterQuick(t *testing.T) {
-	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "100", "--turns", "2",
+	t.Parallel()
+	out, err := runCLI(t, context.Background(), "bench", "--cluster", "3", "--quick", "--conversations", "30", "--turns", "2",
 		"--replicas", "1,2", "--json")
 	if err != nil {
 		t.Fatalf("bench --cluster: %v\n%s", err, out)
@@ -158,7 +160,7 @@ func TestBenchClusterQuick(t *testing.T) {
 		if run.StreamReplicas != 3 {
 			t.Errorf("run %d: REIN_TURNS has %d replicas, want 3", i, run.StreamReplicas)
 		}
-		if run.Turns != 200 || run.Outcomes != run.Turns {
+		if run.Turns != 60 || run.Outcomes != run.Turns {
 			t.Errorf("run %d: %d outcomes stored for %d turns, want one each", i, run.Outcomes, run.Turns)
 		}
 	}

@@ -78,6 +78,7 @@ func rssBytes(t *testing.T, pid int) int64 {
 // to the server (dlq) are not blocked; after the first dies by kill -9, a
 // new serve starts. On the code before, the second serve came up.
 func TestASecondServeOnTheSameDataDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	bin := chaosBinary(t)
 	dir := t.TempDir()
 	first := startServeProc(t, bin, dir)
@@ -113,6 +114,7 @@ func TestASecondServeOnTheSameDataDirectoryIsRefused(t *testing.T) {
 // the 7.5 MB message was stored, its dead letter refused, and it was
 // redelivered for ever while RSS grew by hundreds of MB.
 func TestTheLargestPayloadsAreBoundedAndMemoryStaysFlat(t *testing.T) {
+	t.Parallel()
 	bin := chaosBinary(t)
 	dir := t.TempDir()
 	p := startServeProc(t, bin, dir)

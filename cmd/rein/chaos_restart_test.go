@@ -170,6 +170,7 @@ default:
 func chaosExpectedReply(u chaosTurn) string { return fmt.Sprintf("reply %d to: %s", u.turn, u.text()) }
 
 func TestChaosKillRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test: starts and kills rein serve repeatedly")
 	}
@@ -180,7 +181,7 @@ func TestChaosKillRestart(t *testing.T) {
 	dir := t.TempDir()
 	bin := cfg.bin
 	if bin == "" {
-		bin = chaosBuild(t, dir)
+		bin = reinBinary(t)
 	} else {
 		t.Logf("chaos: running the prebuilt binary %s", bin)
 	}
@@ -274,17 +275,6 @@ func chaosConnect(t *testing.T, url, dataDir string) *nats.Conn {
 		t.Fatalf("connect to rein's NATS at %s: %v", url, err)
 	}
 	return nc
-}
-
-// chaosBuild builds this tree's rein binary.
-func chaosBuild(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "rein")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func chaosFreeAddr(t *testing.T) string {

@@ -44,6 +44,7 @@ import (
 // build before the order gate and the explicit outcomes fails it: turns of
 // killed holders end with no reply and no record.
 func TestChaosKillNineKeepsOneOutcomePerTurn(t *testing.T) {
+	t.Parallel()
 	cycles, convs, turns := envInt("REIN_CHAOS_CYCLES", 5), envInt("REIN_CHAOS_CONVERSATIONS", 40), envInt("REIN_CHAOS_TURNS", 8)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("REIN_CHAOS_SEED"); s != "" {
@@ -171,18 +172,13 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// chaosBinary builds rein (or takes REIN_CHAOS_BIN).
+// chaosBinary is this tree's rein (reinBinary) or REIN_CHAOS_BIN.
 func chaosBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("REIN_CHAOS_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "rein")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return reinBinary(t)
 }
 
 type chaosServer struct {

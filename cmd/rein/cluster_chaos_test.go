@@ -54,6 +54,7 @@ func clusterChaosConfig(t *testing.T) chaosConfig {
 // A node stops: the one leading REIN_TURNS, or the JetStream meta leader.
 // The replicas run in this test's process, so the race detector sees them.
 func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster chaos: starts a 3-node cluster")
 	}
@@ -115,6 +116,7 @@ func TestClusterNodeLossKeepsOneOutcomePerTurn(t *testing.T) {
 // its own here) and is started again later. The other replica takes over
 // each stage within 15 s (the pin TTL is 10 s), and nothing is lost.
 func TestClusterReplicaKillKeepsOneOutcomePerTurn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cluster chaos: starts a 3-node cluster and rein serve processes")
 	}

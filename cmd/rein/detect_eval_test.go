@@ -296,6 +296,7 @@ func evalGate(t *testing.T, in string, args ...string) offline.GateScore {
 // --typed-model (it can only add activations to the rules'); --loao
 // prints one row per author group and, like training, refuses test.
 func TestDetectTrainTypedRoundTrip(t *testing.T) {
+	t.Parallel()
 	in := writeFile(t, "labelled.jsonl", evalFixture)
 	model := filepath.Join(t.TempDir(), "typed.json")
 	if _, stderr, err := runDetectCLI(t, "--eval", in, "--train-typed", model); err != nil || !strings.Contains(stderr, "typed model: 6 turns of labelled.jsonl") {

@@ -74,9 +74,13 @@ var evalFloors = map[string]evalFloor{
 // repository's corpus, as CI does, and fails when a figure falls below its
 // floor.
 func TestDetectEvalCorpusFloors(t *testing.T) {
+	t.Parallel()
 	for _, split := range evalSplits {
 		floor, ok := evalFloors[split]
 		t.Run(split, func(t *testing.T) {
+			// Each split is its own CPU-bound run: as separate parallel
+			// tests they fill the gaps the waiting process tests leave.
+			t.Parallel()
 			if !ok {
 				t.Fatalf("split %s has no floor: measure it once and set one", split)
 			}

@@ -15,6 +15,7 @@ import (
 // taxonomy), their scenarios are unseen, and the report has both a seen
 // and an unseen slice.
 func TestEvalRunHeldOutTypesAreUnseen(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "ret-ana-1", "air-ud-1", "air-ua-1", "air-clean-1")
 	dir := filepath.Join(t.TempDir(), "run")
 	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "none,rein",

@@ -71,6 +71,7 @@ func playOnce(t *testing.T, id, plantAt string) (run.Play, [][]inception.Utteran
 // all three opening messages. On the code before, the module judged the
 // bare error turn and the thought came before the mishandling.
 func TestDefaultPlantsAfterTheRecordedOpening(t *testing.T) {
+	t.Parallel()
 	p, inputs := playOnce(t, "ret-ana-1", "")
 	if len(p.Turns) < 2 {
 		t.Fatalf("%d turns", len(p.Turns))
@@ -109,6 +110,7 @@ func TestDefaultPlantsAfterTheRecordedOpening(t *testing.T) {
 // --plant-at error-turn keeps the earlier behaviour as an ablation: the
 // bare error turn is judged and planted, before the mishandling.
 func TestPlantAtErrorTurnAblation(t *testing.T) {
+	t.Parallel()
 	p, inputs := playOnce(t, "ret-ana-1", run.PlantErrorTurn)
 	if !p.Turns[0].Injected || p.Turns[1].Injected {
 		t.Errorf("turns %+v", p.Turns[:2])
@@ -136,6 +138,7 @@ func bundledOpening(t *testing.T, id string) eval.Opening {
 // with no recovery tool to act on the agent cannot recover (the paper's
 // finding that the tool is what makes the plan work).
 func TestEvalReinNoToolAblation(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "ret-ana-1", "air-ua-1")
 	dir := filepath.Join(t.TempDir(), "run")
 	out, err := runCLI(t, context.Background(), "eval", "run", "--scenarios", scen, "--conditions", "rein,rein-no-tool",

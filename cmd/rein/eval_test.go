@@ -101,6 +101,7 @@ func readReport(t *testing.T, dir string) (map[string]any, []byte) {
 // The Done-when of issue 21: the bundled set under all four conditions,
 // two trials, offline through the embedded server, then rein eval report.
 func TestEvalRunBundledOffline(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("plays 240 conversations through the pipeline")
 	}
@@ -258,9 +259,11 @@ func resultLines(t *testing.T, dir string) int {
 // played again, a results line cut short by the kill is dropped, and the
 // finished run has each play exactly once.
 func TestEvalRunResumesAfterKill(t *testing.T) {
-	scen := subsetScenarios(t, "air-ana-1", "air-ua-1", "ret-ud-1", "ret-mi-1", "air-clean-1", "ret-clean-2")
+	t.Parallel()
+	// Two domains and two conditions: four pipelines to stop and resume.
+	scen := subsetScenarios(t, "air-ana-1", "ret-ud-1", "air-clean-1")
 	dir := filepath.Join(t.TempDir(), "run")
-	args := []string{"eval", "run", "--scenarios", scen, "--trials", "2", "--concurrency", "1", "--out", dir, "--taubench", rtest.TauBench(t)}
+	args := []string{"eval", "run", "--scenarios", scen, "--conditions", "none,rein", "--trials", "2", "--concurrency", "1", "--out", dir, "--taubench", rtest.TauBench(t)}
 	ctx, kill := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -291,7 +294,7 @@ func TestEvalRunResumesAfterKill(t *testing.T) {
 			_, _ = fmtSscanf(line, &played, &resumed, &failed)
 		}
 	}
-	const total = 4 * 6 * 2
+	const total = 2 * 3 * 2
 	if resumed != before || played != total-before || failed != 0 {
 		t.Errorf("before %d: played %d resumed %d failed %d\n%s", before, played, resumed, failed, out)
 	}
@@ -331,6 +334,7 @@ default:
 // A run recorded with --record replays offline, from its cassettes, to the
 // same plays and the same report (latencies aside, which are measured).
 func TestEvalRecordedRunReplays(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "air-ana-2", "air-ua-1", "ret-ud-1", "ret-clean-2")
 	script := filepath.Join(t.TempDir(), "agent.yaml")
 	if err := os.WriteFile(script, []byte(testAgentScript), 0o644); err != nil {
@@ -397,6 +401,7 @@ func fmtSscanf(line string, played, resumed, failed *int) (int, error) {
 // The trigger mode decides which user turns the module judges: fixed only
 // the error turn, dynamic every one.
 func TestEvalRunTriggerModes(t *testing.T) {
+	t.Parallel()
 	scen := subsetScenarios(t, "ret-ana-1")
 	base := t.TempDir()
 	for _, trigger := range []string{"fixed", "dynamic"} {
@@ -442,6 +447,7 @@ func TestEvalRunTriggerModes(t *testing.T) {
 // the pipeline's JetStream store is kept, so that a failure under load
 // explains itself. The agent's model here never answers.
 func TestEvalTurnWithoutOutcomeExplainsItself(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

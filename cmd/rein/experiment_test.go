@@ -23,6 +23,7 @@ import (
 // alike, plants only in treatment, takes feedback, reports per arm, and
 // the kill switch plants for everyone without a restart.
 func TestExperimentServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := "end-to-end-experiment-key"
 	if err := os.WriteFile(filepath.Join(dir, "exp.key"), []byte(key), 0o600); err != nil {

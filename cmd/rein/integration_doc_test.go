@@ -535,6 +535,7 @@ func pythonBlocks(doc string) []string {
 // offline); each is at least compiled by python3, so a syntax error (an
 // await outside a coroutine, say) fails the build.
 func TestIntegrationDocPythonCompiles(t *testing.T) {
+	t.Parallel()
 	blocks := pythonBlocks(readIntegrationDoc(t))
 	if len(blocks) < 3 {
 		t.Fatalf("the guide has %d Python blocks, want the publish, subscribe and claim examples", len(blocks))

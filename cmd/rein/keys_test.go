@@ -45,6 +45,7 @@ func TestKeysAddTenant(t *testing.T) {
 // data directory connects within seconds, and a removed one is refused,
 // with no restart (issue 35: both needed one).
 func TestKeysAddTenantWithoutARestart(t *testing.T) {
+	t.Parallel()
 	data := filepath.Join(t.TempDir(), "data")
 	natsAddr := freePort(t)
 	stop := startServe(t, data, natsAddr, freePort(t))

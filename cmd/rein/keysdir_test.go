@@ -30,6 +30,7 @@ import (
 // --nats-keys-dir, every connection of a process on an external NATS used
 // one set of credentials, so a deployment gave every stage one user.
 func TestStagesRunUnderTheirOwnIdentitiesOnAnExternalServer(t *testing.T) {
+	t.Parallel()
 	t.Run("one partition", func(t *testing.T) { stagesUnderOwnIdentities(t, 1) })
 	// Partitioned: each stage's partition durables and its key in the
 	// members bucket are within its identity's permissions.

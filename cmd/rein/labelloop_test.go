@@ -92,6 +92,7 @@ func scriptedVerdict(d labels.Detection, gold string) (verdict, typ string) {
 // seen by neither model, is judged before and after. The test split is
 // never read. Run with -v for the figures (docs/labels.md quotes them).
 func TestLabelLoopBeforeAfter(t *testing.T) {
+	t.Parallel()
 	tau := filepath.Join("..", "..", "..", "shared", "taubench")
 	if _, err := os.Stat(tau); err != nil {
 		t.Skipf("the τ-bench data (../shared/taubench) the shipped model was trained with is missing: %v", err)

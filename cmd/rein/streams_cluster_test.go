@@ -16,6 +16,7 @@ import (
 // leader; with the meta leader's majority gone it answers within its
 // timeout, saying what is unavailable, instead of hanging.
 func TestStreamsOnCluster(t *testing.T) {
+	t.Parallel()
 	c := rtest.StartCluster(t, 3)
 	c.WaitMetaLeader(30 * time.Second)
 	_, js := c.Connect(t, t.Name())

@@ -117,6 +117,7 @@ func TestTauCheckNeedsData(t *testing.T) {
 }
 
 func TestTauCheckFixtures(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "..", "shared", "taubench")
 	if _, err := os.Stat(filepath.Join(dir, "SPEC.md")); err != nil {
 		if os.Getenv("CI") != "" {

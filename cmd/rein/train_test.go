@@ -112,6 +112,7 @@ var plainTurns = []string{
 // on acme's recorded turns: it flips the skyhop turns, and the labels
 // measure the candidate's recall above the live module's.
 func TestTrainLearnsATenantsLabels(t *testing.T) {
+	t.Parallel()
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
 	pub := streams.NewPublisher(h.JS, nil)
