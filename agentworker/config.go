@@ -70,6 +70,10 @@ type Config struct {
 	// a conversation waiting on the model holds one slot, never another
 	// conversation's.
 	Workers int
+	// InFlightBytes bounds the bytes of the delivered messages the stage
+	// holds, queued or being handled (0: consume.DefaultMaxInFlightBytes,
+	// 64 MiB): past it the consumer stops pulling.
+	InFlightBytes int64
 	// MaxConversations bounds the conversation states kept in memory and
 	// IdleTTL drops one not used for that long (defaults 10,000 and 30m);
 	// a dropped state is read back from REIN_CONVERSATIONS.

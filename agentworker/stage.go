@@ -114,7 +114,7 @@ func (s *Stage) Tools() []llm.Tool { return s.tools }
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
 		Stage: bus.StageAgentWorker, Stream: bus.StreamTasks, Durable: bus.DurableAgentWorker,
-		Filter: []string{bus.TasksEach}, MaxInFlight: s.cfg.Workers, OnDeadLetter: s.deadLettered,
+		Filter: []string{bus.TasksEach}, MaxInFlight: s.cfg.Workers, MaxInFlightBytes: s.cfg.InFlightBytes, OnDeadLetter: s.deadLettered,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, s.cfg.ModelTimeout/2)), PinTTL: s.cfg.PinTTL,
 		// The agent replies (REIN_TURNS) tell whether a turn was answered.
 		Outputs: []string{bus.StreamTurns, bus.StreamSteps, bus.StreamOutcomes}, RecheckAfter: s.cfg.RecheckAfter,

@@ -50,6 +50,10 @@ type Config struct {
 	// conversation, so a conversation waiting on the inception model never
 	// holds up another.
 	Workers int
+	// InFlightBytes bounds the bytes of the delivered messages the stage
+	// holds, queued or being handled (0: consume.DefaultMaxInFlightBytes,
+	// 64 MiB): past it the consumer stops pulling.
+	InFlightBytes int64
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
@@ -182,7 +186,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
 		Stage: bus.StageDetector, Stream: bus.StreamTurns, Durable: bus.DurableDetector,
-		Filter: []string{bus.UserTurnsAll}, MaxInFlight: s.cfg.Workers, Quarantine: true,
+		Filter: []string{bus.UserTurnsAll}, MaxInFlight: s.cfg.Workers, MaxInFlightBytes: s.cfg.InFlightBytes, Quarantine: true,
 		AckWait: cmp.Or(s.cfg.AckWait, max(30*time.Second, 3*s.cfg.Timeout)), PinTTL: s.cfg.PinTTL,
 		Outputs: []string{bus.StreamDetections, bus.StreamTasks}, RecheckAfter: s.cfg.RecheckAfter, Stored: s.stored,
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	// Workers bounds the events delivered at once (default 16): sinks are
 	// remote systems, kept to a modest concurrency.
 	Workers int
+	// InFlightBytes bounds the bytes of the delivered messages the stage
+	// holds, queued or being handled (0: consume.DefaultMaxInFlightBytes,
+	// 64 MiB): past it the consumer stops pulling.
+	InFlightBytes int64
 }
 
 func (c *Config) defaults() {
@@ -91,7 +95,7 @@ func New(cfg Config, deps Deps) (*Stage, error) {
 func (s *Stage) ConsumerConfig() consume.ConsumerConfig {
 	return consume.ConsumerConfig{
 		Stage: bus.StageEscalation, Stream: bus.StreamOutcomes, Durable: bus.DurableEscalation,
-		Filter: []string{bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll}, MaxInFlight: s.cfg.Workers,
+		Filter: []string{bus.EscalationsAll, bus.ReportsAll, bus.UnansweredAll, bus.ReleasesAll}, MaxInFlight: s.cfg.Workers, MaxInFlightBytes: s.cfg.InFlightBytes,
 		AckWait: cmp.Or(s.cfg.AckWait, 2*time.Minute), // webhook retries can take a while; heartbeats keep it owned
 		PinTTL:  s.cfg.PinTTL,
 		// An event about to be dead-lettered — its attempts spent, a sink

@@ -23,6 +23,8 @@ type stageOptions struct {
 	experiments string
 	// The stages' cache budgets in MiB (their Configs count bytes).
 	detectorCacheMiB, agentCacheMiB int
+	// inFlightMiB bounds each stage's delivered messages in memory.
+	inFlightMiB int
 }
 
 func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
@@ -49,6 +51,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.DurationVar(&o.ModelReload, "model-reload", 5*time.Second, "how often the detector reads --typed-model and --gate-model again (the files, and their paths when rein.yaml sets them): a changed model takes the next turns without a restart (docs/labels.md); 0: never")
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&a.MaxConversations, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
+	fs.IntVar(&o.inFlightMiB, "in-flight-mib", 0, "MiB of delivered messages each stage holds, queued or being handled, before its consumer stops pulling (back-pressure instead of a growing backlog; default 64)")
 	fs.IntVar(&o.agentCacheMiB, "agent-cache-mib", 0, "MiB of agent states the agent worker keeps in memory, least recently used dropped first (default 64)")
 }
 
@@ -58,6 +61,8 @@ func (o *stageOptions) runtime() pipeline.Stages {
 	s := o.Stages
 	s.Modules = o.modules.options()
 	s.Detector.MaxCacheBytes, s.AgentWorker.MaxCacheBytes = int64(o.detectorCacheMiB)<<20, int64(o.agentCacheMiB)<<20
+	inFlight := int64(o.inFlightMiB) << 20
+	s.Detector.InFlightBytes, s.AgentWorker.InFlightBytes, s.Escalation.InFlightBytes = inFlight, inFlight, inFlight
 	return s
 }
 

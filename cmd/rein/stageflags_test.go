@@ -38,7 +38,7 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 		"--detector-cache", "11", "--agent-cache", "12", "--detector-cache-mib", "3", "--agent-cache-mib", "5", "--agent-data", "/data/retail", "--agent-prompt", "/p.md",
 		"--agent-backend", "http", "--agent-tool-url", "http://tools", "--agent-tools", "/tools.json", "--agent-persist", "turn",
 		"--agent-script", "/s.yaml", "--max-steps", "9", "--speculate", "--agent-quiet-period", "-1s", "--experiments", "/x.yaml",
-		"--model-reload", "7s", "--few-shot-labels", "4"}); err != nil {
+		"--model-reload", "7s", "--few-shot-labels", "4", "--in-flight-mib", "3"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := applySources(cmd, nil); err != nil {
@@ -61,6 +61,9 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	}
 	if s.AgentScript != "/s.yaml" || so.experiments != "/x.yaml" || s.Modules.Module != "rules" {
 		t.Errorf("agent script %q, experiments %q, module %q", s.AgentScript, so.experiments, s.Modules.Module)
+	}
+	if in := int64(3 << 20); d.InFlightBytes != in || a.InFlightBytes != in || e.InFlightBytes != in {
+		t.Errorf("in-flight bytes: detector %d, agent worker %d, escalation %d; want %d each", d.InFlightBytes, a.InFlightBytes, e.InFlightBytes, in)
 	}
 	if s.ModelReload != 7*time.Second || s.Modules.FewShot != 4 {
 		t.Errorf("model reload %s, few-shot labels %d", s.ModelReload, s.Modules.FewShot)
