@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -154,7 +155,7 @@ func TestDelayedModuleTakesItsTime(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
-		if _, err := m.Detect(ctx, inception.Input{}); err != context.DeadlineExceeded {
+		if _, err := m.Detect(ctx, inception.Input{}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Detect past its deadline = %v", err)
 		}
 		if !m.NeedsContext(inception.Input{}) {
