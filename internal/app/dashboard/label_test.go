@@ -69,12 +69,17 @@ func TestLabelFormStoresALabel(t *testing.T) {
 	srv := f.serveLabelling(t)
 	page := srv.URL + "/conversations/acme/conv-1"
 	op := map[string]string{operatorHeader: "yes"}
-	if _, body := send(t, http.MethodGet, page, nil, nil); strings.Contains(body, `data-testid="label-form"`) {
-		t.Fatal("the label form is offered without the operator role")
+	if _, body := send(t, http.MethodGet, page, nil, nil); strings.Contains(body, `data-testid="label-form"`) || strings.Contains(body, `data-testid="review-queue-link"`) {
+		t.Fatal("the label form or its review-queue link is offered without the operator role")
 	}
 	_, body := send(t, http.MethodGet, page, nil, op)
 	if n := strings.Count(body, `data-testid="label-form"`); n != 2 {
 		t.Fatalf("%d label forms, want one per detection:\n%s", n, body)
+	}
+	// Next to the forms, a link to the tenant's review queue.
+	queue := linkTo(t, body, "review-queue-link")
+	if res, qbody := send(t, http.MethodGet, srv.URL+queue, nil, op); res.StatusCode != http.StatusOK || !strings.Contains(qbody, `data-testid="labels-tenant">acme<`) {
+		t.Errorf("the review-queue link %q: %d:\n%s", queue, res.StatusCode, qbody)
 	}
 	if !strings.Contains(body, `value="missed_error"`) || !strings.Contains(body, `value="wrong_type"`) {
 		t.Error("the forms lack the verdicts of a clear and an activated turn")

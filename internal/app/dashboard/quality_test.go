@@ -2,8 +2,10 @@ package dashboard
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,9 +65,11 @@ func TestLabelsPageShowsQueueAndQuality(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	res, body := get(t, srv.URL+"/labels/acme")
-	if res.StatusCode != 200 {
-		t.Fatalf("status %d: %s", res.StatusCode, body)
+	// An operator reaches the page from the tenant's overview.
+	_, overview := get(t, srv.URL+"/?tenant=acme")
+	res, body := get(t, srv.URL+linkTo(t, overview, "review-queue-link"))
+	if res.Request.URL.Path != "/labels/acme" || res.StatusCode != 200 {
+		t.Fatalf("%s: status %d: %s", res.Request.URL, res.StatusCode, body)
 	}
 	for _, want := range []string{`data-testid="queue-left">1<`, `data-conversation="a1"`, `data-conversation="c1"`, `data-row="anaphora"`,
 		`data-row="overall"`, "<td>0.500</td>", "[redacted: "} {
@@ -87,4 +91,14 @@ func TestLabelsPageShowsQueueAndQuality(t *testing.T) {
 			t.Errorf("%s: status %d, want %d: %s", path, res.StatusCode, status, body)
 		}
 	}
+}
+
+// linkTo is the href of the page's one link with data-testid testid.
+func linkTo(t *testing.T, page, testid string) string {
+	t.Helper()
+	m := regexp.MustCompile(`<a href="([^"]*)" data-testid="`+regexp.QuoteMeta(testid)+`"`).FindAllStringSubmatch(page, -1)
+	if len(m) != 1 {
+		t.Fatalf("%d links %q, want one:\n%s", len(m), testid, page)
+	}
+	return html.UnescapeString(m[0][1])
 }
