@@ -167,17 +167,24 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 		t.Errorf("%d outcomes for %d turns", got, waves*wave)
 	}
 	first, last := rss[0], rss[waves-1]
-	if limit := first.RSSMB * (1 + soakTolerance); last.RSSMB > limit {
+	if limit := first.RSSMB*(1+soakTolerance) + soakSlackMB; last.RSSMB > limit {
 		t.Errorf("RSS grew after the first wave: %.0f MB after wave 1, %.0f MB after wave %d (limit %.0f MB)", first.RSSMB, last.RSSMB, waves, limit)
 	}
-	if limit := first.PeakMB * (1 + soakTolerance); last.PeakMB > limit {
+	if limit := first.PeakMB*(1+soakTolerance) + soakSlackMB; last.PeakMB > limit {
 		t.Errorf("peak RSS grew after the first wave: %.0f MB after wave 1, %.0f MB after wave %d (limit %.0f MB)", first.PeakMB, last.PeakMB, waves, limit)
 	}
 }
 
-// soakTolerance is how far above the first wave's the last wave's
-// resident set may end.
-const soakTolerance = 0.25
+// soakTolerance and soakSlackMB are how far above the first wave's the
+// last wave's resident set may end. The slack is for the collector: at
+// the short form's ≈ 120 MB its headroom moves by tens of MB with the
+// moment the set is read (a CI run saw 117 → 135 → 156 MB with caches
+// full since wave 1, where the full form is flat). A leak of ≈ 20 KB per
+// conversation still fails the short form, ≈ 1.3 KB the full one.
+const (
+	soakTolerance = 0.25
+	soakSlackMB   = 64
+)
 
 // soakAgentScript: one tool call per turn, no latency (as rein bench's).
 const soakAgentScript = `name: soak-agent
