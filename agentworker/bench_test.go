@@ -32,11 +32,11 @@ func BenchmarkAgentTurns(b *testing.B) {
 		}
 		return llm.Response{ToolCalls: []llm.ToolCall{{ID: "c", Name: "get_reservation_details", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}, nil
 	})
-	st, err := agentworker.New(agentworker.Config{SystemPrompt: prompt}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet()}, Model: model})
+	st, err := agentworker.New(agentworker.Config{SystemPrompt: prompt}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: quiet()}, Model: model})
 	if err != nil {
 		b.Fatal(err)
 	}
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	convs := 100
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CONVS")); err == nil {
 		convs = v

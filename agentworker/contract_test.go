@@ -31,7 +31,7 @@ func TestStageContract(t *testing.T) {
 			return llm.Response{Content: "Your flight is changed."}, nil
 		})
 		st, err := agentworker.New(agentworker.Config{SystemPrompt: prompt, AckWait: 2 * time.Second, ModelTimeout: time.Minute},
-			agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: quiet(), Registerer: reg}, Model: model})
+			agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg, streams.PublisherConfig{}), Logger: quiet(), Registerer: reg}, Model: model})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ import (
 func TestStandbyAnswersATurnWhosePredecessorTheDeadReplicaAnswered(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	cfg := agentworker.Config{AckWait: 2 * time.Minute, SystemPrompt: prompt}
-	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet()}, Model: scripted(t)}
+	deps := agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: quiet()}, Model: scripted(t)}
 	probe, err := agentworker.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestStandbyHoldsATurnWhosePredecessorsReplyIsNotStored(t *testing.T) {
 	nc, js1 := h.ConnectAs(t, natsserver.IdentityAdmin, nil)
 	down := &outageJS{JetStream: js1, prefix: bus.TurnSubject(tenant, "a", "agent")}
 	down.down.Store(true)
-	dying, err := agentworker.New(cfg, agentworker.Deps{StageDeps: streams.StageDeps{JS: down, Publisher: streams.NewPublisher(down, nil), Logger: quiet()}, Model: scripted(t)})
+	dying, err := agentworker.New(cfg, agentworker.Deps{StageDeps: streams.StageDeps{JS: down, Publisher: streams.NewPublisher(down, nil, streams.PublisherConfig{}), Logger: quiet()}, Model: scripted(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

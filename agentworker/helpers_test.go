@@ -74,7 +74,7 @@ func startWorker(t *testing.T, h *rtest.JS, cfg agentworker.Config, deps agentwo
 	}
 	deps.JS = h.JS
 	if deps.Publisher == nil {
-		deps.Publisher = streams.NewPublisher(h.JS, deps.Registerer)
+		deps.Publisher = streams.NewPublisher(h.JS, deps.Registerer, streams.PublisherConfig{})
 	}
 	deps.Logger = quiet()
 	st, err := agentworker.New(cfg, deps)
@@ -88,7 +88,7 @@ func startWorker(t *testing.T, h *rtest.JS, cfg agentworker.Config, deps agentwo
 func runWorker(t *testing.T, h *rtest.JS, ctx context.Context, cfg agentworker.Config, deps agentworker.Deps) <-chan error {
 	t.Helper()
 	cfg.SystemPrompt = prompt
-	deps.JS, deps.Publisher, deps.Logger = h.JS, streams.NewPublisher(h.JS, deps.Registerer), quiet()
+	deps.JS, deps.Publisher, deps.Logger = h.JS, streams.NewPublisher(h.JS, deps.Registerer, streams.PublisherConfig{}), quiet()
 	st, err := agentworker.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func publishTask(t *testing.T, h *rtest.JS, conv string, turn int, text string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTasks, bus.TaskSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTasks, bus.TaskSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -258,7 +258,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	h := rtest.StartJetStream(t, "")
-	if _, err := agentworker.New(agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)}, Model: scripted(t)}); !errors.Is(err, agentworker.ErrInvalidConfig) {
+	if _, err := agentworker.New(agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})}, Model: scripted(t)}); !errors.Is(err, agentworker.ErrInvalidConfig) {
 		t.Errorf("New without a system prompt: %v", err)
 	}
 }
@@ -273,7 +273,7 @@ func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
 	}
 	h := rtest.StartJetStream(t, "")
 	model := scripted(t)
-	st, err := agentworker.New(agentworker.Config{DataDir: dir}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: quiet()}, Model: model})
+	st, err := agentworker.New(agentworker.Config{DataDir: dir}, agentworker.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: quiet()}, Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +525,7 @@ func TestOldAnsweredTasksAreNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, bus.StreamTasks, bus.TaskSubject(tenant, "r1"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(ctx, bus.StreamTasks, bus.TaskSubject(tenant, "r1"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	model := scripted(t)

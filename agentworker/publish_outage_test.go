@@ -42,8 +42,7 @@ func TestAReplyThatCouldNotBeStoredIsPublishedOnceTheStreamIsBack(t *testing.T) 
 	reg := prometheus.NewRegistry()
 	js := &outageJS{JetStream: h.JS, prefix: bus.TurnSubject(tenant, "outage", "agent")}
 	js.down.Store(true)
-	pub := streams.NewPublisher(js, nil)
-	pub.SetRetryFor(50 * time.Millisecond)
+	pub := streams.NewPublisher(js, nil, streams.PublisherConfig{RetryFor: 50 * time.Millisecond})
 	startWorker(t, h, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg, Publisher: pub}, Model: scripted(t)})
 	publishTask(t, h, "outage", 1, "show reservation Q7RM2K", nil)
 

@@ -105,7 +105,7 @@ func TestAModelBlipHandsConversationsToAHumanUntilReleased(t *testing.T) {
 	startWorker(t, h, agentworker.Config{QuietPeriod: time.Minute},
 		agentworker.Deps{StageDeps: streams.StageDeps{Registerer: reg}, Model: model, Now: clk.Now})
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	convs := []string{"op", "quiet"}
 
 	// The blip: turn 1 of both conversations in flight.

@@ -35,7 +35,7 @@ func publishUserTurn(t *testing.T, h *rtest.JS, conv string, turn int, text stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject(tenant, conv, schemas.RoleUser), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -228,7 +228,7 @@ func TestConversationMergesLateAgentRepliesInOrder(t *testing.T) {
 func TestStageHandleAcksAgentTurnsWithoutEffect(t *testing.T) {
 	h := testutil.StartJetStream(t, "")
 	s, err := New(Config{TaxonomyVersion: "test-1"}, Deps{
-		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)},
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})},
 		Module:    &countingModule{},
 		Tools:     func(string) ([]llm.Tool, error) { return nil, nil },
 	})

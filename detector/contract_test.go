@@ -33,7 +33,7 @@ func TestStageContract(t *testing.T) {
 		// A timeout past the suite's waits: a blocked module is released
 		// by the suite, not by the deadline.
 		st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Minute, AckWait: 2 * time.Second}, detector.Deps{
-			StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+			StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
 			Module:    module,
 			Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 		})
@@ -54,7 +54,7 @@ func TestStageContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
+				if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, schemas.RoleUser), &ev); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -31,7 +31,7 @@ func TestExperimentArmRecordedAndKeptForTheConversation(t *testing.T) {
 	}}
 	start := func() func() {
 		st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
-			StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()},
+			StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()},
 			Module:    m,
 			Tools:     func(string) ([]llm.Tool, error) { return nil, nil },
 			Assign:    func(string, string) experiment.Assignment { return draw.Load().(experiment.Assignment) },

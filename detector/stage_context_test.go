@@ -108,7 +108,7 @@ func TestStageSkipsUndecodableAgentReply(t *testing.T) {
 func TestStageNarrowsAnOldDurable(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1"}, detector.Deps{
-		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil)},
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})},
 		Module:    &fakeModule{},
 		Tools:     func(string) ([]llm.Tool, error) { return nil, nil },
 	})

@@ -79,7 +79,7 @@ func TestATurnWithoutItsTaskIsNotSettled(t *testing.T) {
 	publishTurn(t, h, "a", "user", 1, "cancel my reservation")
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second, AckWait: 2 * time.Second}, detector.Deps{
-		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()},
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()},
 		Module:    m,
 		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 	})
@@ -121,7 +121,7 @@ func TestATurnOvertakenByALaterOneStillGetsItsOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).PublishAll(context.Background(), task); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).PublishAll(context.Background(), task); err != nil {
 		t.Fatal(err)
 	}
 

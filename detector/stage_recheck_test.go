@@ -81,7 +81,7 @@ func TestRedeliveredTurnHandsOnItsStoredDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", "cut"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", "cut"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "cut", "user", 1, "cancel that one")
@@ -149,7 +149,7 @@ func startJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter ti
 func newJudging(t *testing.T, h *rtest.JS, deps detector.Deps, recheckAfter time.Duration) (*detector.Stage, *fakeModule) {
 	t.Helper()
 	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
-	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil), m
+	deps.JS, deps.Publisher, deps.Module = h.JS, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), m
 	deps.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if deps.Registerer == nil {
 		deps.Registerer = prometheus.NewRegistry()
@@ -215,7 +215,7 @@ func resend(t *testing.T, h *rtest.JS, conv string, turn int, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, "user"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, "user"), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -322,7 +322,7 @@ func TestAUserTurnWithoutANumberIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", "nonumber", "user"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", "nonumber", "user"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	publishTurn(t, h, "nonumber", "user", 1, "the one to Boston")
@@ -376,7 +376,7 @@ func storeDetection(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject("acme", conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -394,7 +394,7 @@ func storeTask(t *testing.T, h *rtest.JS, conv string, turn int, idSuffix string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).PublishAll(context.Background(), out); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).PublishAll(context.Background(), out); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,7 +40,7 @@ func (f *fakeModule) Detect(ctx context.Context, in inception.Input) (inception.
 func startStage(t *testing.T, h *rtest.JS, m inception.Module, reg prometheus.Registerer, timeout time.Duration) func() {
 	t.Helper()
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: timeout}, detector.Deps{
-		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
 		Module:    m,
 		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 	})
@@ -57,7 +57,7 @@ func publishTurn(t *testing.T, h *rtest.JS, conv, role string, turn int, text st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, role), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamTurns, bus.TurnSubject("acme", conv, role), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

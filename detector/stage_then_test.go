@@ -35,7 +35,7 @@ func TestTheTaskIsPublishedWithTheDetection(t *testing.T) {
 		return inception.Decision{}, nil
 	}}
 	st, err := detector.New(detector.Config{TaxonomyVersion: "test-1", Timeout: time.Second}, detector.Deps{
-		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
+		StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg},
 		Module:    module,
 		Tools:     func(string) ([]llm.Tool, error) { return []llm.Tool{{Name: "cancel_reservation"}}, nil },
 		TaskKey:   key,

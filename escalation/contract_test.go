@@ -36,7 +36,7 @@ func newContractStage(t *testing.T, h *rtest.JS, f *stagetest.Fault, faultFirst 
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	st, err := New(Config{AckWait: 2 * time.Second, Sinks: SinksConfig{Sinks: []SinkConfig{{Handoff: &HandoffConfig{Deadline: time.Hour, NoSweeper: true}}}}},
-		Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg}})
+		Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, reg, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func newContractStage(t *testing.T, h *rtest.JS, f *stagetest.Fault, faultFirst 
 
 func publishOutcome(t *testing.T, h *rtest.JS, conv string, ev cloudevents.Event) {
 	t.Helper()
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

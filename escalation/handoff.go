@@ -142,7 +142,7 @@ func NewHandoff(js jetstream.JetStream, cfg HandoffConfig, m *Metrics, log *slog
 		return nil, err
 	}
 	if cfg.Publisher == nil {
-		cfg.Publisher = streams.NewPublisher(js, nil)
+		cfg.Publisher = streams.NewPublisher(js, nil, streams.PublisherConfig{})
 	}
 	if m == nil {
 		m = NewMetrics(nil)

@@ -381,7 +381,7 @@ func TestHandoffPublishesThroughPublisher(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	clock := rtest.NewClock(time.Unix(1_700_000_000, 0))
-	h, err := NewHandoff(js, HandoffConfig{Publisher: streams.NewPublisher(js, reg), Deadline: time.Minute, NoSweeper: true, Now: clock.Now}, nil, nil)
+	h, err := NewHandoff(js, HandoffConfig{Publisher: streams.NewPublisher(js, reg, streams.PublisherConfig{}), Deadline: time.Minute, NoSweeper: true, Now: clock.Now}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

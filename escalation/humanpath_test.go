@@ -32,7 +32,7 @@ func TestHumanPathTurnsAndReleasesReachTheSinksAndTheDesk(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{JSONL: &escalation.JSONLConfig{Path: audit, SyncInterval: time.Millisecond}},
 		{Handoff: &escalation.HandoffConfig{Deadline: time.Hour}},
-	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Registerer: reg,
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Registerer: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestHumanPathTurnsAndReleasesReachTheSinksAndTheDesk(t *testing.T) {
 	stop := rtest.Run(t, "escalation", st.Run)
 
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	out := func(typ, subject, id string, turn int, data any) streams.Out {
 		ev, err := schemas.NewEvent(typ, id, "", schemas.Meta{Tenant: "acme", Conversation: "hp", Turn: turn}, data)
 		if err != nil {

@@ -60,7 +60,7 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET", Attempts: 5, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}},
 		{JSONL: &escalation.JSONLConfig{Path: audit, SyncInterval: time.Millisecond}},
-	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStageDeliversToWebhookAndJSONL(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- st.Run(ctx) }()
 
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	meta := schemas.Meta{Tenant: "acme", Conversation: "e1", Turn: 1}
 	esc, err := schemas.NewEvent(schemas.TypeEscalation, schemas.EventID("escalation", "acme", "e1", 1), "", meta,
 		schemas.Escalation{Turn: 1, Summary: "wants a hotel", ErrorType: "unsupported_domain", Reason: schemas.ReasonTransfer})
@@ -144,12 +144,12 @@ func TestEverySinkInstanceGetsEveryEvent(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: a.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
 		{Webhook: &escalation.WebhookConfig{Name: "crm", URL: b.URL, SecretEnv: "REIN_TEST_WEBHOOK_SECRET"}},
-	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg}})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rtest.Run(t, "stage", st.Run)
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	for turn := 1; turn <= 3; turn++ {
 		meta := schemas.Meta{Tenant: "acme", Conversation: "two", Turn: turn}
 		ev, err := schemas.NewEvent(schemas.TypeReport, schemas.EventID("report", "acme", "two", turn), "", meta,
@@ -194,7 +194,7 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{Name: "cc", URL: recv.URL + "/hook?token=" + token, SecretEnv: "REIN_TEST_WEBHOOK_SECRET",
 			Header: map[string]string{"Authorization": "Bearer " + auth}}},
-	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log}})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: log}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestStageDeadLetterRedactsWebhookCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "dl"), &esc); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "dl"), &esc); err != nil {
 		t.Fatal(err)
 	}
 	var letter []byte

@@ -51,7 +51,7 @@ func publishDetection(t *testing.T, h *rtest.JS, conv string, det schemas.Detect
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -88,7 +88,7 @@ func TestReinEventReachesSDKGoConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	if _, err := pub.Publish(ctx, bus.StreamDetections, bus.DetectionSubject("acme", "c7"), &ev); err != nil {
 		t.Fatal(err)
 	}

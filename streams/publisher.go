@@ -49,29 +49,26 @@ type Publisher struct {
 // seconds of losing one; this outlasts that with room to spare.
 const DefaultRetryFor = 20 * time.Second
 
-// SetRetryFor changes how long transient failures are retried (default
-// DefaultRetryFor); the attempts are never fewer than eight.
-func (p *Publisher) SetRetryFor(d time.Duration) {
-	if d > 0 {
-		p.retryFor = d
-	}
-}
-
 // DefaultAckTimeout is how long one publish attempt waits for its
 // acknowledgements before it is retried.
 const DefaultAckTimeout = 10 * time.Second
 
-// SetAckTimeout changes how long one publish attempt waits for its
-// acknowledgements (default DefaultAckTimeout).
-func (p *Publisher) SetAckTimeout(d time.Duration) {
-	if d > 0 {
-		p.ackTimeout = d
-	}
+// PublisherConfig tunes a Publisher. The zero value is the default
+// behaviour, so most callers pass PublisherConfig{}.
+type PublisherConfig struct {
+	// RetryFor is how long transient failures are retried; the attempts
+	// are never fewer than eight. Zero (or negative) means DefaultRetryFor.
+	RetryFor time.Duration
+	// AckTimeout is how long one publish attempt waits for its
+	// acknowledgements before it is retried. Zero (or negative) means
+	// DefaultAckTimeout.
+	AckTimeout time.Duration
 }
 
-// NewPublisher returns a publisher counting rein_published_total{stream} in reg.
-func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher {
-	return &Publisher{
+// NewPublisher returns a publisher counting rein_published_total{stream} in
+// reg, tuned by cfg (the zero PublisherConfig for the defaults).
+func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer, cfg PublisherConfig) *Publisher {
+	p := &Publisher{
 		js:        js,
 		published: telemetry.NewCounterVec(reg, telemetry.MPublished, "Events published to JetStream, by stream.", "stream"),
 		hijacked: telemetry.NewCounterVec(reg, telemetry.MPublishIDConflicts,
@@ -81,6 +78,13 @@ func NewPublisher(js jetstream.JetStream, reg prometheus.Registerer) *Publisher 
 		ackTimeout: DefaultAckTimeout,
 		retryFor:   DefaultRetryFor,
 	}
+	if cfg.RetryFor > 0 {
+		p.retryFor = cfg.RetryFor
+	}
+	if cfg.AckTimeout > 0 {
+		p.ackTimeout = cfg.AckTimeout
+	}
+	return p
 }
 
 // Publish stores one event and returns its stream sequence.

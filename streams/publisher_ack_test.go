@@ -33,9 +33,8 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	p := streams.NewPublisher(h.JS, nil)
-	p.SetAckTimeout(100 * time.Millisecond)
-	p.SetRetryFor(time.Millisecond) // the eight attempts alone
+	// RetryFor: the eight attempts alone.
+	p := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{AckTimeout: 100 * time.Millisecond, RetryFor: time.Millisecond})
 	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	go func() {
@@ -62,7 +61,7 @@ func TestPublishDoesNotWaitForeverForALostAck(t *testing.T) {
 // HTTP ingress gave up during one). Here the stream appears 7 s late.
 func TestPublishRetriesThroughAStreamWithoutALeader(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	p := streams.NewPublisher(h.JS, nil)
+	p := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	done := make(chan error, 1)
 	start := time.Now()
@@ -93,8 +92,7 @@ func TestPublishRetriesThroughAStreamWithoutALeader(t *testing.T) {
 // Past its window the error says what most likely failed.
 func TestPublishWithoutAStreamSaysWhy(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	p := streams.NewPublisher(h.JS, nil)
-	p.SetRetryFor(time.Millisecond)
+	p := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{RetryFor: time.Millisecond})
 	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	_, err := p.Publish(context.Background(), "NONE", "rein.none.acme.c1", ev.Event)
 	if err == nil || !strings.Contains(err.Error(), "no leader") || !strings.Contains(err.Error(), "attempts") {
@@ -167,7 +165,7 @@ func TestDuplicateAckOfAnotherMessageIsAnIDHijack(t *testing.T) {
 	forge(t, h, bus.TaskSubject("acme", "c1"), schemas.EventID("task", "acme", "c1", 2), 7)
 	reg := prometheus.NewRegistry()
 	_, ijs := h.ConnectAs(t, natsserver.IdentityDetector, nil)
-	p := streams.NewPublisher(ijs, reg)
+	p := streams.NewPublisher(ijs, reg, streams.PublisherConfig{})
 	ctx := context.Background()
 	real := func(turn int) *event.Event {
 		o := bustest.TurnEvent(t, "acme", "c1", turn, "the real task")

@@ -233,7 +233,7 @@ func (s *chaosServer) connect() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.nc, s.js, s.pub = nc, js, streams.NewPublisher(js, nil)
+	s.nc, s.js, s.pub = nc, js, streams.NewPublisher(js, nil, streams.PublisherConfig{})
 }
 
 // kill sends SIGKILL and reaps the process.

@@ -197,7 +197,7 @@ func newDLQRedriveCmd() *cobra.Command {
 				return err
 			}
 			defer closeNC()
-			res, err := consume.Redrive(cmd.Context(), streams.NewPublisher(js, nil), entries, !yes)
+			res, err := consume.Redrive(cmd.Context(), streams.NewPublisher(js, nil, streams.PublisherConfig{}), entries, !yes)
 			if asJSON {
 				if jerr := json.NewEncoder(cmd.OutOrStdout()).Encode(res); jerr != nil {
 					return jerr

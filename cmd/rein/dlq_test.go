@@ -38,7 +38,7 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	t.Setenv("REIN_TEST_DLQ_SECRET", "0123456789abcdef0123456789abcdef")
 	st, err := escalation.New(escalation.Config{Sinks: escalation.SinksConfig{Sinks: []escalation.SinkConfig{
 		{Webhook: &escalation.WebhookConfig{URL: recv.URL, SecretEnv: "REIN_TEST_DLQ_SECRET", Attempts: 1}},
-	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: slog.New(slog.DiscardHandler)}})
+	}}}, escalation.Deps{StageDeps: streams.StageDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDLQRedrivePutsADeadLetterBackOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "d1"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamOutcomes, bus.EscalationSubject("acme", "d1"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	rtest.CheckFor(t, 20*time.Second, "the escalation dead-lettered", func() bool {

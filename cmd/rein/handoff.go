@@ -47,7 +47,7 @@ func newHandoffReleaseCmd() *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			rel, err := agentworker.Release(cmd.Context(), js, streams.NewPublisher(js, nil), tenant, conv, by)
+			rel, err := agentworker.Release(cmd.Context(), js, streams.NewPublisher(js, nil, streams.PublisherConfig{}), tenant, conv, by)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ func TestHandoffReleaseCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, bus.StreamOutcomes, bus.EscalationSubject("acme", "c1"), &esc); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(ctx, bus.StreamOutcomes, bus.EscalationSubject("acme", "c1"), &esc); err != nil {
 		t.Fatal(err)
 	}
 	release := func(conv string) (string, error) {

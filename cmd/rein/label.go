@@ -66,7 +66,7 @@ See docs/labels.md.`,
 				return err
 			}
 			defer nc.Close()
-			r, err := labels.Put(cmd.Context(), js, streams.NewPublisher(js, nil), req, qf.cfg, labelNow())
+			r, err := labels.Put(cmd.Context(), js, streams.NewPublisher(js, nil, streams.PublisherConfig{}), req, qf.cfg, labelNow())
 			if err != nil {
 				return err
 			}

@@ -22,7 +22,7 @@ import (
 func TestLabelCommands(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	store := func(tenant, conv string, errType string) {
 		d := schemas.Detection{Turn: 1, UserText: "text of " + conv, Module: "rules", TaxonomyVersion: "1"}
 		if errType != "" {

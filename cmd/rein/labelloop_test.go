@@ -117,7 +117,7 @@ func TestLabelLoopBeforeAfter(t *testing.T) {
 
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	gold := replayAsTraffic(t, pub, shipped, traffic)
 	// The day's queue, drawn once the day is over, labelled in full.
 	day := time.Now().UTC().Truncate(24 * time.Hour)

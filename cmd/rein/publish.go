@@ -275,7 +275,7 @@ func plainJSONError(line int, err error) lineError {
 // from flags) becomes the conversation's next. Conflicts are reported and
 // the others still published; the error then counts them.
 func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLine, w io.Writer) error {
-	pub := streams.NewPublisher(js, nil)
+	pub := streams.NewPublisher(js, nil, streams.PublisherConfig{})
 	stream, err := streams.LookupStream(ctx, js, bus.StreamTurns, streams.DefaultRetryFor)
 	if err != nil {
 		return fmt.Errorf("is rein running (its streams provisioned) and, on a cluster, does REIN_TURNS have a leader? %w", err)

@@ -25,7 +25,7 @@ import (
 func seedAudit(t *testing.T) *testutil.JS {
 	t.Helper()
 	js := testutil.StartJetStream(t, "")
-	p := streams.NewPublisher(js.JS, nil)
+	p := streams.NewPublisher(js.JS, nil, streams.PublisherConfig{})
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	var outs []streams.Out
 	add := func(stream, subject, typ, id string, turn, sec int, data any) {

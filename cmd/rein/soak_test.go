@@ -110,7 +110,7 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := streams.NewPublisher(js, nil)
+	pub := streams.NewPublisher(js, nil, streams.PublisherConfig{})
 
 	// Every outcome of a turn ends it: a reply, an escalation or an
 	// unanswered record, each seen once on a plain subscription.

@@ -29,7 +29,7 @@ func TestStreamsReportsEveryPublishersTraffic(t *testing.T) {
 	defer cancel()
 	for i, identity := range []string{natsserver.IdentityAdmin, natsserver.IdentityIngress} {
 		_, js := h.ConnectTCP(t, identity)
-		pub := streams.NewPublisher(js, prometheus.NewRegistry())
+		pub := streams.NewPublisher(js, prometheus.NewRegistry(), streams.PublisherConfig{})
 		for turn := 1; turn <= 3; turn++ {
 			conv := fmt.Sprintf("p%d", i)
 			ev, err := schemas.NewEvent(schemas.TypeTurn, fmt.Sprintf("t-%s-%d", conv, turn), "", schemas.Meta{Tenant: "acme", Conversation: conv, Turn: turn},

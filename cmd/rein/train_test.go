@@ -115,7 +115,7 @@ func TestTrainLearnsATenantsLabels(t *testing.T) {
 	t.Parallel()
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	shipped, err := rules.New(rules.Config{TypedModel: learned.DefaultTypedModel()})
 	if err != nil {
 		t.Fatal(err)

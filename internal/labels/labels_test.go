@@ -29,7 +29,7 @@ func storeDetection(t *testing.T, h *rtest.JS, tenant, conv string, turn int, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamDetections, bus.DetectionSubject(tenant, conv), &ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -43,7 +43,7 @@ func putQ(t *testing.T, h *rtest.JS, req labels.Request, q labels.QueueConfig, n
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return labels.Put(ctx, h.JS, streams.NewPublisher(h.JS, nil), req, q, now)
+	return labels.Put(ctx, h.JS, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), req, q, now)
 }
 
 // A label is stored once per turn, labeller and content; a changed mind is
@@ -71,7 +71,7 @@ func TestLabelsAreIdempotentAndTenantBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), bus.StreamLabels, bus.LabelSubject("acme", "c1", 1, "ann"), &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), bus.StreamLabels, bus.LabelSubject("acme", "c1", 1, "ann"), &ev); err != nil {
 		t.Fatal(err)
 	}
 	if n := h.StreamMsgs(t, bus.StreamLabels); n != 1 {

@@ -23,7 +23,7 @@ import (
 func TestMonitorExportsPrecisionPerTenant(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	ctx := context.Background()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	store := func(tenant, conv, verdict string) {
 		l := schemas.Label{Turn: 1, Verdict: verdict, Labeller: "ann", DetectionID: "d", Detected: true, DetectedType: "anaphora",
 			Sample: &schemas.LabelSample{Day: time.Now().UTC().Format(time.DateOnly), Stratum: "anaphora", Population: 4, Probability: 0.5}}

@@ -74,7 +74,7 @@ func TestADeadLetterOfAnOversizeMessageIsBounded(t *testing.T) {
 	if err != nil || len(entries) != 1 || !entries[0].Letter.Truncated {
 		t.Fatalf("list: %v, %d entries", err, len(entries))
 	}
-	res, err := consume.Redrive(context.Background(), streams.NewPublisher(h.JS, nil), entries, false)
+	res, err := consume.Redrive(context.Background(), streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), entries, false)
 	if err != nil || len(res.Redriven) != 0 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Why, "truncated") {
 		t.Errorf("redrive of a truncated dead letter: %v, %+v; want it skipped as truncated", err, res)
 	}

@@ -45,7 +45,7 @@ func TestInFlightBytesStayWithinTheBudget(t *testing.T) {
 	}
 	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "budget", Filter: []string{bus.UserTurnsAll},
 		MaxInFlight: 2, MaxInFlightBytes: budget}
-	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: bustest.Quiet}, handler)
+	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: bustest.Quiet}, handler)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestOrderingPerConversation(t *testing.T) {
 func TestRetryThenSuccessYieldsOneOutput(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	reg := prometheus.NewRegistry()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	var calls atomic.Int32
 	bustest.RunConsumer(t, h, consume.ConsumerConfig{Backoff: time.Millisecond}, reg, func(ctx context.Context, d streams.Decoded) error {
 		// The output is published before the failure, as a handler that

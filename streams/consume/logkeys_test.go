@@ -25,7 +25,7 @@ func TestConsumeLogsHoldEachKeyOnce(t *testing.T) {
 	var buf bustest.SyncBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})).With("stage", "test")
 	cfg := consume.ConsumerConfig{Stage: "test", Stream: bus.StreamTurns, Durable: "logs", Filter: []string{bus.UserTurnsAll}, Backoff: time.Millisecond, Attempts: 2}
-	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil), Logger: log, Registerer: prometheus.NewRegistry()},
+	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}), Logger: log, Registerer: prometheus.NewRegistry()},
 		func(context.Context, streams.Decoded) error { return errors.New("always fails") })
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func TestPartitionedStreamStoresTheConversationsPartition(t *testing.T) {
 	forged := bustest.TurnEvent(t, "acme", "c07", 3, "forged")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second) // no stream answers: the publisher would retry
 	defer cancel()
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(ctx, forged.Stream, forged.Subject+".0", forged.Event); err == nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(ctx, forged.Stream, forged.Subject+".0", forged.Event); err == nil {
 		t.Errorf("a turn published with a partition token of its own was stored")
 	}
 }
@@ -199,7 +199,7 @@ func partitionedCrash(t *testing.T, early bool) {
 	}
 	published := make(chan error, 1)
 	go func() {
-		pub := streams.NewPublisher(h.JS, nil)
+		pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 		for _, o := range outs {
 			if _, err := pub.Publish(t.Context(), o.Stream, o.Subject, o.Event); err != nil {
 				published <- err
@@ -322,7 +322,7 @@ func testLogger(t *testing.T) *slog.Logger {
 func crashableReplica(t *testing.T, h *rtest.JS, cfg consume.ConsumerConfig, reg prometheus.Registerer, fn consume.Handler) (crash func()) {
 	t.Helper()
 	nc, js := h.ConnectAs(t, natsserver.IdentityAdmin, nil)
-	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil), Logger: testLogger(t), Registerer: reg}, fn)
+	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: js, Publisher: streams.NewPublisher(js, nil, streams.PublisherConfig{}), Logger: testLogger(t), Registerer: reg}, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,8 @@ import (
 // write).
 func TestAPublishThatGaveUpOnAnOutageIsUnavailable(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	p := streams.NewPublisher(h.JS, nil)
-	p.SetRetryFor(time.Millisecond) // the eight quick attempts alone
-	p.SetAckTimeout(100 * time.Millisecond)
+	// RetryFor: the eight quick attempts alone.
+	p := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{RetryFor: time.Millisecond, AckTimeout: 100 * time.Millisecond})
 	ev := bustest.TurnEvent(t, "acme", "c1", 1, "hello")
 	_, err := p.Publish(context.Background(), "NOWHERE", "rein.nowhere.acme.c1", ev.Event)
 	if !errors.Is(err, streams.ErrUnavailable) {
@@ -92,9 +91,8 @@ func TestATurnWaitsThroughAnOutputStreamOutage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx := context.Background()
 	outs := jetstream.StreamConfig{Name: "OUTS", Subjects: []string{"rein.outs.>"}}
-	pub := streams.NewPublisher(h.JS, nil)
-	pub.SetRetryFor(time.Millisecond) // the eight quick attempts alone
-	pub.SetAckTimeout(100 * time.Millisecond)
+	// RetryFor: the eight quick attempts alone.
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{RetryFor: time.Millisecond, AckTimeout: 100 * time.Millisecond})
 	bustest.RunConsumer(t, h, consume.ConsumerConfig{Attempts: 2, Backoff: time.Millisecond}, reg, func(ctx context.Context, d streams.Decoded) error {
 		ev := bustest.TurnEvent(t, d.Meta.Tenant, d.Meta.Conversation, d.Meta.Turn, "the answer")
 		_, err := pub.Publish(ctx, "OUTS", "rein.outs."+d.Meta.Conversation, ev.Event)

@@ -28,7 +28,7 @@ import (
 func TestFeedbackOverHTTP(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst,
-		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil))
+		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}))
 	srv := httptest.NewServer(in.Feedback())
 	defer srv.Close()
 	post := func(token, tenant, conv, data string) (int, map[string]any) {

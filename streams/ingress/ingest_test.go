@@ -122,7 +122,7 @@ func TestTenantCannotAimIdsAtAnotherTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(ajw, nil).Publish(ctx, bus.StreamTurns, bus.TurnSubject("b", "c1", schemas.RoleAgent), &reply); err != nil {
+	if _, err := streams.NewPublisher(ajw, nil, streams.PublisherConfig{}).Publish(ctx, bus.StreamTurns, bus.TurnSubject("b", "c1", schemas.RoleAgent), &reply); err != nil {
 		t.Fatalf("the agent's reply to b: %v", err)
 	}
 	s, err := h.JS.Stream(ctx, bus.StreamTurns)

@@ -27,7 +27,7 @@ func FuzzIngressHTTP(f *testing.F) {
 	f.Add("text/plain", "", "", "", "hello")
 	f.Add("application/cloudevents-batch+json", "", "", "", `[{"specversion":"1.0"}]`)
 	h := rtest.StartJetStream(f, "")
-	in := newIngress(f, ingress.Config{MaxBytes: 1024}, streams.NewPublisher(h.JS, nil))
+	in := newIngress(f, ingress.Config{MaxBytes: 1024}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}))
 	f.Fuzz(func(t *testing.T, contentType, ceType, tenant, turn, body string) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/turns", strings.NewReader(body))
 		r.Header.Set("Content-Type", contentType)

@@ -49,7 +49,7 @@ func postTurn(t *testing.T, url, id, tenant, conv string, turn int, text string)
 // text is a conflict, dead-lettered, not silently dropped.
 func TestIngressIdsTheCallerCannotSteer(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil)))
+	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})))
 	defer srv.Close()
 
 	if code, body := postTurn(t, srv.URL, "evt-1", "tenant-b", "c1", 1, "hello from b"); code != 202 {
@@ -105,7 +105,7 @@ func TestEventIDsDoNotCollideAcrossTenants(t *testing.T) {
 // held back by it.
 func TestIngressLimitsEachTenant(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: 0.5, TenantBurst: 2}, streams.NewPublisher(h.JS, nil))
+	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: 0.5, TenantBurst: 2}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}))
 	srv := httptest.NewServer(in)
 	defer srv.Close()
 	for turn := 1; turn <= 2; turn++ {
@@ -137,7 +137,7 @@ func TestIngressLimitsEachTenant(t *testing.T) {
 func TestIngressTokensBindTenants(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	in := newIngress(t, ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst,
-		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil))
+		Tokens: tokens(t, telemetry.Token{Token: "acme-token-0123456789", Tenants: []string{"acme"}})}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}))
 	srv := httptest.NewServer(in)
 	defer srv.Close()
 	post := func(token, tenant string) int {
@@ -184,7 +184,7 @@ func ingressAs(t *testing.T, h *rtest.JS, cfg ingress.Config) (*ingress.Ingress,
 	t.Helper()
 	_, ijs := h.ConnectAs(t, natsserver.IdentityIngress, nil)
 	cfg.MaxBytes = 4096
-	in := newIngress(t, cfg, streams.NewPublisher(ijs, nil))
+	in := newIngress(t, cfg, streams.NewPublisher(ijs, nil, streams.PublisherConfig{}))
 	srv := httptest.NewServer(in)
 	t.Cleanup(srv.Close)
 	return in, srv

@@ -17,7 +17,7 @@ import (
 
 func TestHTTPIngress(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 1024, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil)))
+	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 1024, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})))
 	defer srv.Close()
 
 	binary := func(tenant, body string) *http.Request {
@@ -102,8 +102,7 @@ func TestIngressUnavailableSaysWhenToRetry(t *testing.T) {
 	if err := h.JS.DeleteStream(t.Context(), bus.StreamTurns); err != nil {
 		t.Fatal(err)
 	}
-	pub := streams.NewPublisher(h.JS, nil)
-	pub.SetRetryFor(time.Millisecond)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{RetryFor: time.Millisecond})
 	srv := httptest.NewServer(newIngress(t, ingress.Config{MaxBytes: 1024, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, pub))
 	defer srv.Close()
 	body := `{"specversion":"1.0","id":"u1","source":"/p","type":"dev.rein.turn.v1","tenant":"acme","conversation":"c1","turn":1,"datacontenttype":"application/json","data":{"role":"user","text":"hi"}}`

@@ -268,7 +268,7 @@ func TestConsumeLoopUnderStageIdentity(t *testing.T) {
 	errs := make(chan error, 16)
 	_, djs := h.ConnectAs(t, natsserver.IdentityDetector, errs)
 	_, ejs := h.ConnectAs(t, natsserver.IdentityEscalation, errs)
-	dpub := streams.NewPublisher(djs, nil)
+	dpub := streams.NewPublisher(djs, nil, streams.PublisherConfig{})
 	ctx := context.Background()
 	handled := make(chan error, 4)
 	c, err := consume.NewConsumer(consume.ConsumerConfig{Stage: bus.StageDetector, Stream: bus.StreamTurns,

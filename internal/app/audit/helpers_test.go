@@ -39,7 +39,7 @@ func turnOut(t testing.TB, tenant, conv string, turn int, role, text string, at 
 
 func publish(t testing.TB, js *testutil.JS, outs ...streams.Out) {
 	t.Helper()
-	p := streams.NewPublisher(js.JS, nil)
+	p := streams.NewPublisher(js.JS, nil, streams.PublisherConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for len(outs) > 0 {

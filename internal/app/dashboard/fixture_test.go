@@ -51,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	reg := prometheus.NewRegistry()
 	f := &fixture{
 		js:  js,
-		pub: streams.NewPublisher(js.JS, reg),
+		pub: streams.NewPublisher(js.JS, reg, streams.PublisherConfig{}),
 		reg: reg,
 		decisions: telemetry.NewCounterVec(reg, telemetry.MDetectorDecisions,
 			"Detections by outcome (activated, clear, failed), per tenant.", "tenant", "outcome"),

@@ -24,7 +24,7 @@ import (
 func publishTurns(t *testing.T, js *testutil.JS, identity, conv string, n int) {
 	t.Helper()
 	_, other := js.ConnectTCP(t, identity)
-	pub := streams.NewPublisher(other, prometheus.NewRegistry())
+	pub := streams.NewPublisher(other, prometheus.NewRegistry(), streams.PublisherConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := 1; i <= n; i++ {
@@ -141,7 +141,7 @@ func TestDirection(t *testing.T) {
 func publishDetections(t *testing.T, js *testutil.JS, tn, conv string, outcomes ...string) {
 	t.Helper()
 	_, other := js.ConnectTCP(t, natsserver.IdentityAdmin)
-	pub := streams.NewPublisher(other, prometheus.NewRegistry())
+	pub := streams.NewPublisher(other, prometheus.NewRegistry(), streams.PublisherConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i, oc := range outcomes {

@@ -26,7 +26,7 @@ import (
 func TestLabelsPageShowsQueueAndQuality(t *testing.T) {
 	js := testutil.StartJetStream(t, "")
 	ctx := context.Background()
-	pub := streams.NewPublisher(js.JS, nil)
+	pub := streams.NewPublisher(js.JS, nil, streams.PublisherConfig{})
 	store := func(tenant, conv, typ string) {
 		d := schemas.Detection{Turn: 1, UserText: "secret words of " + conv, Module: "rules", TaxonomyVersion: "1"}
 		if typ != "" {

@@ -19,7 +19,7 @@ import (
 // each, timed when they were stored.
 func TestCollectorRefillsWhatTheSubscriptionMissed(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	pub := streams.NewPublisher(h.JS, prometheus.NewRegistry())
+	pub := streams.NewPublisher(h.JS, prometheus.NewRegistry(), streams.PublisherConfig{})
 	ctx := context.Background()
 	publish := func(stream, subject, typ, id string, data any) {
 		t.Helper()

@@ -183,7 +183,7 @@ func (rt *Process) stageLink(stage, id string) (link, error) {
 	if err != nil {
 		return link{}, fmt.Errorf("%s: jetstream: %w", stage, err)
 	}
-	return link{nc: nc, js: js, pub: streams.NewPublisher(js, rt.Reg)}, nil
+	return link{nc: nc, js: js, pub: streams.NewPublisher(js, rt.Reg, streams.PublisherConfig{})}, nil
 }
 
 // deps are what every stage on l is given: l's JetStream and publisher,
@@ -305,7 +305,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg)
+	rt.Pub = streams.NewPublisher(rt.JS, rt.Reg, streams.PublisherConfig{})
 	// POST /v1/turns writes REIN_TURNS.
 	rt.requireStreams(bus.StreamTurns)
 	rt.Reg.MustRegister(telemetry.NewJetStreamCollector(rt.JS, natsserver.StreamNames))

@@ -43,7 +43,7 @@ func RunConsumer(t *testing.T, h *rtest.JS, cfg consume.ConsumerConfig, reg prom
 	if cfg.Stream == "" {
 		cfg.Stream, cfg.Durable, cfg.Filter = bus.StreamTurns, "test", []string{bus.UserTurnsAll}
 	}
-	pub := streams.NewPublisher(h.JS, reg)
+	pub := streams.NewPublisher(h.JS, reg, streams.PublisherConfig{})
 	c, err := consume.NewConsumer(cfg, consume.ConsumerDeps{JS: h.JS, Publisher: pub, Logger: Quiet, Registerer: reg}, fn)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func RunConsumer(t *testing.T, h *rtest.JS, cfg consume.ConsumerConfig, reg prom
 
 func PublishTurns(t *testing.T, h *rtest.JS, outs []streams.Out) {
 	t.Helper()
-	pub := streams.NewPublisher(h.JS, nil)
+	pub := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{})
 	ctx := context.Background()
 	for i := 0; i < len(outs); i += 500 {
 		if _, err := pub.PublishAll(ctx, outs[i:min(i+500, len(outs))]...); err != nil {
@@ -77,7 +77,7 @@ func StartIngest(t *testing.T, tenants ...string) (*rtest.JS, map[string]*nats.C
 	}
 	h := rtest.StartJetStream(t, dir)
 	inc, ijs := h.ConnectAs(t, natsserver.IdentityIngress, nil)
-	in, err := ingress.New(ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, ingress.Deps{Publisher: streams.NewPublisher(ijs, nil)})
+	in, err := ingress.New(ingress.Config{MaxBytes: 4096, TenantRate: ingress.DefaultTenantRate, TenantBurst: ingress.DefaultTenantBurst}, ingress.Deps{Publisher: streams.NewPublisher(ijs, nil, streams.PublisherConfig{})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -523,7 +523,7 @@ func PublishTurnOn(t testing.TB, h *testutil.JS, stream, subject, tenant, conv s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := streams.NewPublisher(h.JS, nil).Publish(context.Background(), stream, subject, &ev); err != nil {
+	if _, err := streams.NewPublisher(h.JS, nil, streams.PublisherConfig{}).Publish(context.Background(), stream, subject, &ev); err != nil {
 		t.Fatal(err)
 	}
 }
