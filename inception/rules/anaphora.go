@@ -43,63 +43,101 @@ var refNouns = map[string]bool{
 }
 
 // findRefs returns the locations pronounRef matches, found by scanning
-// words (the regexp is its specification; this runs on every turn).
+// words (the regexp is its specification; this runs on every turn). It
+// looks at most one word back and two ahead, so it keeps those four
+// words only: no closure and no array of the turn's words on the stack.
 func findRefs(lower string) [][]int {
-	type word struct {
-		w          string
-		start, end int
-	}
-	// Most turns have a few dozen words: room for them on the stack
-	// spares the slice's growth on every turn (2 % of a bench run's
-	// allocated bytes).
-	var room [48]word
-	ws := room[:0]
-	forEachWord(lower, func(start, end int) { ws = append(ws, word{lower[start:end], start, end}) })
 	var out [][]int
-	at := func(i int) string {
-		if i < len(ws) {
-			return ws[i].w
-		}
-		return ""
-	}
-	for i := 0; i < len(ws); i++ {
-		w := ws[i].w
-		verb := refVerbs[w] || w == "with" && i > 0 && ws[i-1].w == "go" || w == "of" && i > 0 && ws[i-1].w == "status"
+	ws := wordScan{s: lower}
+	ws.start()
+	for ; ws.win[1].start >= 0; ws.shift() {
+		w, next, after := ws.word(1), ws.word(2), ws.word(3)
+		verb := refVerbs[w] || w == "with" && ws.word(0) == "go" || w == "of" && ws.word(0) == "status"
 		switch {
-		case verb && refPronoun[at(i+1)]:
-			end := ws[i+1].end
-			if n := at(i + 2); n == "one" || n == "ones" || n == "two" || n == "three" || n == "four" {
-				end = ws[i+2].end
-			} else if (at(i+1) == "that" || at(i+1) == "those") && refNouns[n] {
-				end = ws[i+2].end
+		case verb && refPronoun[next]:
+			end := ws.win[2].end
+			if after == "one" || after == "ones" || after == "two" || after == "three" || after == "four" {
+				end = ws.win[3].end
+			} else if (next == "that" || next == "those") && refNouns[after] {
+				end = ws.win[3].end
 			}
-			start := ws[i].start
+			start := ws.win[1].start
 			if w == "with" || w == "of" {
-				start = ws[i-1].start
+				start = ws.win[0].start
 			}
 			out = append(out, []int{start, end})
-			i++
-		case (w == "that" || w == "this") && (at(i+1) == "one" || at(i+1) == "ones"):
-			out = append(out, []int{ws[i].start, ws[i+1].end})
-			i++
-		case w == "the" && at(i+1) == "other":
-			if n := at(i + 2); n == "one" || n == "ones" {
-				out = append(out, []int{ws[i].start, ws[i+2].end})
-				i += 2
-			} else if e := ws[i+1].end; e < len(lower) && strings.ContainsRune(".,!?", rune(lower[e])) {
-				out = append(out, []int{ws[i].start, e})
-				i++
+			ws.shift()
+		case (w == "that" || w == "this") && (next == "one" || next == "ones"):
+			out = append(out, []int{ws.win[1].start, ws.win[2].end})
+			ws.shift()
+		case w == "the" && next == "other":
+			if after == "one" || after == "ones" {
+				out = append(out, []int{ws.win[1].start, ws.win[3].end})
+				ws.shift()
+				ws.shift()
+			} else if e := ws.win[2].end; e < len(lower) && strings.ContainsRune(".,!?", rune(lower[e])) {
+				out = append(out, []int{ws.win[1].start, e})
+				ws.shift()
 			}
 		case w == "these" || w == "those":
-			start, end := ws[i].start, ws[i].end
-			if n := at(i + 1); n == "two" || n == "three" || n == "ones" {
-				end = ws[i+1].end
-				i++
+			start, end := ws.win[1].start, ws.win[1].end
+			if next == "two" || next == "three" || next == "ones" {
+				end = ws.win[2].end
+				ws.shift()
 			}
 			out = append(out, []int{start, end})
 		}
 	}
 	return out
+}
+
+// wordScan walks the words of a text (as forEachWord finds them) with a
+// window of four: the previous word, the current one and the two after
+// it; an absent word has start -1.
+type wordScan struct {
+	s   string
+	pos int
+	win [4]struct{ start, end int }
+}
+
+// start fills the window: no previous word, the first three.
+func (ws *wordScan) start() {
+	ws.win[0].start, ws.win[0].end = -1, -1
+	for i := 1; i < len(ws.win); i++ {
+		ws.win[i].start, ws.win[i].end = ws.next()
+	}
+}
+
+// word is the text of window slot k, "" when absent.
+func (ws *wordScan) word(k int) string {
+	if ws.win[k].start < 0 {
+		return ""
+	}
+	return ws.s[ws.win[k].start:ws.win[k].end]
+}
+
+// shift moves the window one word on.
+func (ws *wordScan) shift() {
+	copy(ws.win[:3], ws.win[1:])
+	ws.win[3].start, ws.win[3].end = ws.next()
+}
+
+// next returns the bounds of the next word from pos, or -1, -1.
+func (ws *wordScan) next() (start, end int) {
+	s, i := ws.s, ws.pos
+	for i < len(s) && !isASCIIWord(s[i]) && s[i] != '\'' {
+		i++
+	}
+	if i == len(s) {
+		ws.pos = i
+		return -1, -1
+	}
+	start = i
+	for i < len(s) && (isASCIIWord(s[i]) || s[i] == '\'') {
+		i++
+	}
+	ws.pos = i
+	return start, i
 }
 
 // forEachWord calls fn with the bounds of every run of ASCII letters,

@@ -49,22 +49,28 @@ func compileCues(exprs []string) []cue {
 	return out
 }
 
-// bigrams is a presence bitmap of the byte pairs of one text: a literal
-// with a pair the text lacks cannot occur in it, which rejects most
-// literals without a substring search.
-type bigrams [1024]uint64
+// bigrams is a presence bitmap of the byte pairs of one text, hashed
+// into 8,192 bits: a literal with a pair the text lacks cannot occur in
+// it, which rejects most literals without a substring search. A pair that
+// shares its bit with one the text has only costs that search. Small, as
+// it lives on the stack of every turn's checks: a full 64 Ki-bit map
+// (8 KB) made a fresh goroutine grow its stack on each turn.
+type bigrams [128]uint64
 
-func (b *bigrams) build(s string) {
+// bigramBit is the bit of the pair a, b.
+func bigramBit(a, b byte) uint32 { return (uint32(a)<<8 | uint32(b)) * 0x9E3779B1 >> 19 }
+
+func (bg *bigrams) build(s string) {
 	for i := 0; i+1 < len(s); i++ {
-		k := uint16(s[i])<<8 | uint16(s[i+1])
-		b[k>>6] |= 1 << (k & 63)
+		k := bigramBit(s[i], s[i+1])
+		bg[k>>6] |= 1 << (k & 63)
 	}
 }
 
-func (b *bigrams) mayContain(lit string) bool {
+func (bg *bigrams) mayContain(lit string) bool {
 	for i := 0; i+1 < len(lit) && i < 8; i++ {
-		k := uint16(lit[i])<<8 | uint16(lit[i+1])
-		if b[k>>6]&(1<<(k&63)) == 0 {
+		k := bigramBit(lit[i], lit[i+1])
+		if bg[k>>6]&(1<<(k&63)) == 0 {
 			return false
 		}
 	}

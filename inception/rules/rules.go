@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/reinception/rein/inception/learned"
 	"github.com/reinception/rein/inception/planted"
@@ -127,6 +129,25 @@ type Module struct {
 	seed    maphash.Seed
 	mu      sync.RWMutex
 	catalog map[catalogKey]*catalogRules
+	// seen finds a catalogue passed before by its backing array, so that
+	// a turn does not hash the whole catalogue (several KB of JSON
+	// Schemas) each time a check asks for its rules.
+	seen map[catalogIdent]seenCatalog
+}
+
+// catalogIdent is a tool slice's identity: its domain, first element and
+// length.
+type catalogIdent struct {
+	domain string
+	first  *llm.Tool
+	n      int
+}
+
+// seenCatalog is a catalogue met before: its tools as they were (the
+// headers only) and its rules.
+type seenCatalog struct {
+	tools []llm.Tool
+	cr    *catalogRules
 }
 
 type domainRules struct {
@@ -229,6 +250,7 @@ func New(cfg Config) (*Module, error) {
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
 		cues:    map[string][]cue{},
 		domains: map[string]*domainRules{}, seed: maphash.MakeSeed(), catalog: map[catalogKey]*catalogRules{},
+		seen: map[catalogIdent]seenCatalog{},
 	}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
 		if et.HeldOut {
@@ -636,7 +658,20 @@ func negatedBefore(lower string, i int) bool {
 }
 
 // catalogRules returns the parameter rules for one tool catalogue, built once.
+// A catalogue is known by the hash of its names and schemas; the same
+// slice passed again, its tools' names and schemas still the very same
+// strings and byte slices, is known by that alone.
 func (m *Module) catalogRules(domain string, dr *domainRules, tools []llm.Tool) *catalogRules {
+	var ident catalogIdent
+	if len(tools) > 0 {
+		ident = catalogIdent{domain: domain, first: &tools[0], n: len(tools)}
+		m.mu.RLock()
+		s, ok := m.seen[ident]
+		m.mu.RUnlock()
+		if ok && sameTools(s.tools, tools) {
+			return s.cr
+		}
+	}
 	var h maphash.Hash
 	h.SetSeed(m.seed)
 	for _, t := range tools {
@@ -649,22 +684,37 @@ func (m *Module) catalogRules(domain string, dr *domainRules, tools []llm.Tool) 
 	m.mu.RLock()
 	cr := m.catalog[key]
 	m.mu.RUnlock()
-	if cr != nil {
-		return cr
+	if cr == nil {
+		cr = buildCatalogRules(dr, tools)
+		cr.covered = coveredActions(dr, tools)
+		cr.cabins, _, _ = toolEnum(tools, "cabin")
+		cr.enums = toolEnums(tools)
+		cr.tripTypes, _, _ = toolEnum(tools, "flight_type")
+		cr.exchange = hasTool(tools, "exchange_delivered_order_items") || hasTool(tools, "modify_pending_order_items")
 	}
-	cr = buildCatalogRules(dr, tools)
-	cr.covered = coveredActions(dr, tools)
-	cr.cabins, _, _ = toolEnum(tools, "cabin")
-	cr.enums = toolEnums(tools)
-	cr.tripTypes, _, _ = toolEnum(tools, "flight_type")
-	cr.exchange = hasTool(tools, "exchange_delivered_order_items") || hasTool(tools, "modify_pending_order_items")
 	m.mu.Lock()
-	if len(m.catalog) > 1024 { // bounded: catalogues are per tenant and domain
-		m.catalog = map[catalogKey]*catalogRules{}
+	if len(m.catalog) > 1024 || len(m.seen) > 1024 { // bounded: catalogues are per tenant and domain
+		m.catalog, m.seen = map[catalogKey]*catalogRules{}, map[catalogIdent]seenCatalog{}
 	}
 	m.catalog[key] = cr
+	if ident.n > 0 {
+		m.seen[ident] = seenCatalog{tools: slices.Clone(tools), cr: cr}
+	}
 	m.mu.Unlock()
 	return cr
+}
+
+// sameTools reports whether b holds the very names and schemas a held
+// (the same strings and byte slices, not equal copies): then the hash
+// of b is a's.
+func sameTools(a, b []llm.Tool) bool {
+	for i := range a {
+		if unsafe.StringData(a[i].Name) != unsafe.StringData(b[i].Name) || len(a[i].Name) != len(b[i].Name) ||
+			unsafe.SliceData(a[i].Parameters) != unsafe.SliceData(b[i].Parameters) || len(a[i].Parameters) != len(b[i].Parameters) {
+			return false
+		}
+	}
+	return true
 }
 
 // lowerOffsets maps each byte offset of strings.ToLower(text), and its

@@ -1,0 +1,69 @@
+package rules
+
+import (
+	"context"
+	"testing"
+
+	"github.com/reinception/rein/inception"
+	"github.com/reinception/rein/internal/testutil/inceptiontest"
+)
+
+// BenchmarkRulesTurn is what the detector stage asks of the precise module
+// per user turn, with τ-bench's full airline catalogue: NeedsContext on the
+// dialogue without the agent's replies, then Detect on the whole one.
+// "bench" are the turns `rein bench` sends; "trajectories" every user turn
+// of the recorded τ-bench airline dialogues (the cost per turn is ns/op
+// divided by the turns reported).
+func BenchmarkRulesTurn(b *testing.B) {
+	m, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := inceptiontest.DomainTools(b, "airline")
+	bench := []string{"Can you show me reservation Q7RM2K?", "Your reservation Q7RM2K is confirmed.",
+		"What is the status of my booking?", "Your reservation Q7RM2K is confirmed.",
+		"Thanks, and the baggage allowance?"}
+	type turn struct{ alone, whole inception.Input }
+	turnsOf := func(dialogues [][]inception.Utterance) []turn {
+		var out []turn
+		for _, dlg := range dialogues {
+			var users []inception.Utterance
+			for i, u := range dlg {
+				if u.Role != inception.RoleUser {
+					continue
+				}
+				users = append(users, u)
+				out = append(out, turn{
+					alone: inception.Input{Tenant: "t", Domain: "airline", Tools: tools, Dialogue: append([]inception.Utterance(nil), users...)},
+					whole: inception.Input{Tenant: "t", Domain: "airline", Tools: tools, Dialogue: dlg[:i+1]},
+				})
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		turns []turn
+	}{
+		{"bench", turnsOf([][]inception.Utterance{inceptiontest.Dialogue(bench...)})},
+		{"trajectories", turnsOf(inceptiontest.TrajectoryTurns(b))},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ReportMetric(float64(len(c.turns)), "turns")
+			for b.Loop() {
+				for _, t := range c.turns {
+					in := t.alone
+					if m.NeedsContext(in) {
+						in = t.whole
+					}
+					if _, err := m.Detect(ctx, in); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
