@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -152,6 +153,7 @@ func (s *State) assemble(recs []record) {
 	}
 	s.TurnStart = len(done)
 	s.Messages = append(done, cur.Messages...)
+	s.sized, s.sizedBytes = 0, 0
 	s.progress, s.Overlay = cur.progress, cur.Overlay
 }
 
@@ -191,12 +193,21 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 	first := s.seq == 0 // a conversation's first record holds its whole context
 	aged := !first && st.maxAge > 0 && now.Sub(s.wholeAt) > st.maxAge/2
 	rec := s.record(ov, fresh, aged)
-	data, err := json.Marshal(rec)
-	if err != nil {
+	buf := recordBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	// The bytes json.Marshal would give, written into a reused buffer;
+	// Encode ends them with a newline, left out.
+	if err := json.NewEncoder(buf).Encode(rec); err != nil {
 		return fmt.Errorf("agentworker: encode state: %w", err)
 	}
+	data := buf.Bytes()[:buf.Len()-1]
 	subject := bus.ConversationStateSubject(bus.ConversationKey(tenant, conv))
 	ack, err := st.publish(ctx, subject, data, jetstream.WithExpectLastSequencePerSubject(s.seq))
+	if err == nil && buf.Cap() <= maxPooledRecord {
+		// Acknowledged: the publisher holds the bytes no longer (until
+		// then it may send them again).
+		recordBufs.Put(buf)
+	}
 	if err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
@@ -215,6 +226,14 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 	}
 	return nil
 }
+
+// recordBufs holds the buffers records are encoded into: a write costs
+// no new buffer of the record's size.
+var recordBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledRecord is the largest buffer kept for reuse: a rare snapshot
+// of a long conversation does not stay held.
+const maxPooledRecord = 256 << 10
 
 // publish stores one record and waits for its acknowledgement, at most
 // streams.DefaultAckTimeout: the handler's context has no deadline, and an

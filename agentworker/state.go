@@ -58,6 +58,10 @@ type State struct {
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
 	spec      *specCall    // the turn's speculative first model answer, when usable
+	// sized counts the first messages whose estimate memBytes has summed
+	// in sizedBytes: messages are only appended, so a save measures the
+	// new ones, not the whole context (reset where the context is cut).
+	sized, sizedBytes int
 }
 
 // progress is where a conversation stands: part of its State, and the
@@ -135,6 +139,7 @@ func (s *State) begin(turn int, task schemas.Task) {
 		// keep its user message, drop its unfinished steps, so the context
 		// holds no call without a result.
 		s.Messages = s.Messages[:s.TurnStart+1]
+		s.sized, s.sizedBytes = 0, 0
 	}
 	if s.Status == "" {
 		s.Status = StatusActive
@@ -225,17 +230,28 @@ const (
 
 // memBytes estimates what s holds in memory: its messages' strings and
 // arguments, the turn's texts and the domain overlay (once encoded and
-// once open), plus fixed costs.
+// once open), plus fixed costs. Only the writer of the conversation calls
+// it (the cache measures on Put and Resize).
 func (s *State) memBytes() int {
 	n := stateOverhead + 2*len(s.Overlay) + len(s.UserText) + len(s.Reply) + len(s.HandoffReason) + len(s.DetectionID)
 	if s.Inception != nil {
 		n += len(s.Inception.Thought)
 	}
-	for _, m := range s.Messages {
-		n += messageOverhead + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
-		for _, tc := range m.ToolCalls {
-			n += toolCallOverhead + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
-		}
+	if s.sized > len(s.Messages) {
+		s.sized, s.sizedBytes = 0, 0
+	}
+	for _, m := range s.Messages[s.sized:] {
+		s.sizedBytes += messageBytes(m)
+	}
+	s.sized = len(s.Messages)
+	return n + s.sizedBytes
+}
+
+// messageBytes estimates what one message holds.
+func messageBytes(m llm.Message) int {
+	n := messageOverhead + len(m.Role) + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+	for _, tc := range m.ToolCalls {
+		n += toolCallOverhead + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
 	}
 	return n
 }

@@ -35,6 +35,9 @@ type Domain struct {
 
 	indexOnce sync.Once
 	byOrigin  map[string][]*Object // airline: base flights by origin, file order
+
+	pristineOnce sync.Once
+	pristine     []byte // Session.Marshal of a session that wrote nothing
 }
 
 // flightsFrom returns the base flights departing from origin, in file

@@ -3,6 +3,7 @@ package taubench
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Python-style access to values inside tools. Failures carry the text
@@ -127,4 +128,20 @@ func pyLen(v any) (int, error) {
 func pyErr(err error) error { return toolErr(err.Error()) }
 
 // jsonResult is json.dumps(v) as a tool result.
-func jsonResult(v any) (string, error) { return string(appendJSON(nil, v)), nil }
+func jsonResult(v any) (string, error) {
+	bp := resultBufs.Get().(*[]byte)
+	b := appendJSON((*bp)[:0], v)
+	out := string(b)
+	if cap(b) <= maxPooledResult {
+		*bp = b
+		resultBufs.Put(bp)
+	}
+	return out, nil
+}
+
+// resultBufs holds the buffers tool results are encoded into, so that a
+// result does not grow a new one from nothing on every call.
+var resultBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledResult is the largest buffer kept for reuse.
+const maxPooledResult = 64 << 10

@@ -214,6 +214,16 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainJSON(c) {
+			// A run that needs no escape is copied at once.
+			j := i + 1
+			for j < len(s) && plainJSON(s[j]) {
+				j++
+			}
+			b = append(b, s[i:j]...)
+			i = j
+			continue
+		}
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '"' || c == '\\':
@@ -247,6 +257,9 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// plainJSON reports an ASCII byte appendJSONString copies as it is.
+func plainJSON(c byte) bool { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' }
 
 func appendU(b []byte, r rune) []byte {
 	return append(b, '\\', 'u', hexDigit[r>>12&15], hexDigit[r>>8&15], hexDigit[r>>4&15], hexDigit[r&15])

@@ -241,7 +241,29 @@ func (s *Session) fingerprint() string {
 
 // Marshal serialises the overlay (only the records this conversation
 // changed or created) so that RestoreSession can continue it elsewhere.
+// The bytes may be shared with other sessions: callers must not modify
+// them.
 func (s *Session) Marshal() ([]byte, error) {
+	if s.pristine() {
+		// Most turns only read: the state is the base's alone, encoded
+		// once per domain (the slice is capped, so an append copies it).
+		s.d.pristineOnce.Do(func() { s.d.pristine = s.d.NewSession().marshal() })
+		return s.d.pristine[:len(s.d.pristine):len(s.d.pristine)], nil
+	}
+	return s.marshal(), nil
+}
+
+// pristine reports whether the session has written nothing.
+func (s *Session) pristine() bool {
+	for i := range s.over {
+		if len(s.over[i]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Session) marshal() []byte {
 	root := NewObject("domain", s.d.name, "base", s.d.digest)
 	tables := &Object{}
 	for i, t := range s.d.tables {
@@ -264,7 +286,7 @@ func (s *Session) Marshal() ([]byte, error) {
 		tables.Set(t.name, recs)
 	}
 	root.Set("tables", tables)
-	return appendJSON(nil, root), nil
+	return appendJSON(nil, root)
 }
 
 // RestoreSession rebuilds a session from Marshal's bytes over the same base.

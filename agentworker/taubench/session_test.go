@@ -108,3 +108,26 @@ func TestSessionIsCheap(t *testing.T) {
 		t.Errorf("a cancel copied %d reservations, %d users", n, len(s.over[tUsers]))
 	}
 }
+
+// A session that wrote nothing marshals to the bytes an overlay-less
+// session of its domain always gave, shared but capped, and a write
+// changes its own bytes, never those another session was given.
+func TestSessionMarshalPristine(t *testing.T) {
+	d := sample(t, Airline)
+	a, b := d.NewSession(), d.NewSession()
+	call(t, a, "get_reservation_details", `{"reservation_id": "Z3PLW8"}`) // a read
+	ma, _ := a.Marshal()
+	mb, _ := b.Marshal()
+	if want := string(b.marshal()); string(ma) != want || string(mb) != want {
+		t.Fatalf("pristine %s / %s, want %s", ma, mb, want)
+	}
+	if cap(ma) != len(ma) {
+		t.Fatalf("shared bytes with room to append in place: cap %d, len %d", cap(ma), len(ma))
+	}
+	_ = append(ma, '!')
+	call(t, a, "cancel_reservation", `{"reservation_id": "Z3PLW8"}`)
+	written, _ := a.Marshal()
+	if mb2, _ := b.Marshal(); string(written) == string(mb) || string(mb2) != string(mb) {
+		t.Fatalf("after a write: %s; the other session's %s", written, mb2)
+	}
+}
