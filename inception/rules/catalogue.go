@@ -215,12 +215,32 @@ func perLegEnum(cr *catalogRules, lower string) []int {
 // airportPair: "JFK to LAX".
 var airportPair = mustFast(`\b([A-Z]{3}) (?:to|-|->) ([A-Z]{3})\b`)
 
+// airportStarts counts, up to two, the places where an airportPair match
+// could start: three capital letters and a space.
+func airportStarts(text string) int {
+	n, run := 0, 0
+	for i := 0; i < len(text) && n < 2; i++ {
+		switch c := text[i]; {
+		case c >= 'A' && c <= 'Z':
+			run++
+		case c == ' ' && run >= 3:
+			n, run = n+1, 0
+		default:
+			run = 0
+		}
+	}
+	return n
+}
+
 // legChain finds three or more legs in one request ("JFK to LAX, then LAX
 // to SEA, then SEA back to JFK") when the trip types are one way and round
 // trip: a multi-city trip.
 func legChain(cr *catalogRules, text string) []int {
 	if len(cr.tripTypes) == 0 || strings.Contains(strings.Join(cr.tripTypes, " "), "multi") {
 		return nil
+	}
+	if airportStarts(text) < 2 {
+		return nil // the expression has no literal to prefilter on
 	}
 	pairs := airportPair.FindAllStringSubmatchIndex(text, -1)
 	if len(pairs) < 2 {
