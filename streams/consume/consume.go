@@ -481,7 +481,7 @@ func (c *Consumer) key(subject string) string {
 // heartbeats keeps every message the consumer holds — handled, queued
 // behind its conversation's earlier turn, or held by the order gate —
 // owned, so that none is redelivered while it waits its turn.
-// It also samples the queue gauges.
+// It also samples the queue gauges and trims the idle drainers.
 func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 	every := c.cfg.AckWait / 3
 	queued, convs := c.m.queued.WithLabelValues(c.cfg.Stage), c.m.conversations.WithLabelValues(c.cfg.Stage)
@@ -504,6 +504,7 @@ func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 			convs.Set(float64(n))
 			held, _ := c.budget.inUse()
 			bytes.Set(float64(held))
+			s.trim()
 			if now.Sub(last) >= every {
 				last = now
 				s.each(now, every, func(m jetstream.Msg) { _ = m.InProgress() })
