@@ -28,7 +28,10 @@ func newBenchCmd() *cobra.Command {
 (the rules inception module, the scripted agent with zero latency and one tool call per turn), plays
 --conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
 agent reply stored) p50/p99, CPU seconds per 1,000 turns and the pipeline's peak RSS (read before the
-reference chains run in the same process). In the same run it measures a
+reference chains run in the same process). It splits each turn's latency into its legs (publish →
+user turn stored → task stored → agent reply stored → reply seen by the bench), from the streams'
+stored timestamps read after the run, and reports each leg's p50, p99 and mean over the slowest 1 %
+of turns (the leg holding the tail). In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
 server of its own, and reports the ratio of the two throughputs; then a raw chain shaped like rein:
 its two hops (the detector stores each detection with its task), rein's message count per turn (the first hop also stores the detection, the
@@ -96,6 +99,13 @@ minutes.`,
 			}
 			if res.NotAnswered > 0 {
 				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
+			}
+			if len(res.Hops) > 0 {
+				parts := make([]string, 0, len(res.Hops))
+				for _, h := range res.Hops {
+					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f · %.2f", h.Name, h.P50Ms, h.P99Ms, h.TailMeanMs))
+				}
+				fmt.Fprintf(out, "  where a turn's time went, ms (p50 · p99 · mean of the slowest 1 %%, over %d turns): %s\n", res.HopTurns, strings.Join(parts, "; "))
 			}
 			if len(res.CPUByCategory) > 0 {
 				parts := make([]string, 0, len(res.CPUByCategory))
