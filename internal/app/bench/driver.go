@@ -100,16 +100,16 @@ type Result struct {
 	// each share applied to CPUSecPer1000. ProfileSamples is the
 	// profile's sample count (100 a CPU second). GOMAXPROCS is the run's;
 	// 1 with --starved.
-	CPUByCategory  []CPUShare `json:"cpu_by_category,omitempty"`
+	CPUByCategory []CPUShare `json:"cpu_by_category,omitempty"`
 	// Hops is where a turn's end-to-end time went, leg by leg (HopIngest,
 	// HopDetect, HopAgent, HopNotify), from the bench's clock and the
 	// streams' stored timestamps, over the HopTurns turns answered by an
 	// agent reply. With --nats-url the server's clock must agree with
 	// this machine's.
-	Hops     []Hop `json:"hops,omitempty"`
-	HopTurns int   `json:"hop_turns,omitempty"`
-	ProfileSamples int        `json:"profile_samples,omitempty"`
-	GOMAXPROCS     int        `json:"gomaxprocs"`
+	Hops           []Hop `json:"hops,omitempty"`
+	HopTurns       int   `json:"hop_turns,omitempty"`
+	ProfileSamples int   `json:"profile_samples,omitempty"`
+	GOMAXPROCS     int   `json:"gomaxprocs"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
