@@ -139,6 +139,7 @@ minutes.`,
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
+	fs.StringVar(&plan.Trace, "trace", "", "write the runtime's execution trace of the pipeline's run (first turn offered to last outcome stored) to this file (go tool trace)")
 	fs.BoolVar(&plan.Breakdown, "breakdown", true, "report CPU s per 1,000 turns by category, from a CPU profile taken during the pipeline's run (--breakdown=false: no profile)")
 	fs.BoolVar(&plan.Starved, "starved", false, "pin GOMAXPROCS to 1 for the whole run, the reference chains included: behaviour on a busy machine")
 	fs.StringVar(&plan.NATSNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")

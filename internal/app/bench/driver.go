@@ -145,6 +145,9 @@ type Plan struct {
 	// taken when either is set).
 	CPUProfile string
 	Breakdown  bool
+	// Trace is where to write the runtime's execution trace of the same
+	// window (--trace; go tool trace).
+	Trace string
 	// Starved pins GOMAXPROCS to 1 for the whole run, the reference chains
 	// included: a busy machine's share of one core.
 	Starved  bool
@@ -337,7 +340,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if plan.InceptionLatency > 0 && plan.Speculate {
 		fmt.Fprintf(progress, "rein: clean p50 %.1f ms with speculation; now the same load without inception latency or speculation…\n", res.P50Ms)
 		base := plan
-		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile, base.CPUProfile, base.Breakdown = 0, false, true, "", "", false
+		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile, base.CPUProfile, base.Breakdown, base.Trace = 0, false, true, "", "", false, ""
 		noInc, err := Run(ctx, base, progress)
 		if err != nil {
 			return res, err
