@@ -100,6 +100,9 @@ minutes.`,
 			if res.NotAnswered > 0 {
 				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
 			}
+			if res.RunQueueWaitPerCPU > 0 {
+				fmt.Fprintf(out, "  the process's threads waited %.2f s on the kernel's run queue per CPU second they ran (it grows with the machine's other load, which the latencies then measure too)\n", res.RunQueueWaitPerCPU)
+			}
 			if len(res.Hops) > 0 {
 				parts := make([]string, 0, len(res.Hops))
 				for _, h := range res.Hops {

@@ -106,10 +106,15 @@ type Result struct {
 	// streams' stored timestamps, over the HopTurns turns answered by an
 	// agent reply. With --nats-url the server's clock must agree with
 	// this machine's.
-	Hops           []Hop `json:"hops,omitempty"`
-	HopTurns       int   `json:"hop_turns,omitempty"`
-	ProfileSamples int   `json:"profile_samples,omitempty"`
-	GOMAXPROCS     int   `json:"gomaxprocs"`
+	Hops     []Hop `json:"hops,omitempty"`
+	HopTurns int   `json:"hop_turns,omitempty"`
+	// RunQueueWaitPerCPU is how long the process's threads waited, ready
+	// to run, on the kernel's run queue per CPU second they ran, over the
+	// same window (Linux). It grows with the machine's other load, which
+	// the latencies then measure as much as rein.
+	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
+	ProfileSamples     int     `json:"profile_samples,omitempty"`
+	GOMAXPROCS         int     `json:"gomaxprocs"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -500,7 +505,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		return res, nil, err
 	}
 	defer prof.stop()
-	cpu0 := CPUTime()
+	cpu0, waits0 := CPUTime(), threadWaits("/proc/self")
 	start := time.Since(base)
 	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
 	batch := make([]streams.Out, 0, 256)
@@ -578,6 +583,9 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		}
 	}
 	cpu := CPUTime() - cpu0
+	if waits0 != nil && cpu > 0 {
+		res.RunQueueWaitPerCPU = waitedSince(waits0, threadWaits("/proc/self")).Seconds() / cpu.Seconds()
+	}
 	// Stop profiling before reading the profile.
 	prof.stop()
 	mu.Lock()
