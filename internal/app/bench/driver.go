@@ -100,7 +100,9 @@ type Result struct {
 	// each share applied to CPUSecPer1000. ProfileSamples is the
 	// profile's sample count (100 a CPU second). GOMAXPROCS is the run's;
 	// 1 with --starved.
-	CPUByCategory []CPUShare `json:"cpu_by_category,omitempty"`
+	CPUByCategory  []CPUShare `json:"cpu_by_category,omitempty"`
+	ProfileSamples int        `json:"profile_samples,omitempty"`
+	GOMAXPROCS     int        `json:"gomaxprocs"`
 	// Hops is where a turn's end-to-end time went, leg by leg (HopIngest,
 	// HopDetect, HopAgent, HopNotify), from the bench's clock and the
 	// streams' stored timestamps, over the HopTurns turns answered by an
@@ -113,8 +115,6 @@ type Result struct {
 	// same window (Linux). It grows with the machine's other load, which
 	// the latencies then measure as much as rein.
 	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
-	ProfileSamples     int     `json:"profile_samples,omitempty"`
-	GOMAXPROCS         int     `json:"gomaxprocs"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -449,7 +449,8 @@ func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, p
 }
 
 // driveBench offers the turns and times each from publish to the agent's
-// reply, seen on a plain subscription to the agent-turn subjects.
+// reply, seen on a plain subscription to the agent-turn subjects; the
+// clock it returns holds both instants of every turn.
 func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan Plan, progress io.Writer) (Result, *turnClock, error) {
 	convs, turns, rate := plan.Conversations, plan.Turns, plan.Rate
 	total := convs * turns
