@@ -74,6 +74,10 @@ Examples:
   rein replay --stream REIN_DETECTIONS --from-seq 1000 --to-seq 2000
   rein replay --since 2026-03-01T00:00:00Z --to replay.run1
 
+A stored message that is not a CloudEvent never stops a replay: jsonl leaves it out and says how
+many on stderr, text shows it raw, --to copies it. An event whose JSON body is broken is written
+with its body as data_base64.
+
 A progress bar is drawn on stderr when stderr is a terminal and --out is a file or --to is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -100,7 +104,7 @@ A progress bar is drawn on stderr when stderr is a terminal and --out is a file 
 				return err
 			}
 			if n.Skipped > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "skipped %d stored messages that are not CloudEvents\n", n.Skipped)
+				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d stored message(s) that are not CloudEvents\n", n.Skipped)
 			}
 			if out != "" || to != "" {
 				dest := out
