@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -168,10 +167,7 @@ func runReplay(ctx context.Context, js jetstream.JetStream, sel audit.Selection,
 			}
 		}
 	}
-	// A replay allocates little that lives: trading heap headroom for
-	// fewer collections is worth ~20% throughput (see internal/app/audit's
-	// BenchmarkReplay, which runs with the same setting).
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer audit.TuneGC()()
 	n, err := audit.Replay(ctx, js, sel, cfg)
 	if bar != nil {
 		_ = bar.Finish()
