@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -77,5 +79,26 @@ func TestReplayConfigValidate(t *testing.T) {
 		if err := tc.cfg.Validate(); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%+v: %v, want %v", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// TestTuneGC: a replay runs under the soft heap limit unless the operator
+// set one (GOMEMLIMIT), and the previous settings come back after.
+func TestTuneGC(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	debug.SetMemoryLimit(math.MaxInt64)
+	restore := TuneGC()
+	if got := debug.SetMemoryLimit(-1); got != ReplayHeapLimit {
+		t.Errorf("limit %d, want %d", got, ReplayHeapLimit)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit not restored: %d", got)
+	}
+	debug.SetMemoryLimit(1 << 30)
+	defer TuneGC()()
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("the operator's limit became %d", got)
 	}
 }
