@@ -33,13 +33,13 @@ type ReplayConfig struct {
 
 // Validate checks the format and the republish prefix.
 func (c ReplayConfig) Validate() error {
-	if c.To != "" {
-		return CheckPrefix(c.To)
-	}
 	switch c.Format {
 	case "", FormatJSONL, FormatText:
 	default:
 		return fmt.Errorf("%w: --format %q: want jsonl or text", ErrBadOutput, c.Format)
+	}
+	if c.To != "" {
+		return CheckPrefix(c.To)
 	}
 	if c.Out == nil {
 		return fmt.Errorf("%w: no output", ErrBadOutput)

@@ -75,6 +75,7 @@ func TestReplayConfigValidate(t *testing.T) {
 		{ReplayConfig{Format: "xml", Out: &bytes.Buffer{}}, ErrBadOutput},
 		{ReplayConfig{}, ErrBadOutput},
 		{ReplayConfig{To: "rein.x"}, ErrLivePrefix},
+		{ReplayConfig{Format: "xml", To: "replay"}, ErrBadOutput},
 	} {
 		if err := tc.cfg.Validate(); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%+v: %v, want %v", tc.cfg, err, tc.want)
