@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/event"
 )
 
 // Source is the CloudEvents source attribute of events rein produces.
@@ -97,7 +98,13 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 // MetaOf reads and checks rein's extensions from an event. The turn
 // extension is optional (0 when absent).
 func MetaOf(e *cloudevents.Event) (Meta, error) {
-	ext := e.Extensions()
+	var ext map[string]any
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		// Read in place: Extensions() copies the map on every call.
+		ext = ec.Extensions
+	} else {
+		ext = e.Extensions()
+	}
 	m := Meta{
 		Tenant:       extString(ext[ExtTenant]),
 		Conversation: extString(ext[ExtConversation]),

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"github.com/reinception/rein/streams/bus"
 )
@@ -91,6 +94,31 @@ func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
 	return h, true
 }
 
+// Parsed sources, so that a decode does not parse the same URL again: a
+// handful of distinct values (the stages' "/rein", the ingress's, a
+// platform's), bounded so that a caller's varied sources cannot grow it.
+var (
+	sources     sync.Map // string → types.URIRef
+	sourcesHeld atomic.Int32
+)
+
+const maxHeldSources = 256
+
+// setSource is ec.SetSource(s) through the cache of parsed sources.
+func setSource(ec *event.EventContextV1, s string) error {
+	if u, ok := sources.Load(s); ok {
+		ec.Source = u.(types.URIRef)
+		return nil
+	}
+	if err := ec.SetSource(s); err != nil {
+		return err
+	}
+	if sourcesHeld.Load() < maxHeldSources && sourcesHeld.Add(1) <= maxHeldSources {
+		sources.Store(s, ec.Source)
+	}
+	return nil
+}
+
 // formatExtension is fmt.Sprint(v), the formatting sdk-go applies, without
 // fmt for the types rein uses.
 func formatExtension(v any) string {
@@ -156,7 +184,7 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 			case "ce-id":
 				bit, err = attrID, ec.SetID(val)
 			case "ce-source":
-				bit, err = attrSource, ec.SetSource(val)
+				bit, err = attrSource, setSource(ec, val)
 			case hdrSpecVersion:
 				// Only the exact key can be here alone with "1.0"; a case
 				// variant is a second key for the same attribute.
@@ -180,7 +208,17 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 				if _, dup := ec.Extensions[strings.ToLower(name)]; dup {
 					return nil, false
 				}
-				err = ec.SetExtension(name, val)
+				if extHeaders[name] != k {
+					err = ec.SetExtension(name, val)
+					break
+				}
+				// One of rein's own, under its exact header: what
+				// SetExtension does for a lower-case name that is no
+				// attribute and a string value, without its checks.
+				if ec.Extensions == nil {
+					ec.Extensions = make(map[string]any, len(extHeaders))
+				}
+				ec.Extensions[name] = val
 			}
 		default:
 			continue

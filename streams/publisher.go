@@ -173,7 +173,13 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				// own), and publishing sets headers: a copy each time.
 				m = retryCopy(m)
 			}
-			f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(outs[i].Stream))
+			// The expected stream as a header rather than an option:
+			// options cost an allocation per publish in the client.
+			if m.Header == nil {
+				m.Header = nats.Header{}
+			}
+			m.Header.Set(jetstream.ExpectedStreamHeader, outs[i].Stream)
+			f, err := p.js.PublishMsgAsync(m)
 			if err != nil {
 				if !transient(err) {
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
