@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams/bus"
 )
 
@@ -94,28 +92,14 @@ func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
 	return h, true
 }
 
-// Parsed sources, so that a decode does not parse the same URL again: a
-// handful of distinct values (the stages' "/rein", the ingress's, a
-// platform's), bounded so that a caller's varied sources cannot grow it.
-var (
-	sources     sync.Map // string → types.URIRef
-	sourcesHeld atomic.Int32
-)
-
-const maxHeldSources = 256
-
-// setSource is ec.SetSource(s) through the cache of parsed sources.
+// setSource is ec.SetSource(s) with the source parsed once
+// (schemas.SourceRef).
 func setSource(ec *event.EventContextV1, s string) error {
-	if u, ok := sources.Load(s); ok {
-		ec.Source = u.(types.URIRef)
-		return nil
-	}
-	if err := ec.SetSource(s); err != nil {
+	u, err := schemas.SourceRef(s)
+	if err != nil {
 		return err
 	}
-	if sourcesHeld.Load() < maxHeldSources && sourcesHeld.Add(1) <= maxHeldSources {
-		sources.Store(s, ec.Source)
-	}
+	ec.Source = u
 	return nil
 }
 
