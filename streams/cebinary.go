@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams/bus"
 )
@@ -20,11 +21,10 @@ import (
 // Header names as sdk-go writes them: "ce-" + the attribute or extension
 // name, lower case as given; nats.Header keys are case-sensitive.
 const (
-	cePrefix            = "ce-"
-	hdrSpecVersion      = "ce-specversion"
-	hdrContentType      = "content-type"
-	ceSpecVersionV1     = event.CloudEventsVersionV1
-	binaryEncodedFields = 9 // eight attributes + Nats-Msg-Id
+	cePrefix        = "ce-"
+	hdrSpecVersion  = "ce-specversion"
+	hdrContentType  = "content-type"
+	ceSpecVersionV1 = event.CloudEventsVersionV1
 )
 
 // extHeaders avoids building the header name of rein's own extensions.
@@ -41,17 +41,27 @@ var extHeaders = map[string]string{
 // (id, source, specversion, type, datacontenttype, dataschema, subject,
 // time), time as RFC 3339 with nanoseconds in its own zone, then every
 // extension formatted by fmt.Sprint, which may overwrite an attribute's
-// header as it does in sdk-go. It adds Nats-Msg-Id = id. ok is false for
+// header as it does in sdk-go. It adds Nats-Msg-Id = id, and
+// Nats-Expected-Stream = stream unless stream is "". ok is false for
 // anything but a 1.0 event context.
-func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
+func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
 	ec, ok := ev.Context.(*event.EventContextV1)
 	if !ok || ec == nil {
 		return nil, false
 	}
 	// One backing array for every value slice; each slice is capped at one
 	// element so that an Add on the result cannot write into its neighbour.
-	vals := make([]string, 0, binaryEncodedFields+len(ec.Extensions))
-	h = make(nats.Header, binaryEncodedFields+len(ec.Extensions))
+	// Sized to what is written: a map with room for a few more entries
+	// than it holds can take twice the memory.
+	n := 3 + len(ec.Extensions) // source, specversion, Nats-Msg-Id
+	for _, set := range []bool{ec.ID != "", ec.Type != "", ec.DataContentType != nil, ec.DataSchema != nil,
+		ec.Subject != nil, ec.Time != nil, stream != ""} {
+		if set {
+			n++
+		}
+	}
+	vals := make([]string, 0, n)
+	h = make(nats.Header, n)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		n := len(vals)
@@ -89,6 +99,9 @@ func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
 		set(k, formatExtension(v))
 	}
 	set(bus.HeaderMsgID, ec.ID)
+	if stream != "" {
+		set(jetstream.ExpectedStreamHeader, stream)
+	}
 	return h, true
 }
 
