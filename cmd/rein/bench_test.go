@@ -35,6 +35,10 @@ func TestBenchSmallRun(t *testing.T) {
 	if r.Turns != 60 || r.Conversations != 30 || r.Active != 10 || r.TurnsPerSec <= 0 || r.P99Ms < r.P50Ms {
 		t.Errorf("result %+v", r)
 	}
+	// Every turn is answered by a reply, so every turn has its four legs.
+	if r.HopTurns != 60 || len(r.Hops) != 4 || r.Hops[0].Name != bench.HopIngest || r.Hops[3].Name != bench.HopNotify {
+		t.Errorf("%d turns with legs, legs %+v; want 60 turns, the four legs in order", r.HopTurns, r.Hops)
+	}
 	// One tool call per turn: tool call, tool result and reply steps, and
 	// two state records.
 	if r.ShapeExtra != 5 {

@@ -28,7 +28,10 @@ func newBenchCmd() *cobra.Command {
 (the rules inception module, the scripted agent with zero latency and one tool call per turn), plays
 --conversations × --turns user turns, and reports turns/s, end-to-end latency (user turn published →
 agent reply stored) p50/p99, CPU seconds per 1,000 turns and the pipeline's peak RSS (read before the
-reference chains run in the same process). In the same run it measures a
+reference chains run in the same process). It splits each turn's latency into its legs (publish →
+user turn stored → task stored → agent reply stored → reply seen by the bench), from the streams'
+stored timestamps read after the run, and reports each leg's p50, p99 and mean over the slowest 1 %
+of turns (the leg holding the tail). In the same run it measures a
 raw JetStream chain of three hops (consume, publish, ack) with rein's average event size, on a fresh
 server of its own, and reports the ratio of the two throughputs; then a raw chain shaped like rein:
 its two hops (the detector stores each detection with its task), rein's message count per turn (the first hop also stores the detection, the
@@ -97,6 +100,16 @@ minutes.`,
 			if res.NotAnswered > 0 {
 				fmt.Fprintf(out, "  %d turns ended without a reply (handed to a human as agent_unavailable, or failed)\n", res.NotAnswered)
 			}
+			if res.RunQueueWaitPerCPU > 0 {
+				fmt.Fprintf(out, "  the process's threads waited %.2f s on the kernel's run queue per CPU second they ran (it grows with the machine's other load, which the latencies then measure too)\n", res.RunQueueWaitPerCPU)
+			}
+			if len(res.Hops) > 0 {
+				parts := make([]string, 0, len(res.Hops))
+				for _, h := range res.Hops {
+					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f · %.2f", h.Name, h.P50Ms, h.P99Ms, h.TailMeanMs))
+				}
+				fmt.Fprintf(out, "  where a turn's time went, ms (p50 · p99 · mean of the slowest 1 %%, over %d turns): %s\n", res.HopTurns, strings.Join(parts, "; "))
+			}
 			if len(res.CPUByCategory) > 0 {
 				parts := make([]string, 0, len(res.CPUByCategory))
 				for _, c := range res.CPUByCategory {
@@ -129,6 +142,7 @@ minutes.`,
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
+	fs.StringVar(&plan.Trace, "trace", "", "write the runtime's execution trace of the pipeline's run (first turn offered to last outcome stored) to this file (go tool trace)")
 	fs.BoolVar(&plan.Breakdown, "breakdown", true, "report CPU s per 1,000 turns by category, from a CPU profile taken during the pipeline's run (--breakdown=false: no profile)")
 	fs.BoolVar(&plan.Starved, "starved", false, "pin GOMAXPROCS to 1 for the whole run, the reference chains included: behaviour on a busy machine")
 	fs.StringVar(&plan.NATSNkey, "nats-nkey", "", "nkey seed file of the --nats-url server's user (for a rein serve, DATA-DIR/nats-keys/admin.nk)")

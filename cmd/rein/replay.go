@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,6 +73,10 @@ Examples:
   rein replay --stream REIN_DETECTIONS --from-seq 1000 --to-seq 2000
   rein replay --since 2026-03-01T00:00:00Z --to replay.run1
 
+A stored message that is not a CloudEvent never stops a replay: jsonl leaves it out and says how
+many on stderr, text shows it raw, --to copies it. An event whose JSON body is broken is written
+with its body as data_base64.
+
 A progress bar is drawn on stderr when stderr is a terminal and --out is a file or --to is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -85,13 +87,9 @@ A progress bar is drawn on stderr when stderr is a terminal and --out is a file 
 			if err != nil {
 				return err
 			}
-			if format != "jsonl" && format != "text" {
-				return fmt.Errorf("--format %q: want jsonl or text", format)
-			}
-			if to != "" {
-				if err := audit.CheckPrefix(to); err != nil {
-					return err
-				}
+			check := audit.ReplayConfig{Format: format, Out: io.Discard, To: to}
+			if err := check.Validate(); err != nil {
+				return err
 			}
 			nc, js, err := connectJS(&nf, "rein-replay")
 			if err != nil {
@@ -104,12 +102,15 @@ A progress bar is drawn on stderr when stderr is a terminal and --out is a file 
 			if err != nil {
 				return err
 			}
+			if n.Skipped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "left out %d stored message(s) that are not CloudEvents\n", n.Skipped)
+			}
 			if out != "" || to != "" {
 				dest := out
 				if to != "" {
 					dest = to + ".> in " + replayStreamName(replayStream)
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "replayed %d events from %s to %s\n", n, sel.Stream, dest)
+				fmt.Fprintf(cmd.ErrOrStderr(), "replayed %d events from %s to %s\n", n.Written, sel.Stream, dest)
 			}
 			return nil
 		},
@@ -138,74 +139,43 @@ func replayStreamName(s string) string {
 	return s
 }
 
-// runReplay writes the selection where o says and returns how many events
-// it wrote.
-func runReplay(ctx context.Context, js jetstream.JetStream, sel audit.Selection, o replayOptions) (uint64, error) {
-	var write func(*audit.Record) error
-	var finish func() error
-	var count func() uint64
+// runReplay opens the output and the progress bar around audit.Replay.
+func runReplay(ctx context.Context, js jetstream.JetStream, sel audit.Selection, o replayOptions) (audit.Replayed, error) {
+	cfg := audit.ReplayConfig{Format: o.format, Out: o.stdout, To: o.to, ReplayStream: o.replayStream}
 	closeOut := func() error { return nil }
-	if o.to != "" {
-		p, err := audit.NewRepublisher(ctx, js, o.to, replayStreamName(o.replayStream))
+	if o.to == "" && o.out != "" {
+		f, err := os.Create(o.out)
 		if err != nil {
-			return 0, err
+			return audit.Replayed{}, err
 		}
-		write, finish, count = p.Write, func() error { return p.Flush(ctx) }, func() uint64 { return p.Written }
-	} else {
-		var w io.Writer = o.stdout
-		if o.out != "" {
-			f, err := os.Create(o.out)
-			if err != nil {
-				return 0, err
-			}
-			defer f.Close() // after the close below on success; harmless twice
-			w = f
-			closeOut = f.Close
-		}
-		if o.format == "text" {
-			tw := audit.NewTextWriter(w)
-			write, finish, count = tw.Write, tw.Flush, func() uint64 { return tw.Written }
-		} else {
-			jw := audit.NewJSONLWriter(w)
-			write, finish, count = jw.Write, jw.Flush, func() uint64 { return jw.Written }
-		}
+		defer f.Close() // after the close below on success; harmless twice
+		cfg.Out, closeOut = f, f.Close
 	}
 	var bar *progressbar.ProgressBar
-	start := func(pending uint64) {
-		if o.progress && pending > 0 {
-			bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(os.Stderr),
-				progressbar.OptionSetDescription("replay "+sel.Stream), progressbar.OptionShowCount(),
-				progressbar.OptionShowIts(), progressbar.OptionSetItsString("events"), progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionClearOnFinish())
-		}
-	}
-	fn := write
 	if o.progress {
-		fn = func(r *audit.Record) error {
+		cfg.Start = func(pending uint64) {
+			if pending > 0 {
+				bar = progressbar.NewOptions64(int64(pending), progressbar.OptionSetWriter(os.Stderr),
+					progressbar.OptionSetDescription("replay "+sel.Stream), progressbar.OptionShowCount(),
+					progressbar.OptionShowIts(), progressbar.OptionSetItsString("events"), progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish())
+			}
+		}
+		cfg.Each = func() {
 			if bar != nil {
 				_ = bar.Add(1)
 			}
-			return write(r)
 		}
 	}
-	// A replay allocates little that lives: trading heap headroom for
-	// fewer collections is worth ~20% throughput (see internal/app/audit's
-	// BenchmarkReplayJSONL run with GOGC=400).
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	err := audit.Read(ctx, js, sel, start, fn)
+	defer audit.TuneGC()()
+	n, err := audit.Replay(ctx, js, sel, cfg)
 	if bar != nil {
 		_ = bar.Finish()
-	}
-	if ferr := finish(); err == nil {
-		err = ferr
 	}
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return count(), fmt.Errorf("stream %s: %w", sel.Stream, err)
-	}
-	return count(), err
+	return n, err
 }
 
 // isTerminal reports whether f is a character device (a terminal).

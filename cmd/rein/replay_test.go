@@ -182,3 +182,27 @@ func TestStreamsBackupRestoreCommands(t *testing.T) {
 		t.Fatalf("restored %d turns, want 3", n)
 	}
 }
+
+// A stored message that is not a CloudEvent is left out of the JSONL, and
+// the command says so on stderr instead of dropping it silently.
+func TestReplayReportsSkippedMessages(t *testing.T) {
+	js := seedAudit(t)
+	ctx := context.Background()
+	if _, err := js.JS.Publish(ctx, bus.TurnSubject("acme", "c1", "user"), []byte("not an event")); err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd()
+	var out, stderr bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"replay", "--nats-url", js.URL(), "--data-dir", js.Dir})
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 3 {
+		t.Fatalf("wrote %d lines, want the 3 events:\n%s", n, out.String())
+	}
+	if !strings.Contains(stderr.String(), "left out 1 stored message(s) that are not CloudEvents") {
+		t.Fatalf("stderr: %q", stderr.String())
+	}
+}

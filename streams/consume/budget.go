@@ -15,10 +15,11 @@ import (
 type byteBudget struct {
 	max int64
 
-	mu   sync.Mutex
-	held int64
-	peak int64
-	free chan struct{} // closed when bytes are given back
+	mu      sync.Mutex
+	held    int64
+	peak    int64
+	free    chan struct{} // closed when bytes are given back to waiters
+	waiting int           // acquirers waiting on free
 }
 
 func newByteBudget(max int64) *byteBudget {
@@ -39,32 +40,42 @@ func (b *byteBudget) acquire(ctx context.Context, n int64, interval time.Duratio
 			return true
 		}
 		free := b.free
+		b.waiting++
 		b.mu.Unlock()
 		if tick == nil && beat != nil && interval > 0 {
 			t := time.NewTicker(interval)
 			defer t.Stop()
 			tick = t.C
 		}
+		var done bool
 		select {
 		case <-free:
 		case <-tick:
 			beat()
 		case <-ctx.Done():
+			done = true
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		if done {
 			return false
 		}
 	}
 }
 
-// release gives n bytes back and wakes the waiters (a nil budget holds
-// nothing).
+// release gives n bytes back and wakes the waiters, if any (a nil budget
+// holds nothing). Without waiters it allocates nothing.
 func (b *byteBudget) release(n int64) {
 	if b == nil || n == 0 {
 		return
 	}
 	b.mu.Lock()
 	b.held -= n
-	close(b.free)
-	b.free = make(chan struct{})
+	if b.waiting > 0 {
+		close(b.free)
+		b.free = make(chan struct{})
+	}
 	b.mu.Unlock()
 }
 

@@ -73,3 +73,16 @@ func testByteBudget(t *testing.T) {
 		t.Errorf("held %d, peak %d after the rush", held, peak)
 	}
 }
+
+// Giving bytes back with nobody waiting allocates nothing (it runs once per
+// message; it used to make a channel each time).
+func TestByteBudgetReleaseWithoutWaitersAllocatesNothing(t *testing.T) {
+	b := newByteBudget(100)
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() {
+		b.acquire(ctx, 10, 0, nil)
+		b.release(10)
+	}); n != 0 {
+		t.Fatalf("%v allocations per acquire and release, want 0", n)
+	}
+}

@@ -240,8 +240,9 @@ type Consumer struct {
 	deps    ConsumerDeps
 	h       Handler
 	m       stageMetrics
-	outcome map[string]prometheus.Counter
+	outcome outcomes
 	handle  prometheus.Observer
+	span    string                // the handling span's name
 	source  jetstream.Stream      // looked up by Run
 	outs    streams.OutputStreams // cfg.Outputs, looked up by Run
 	recheck time.Duration         // the age past which inputs are checked (cfg.RecheckAfter)
@@ -268,12 +269,17 @@ func NewConsumer(cfg ConsumerConfig, deps ConsumerDeps, h Handler) (*Consumer, e
 	deps.Logger = deps.Logger.With("consumer", cfg.Durable)
 	c := &Consumer{cfg: cfg, deps: deps, h: h, m: newStageMetrics(deps.Registerer), scheds: map[*scheduler]struct{}{},
 		budget: newByteBudget(cfg.MaxInFlightBytes)}
-	c.outcome = map[string]prometheus.Counter{}
-	for _, o := range []string{"ack", "stored", "retry", "dlq", "requeue", "unavailable"} {
-		c.outcome[o] = c.m.messages.WithLabelValues(cfg.Stage, o)
-	}
+	o := func(name string) prometheus.Counter { return c.m.messages.WithLabelValues(cfg.Stage, name) }
+	c.outcome = outcomes{ack: o("ack"), stored: o("stored"), retry: o("retry"), dlq: o("dlq"), requeue: o("requeue"), unavailable: o("unavailable")}
 	c.handle = c.m.handle.WithLabelValues(cfg.Stage)
+	c.span = "rein." + cfg.Stage
 	return c, nil
+}
+
+// outcomes are the stage's rein_stage_messages_total children, resolved
+// once rather than looked up per message.
+type outcomes struct {
+	ack, stored, retry, dlq, requeue, unavailable prometheus.Counter
 }
 
 // ConsumerConfigJS is the JetStream configuration of the durable consumer.
@@ -300,10 +306,11 @@ func (c ConsumerConfig) ConsumerConfigJS() jetstream.ConsumerConfig {
 
 type job struct {
 	msg       jetstream.Msg
-	at        time.Time // delivered
-	seq       uint64    // stream sequence (0 when unknown)
-	size      int64     // bytes taken from the consumer's budget
-	heldSince time.Time // first held by the order gate
+	md        *jetstream.MsgMetadata // parsed once, by the delivery callback (nil when unparsable)
+	at        time.Time              // delivered
+	seq       uint64                 // stream sequence (0 when unknown)
+	size      int64                  // bytes taken from the consumer's budget
+	heldSince time.Time              // first held by the order gate
 }
 
 // Run consumes until ctx is cancelled, then stops pulling, lets in-flight
@@ -392,9 +399,8 @@ func (c *Consumer) runOne(ctx context.Context, cfg ConsumerConfig, slots chan st
 			return
 		}
 		j := job{msg: msg, at: time.Now(), size: size}
-		md, err := msg.Metadata()
-		if err == nil {
-			j.seq = md.Sequence.Stream
+		if md, err := msg.Metadata(); err == nil {
+			j.md, j.seq = md, md.Sequence.Stream
 			gate.observe(md)
 		}
 		if !sched.push(c.key(msg.Subject()), j) {
@@ -481,7 +487,7 @@ func (c *Consumer) key(subject string) string {
 // heartbeats keeps every message the consumer holds — handled, queued
 // behind its conversation's earlier turn, or held by the order gate —
 // owned, so that none is redelivered while it waits its turn.
-// It also samples the queue gauges.
+// It also samples the queue gauges and trims the idle drainers.
 func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 	every := c.cfg.AckWait / 3
 	queued, convs := c.m.queued.WithLabelValues(c.cfg.Stage), c.m.conversations.WithLabelValues(c.cfg.Stage)
@@ -504,6 +510,7 @@ func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 			convs.Set(float64(n))
 			held, _ := c.budget.inUse()
 			bytes.Set(float64(held))
+			s.trim()
 			if now.Sub(last) >= every {
 				last = now
 				s.each(now, every, func(m jetstream.Msg) { _ = m.InProgress() })
@@ -515,7 +522,7 @@ func (c *Consumer) heartbeats(s *scheduler, done <-chan struct{}) {
 // release hands a not-yet-handled message back for prompt redelivery.
 func (c *Consumer) release(msg jetstream.Msg) {
 	_ = msg.Nak()
-	c.outcome["requeue"].Inc()
+	c.outcome.requeue.Inc()
 }
 
 // process decides, once, what happens to one message. It reports whether
@@ -527,13 +534,17 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 	if err != nil {
 		return c.deadLetter(ctx, msg, err.Error(), 1, true)
 	}
-	if md, err := msg.Metadata(); err == nil {
+	if md := j.md; md != nil {
 		d.Sequence, d.Stored, d.Delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
 	}
-	// One span per handling, the child of the span that stored the input.
-	ctx, span := telemetry.Tracer().Start(telemetry.ContextWithTraceparent(ctx, d.Meta.Traceparent), "rein."+c.cfg.Stage,
-		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(telemetry.AttrStage.String(c.cfg.Stage),
-			telemetry.AttrTenant.String(d.Meta.Tenant), telemetry.AttrConversation.String(d.Meta.Conversation), telemetry.AttrTurn.Int(d.Meta.Turn)))
+	// One span per handling, the child of the span that stored the input;
+	// its attributes are built only when it records (tracing is on).
+	ctx, span := telemetry.Tracer().Start(telemetry.ContextWithTraceparent(ctx, d.Meta.Traceparent), c.span,
+		trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrStage.String(c.cfg.Stage), telemetry.AttrTenant.String(d.Meta.Tenant),
+			telemetry.AttrConversation.String(d.Meta.Conversation), telemetry.AttrTurn.Int(d.Meta.Turn))
+	}
 	defer span.End()
 	backoff := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
@@ -541,7 +552,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 		skipped, err = c.safeHandle(ctx, d)
 		if err == nil && skipped {
 			_ = msg.Ack()
-			c.outcome["stored"].Inc()
+			c.outcome.stored.Inc()
 			return true
 		}
 		if err != nil {
@@ -550,7 +561,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 		switch {
 		case err == nil:
 			_ = msg.Ack()
-			c.outcome["ack"].Inc()
+			c.outcome.ack.Inc()
 			return true
 		case errors.Is(err, streams.ErrPermanent):
 			span.SetStatus(codes.Error, "dead-lettered")
@@ -567,7 +578,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			c.deps.Logger.Error("JetStream could not serve the handler through every attempt (a stream without a leader, or answering nothing); handing the message back for redelivery",
 				"subject", msg.Subject(), "attempts", attempt, "err", err)
 			_ = msg.NakWithDelay(backoff)
-			c.outcome["unavailable"].Inc()
+			c.outcome.unavailable.Inc()
 			return false
 		case attempt >= c.cfg.Attempts:
 			span.SetStatus(codes.Error, "dead-lettered")
@@ -576,7 +587,7 @@ func (c *Consumer) process(ctx context.Context, j job, stopping *atomic.Bool) bo
 			}
 			return c.deadLetter(ctx, msg, fmt.Sprintf("gave up after %d attempts: %v", attempt, err), attempt, false)
 		}
-		c.outcome["retry"].Inc()
+		c.outcome.retry.Inc()
 		c.deps.Logger.Warn("handler failed; retrying", "subject", msg.Subject(), "attempt", attempt, "err", err)
 		if stopping.Load() || streams.Sleep(ctx, backoff) != nil {
 			// Shutting down: leave it for redelivery rather than lose it.
@@ -606,7 +617,7 @@ func (c *Consumer) recordOutcome(ctx context.Context, msg jetstream.Msg, d strea
 		c.deps.Logger.Error("recording the outcome of a failed message failed; releasing it for redelivery",
 			"subject", msg.Subject(), "err", err)
 		_ = msg.NakWithDelay(c.cfg.Backoff)
-		c.outcome["requeue"].Inc()
+		c.outcome.requeue.Inc()
 		return false
 	}
 	return true
@@ -667,7 +678,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 		if streams.IsUnavailable(err) || ctx.Err() != nil {
 			c.deps.Logger.Error("dead letter failed; releasing for redelivery", "subject", msg.Subject(), "err", err)
 			_ = msg.NakWithDelay(c.cfg.Backoff)
-			c.outcome["requeue"].Inc()
+			c.outcome.requeue.Inc()
 			return false
 		}
 		if try >= c.cfg.Attempts {
@@ -686,7 +697,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg jetstream.Msg, reason str
 		backoff = min(2*backoff, 5*time.Second)
 	}
 	_ = msg.Term()
-	c.outcome["dlq"].Inc()
+	c.outcome.dlq.Inc()
 	c.deps.Logger.Warn("dead-lettered", "subject", msg.Subject(), "reason", reason)
 	if undecodable && c.cfg.Quarantine && c.source != nil && seq > 0 {
 		if err := c.source.DeleteMsg(ctx, seq); err != nil && !streams.IsNotFound(err) {

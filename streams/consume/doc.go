@@ -30,7 +30,9 @@
 //   - Within a process, the delivery callback queues each message on its
 //     conversation (<tenant>.<conv> from the subject; schedule.go): a queue
 //     ordered by stream sequence, drained by one goroutine while it has
-//     work. A conversation therefore has exactly one writer, which may keep
+//     work (drainers are reused across conversations, so their grown
+//     stacks are too; idle ones end after a heartbeat tick unused). A
+//     conversation therefore has exactly one writer, which may keep
 //     its state in memory. ConsumerConfig.MaxInFlight bounds the handlers
 //     running at once (default: MaxAckPending, 4096); a conversation
 //     waiting on a model holds one slot and never holds up another.

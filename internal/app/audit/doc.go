@@ -15,11 +15,18 @@
 //
 // # Produces
 //
+//   - Replay: a selection written as jsonl or text, or republished (the
+//     loop behind rein replay); a stored message that is not an event never
+//     stops it (jsonl counts it in Replayed.Skipped). TuneGC is the
+//     collector setting it runs under: GOGC 400 below a 256 MiB soft heap
+//     limit. BenchmarkReplay measures it against a bare ordered consumer
+//     (docs/performance.md, "Replay").
 //   - JSONLWriter: CloudEvents structured-mode JSON, one event per line,
 //     built from the binary-mode headers (AppendStructured); sdk-go reads
 //     each line back to the same event (see jsonl_test.go).
 //   - TextWriter: a readable transcript grouped by conversation (held in
-//     memory up to MaxBuffered, 64 MiB); Timeline/WriteTimeline: one
+//     memory up to MaxBuffered, 64 MiB, then written out;
+//     BenchmarkTextHeap measures the heap that costs); Timeline/WriteTimeline: one
 //     conversation's events from every stream merged in time order, each
 //     agent action naming the detection that preceded it (a detection
 //     shows its experiment arm; the platform's feedback is in it too).

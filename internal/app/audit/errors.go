@@ -8,6 +8,8 @@ var (
 	// ErrBadSelection is a flag combination or value that selects nothing
 	// sensible (an unparsable time, an inverted range, a bad id).
 	ErrBadSelection = errors.New("bad selection")
+	// ErrBadOutput is a replay format or destination that cannot be written.
+	ErrBadOutput = errors.New("bad replay output")
 	// ErrLivePrefix refuses a republish prefix that would land in (or
 	// overlap) rein's live subjects.
 	ErrLivePrefix = errors.New("replay prefix would reach live subjects")

@@ -97,46 +97,68 @@ func NewRepublisher(ctx context.Context, js jetstream.JetStream, prefix, stream 
 	return &Republisher{js: js, prefix: prefix, stream: stream}, nil
 }
 
-// Write republishes one record (asynchronously; Flush waits).
+// Write republishes one record, asynchronously: at most republishBatch
+// acknowledgements are outstanding, the oldest awaited first so the
+// server is never left idle; Flush waits for the rest. It changes
+// r.Header in place (each message read has its own).
 func (p *Republisher) Write(r *Record) error {
-	hdr := make(nats.Header, len(r.Header))
-	for k, v := range r.Header {
-		hdr[k] = v
+	hdr := r.Header
+	if hdr == nil {
+		hdr = nats.Header{}
 	}
 	if id := hdr.Get(bus.HeaderMsgID); id != "" {
 		hdr.Set(bus.HeaderMsgID, p.prefix+":"+id)
 	}
-	hdr.Del(bus.HeaderExpectedStream)
+	// Set rather than jetstream.WithExpectStream: the option costs an
+	// allocation per publish and sets this same header.
+	hdr.Set(bus.HeaderExpectedStream, p.stream)
 	m := &nats.Msg{Subject: p.prefix + "." + r.Subject, Header: hdr, Data: r.Data}
-	f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(p.stream))
+	f, err := p.js.PublishMsgAsync(m)
 	if err != nil {
 		return fmt.Errorf("republish %s: %w", m.Subject, err)
 	}
 	p.pending = append(p.pending, f)
 	if len(p.pending) >= republishBatch {
-		return p.wait(context.Background())
+		return p.wait(context.Background(), republishBatch/2)
 	}
 	return nil
 }
 
 // Flush waits for every outstanding acknowledgement.
-func (p *Republisher) Flush(ctx context.Context) error { return p.wait(ctx) }
+func (p *Republisher) Flush(ctx context.Context) error { return p.wait(ctx, len(p.pending)) }
 
-func (p *Republisher) wait(ctx context.Context) error {
-	defer func() { p.pending = p.pending[:0] }()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	for _, f := range p.pending {
+// wait waits for the n oldest outstanding acknowledgements.
+func (p *Republisher) wait(ctx context.Context, n int) error {
+	var timeout <-chan time.Time
+	for _, f := range p.pending[:n] {
+		select {
+		case <-f.Ok():
+			p.Written++
+			continue
+		case err := <-f.Err():
+			p.pending = p.pending[:0]
+			return fmt.Errorf("republish %s: %w", f.Msg().Subject, err)
+		default:
+		}
+		if timeout == nil {
+			t := time.NewTimer(30 * time.Second)
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case <-f.Ok():
 			p.Written++
 		case err := <-f.Err():
+			p.pending = p.pending[:0]
 			return fmt.Errorf("republish %s: %w", f.Msg().Subject, err)
 		case <-ctx.Done():
+			p.pending = p.pending[:0]
 			return ctx.Err()
-		case <-timeout.C:
+		case <-timeout:
+			p.pending = p.pending[:0]
 			return fmt.Errorf("republish %s: %w", f.Msg().Subject, nats.ErrTimeout)
 		}
 	}
+	p.pending = append(p.pending[:0], p.pending[n:]...)
 	return nil
 }

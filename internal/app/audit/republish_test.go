@@ -75,3 +75,27 @@ func TestRepublish(t *testing.T) {
 		t.Fatalf("live prefix: %v", err)
 	}
 }
+
+// TestRepublishPastTheAckWindow republishes more events than the
+// acknowledgements kept outstanding (republishBatch), so the window slides
+// several times: every event is stored once, in order, and counted.
+func TestRepublishPastTheAckWindow(t *testing.T) {
+	js := testutil.StartJetStream(t, "")
+	const n = 2*republishBatch + 300
+	bulkTurns(t, js, n, 50)
+	ctx := context.Background()
+	got, err := Replay(ctx, js.JS, Selection{Stream: bus.StreamTurns}, ReplayConfig{To: "replay.win"})
+	if err != nil || got.Written != n {
+		t.Fatalf("replayed %+v, %v; want %d", got, err, n)
+	}
+	if m := js.StreamMsgs(t, DefaultReplayStream); m != n {
+		t.Fatalf("replay stream holds %d, want %d", m, n)
+	}
+	src := readAll(t, js, Selection{Stream: bus.StreamTurns})
+	for i, r := range readAll(t, js, Selection{Stream: DefaultReplayStream}) {
+		if r.Subject != "replay.win."+src[i].Subject || r.Attr("id") != src[i].Attr("id") ||
+			r.Header.Get(bus.HeaderMsgID) != "replay.win:"+src[i].Header.Get(bus.HeaderMsgID) {
+			t.Fatalf("record %d: %s %s, source %s %s", i, r.Subject, r.Attr("id"), src[i].Subject, src[i].Attr("id"))
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/reinception/rein/schemas"
 )
@@ -30,6 +32,8 @@ type TextWriter struct {
 	// when zero).
 	MaxBuffered int
 	Written     uint64
+	// prefix and line are reused for every event.
+	prefix, line []byte
 }
 
 // DefaultTextBuffer is TextWriter's default grouping bound (64 MiB).
@@ -68,16 +72,25 @@ func (t *TextWriter) Write(r *Record) error {
 		t.group[key] = g
 		t.order = append(t.order, key)
 	}
-	before := g.Len()
 	kind, text := Summarize(typ, data)
-	when := r.Time().UTC().Format(timeLayout)
 	turn := r.Attr(schemas.ExtTurn)
 	if turn == "" {
 		turn = "-"
 	}
-	prefix := fmt.Sprintf("%s #%-6d turn %-3s %-11s ", when, r.Sequence, turn, kind)
-	writeIndented(g, prefix, text)
-	t.held += g.Len() - before
+	// The prefix fmt would render as "%s #%-6d turn %-3s %-11s ", built
+	// in place: replay writes one per event.
+	p := append(r.Time().UTC().AppendFormat(t.prefix[:0], timeLayout), " #"...)
+	n := len(p)
+	p = padRunes(strconv.AppendUint(p, r.Sequence, 10), n, 6)
+	p = append(p, " turn "...)
+	n = len(p)
+	p = append(padRunes(append(p, turn...), n, 3), ' ')
+	n = len(p)
+	p = append(padRunes(append(p, kind...), n, 11), ' ')
+	t.prefix = p
+	t.line = appendIndented(t.line[:0], p, text)
+	g.Write(t.line)
+	t.held += len(t.line)
 	t.Written++
 	limit := t.MaxBuffered
 	if limit <= 0 {
@@ -115,23 +128,34 @@ func (t *TextWriter) Flush() error {
 	return t.w.Flush()
 }
 
-// textSink is what writeIndented writes to (a strings.Builder or a
-// bufio.Writer).
-type textSink interface {
-	WriteString(string) (int, error)
-	WriteByte(byte) error
+// padRunes pads the field b[start:] with spaces to width runes, as fmt's
+// %-<width>s does.
+func padRunes(b []byte, start, width int) []byte {
+	for n := utf8.RuneCount(b[start:]); n < width; n++ {
+		b = append(b, ' ')
+	}
+	return b
 }
 
-func writeIndented(w textSink, prefix, text string) {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	pad := strings.Repeat(" ", len([]rune(prefix)))
-	for i, l := range lines {
-		if i == 0 {
-			w.WriteString(prefix)
-		} else {
-			w.WriteString(pad)
+// appendIndented appends text after prefix, one line per line of text
+// (trailing line breaks dropped), continuation lines indented by as many
+// spaces as prefix has runes.
+func appendIndented(dst, prefix []byte, text string) []byte {
+	text = strings.TrimRight(text, "\n")
+	dst = append(dst, prefix...)
+	pad := -1
+	for {
+		line, rest, more := strings.Cut(text, "\n")
+		dst = append(append(dst, line...), '\n')
+		if !more {
+			return dst
 		}
-		w.WriteString(l)
-		w.WriteByte('\n')
+		if pad < 0 {
+			pad = utf8.RuneCount(prefix)
+		}
+		for range pad {
+			dst = append(dst, ' ')
+		}
+		text = rest
 	}
 }

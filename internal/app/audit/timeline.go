@@ -110,14 +110,23 @@ func linkDetections(es []Entry) {
 func WriteTimeline(w io.Writer, tenant, conv string, es []Entry) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "== tenant %s, conversation %s: %d events\n", tenant, conv, len(es))
+	var p, line []byte
 	for _, e := range es {
 		text := e.Text
 		if e.After != "" && e.Type != schemas.TypeStep {
 			text += "  (after " + e.After + ")"
 		}
-		prefix := fmt.Sprintf("%s %-18s turn %-3d %-11s ", e.Time.Format(timeLayout),
-			e.Stream+"#"+strconv.FormatUint(e.Sequence, 10), e.Turn, e.Kind)
-		writeIndented(bw, prefix, text)
+		// "%s %-18s turn %-3d %-11s ", as TextWriter builds its prefix.
+		p = append(e.Time.AppendFormat(p[:0], timeLayout), ' ')
+		n := len(p)
+		p = padRunes(strconv.AppendUint(append(append(p, e.Stream...), '#'), e.Sequence, 10), n, 18)
+		p = append(p, " turn "...)
+		n = len(p)
+		p = append(padRunes(strconv.AppendInt(p, int64(e.Turn), 10), n, 3), ' ')
+		n = len(p)
+		p = append(padRunes(append(p, e.Kind...), n, 11), ' ')
+		line = appendIndented(line[:0], p, text)
+		bw.Write(line)
 	}
 	return bw.Flush()
 }

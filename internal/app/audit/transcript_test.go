@@ -2,11 +2,16 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
@@ -127,5 +132,47 @@ func TestTranscriptGroupsConversations(t *testing.T) {
 	small.MaxBuffered = 1
 	if n := strings.Count(feed(small), "== tenant"); n != 6 {
 		t.Errorf("with a 1-byte bound: %d headers, want one per event", n)
+	}
+}
+
+// TestTextLinesMatchFmt pins the hand-built transcript prefix to the fmt
+// verbs it replaces ("%s #%-6d turn %-3s %-11s "), on values the goldens
+// do not reach: a long sequence, a turn header with multi-byte runes, a
+// kind wider than its column and a multi-line text.
+func TestTextLinesMatchFmt(t *testing.T) {
+	at := time.Date(2026, 3, 1, 9, 0, 0, 123e6, time.UTC)
+	for _, tc := range []struct {
+		seq        uint64
+		turn, typ  string
+		data, kind string
+		text       string
+	}{
+		{7, "3", schemas.TypeTurn, `{"role":"user","text":"one\ntwo\n\n","turn":3}`, KindUser, "one\ntwo"},
+		{12345678, "ü1", "dev.example.other", `{"x":1}`, KindOther, `dev.example.other {"x":1}`},
+		{1, "", schemas.TypeHandoffTimeout, `{"escalation_id":"e","deadline":"d"}`, KindTimeout, "escalation e unclaimed by d"},
+	} {
+		hdr := nats.Header{"Ce-Specversion": {"1.0"}, "Ce-Type": {tc.typ}, "Ce-Tenant": {"acme"}, "Ce-Conversation": {"c1"},
+			"Ce-Time": {at.Format(time.RFC3339Nano)}}
+		if tc.turn != "" {
+			hdr.Set("Ce-Turn", tc.turn)
+		}
+		var buf bytes.Buffer
+		w := NewTextWriter(&buf)
+		if err := w.Write(&Record{Stream: "S", Sequence: tc.seq, Header: hdr, Data: []byte(tc.data)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		turn := cmp.Or(tc.turn, "-")
+		prefix := fmt.Sprintf("%s #%-6d turn %-3s %-11s ", at.Format(timeLayout), tc.seq, turn, tc.kind)
+		lines := strings.Split(tc.text, "\n")
+		want := "== tenant acme, conversation c1\n" + prefix + lines[0] + "\n"
+		for _, l := range lines[1:] {
+			want += strings.Repeat(" ", len([]rune(prefix))) + l + "\n"
+		}
+		if buf.String() != want {
+			t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
+		}
 	}
 }

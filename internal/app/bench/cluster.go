@@ -189,7 +189,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}
-	res, err := driveBench(ctx, nc, streams.NewPublisher(js, nil, streams.PublisherConfig{}), plan.Plan, progress)
+	res, _, err := driveBench(ctx, nc, streams.NewPublisher(js, nil, streams.PublisherConfig{}), plan.Plan, progress)
 	if err != nil {
 		return ClusterRun{}, errors.Join(err, stopped())
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -332,6 +333,7 @@ type runProfile struct {
 	path      string
 	breakdown bool
 	progress  io.Writer
+	trace     *os.File // the execution trace being written (--trace)
 }
 
 // startProfile starts the CPU profile a plan asks for. If another profile
@@ -339,6 +341,17 @@ type runProfile struct {
 // without one, saying so.
 func startProfile(plan Plan, progress io.Writer) (*runProfile, error) {
 	p := &runProfile{path: plan.CPUProfile, breakdown: plan.Breakdown, progress: progress}
+	if plan.Trace != "" {
+		f, err := os.Create(plan.Trace)
+		if err != nil {
+			return p, fmt.Errorf("bench: trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return p, fmt.Errorf("bench: trace: %w", err)
+		}
+		p.trace = f
+	}
 	if p.path == "" && !p.breakdown {
 		return p, nil
 	}
@@ -357,6 +370,13 @@ func (p *runProfile) stop() {
 	if p.on {
 		pprof.StopCPUProfile()
 		p.on = false
+	}
+	if p.trace != nil {
+		trace.Stop()
+		if err := p.trace.Close(); err != nil {
+			fmt.Fprintf(p.progress, "bench: trace: %v\n", err)
+		}
+		p.trace = nil
 	}
 }
 

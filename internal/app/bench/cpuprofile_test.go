@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"testing"
@@ -212,5 +214,31 @@ func TestParseProfileReadsRuntimeProfiles(t *testing.T) {
 	}
 	if _, _, err := AttributeCPU(bytes.NewReader([]byte{0x0a, 0xff})); err == nil {
 		t.Error("a truncated profile was read")
+	}
+}
+
+// --trace writes the runtime's execution trace of the run's window, and
+// stopping twice (the deferred stop after finish) is harmless.
+func TestRunProfileWritesTheExecutionTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.trace")
+	var progress bytes.Buffer
+	p, err := startProfile(Plan{Trace: path}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { close(done) }()
+	<-done
+	p.stop()
+	p.stop()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("go 1.")) || progress.Len() != 0 {
+		t.Errorf("trace file starts %q (%d bytes), progress %q; want a Go execution trace", b[:min(len(b), 16)], len(b), progress.String())
+	}
+	if _, err := startProfile(Plan{Trace: filepath.Join(t.TempDir(), "missing", "run.trace")}, &progress); err == nil {
+		t.Error("a trace that cannot be created was not reported")
 	}
 }

@@ -103,6 +103,18 @@ type Result struct {
 	CPUByCategory  []CPUShare `json:"cpu_by_category,omitempty"`
 	ProfileSamples int        `json:"profile_samples,omitempty"`
 	GOMAXPROCS     int        `json:"gomaxprocs"`
+	// Hops is where a turn's end-to-end time went, leg by leg (HopIngest,
+	// HopDetect, HopAgent, HopNotify), from the bench's clock and the
+	// streams' stored timestamps, over the HopTurns turns answered by an
+	// agent reply. With --nats-url the server's clock must agree with
+	// this machine's.
+	Hops     []Hop `json:"hops,omitempty"`
+	HopTurns int   `json:"hop_turns,omitempty"`
+	// RunQueueWaitPerCPU is how long the process's threads waited, ready
+	// to run, on the kernel's run queue per CPU second they ran, over the
+	// same window (Linux). It grows with the machine's other load, which
+	// the latencies then measure as much as rein.
+	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -138,6 +150,9 @@ type Plan struct {
 	// taken when either is set).
 	CPUProfile string
 	Breakdown  bool
+	// Trace is where to write the runtime's execution trace of the same
+	// window (--trace; go tool trace).
+	Trace string
 	// Starved pins GOMAXPROCS to 1 for the whole run, the reference chains
 	// included: a busy machine's share of one core.
 	Starved  bool
@@ -281,8 +296,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	go func() { done <- rt.Run(sctx, so, names) }()
 	err = waitPulling(ctx, rt.JS, done, 1)
 	var res Result
+	var clock *turnClock
 	if err == nil {
-		res, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
+		res, clock, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = PeakRSSMB()
@@ -294,6 +310,11 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	cancel()
 	<-done
 	var hdr Headers
+	if err == nil {
+		if err = readStored(ctx, rt.JS, clock); err == nil {
+			res.Hops, res.HopTurns = clock.hops()
+		}
+	}
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
 		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.Persist)
@@ -324,7 +345,7 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if plan.InceptionLatency > 0 && plan.Speculate {
 		fmt.Fprintf(progress, "rein: clean p50 %.1f ms with speculation; now the same load without inception latency or speculation…\n", res.P50Ms)
 		base := plan
-		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile, base.CPUProfile, base.Breakdown = 0, false, true, "", "", false
+		base.InceptionLatency, base.Speculate, base.pipelineOnly, base.MemProfile, base.CPUProfile, base.Breakdown, base.Trace = 0, false, true, "", "", false, ""
 		noInc, err := Run(ctx, base, progress)
 		if err != nil {
 			return res, err
@@ -428,8 +449,9 @@ func waitPulling(ctx context.Context, js jetstream.JetStream, done chan error, p
 }
 
 // driveBench offers the turns and times each from publish to the agent's
-// reply, seen on a plain subscription to the agent-turn subjects.
-func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan Plan, progress io.Writer) (Result, error) {
+// reply, seen on a plain subscription to the agent-turn subjects; the
+// clock it returns holds both instants of every turn.
+func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan Plan, progress io.Writer) (Result, *turnClock, error) {
 	convs, turns, rate := plan.Conversations, plan.Turns, plan.Rate
 	total := convs * turns
 	res := Result{Mode: "max", Conversations: convs, Turns: total, OfferedPerSec: rate, Active: plan.Active}
@@ -441,40 +463,39 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		wave = convs
 	}
 	var mu sync.Mutex
-	sent := map[string]time.Time{} // turns in flight only: the bench's own memory stays small
-	inFlightMax := 0
-	lat := make([]time.Duration, 0, total)
+	base := time.Now()
+	clock := newTurnClock(base, convs, turns)
+	published, inFlightMax := 0, 0
 	var replies atomic.Int64
 	var last atomic.Int64
 	allIn := make(chan struct{})
-	base := time.Now()
 	var notAnswered atomic.Int64
 	done := func(m *nats.Msg) {
 		// Every outcome of a turn ends it: a reply, or (with injected
-		// faults) an escalation or an unanswered record.
-		turn, _ := strconv.Atoi(m.Header.Get("ce-turn"))
-		id := schemas.EventID("turn", tenant, m.Header.Get("ce-conversation"), turn) + "-agent"
-		now := time.Now()
+		// faults) an escalation or an unanswered record. An outcome seen
+		// again (published twice, stored once) counts once.
+		turn, _ := strconv.Atoi(m.Header.Get(bus.HeaderCEPrefix + schemas.ExtTurn))
+		i, ok := clock.index(m.Header.Get(bus.HeaderCEPrefix+schemas.ExtConversation), turn)
+		now := time.Since(base)
 		mu.Lock()
-		if t, ok := sent[id]; ok {
-			if !strings.HasSuffix(m.Subject, ".agent") {
-				notAnswered.Add(1)
-			}
-			lat = append(lat, now.Sub(t))
-			delete(sent, id)
+		if !ok || clock.at[atPublished][i] == unknown || clock.at[atSeen][i] != unknown {
 			mu.Unlock()
-			last.Store(int64(now.Sub(base)))
-			if replies.Add(1) == int64(total) {
-				close(allIn)
-			}
 			return
 		}
+		clock.at[atSeen][i] = now
 		mu.Unlock()
+		if !strings.HasSuffix(m.Subject, ".agent") {
+			notAnswered.Add(1)
+		}
+		last.Store(int64(now))
+		if replies.Add(1) == int64(total) {
+			close(allIn)
+		}
 	}
 	for _, subj := range []string{bus.TurnSubject(tenant, "*", schemas.RoleAgent), bus.EscalationSubject(tenant, "*"), bus.UnansweredSubject(tenant, "*")} {
 		sub, err := nc.Subscribe(subj, done)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		defer sub.Unsubscribe()
 		_ = sub.SetPendingLimits(-1, -1)
@@ -482,10 +503,10 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 
 	prof, err := startProfile(plan, progress)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	defer prof.stop()
-	cpu0 := CPUTime()
+	cpu0, waits0 := CPUTime(), threadWaits("/proc/self")
 	start := time.Since(base)
 	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
 	batch := make([]streams.Out, 0, 256)
@@ -518,12 +539,12 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 				ev, err := schemas.BuildEvent(schemas.TypeTurn, schemas.EventID("turn", tenant, conv, turn)+"-user", "/rein/bench", meta,
 					schemas.Turn{Role: schemas.RoleUser, Text: texts[(c+turn)%len(texts)], Turn: turn})
 				if err != nil {
-					return res, err
+					return res, nil, err
 				}
 				if rate > 0 {
 					if wait := due(i) - time.Since(pubStart); wait > 0 {
 						if err := flush(); err != nil {
-							return res, err
+							return res, nil, err
 						}
 						if wait = due(i) - time.Since(pubStart); wait > 0 {
 							time.Sleep(wait)
@@ -532,20 +553,21 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 				}
 				i++
 				mu.Lock()
-				sent[schemas.EventID("turn", tenant, conv, turn)+"-agent"] = time.Now()
-				inFlightMax = max(inFlightMax, len(sent))
+				clock.at[atPublished][c*turns+turn-1] = time.Since(base)
+				published++
+				inFlightMax = max(inFlightMax, published-int(replies.Load()))
 				mu.Unlock()
 				batch = append(batch, streams.Out{Stream: bus.StreamTurns, Subject: bus.TurnSubject(tenant, conv, schemas.RoleUser), Event: &ev})
 				if len(batch) == cap(batch) {
 					if err := flush(); err != nil {
-						return res, err
+						return res, nil, err
 					}
 				}
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	timeout := time.Duration(total/20+60) * time.Second
 	for done := false; !done; {
@@ -553,22 +575,25 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		case <-allIn:
 			done = true
 		case <-ctx.Done():
-			return res, ctx.Err()
+			return res, nil, ctx.Err()
 		case <-time.After(10 * time.Second):
 			fmt.Fprintf(progress, "  %d of %d replies…\n", replies.Load(), total)
 			if time.Since(base) > timeout {
-				return res, fmt.Errorf("bench: only %d of %d turns answered within %s", replies.Load(), total, timeout)
+				return res, nil, fmt.Errorf("bench: only %d of %d turns answered within %s", replies.Load(), total, timeout)
 			}
 		}
 	}
 	cpu := CPUTime() - cpu0
+	if waits0 != nil && cpu > 0 {
+		res.RunQueueWaitPerCPU = waitedSince(waits0, threadWaits("/proc/self")).Seconds() / cpu.Seconds()
+	}
 	// Stop profiling before reading the profile.
 	prof.stop()
 	mu.Lock()
 	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
-	res.summarize(lat, time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
-	return res, prof.finish(&res)
+	res.summarize(clock.latencies(), time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
+	return res, clock, prof.finish(&res)
 }
 
 // summarize fills the run's figures from every turn's latency, the time

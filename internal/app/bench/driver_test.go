@@ -85,6 +85,12 @@ func TestResultJSONKeys(t *testing.T) {
 	if got := keys(model); !slices.Equal(got, want) {
 		t.Errorf("keys of a model-latency run:\n got %v\nwant %v", got, want)
 	}
+	hops := Result{Hops: []Hop{{Name: HopIngest}}, HopTurns: 1, RunQueueWaitPerCPU: 0.1}
+	want = append(slices.Clone(always), "hop_turns", "hops", "run_queue_wait_per_cpu_s")
+	slices.Sort(want)
+	if got := keys(hops); !slices.Equal(got, want) {
+		t.Errorf("keys of a run with its hops and run-queue wait:\n got %v\nwant %v", got, want)
+	}
 	profiled := Result{CPUByCategory: []CPUShare{{Category: CatServer, Share: 1}}, ProfileSamples: 10}
 	want = append(slices.Clone(always), "cpu_by_category", "profile_samples")
 	slices.Sort(want)
