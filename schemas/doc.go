@@ -9,6 +9,12 @@
 // payloads they describe two plain JSON documents (AllDocuments): the
 // sidecar answer and the handoff work item.
 //
+// Validation checks a payload's bytes in one pass against the compiled
+// schema when the schema stays within the subset fastvalidate.go handles
+// (every rein schema does; a test keeps it so); anything that pass does
+// not accept goes to santhosh-tekuri/jsonschema, which decides and names
+// the field. A differential test and fuzz target hold the two together.
+//
 // It consumes and produces nothing on its own; every stage validates with it
 // at its boundary (ingress and consume). It exports no metrics.
 package schemas

@@ -4,10 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
 )
 
 // Source is the CloudEvents source attribute of events rein produces.
@@ -71,15 +77,29 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	} else if !Known(typ) {
 		return cloudevents.Event{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
 	}
-	e := cloudevents.NewEvent()
-	e.SetID(id)
-	e.SetType(typ)
 	if source == "" {
 		source = Source
 	}
+	now := time.Now().UTC()
+	e, ok := directEvent(typ, id, source, m, now)
+	if !ok {
+		e = sdkEvent(typ, id, source, m, now)
+	}
+	// The payload is JSON already: store it as is (SetData would marshal
+	// it again, compacting a RawMessage byte by byte).
+	e.DataEncoded = raw
+	return e, nil
+}
+
+// sdkEvent sets an event's attributes through sdk-go's setters: the
+// reference for directEvent, and the path for what it declines.
+func sdkEvent(typ, id, source string, m Meta, now time.Time) cloudevents.Event {
+	e := cloudevents.NewEvent()
+	e.SetID(id)
+	e.SetType(typ)
 	e.SetSource(source)
 	e.SetSubject(m.Conversation)
-	e.SetTime(time.Now().UTC())
+	e.SetTime(now)
 	e.SetExtension(ExtTenant, m.Tenant)
 	e.SetExtension(ExtConversation, m.Conversation)
 	e.SetExtension(ExtTurn, turnValue(m.Turn))
@@ -87,17 +107,87 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	if m.Traceparent != "" {
 		e.SetExtension(ExtTraceparent, m.Traceparent)
 	}
-	// The payload is JSON already: store it as is (SetData would marshal
-	// it again, compacting a RawMessage byte by byte).
 	e.SetDataContentType(DataContentType)
-	e.DataEncoded = raw
-	return e, nil
+	return e
+}
+
+// directEvent builds the event sdkEvent builds, in one allocation of the
+// context and one of its extensions, with the source parsed once
+// (SourceRef). It declines (ok false) what a setter would change or
+// refuse: an id, type or conversation with surrounding space, or a source
+// that does not parse. Tenant and conversation are checked ids already.
+func directEvent(typ, id, source string, m Meta, now time.Time) (cloudevents.Event, bool) {
+	if id == "" || strings.TrimSpace(id) != id || strings.TrimSpace(typ) != typ || strings.TrimSpace(m.Conversation) != m.Conversation {
+		return cloudevents.Event{}, false
+	}
+	src, err := SourceRef(source)
+	if err != nil {
+		return cloudevents.Event{}, false
+	}
+	n := 4
+	if m.Traceparent != "" {
+		n++
+	}
+	ext := make(map[string]any, n)
+	ext[ExtTenant] = m.Tenant
+	ext[ExtConversation] = m.Conversation
+	ext[ExtTurn] = turnValue(m.Turn)
+	ext[ExtPartitionKey] = m.Conversation
+	if m.Traceparent != "" {
+		ext[ExtTraceparent] = m.Traceparent
+	}
+	ct, conv := DataContentType, m.Conversation
+	ec := &event.EventContextV1{
+		ID:              id,
+		Source:          src,
+		Type:            typ,
+		DataContentType: &ct,
+		Subject:         &conv,
+		Time:            &types.Timestamp{Time: now},
+		Extensions:      ext,
+	}
+	return cloudevents.Event{Context: ec}, true
+}
+
+// Parsed sources, so that building or reading an event does not parse the
+// same URL again: a handful of distinct values (the stages' "/rein", the
+// ingress's, a platform's), bounded so that varied sources from outside
+// cannot grow it.
+var (
+	sources     sync.Map // string → types.URIRef
+	sourcesHeld atomic.Int32
+)
+
+// MaxHeldSources bounds the parsed sources SourceRef keeps.
+const MaxHeldSources = 256
+
+// SourceRef is a source attribute parsed as sdk-go's SetSource parses it,
+// from a bounded cache. The URL's parts are shared: never modify them.
+func SourceRef(s string) (types.URIRef, error) {
+	if u, ok := sources.Load(s); ok {
+		return u.(types.URIRef), nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return types.URIRef{}, err
+	}
+	ref := types.URIRef{URL: *u}
+	if sourcesHeld.Load() < MaxHeldSources && sourcesHeld.Add(1) <= MaxHeldSources {
+		sources.Store(s, ref)
+	}
+	return ref, nil
 }
 
 // MetaOf reads and checks rein's extensions from an event. The turn
 // extension is optional (0 when absent).
 func MetaOf(e *cloudevents.Event) (Meta, error) {
-	ext := e.Extensions()
+	var ext map[string]any
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		// Read in place: Extensions() copies the map on every call.
+		ext = ec.Extensions
+	} else {
+		ext = e.Extensions()
+	}
 	m := Meta{
 		Tenant:       extString(ext[ExtTenant]),
 		Conversation: extString(ext[ExtConversation]),

@@ -20,8 +20,10 @@ var schemaFS embed.FS
 var (
 	compileOnce sync.Once
 	compiled    map[string]*jsonschema.Schema
-	compileErr  error
-	printer     = message.NewPrinter(language.English)
+	// fast holds the schemas fastValid can check, by name.
+	fast       map[string]*fnode
+	compileErr error
+	printer    = message.NewPrinter(language.English)
 )
 
 // SchemaJSON returns the JSON Schema document of an event type or of one of
@@ -39,6 +41,7 @@ func compileAll() {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	compiled = make(map[string]*jsonschema.Schema, len(AllTypes)+len(AllDocuments))
+	fast = make(map[string]*fnode, len(AllTypes)+len(AllDocuments))
 	for _, t := range append(slices.Clone(AllTypes), AllDocuments...) {
 		raw, err := SchemaJSON(t)
 		if err != nil {
@@ -61,6 +64,9 @@ func compileAll() {
 			return
 		}
 		compiled[t] = s
+		if f := compileFast(s); f != nil {
+			fast[t] = f
+		}
 	}
 }
 
@@ -87,6 +93,11 @@ func Validate(eventType string, data []byte) error {
 	s, ok := compiled[eventType]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownType, eventType)
+	}
+	// The fast path answers for what conforms; the library reads anything
+	// else and names what is wrong.
+	if f := fast[eventType]; f != nil && fastValid(f, data) {
+		return nil
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams/bus"
 )
 
@@ -19,11 +21,10 @@ import (
 // Header names as sdk-go writes them: "ce-" + the attribute or extension
 // name, lower case as given; nats.Header keys are case-sensitive.
 const (
-	cePrefix            = "ce-"
-	hdrSpecVersion      = "ce-specversion"
-	hdrContentType      = "content-type"
-	ceSpecVersionV1     = event.CloudEventsVersionV1
-	binaryEncodedFields = 9 // eight attributes + Nats-Msg-Id
+	cePrefix        = "ce-"
+	hdrSpecVersion  = "ce-specversion"
+	hdrContentType  = "content-type"
+	ceSpecVersionV1 = event.CloudEventsVersionV1
 )
 
 // extHeaders avoids building the header name of rein's own extensions.
@@ -40,17 +41,27 @@ var extHeaders = map[string]string{
 // (id, source, specversion, type, datacontenttype, dataschema, subject,
 // time), time as RFC 3339 with nanoseconds in its own zone, then every
 // extension formatted by fmt.Sprint, which may overwrite an attribute's
-// header as it does in sdk-go. It adds Nats-Msg-Id = id. ok is false for
+// header as it does in sdk-go. It adds Nats-Msg-Id = id, and
+// Nats-Expected-Stream = stream unless stream is "". ok is false for
 // anything but a 1.0 event context.
-func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
+func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
 	ec, ok := ev.Context.(*event.EventContextV1)
 	if !ok || ec == nil {
 		return nil, false
 	}
 	// One backing array for every value slice; each slice is capped at one
 	// element so that an Add on the result cannot write into its neighbour.
-	vals := make([]string, 0, binaryEncodedFields+len(ec.Extensions))
-	h = make(nats.Header, binaryEncodedFields+len(ec.Extensions))
+	// Sized to what is written: a map with room for a few more entries
+	// than it holds can take twice the memory.
+	n := 3 + len(ec.Extensions) // source, specversion, Nats-Msg-Id
+	for _, set := range []bool{ec.ID != "", ec.Type != "", ec.DataContentType != nil, ec.DataSchema != nil,
+		ec.Subject != nil, ec.Time != nil, stream != ""} {
+		if set {
+			n++
+		}
+	}
+	vals := make([]string, 0, n)
+	h = make(nats.Header, n)
 	set := func(k, v string) {
 		vals = append(vals, v)
 		n := len(vals)
@@ -88,7 +99,21 @@ func binaryHeader(ev *event.Event) (h nats.Header, ok bool) {
 		set(k, formatExtension(v))
 	}
 	set(bus.HeaderMsgID, ec.ID)
+	if stream != "" {
+		set(jetstream.ExpectedStreamHeader, stream)
+	}
 	return h, true
+}
+
+// setSource is ec.SetSource(s) with the source parsed once
+// (schemas.SourceRef).
+func setSource(ec *event.EventContextV1, s string) error {
+	u, err := schemas.SourceRef(s)
+	if err != nil {
+		return err
+	}
+	ec.Source = u
+	return nil
 }
 
 // formatExtension is fmt.Sprint(v), the formatting sdk-go applies, without
@@ -156,7 +181,7 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 			case "ce-id":
 				bit, err = attrID, ec.SetID(val)
 			case "ce-source":
-				bit, err = attrSource, ec.SetSource(val)
+				bit, err = attrSource, setSource(ec, val)
 			case hdrSpecVersion:
 				// Only the exact key can be here alone with "1.0"; a case
 				// variant is a second key for the same attribute.
@@ -180,7 +205,17 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 				if _, dup := ec.Extensions[strings.ToLower(name)]; dup {
 					return nil, false
 				}
-				err = ec.SetExtension(name, val)
+				if extHeaders[name] != k {
+					err = ec.SetExtension(name, val)
+					break
+				}
+				// One of rein's own, under its exact header: what
+				// SetExtension does for a lower-case name that is no
+				// attribute and a string value, without its checks.
+				if ec.Extensions == nil {
+					ec.Extensions = make(map[string]any, len(extHeaders))
+				}
+				ec.Extensions[name] = val
 			}
 		default:
 			continue

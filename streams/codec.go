@@ -13,6 +13,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams/bus"
 )
@@ -45,14 +46,25 @@ const MaxPayloadBytes = 1 << 20
 // The message carries Nats-Msg-Id = event id for stream de-duplication.
 // The body shares the event's data bytes.
 func Encode(subject string, ev *event.Event) (*nats.Msg, error) {
-	if hdr, ok := binaryHeader(ev); ok {
+	return encodeFor("", subject, ev)
+}
+
+// encodeFor is Encode with the Nats-Expected-Stream header of stream
+// written with the others (none when stream is ""), so that the publisher
+// does not add it in an allocation of its own.
+func encodeFor(stream, subject string, ev *event.Event) (*nats.Msg, error) {
+	if hdr, ok := binaryHeader(ev, stream); ok {
 		var body []byte
 		if d := ev.Data(); len(d) > 0 {
 			body = d
 		}
 		return &nats.Msg{Subject: subject, Header: hdr, Data: body}, nil
 	}
-	return sdkEncode(subject, ev)
+	m, err := sdkEncode(subject, ev)
+	if err == nil && stream != "" {
+		m.Header.Set(jetstream.ExpectedStreamHeader, stream)
+	}
+	return m, err
 }
 
 // sdkEncode is Encode through sdk-go's binding: the reference for

@@ -143,7 +143,7 @@ func TestEncodeMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, direct := binaryHeader(ev); direct != (ev.SpecVersion() == event.CloudEventsVersionV1) {
+			if _, direct := binaryHeader(ev, ""); direct != (ev.SpecVersion() == event.CloudEventsVersionV1) {
 				t.Errorf("direct path taken = %v for spec version %s", direct, ev.SpecVersion())
 			}
 			if !reflect.DeepEqual(got.Header, want.Header) {

@@ -109,7 +109,7 @@ func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, erro
 		if tp != "" {
 			o.Event.SetExtension(schemas.ExtTraceparent, tp)
 		}
-		m, err := Encode(o.Subject, o.Event)
+		m, err := encodeFor(o.Stream, o.Subject, o.Event)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +173,16 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				// own), and publishing sets headers: a copy each time.
 				m = retryCopy(m)
 			}
-			f, err := p.js.PublishMsgAsync(m, jetstream.WithExpectStream(outs[i].Stream))
+			// The expected stream as a header rather than an option:
+			// options cost an allocation per publish in the client.
+			// PublishAll's messages carry it from encodeFor already.
+			if m.Header == nil {
+				m.Header = nats.Header{}
+			}
+			if v := m.Header[jetstream.ExpectedStreamHeader]; len(v) != 1 || v[0] != outs[i].Stream {
+				m.Header.Set(jetstream.ExpectedStreamHeader, outs[i].Stream)
+			}
+			f, err := p.js.PublishMsgAsync(m)
 			if err != nil {
 				if !transient(err) {
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
