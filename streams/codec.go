@@ -207,14 +207,53 @@ func decodeWith(subject string, header nats.Header, data []byte, maxBytes int,
 
 // SubjectIDs extracts tenant and conversation from a per-conversation rein
 // subject (rein.<kind>.<tenant>.<conv>[.<more>]).
+// It returns substrings of subject: it runs on every delivery, so it must
+// not allocate.
 func SubjectIDs(subject string) (tenant, conv string, ok bool) {
-	parts := strings.Split(subject, ".")
-	if len(parts) < 4 || parts[0] != "rein" {
+	start, end, ok := subjectIDSpan(subject)
+	if !ok {
 		return "", "", false
 	}
-	switch parts[1] {
-	case "turns", "ingest", "detections", "tasks", "steps", "escalations", "reports", "feedback":
-		return parts[2], parts[3], true
+	key := subject[start:end]
+	dot := strings.IndexByte(key, '.')
+	return key[:dot], key[dot+1:], true
+}
+
+// ConversationKey is <tenant>.<conv> of a per-conversation rein subject,
+// a substring of it, and ok=false when the subject names no conversation.
+func ConversationKey(subject string) (key string, ok bool) {
+	start, end, ok := subjectIDSpan(subject)
+	if !ok {
+		return "", false
 	}
-	return "", "", false
+	return subject[start:end], true
+}
+
+// subjectIDSpan finds where <tenant>.<conv> lies in subject.
+func subjectIDSpan(subject string) (start, end int, ok bool) {
+	rest, found := strings.CutPrefix(subject, "rein.")
+	if !found {
+		return 0, 0, false
+	}
+	kind, rest, found := strings.Cut(rest, ".")
+	if !found {
+		return 0, 0, false
+	}
+	switch kind {
+	case "turns", "ingest", "detections", "tasks", "steps", "escalations", "reports", "feedback":
+	default:
+		return 0, 0, false
+	}
+	start = len(subject) - len(rest)
+	dot := strings.IndexByte(rest, '.')
+	if dot < 0 {
+		return 0, 0, false
+	}
+	end = start + dot + 1
+	if next := strings.IndexByte(rest[dot+1:], '.'); next >= 0 {
+		end += next
+	} else {
+		end = len(subject)
+	}
+	return start, end, true
 }

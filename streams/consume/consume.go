@@ -478,8 +478,8 @@ func (c *Consumer) depth() (queued, conversations int) {
 
 // key is a message's conversation: <tenant>.<conv> from its subject.
 func (c *Consumer) key(subject string) string {
-	if t, conv, ok := streams.SubjectIDs(subject); ok {
-		return t + "." + conv
+	if k, ok := streams.ConversationKey(subject); ok {
+		return k
 	}
 	return subject
 }
