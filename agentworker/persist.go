@@ -248,8 +248,8 @@ func (st store) publish(ctx context.Context, subject string, data []byte, opts .
 	if err != nil {
 		return nil, err
 	}
-	bound := time.NewTimer(st.ackTimeout())
-	defer bound.Stop()
+	bound := streams.AckTimer(st.ackTimeout())
+	defer streams.ReleaseAckTimer(bound)
 	select {
 	case ack := <-f.Ok():
 		return ack, nil

@@ -164,7 +164,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 		}
 		futures := make([]jetstream.PubAckFuture, len(pending))
 		var failed []int
-		acksBy := time.NewTimer(p.ackTimeout)
+		acksBy := AckTimer(p.ackTimeout)
 		for k, i := range pending {
 			m := msgs[i]
 			if attempt > 0 {
@@ -185,6 +185,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			f, err := p.js.PublishMsgAsync(m)
 			if err != nil {
 				if !transient(err) {
+					ReleaseAckTimer(acksBy)
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
 				}
 				lastErr = err
@@ -222,7 +223,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				took(ack)
 			case err := <-f.Err():
 				if !transient(err) {
-					acksBy.Stop()
+					ReleaseAckTimer(acksBy)
 					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
 				}
 				lastErr = err
@@ -234,11 +235,11 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				lastErr = fmt.Errorf("%w: no acknowledgement within %s", jetstream.ErrAsyncPublishTimeout, p.ackTimeout)
 				failed = append(failed, i)
 			case <-ctx.Done():
-				acksBy.Stop()
+				ReleaseAckTimer(acksBy)
 				return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, ctx.Err())
 			}
 		}
-		acksBy.Stop()
+		ReleaseAckTimer(acksBy)
 		pending = failed
 	}
 	if len(pending) > 0 {
