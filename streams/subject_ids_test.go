@@ -71,3 +71,24 @@ func TestSubjectIDsDoNotAllocate(t *testing.T) {
 		t.Fatalf("allocations per call = %v, want 0", n)
 	}
 }
+
+var sinkKey string
+
+// BenchmarkConversationKey compares the consumer's key from the subject
+// with the split-and-join reading it replaced.
+func BenchmarkConversationKey(b *testing.B) {
+	const s = "rein.turns.acme.conv-0001"
+	b.Run("split-join", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			t, c, _ := splitIDs(s)
+			sinkKey = t + "." + c
+		}
+	})
+	b.Run("span", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkKey, _ = streams.ConversationKey(s)
+		}
+	})
+}
