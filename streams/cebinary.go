@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -61,7 +62,11 @@ func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
 		}
 	}
 	vals := make([]string, 0, n)
-	h = make(nats.Header, n)
+	if pooled, _ := headerMaps.Get().(nats.Header); pooled != nil {
+		h = pooled
+	} else {
+		h = make(nats.Header, n)
+	}
 	set := func(k, v string) {
 		vals = append(vals, v)
 		n := len(vals)
@@ -230,4 +235,26 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 		ev.DataEncoded = data
 	}
 	return ev, true
+}
+
+// headerMaps holds the header maps of messages the Publisher has seen
+// acknowledged (see releaseHeader): a map per message is a large share of
+// what a turn allocates.
+var headerMaps sync.Pool
+
+// maxPooledHeader is the most entries a map may hold and still be kept: an
+// event with unusually many extensions does not keep a large map alive.
+const maxPooledHeader = 32
+
+// releaseHeader hands h back for the next binaryHeader. Only for a map no
+// one reads again: nats.go re-reads a pending message's header when it
+// resends it (on "no responders"), and forgets the message once it is
+// acknowledged (rein's connection sets no ack callback, which would also
+// see it).
+func releaseHeader(h nats.Header) {
+	if h == nil || len(h) > maxPooledHeader {
+		return
+	}
+	clear(h)
+	headerMaps.Put(h)
 }

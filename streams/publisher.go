@@ -115,7 +115,17 @@ func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, erro
 		}
 		msgs[i] = m
 	}
-	return p.publishMsgs(ctx, outs, msgs)
+	seqs, once, err := p.publishMsgsDup(ctx, outs, msgs, nil)
+	if err == nil && once {
+		// Every message was acknowledged on its only attempt: the client
+		// is done with them, and they never left this call. A message
+		// sent again may still be pending in the client under its old
+		// header, so its map is left to the collector.
+		for _, m := range msgs {
+			releaseHeader(m.Header)
+		}
+	}
+	return seqs, err
 }
 
 // PublishMsg stores a pre-encoded message (used by ingress and replay).
@@ -131,7 +141,7 @@ func (p *Publisher) PublishMsg(ctx context.Context, stream string, msg *nats.Msg
 // took it as a duplicate of one stored before (whose sequence it returns).
 func (p *Publisher) publishOne(ctx context.Context, stream string, msg *nats.Msg) (uint64, bool, error) {
 	dups := make([]bool, 1)
-	seqs, err := p.publishMsgsDup(ctx, []Out{{Stream: stream, Subject: msg.Subject}}, []*nats.Msg{msg}, dups)
+	seqs, _, err := p.publishMsgsDup(ctx, []Out{{Stream: stream, Subject: msg.Subject}}, []*nats.Msg{msg}, dups)
 	if err != nil {
 		return 0, false, err
 	}
@@ -139,13 +149,15 @@ func (p *Publisher) publishOne(ctx context.Context, stream string, msg *nats.Msg
 }
 
 func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Msg) ([]uint64, error) {
-	return p.publishMsgsDup(ctx, outs, msgs, nil)
+	seqs, _, err := p.publishMsgsDup(ctx, outs, msgs, nil)
+	return seqs, err
 }
 
 // publishMsgsDup is publishMsgs, recording in dups (when not nil) which
-// messages the stream reported as duplicates.
-func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats.Msg, dups []bool) ([]uint64, error) {
-	seqs := make([]uint64, len(msgs))
+// messages the stream reported as duplicates, and telling whether every
+// message was sent in one attempt.
+func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats.Msg, dups []bool) (seqs []uint64, once bool, err error) {
+	seqs = make([]uint64, len(msgs))
 	if dups == nil {
 		dups = make([]bool, len(msgs))
 	}
@@ -159,7 +171,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 	for ; len(pending) > 0 && (attempt < p.attempts || time.Since(start) < p.retryFor); attempt++ {
 		if attempt > 0 {
 			if err := Sleep(ctx, p.backoff<<min(attempt-1, 5)); err != nil {
-				return nil, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
+				return nil, false, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
 			}
 		}
 		futures := make([]jetstream.PubAckFuture, len(pending))
@@ -186,7 +198,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			if err != nil {
 				if !transient(err) {
 					ReleaseAckTimer(acksBy)
-					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
+					return nil, false, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
 				}
 				lastErr = err
 				failed = append(failed, i)
@@ -224,7 +236,7 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 			case err := <-f.Err():
 				if !transient(err) {
 					ReleaseAckTimer(acksBy)
-					return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
+					return nil, false, fmt.Errorf("publish to %s: %w", msgs[i].Subject, err)
 				}
 				lastErr = err
 				failed = append(failed, i)
@@ -236,24 +248,24 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				failed = append(failed, i)
 			case <-ctx.Done():
 				ReleaseAckTimer(acksBy)
-				return nil, fmt.Errorf("publish to %s: %w", msgs[i].Subject, ctx.Err())
+				return nil, false, fmt.Errorf("publish to %s: %w", msgs[i].Subject, ctx.Err())
 			}
 		}
 		ReleaseAckTimer(acksBy)
 		pending = failed
 	}
 	if len(pending) > 0 {
-		return nil, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w: %w%s", msgs[pending[0]].Subject, attempt,
+		return nil, false, fmt.Errorf("publish to %s: gave up after %d attempts in %s: %w: %w%s", msgs[pending[0]].Subject, attempt,
 			time.Since(start).Round(time.Millisecond), ErrUnavailable, lastErr, leaderHint(lastErr))
 	}
 	for i, dup := range dups {
 		if dup {
 			if err := p.checkDuplicate(ctx, outs[i].Stream, msgs[i], seqs[i]); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 	}
-	return seqs, nil
+	return seqs, attempt == 1, nil
 }
 
 // eventHeaders name what identifies a rein event in binary mode.
