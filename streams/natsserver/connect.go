@@ -130,7 +130,9 @@ func connectHint(c ConnectConfig, err error) string {
 // change or a reconnect) is resolved with ErrAsyncPublishTimeout after
 // streams.DefaultAckTimeout and removed from the pending set. Without that bound
 // such publishes stay pending for ever, and once the pending set is full
-// every later publish on the connection stalls.
+// every later publish on the connection stalls. It sets no ack or error
+// callback: such a callback would see a message after its acknowledgement,
+// when the Publisher has already handed its header map on for reuse.
 func NewJetStream(nc *nats.Conn) (jetstream.JetStream, error) {
 	return jetstream.New(nc, jetstream.WithPublishAsyncTimeout(streams.DefaultAckTimeout))
 }
