@@ -160,18 +160,7 @@ func storePipeline(b *testing.B, h *testutil.JS, n int) map[string]int {
 	b.Helper()
 	counts := map[string]int{}
 	var futures []jetstream.PubAckFuture
-	wait := func() {
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				b.Fatalf("publish: %v", err)
-			case <-time.After(time.Minute):
-				b.Fatal("publish: no ack")
-			}
-		}
-		futures = futures[:0]
-	}
+	wait := func() { futures = awaitAcks(b, futures) }
 	stored := 0
 	add := func(stream, subject, typ, id string, m schemas.Meta, at time.Time, data any) {
 		if stored == n {

@@ -67,18 +67,7 @@ func bulkTurns(t testing.TB, js *testutil.JS, n, convs int) {
 		t.Fatal(err)
 	}
 	var futures []jetstream.PubAckFuture
-	wait := func() {
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				t.Fatalf("publish: %v", err)
-			case <-time.After(time.Minute):
-				t.Fatal("publish: no ack")
-			}
-		}
-		futures = futures[:0]
-	}
+	wait := func() { futures = awaitAcks(t, futures) }
 	for i := range n {
 		c := i % convs
 		turn := i/convs + 1
@@ -129,4 +118,20 @@ func readAll(t testing.TB, js *testutil.JS, sel Selection) []Record {
 		t.Fatalf("read %+v: %v", sel, err)
 	}
 	return out
+}
+
+// awaitAcks waits for every publish's acknowledgement, failing tb on an
+// error or a minute without one, and returns futures emptied for reuse.
+func awaitAcks(tb testing.TB, futures []jetstream.PubAckFuture) []jetstream.PubAckFuture {
+	tb.Helper()
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			tb.Fatalf("publish: %v", err)
+		case <-time.After(time.Minute):
+			tb.Fatal("publish: no ack")
+		}
+	}
+	return futures[:0]
 }
