@@ -111,9 +111,17 @@ func sdkEvent(typ, id, source string, m Meta, now time.Time) cloudevents.Event {
 	return e
 }
 
+// directContext is an event context with what its pointers point to, so
+// that the context of a stage's output is one allocation, not four.
+type directContext struct {
+	ec       event.EventContextV1
+	ct, conv string
+	time     types.Timestamp
+}
+
 // directEvent builds the event sdkEvent builds, in one allocation of the
-// context and one of its extensions, with the source parsed once
-// (SourceRef). It declines (ok false) what a setter would change or
+// context (directContext) and one of its extensions, with the source parsed
+// once (SourceRef). It declines (ok false) what a setter would change or
 // refuse: an id, type or conversation with surrounding space, or a source
 // that does not parse. Tenant and conversation are checked ids already.
 func directEvent(typ, id, source string, m Meta, now time.Time) (cloudevents.Event, bool) {
@@ -129,24 +137,27 @@ func directEvent(typ, id, source string, m Meta, now time.Time) (cloudevents.Eve
 		n++
 	}
 	ext := make(map[string]any, n)
+	// A string put in an interface is an allocation: the conversation's is
+	// shared by both extensions that carry it.
+	conv := any(m.Conversation)
 	ext[ExtTenant] = m.Tenant
-	ext[ExtConversation] = m.Conversation
+	ext[ExtConversation] = conv
 	ext[ExtTurn] = turnValue(m.Turn)
-	ext[ExtPartitionKey] = m.Conversation
+	ext[ExtPartitionKey] = conv
 	if m.Traceparent != "" {
 		ext[ExtTraceparent] = m.Traceparent
 	}
-	ct, conv := DataContentType, m.Conversation
-	ec := &event.EventContextV1{
+	d := &directContext{ct: DataContentType, conv: m.Conversation, time: types.Timestamp{Time: now}}
+	d.ec = event.EventContextV1{
 		ID:              id,
 		Source:          src,
 		Type:            typ,
-		DataContentType: &ct,
-		Subject:         &conv,
-		Time:            &types.Timestamp{Time: now},
+		DataContentType: &d.ct,
+		Subject:         &d.conv,
+		Time:            &d.time,
 		Extensions:      ext,
 	}
-	return cloudevents.Event{Context: ec}, true
+	return cloudevents.Event{Context: &d.ec}, true
 }
 
 // Parsed sources, so that building or reading an event does not parse the

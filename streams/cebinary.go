@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/reinception/rein/schemas"
@@ -38,17 +39,36 @@ var extHeaders = map[string]string{
 }
 
 // binaryHeader writes the header of ev in binary content mode, as
-// nats_jetstream.WriteMsg does: each non-empty attribute in spec order
-// (id, source, specversion, type, datacontenttype, dataschema, subject,
-// time), time as RFC 3339 with nanoseconds in its own zone, then every
-// extension formatted by fmt.Sprint, which may overwrite an attribute's
-// header as it does in sdk-go. It adds Nats-Msg-Id = id, and
-// Nats-Expected-Stream = stream unless stream is "". ok is false for
-// anything but a 1.0 event context.
-func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
+// nats_jetstream.WriteMsg does (msgBuf.writeHeader), in a map of its own.
+func binaryHeader(ev *event.Event, stream string) (nats.Header, bool) {
+	var b msgBuf
+	if !b.writeHeader(ev, stream) {
+		return nil, false
+	}
+	return b.msg.Header, true
+}
+
+// msgBuf is a message with what its header is made of: the map and one
+// backing array for the values. The Publisher takes them from msgBufs and
+// hands them back (release) once the message is acknowledged: per message,
+// they were three of what a turn allocates.
+type msgBuf struct {
+	msg  nats.Msg
+	vals []string
+}
+
+// writeHeader writes the header of ev into b.msg.Header in binary content
+// mode, as nats_jetstream.WriteMsg does: each non-empty attribute in spec
+// order (id, source, specversion, type, datacontenttype, dataschema,
+// subject, time), time as RFC 3339 with nanoseconds in its own zone, then
+// every extension formatted by fmt.Sprint, which may overwrite an
+// attribute's header as it does in sdk-go. It adds Nats-Msg-Id = id, and
+// Nats-Expected-Stream = stream unless stream is "". It is false, writing
+// nothing, for anything but a 1.0 event context.
+func (b *msgBuf) writeHeader(ev *event.Event, stream string) bool {
 	ec, ok := ev.Context.(*event.EventContextV1)
 	if !ok || ec == nil {
-		return nil, false
+		return false
 	}
 	// One backing array for every value slice; each slice is capped at one
 	// element so that an Add on the result cannot write into its neighbour.
@@ -61,10 +81,12 @@ func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
 			n++
 		}
 	}
-	vals := make([]string, 0, n)
-	if pooled, _ := headerMaps.Get().(nats.Header); pooled != nil {
-		h = pooled
-	} else {
+	if cap(b.vals) < n {
+		b.vals = make([]string, 0, n)
+	}
+	vals := b.vals[:0]
+	h := b.msg.Header
+	if h == nil {
 		h = make(nats.Header, n)
 	}
 	set := func(k, v string) {
@@ -107,7 +129,8 @@ func binaryHeader(ev *event.Event, stream string) (h nats.Header, ok bool) {
 	if stream != "" {
 		set(jetstream.ExpectedStreamHeader, stream)
 	}
-	return h, true
+	b.msg.Header, b.vals = h, vals
+	return true
 }
 
 // setSource is ec.SetSource(s) with the source parsed once
@@ -169,7 +192,8 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 	if sv := h[hdrSpecVersion]; len(sv) == 0 || sv[0] != ceSpecVersionV1 {
 		return nil, false
 	}
-	ec := &event.EventContextV1{}
+	r := &readEvent{}
+	ec := &r.ec
 	var seen int
 	for k, v := range h {
 		if len(v) == 0 {
@@ -180,7 +204,8 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 		var err error
 		switch {
 		case k == hdrContentType:
-			bit, err = attrDataContentType, ec.SetDataContentType(val)
+			bit = attrDataContentType
+			ec.DataContentType = setIn(&r.ct, val)
 		case strings.HasPrefix(k, cePrefix):
 			switch strings.ToLower(k) {
 			case "ce-id":
@@ -194,15 +219,22 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 			case "ce-type":
 				bit, err = attrType, ec.SetType(val)
 			case "ce-datacontenttype":
-				bit, err = attrDataContentType, ec.SetDataContentType(val)
+				bit = attrDataContentType
+				ec.DataContentType = setIn(&r.ct, val)
 			case "ce-dataschema":
 				bit, err = attrDataSchema, ec.SetDataSchema(val)
 			case "ce-subject":
-				bit, err = attrSubject, ec.SetSubject(val)
+				bit = attrSubject
+				ec.Subject = setIn(&r.subject, val)
 			case "ce-time":
 				var t time.Time
 				if t, err = time.Parse(time.RFC3339Nano, val); err == nil {
-					err = ec.SetTime(t)
+					// SetTime, into r.
+					ec.Time = nil
+					if !t.IsZero() {
+						r.time = types.Timestamp{Time: t}
+						ec.Time = &r.time
+					}
 				}
 				bit = attrTime
 			default:
@@ -230,31 +262,60 @@ func binaryEvent(h nats.Header, data []byte) (*event.Event, bool) {
 		}
 		seen |= bit
 	}
-	ev := &event.Event{Context: ec}
+	ev := &r.ev
+	ev.Context = ec
 	if len(data) > 0 {
 		ev.DataEncoded = data
 	}
 	return ev, true
 }
 
-// headerMaps holds the header maps of messages the Publisher has seen
-// acknowledged (see releaseHeader): a map per message is a large share of
-// what a turn allocates.
-var headerMaps sync.Pool
+// readEvent is an event read by binaryEvent with its context and what the
+// context points to, so that reading one is one allocation, not five.
+type readEvent struct {
+	ev          event.Event
+	ec          event.EventContextV1
+	ct, subject string
+	time        types.Timestamp
+}
+
+// setIn is what SetDataContentType and SetSubject do, into field (a string
+// of a readEvent): the value trimmed, and nil for an empty one.
+func setIn(field *string, v string) *string {
+	if v = strings.TrimSpace(v); v == "" {
+		return nil
+	}
+	*field = v
+	return field
+}
+
+// msgBufs holds the messages the Publisher has seen acknowledged (see
+// release).
+var msgBufs sync.Pool
 
 // maxPooledHeader is the most entries a map may hold and still be kept: an
 // event with unusually many extensions does not keep a large map alive.
 const maxPooledHeader = 32
 
-// releaseHeader hands h back for the next binaryHeader. Only for a map no
-// one reads again: nats.go re-reads a pending message's header when it
-// resends it (on "no responders"), and forgets the message once it is
-// acknowledged (rein's connection sets no ack callback, which would also
-// see it).
-func releaseHeader(h nats.Header) {
-	if h == nil || len(h) > maxPooledHeader {
+// pooledMsg is a message from msgBufs for the Publisher to fill.
+func pooledMsg() *msgBuf {
+	if b, _ := msgBufs.Get().(*msgBuf); b != nil {
+		return b
+	}
+	return &msgBuf{}
+}
+
+// release hands b back for the next message. Only for a message no one
+// reads again: nats.go re-reads a pending message when it resends it (on
+// "no responders"), and forgets the message once it is acknowledged
+// (rein's connection sets no ack callback, which would also see it).
+func (b *msgBuf) release() {
+	if b == nil || len(b.msg.Header) > maxPooledHeader {
 		return
 	}
-	clear(h)
-	headerMaps.Put(h)
+	clear(b.msg.Header)
+	clear(b.vals)
+	b.msg = nats.Msg{Header: b.msg.Header}
+	b.vals = b.vals[:0]
+	msgBufs.Put(b)
 }

@@ -268,6 +268,9 @@ func checkDecodeEquivalence(t *testing.T, subject string, h nats.Header, data []
 	case !ok && !orderDependent && wantErr == nil:
 		t.Fatalf("direct reader declined a message sdk-go reads: %v", h)
 	}
+	if wantErr == nil && (validate1(want) == nil) != (want.Validate() == nil) {
+		t.Fatalf("validate1 says %v, Validate %v, for %#v", validate1(want), want.Validate(), want.Context)
+	}
 	if orderDependent {
 		return ok
 	}

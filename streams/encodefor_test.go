@@ -14,10 +14,11 @@ func TestEncodeForAddsTheExpectedStream(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		got, err := encodeFor("REIN_TURNS", equivSubject, ev)
-		if err != nil {
+		b := pooledMsg()
+		if err := encodeFor(b, "REIN_TURNS", equivSubject, ev); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		got := &b.msg
 		if v := got.Header.Values("Nats-Expected-Stream"); len(v) != 1 || v[0] != "REIN_TURNS" {
 			t.Errorf("%s: Nats-Expected-Stream = %q", name, v)
 		}

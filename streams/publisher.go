@@ -101,7 +101,13 @@ func (p *Publisher) Publish(ctx context.Context, stream, subject string, ev *eve
 // duplicate (same id within the window) is not an error: its original
 // sequence is returned.
 func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, error) {
-	msgs := make([]*nats.Msg, len(outs))
+	var bufsOf [smallBatch]*msgBuf
+	var msgsOf [smallBatch]*nats.Msg
+	bufs, msgs := bufsOf[:0], msgsOf[:0]
+	if len(outs) > smallBatch {
+		bufs, msgs = make([]*msgBuf, 0, len(outs)), make([]*nats.Msg, 0, len(outs))
+	}
+	bufs, msgs = bufs[:len(outs)], msgs[:len(outs)]
 	// Under a span (tracing on), the events carry it as their traceparent,
 	// so the next stage's span is its child.
 	tp := telemetry.TraceparentOf(ctx)
@@ -109,20 +115,20 @@ func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, erro
 		if tp != "" {
 			o.Event.SetExtension(schemas.ExtTraceparent, tp)
 		}
-		m, err := encodeFor(o.Stream, o.Subject, o.Event)
-		if err != nil {
+		b := pooledMsg()
+		if err := encodeFor(b, o.Stream, o.Subject, o.Event); err != nil {
 			return nil, err
 		}
-		msgs[i] = m
+		bufs[i], msgs[i] = b, &b.msg
 	}
 	seqs, once, err := p.publishMsgsDup(ctx, outs, msgs, nil)
 	if err == nil && once {
 		// Every message was acknowledged on its only attempt: the client
 		// is done with them, and they never left this call. A message
-		// sent again may still be pending in the client under its old
-		// header, so its map is left to the collector.
-		for _, m := range msgs {
-			releaseHeader(m.Header)
+		// sent again may still be pending in the client as it was, so it
+		// is left to the collector.
+		for _, b := range bufs {
+			b.release()
 		}
 	}
 	return seqs, err
@@ -158,12 +164,24 @@ func (p *Publisher) publishMsgs(ctx context.Context, outs []Out, msgs []*nats.Ms
 // message was sent in one attempt.
 func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats.Msg, dups []bool) (seqs []uint64, once bool, err error) {
 	seqs = make([]uint64, len(msgs))
+	// A call stores a handful of messages: its bookkeeping fits arrays on
+	// the stack.
+	var dupsOf [smallBatch]bool
+	var pendingOf [smallBatch]int
+	var futuresOf [smallBatch]jetstream.PubAckFuture
 	if dups == nil {
-		dups = make([]bool, len(msgs))
+		dups = dupsOf[:0]
+		if len(msgs) > smallBatch {
+			dups = make([]bool, 0, len(msgs))
+		}
+		dups = dups[:len(msgs)]
 	}
-	pending := make([]int, len(msgs))
-	for i := range pending {
-		pending[i] = i
+	pending := pendingOf[:0]
+	if len(msgs) > smallBatch {
+		pending = make([]int, 0, len(msgs))
+	}
+	for i := range msgs {
+		pending = append(pending, i)
 	}
 	var lastErr error
 	start := time.Now()
@@ -174,7 +192,12 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 				return nil, false, fmt.Errorf("publish: %w (last error: %v)", err, lastErr)
 			}
 		}
-		futures := make([]jetstream.PubAckFuture, len(pending))
+		futures := futuresOf[:0]
+		if len(pending) > smallBatch {
+			futures = make([]jetstream.PubAckFuture, 0, len(pending))
+		}
+		futures = futures[:len(pending)]
+		clear(futures)
 		var failed []int
 		acksBy := AckTimer(p.ackTimeout)
 		for k, i := range pending {
@@ -267,6 +290,10 @@ func (p *Publisher) publishMsgsDup(ctx context.Context, outs []Out, msgs []*nats
 	}
 	return seqs, attempt == 1, nil
 }
+
+// smallBatch is the most messages publishMsgsDup keeps track of without
+// allocating.
+const smallBatch = 8
 
 // eventHeaders name what identifies a rein event in binary mode.
 var eventHeaders = []string{bus.HeaderCEPrefix + "type", bus.HeaderCEPrefix + schemas.ExtTenant,
