@@ -192,6 +192,11 @@ func decodeWith(subject string, header nats.Header, data []byte, maxBytes int,
 	if err != nil {
 		return Decoded{}, fmt.Errorf("%w: not a CloudEvent: %v", ErrUndecodable, err)
 	}
+	return checkEvent(subject, ev, validate)
+}
+
+// checkEvent is what Decode checks of an event once it is read.
+func checkEvent(subject string, ev *event.Event, validate bool) (Decoded, error) {
 	if err := validate1(ev); err != nil {
 		return Decoded{}, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
@@ -211,6 +216,60 @@ func decodeWith(subject string, header nats.Header, data []byte, maxBytes int,
 		}
 	}
 	return Decoded{Event: ev, Meta: meta, Subject: subject}, nil
+}
+
+// EncodeChecked is Encode and then DecodeEnvelope of the message, for the
+// ingress, which stores what a consumer will take. An event that reading
+// its message back would give unchanged (readsBack) is checked as it is,
+// not read again: one decode per hop.
+func EncodeChecked(subject string, ev *event.Event, maxBytes int) (*nats.Msg, Decoded, error) {
+	msg, err := Encode(subject, ev)
+	if err != nil {
+		return nil, Decoded{}, err
+	}
+	if !readsBack(ev) {
+		d, err := DecodeEnvelope(msg.Subject, msg.Header, msg.Data, maxBytes)
+		return msg, d, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxEventBytes
+	}
+	data := ev.Data()
+	if len(data) > maxBytes {
+		return nil, Decoded{}, fmt.Errorf("%w: oversize: %d bytes exceeds the %d-byte limit", ErrUndecodable, len(data), maxBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, Decoded{}, fmt.Errorf("%w: body is not valid UTF-8", ErrUndecodable)
+	}
+	d, err := checkEvent(subject, ev, false)
+	return msg, d, err
+}
+
+// readsBack tells whether the event read from ev's binary-mode message
+// is ev: a 1.0 context whose attributes are as the context's setters leave
+// them (trimmed; nil, not empty), with no data schema, and only rein's
+// own extensions, as strings. Anything else, EncodeChecked reads back.
+func readsBack(ev *event.Event) bool {
+	ec, ok := ev.Context.(*event.EventContextV1)
+	if !ok || ec == nil || ev.FieldErrors != nil || ec.DataSchema != nil ||
+		ec.ID == "" || strings.TrimSpace(ec.ID) != ec.ID || strings.TrimSpace(ec.Type) != ec.Type ||
+		(ec.Time != nil && ec.Time.IsZero()) {
+		return false
+	}
+	for _, p := range []*string{ec.DataContentType, ec.Subject} {
+		if p != nil && (*p == "" || strings.TrimSpace(*p) != *p) {
+			return false
+		}
+	}
+	for name, v := range ec.Extensions {
+		if _, own := extHeaders[name]; !own {
+			return false
+		}
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // validate1 is ev.Validate(), which allocates a map, a copy of the context

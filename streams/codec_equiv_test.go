@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/url"
@@ -268,6 +269,9 @@ func checkDecodeEquivalence(t *testing.T, subject string, h nats.Header, data []
 	case !ok && !orderDependent && wantErr == nil:
 		t.Fatalf("direct reader declined a message sdk-go reads: %v", h)
 	}
+	if ok {
+		checkEncodeChecked(t, subject, got)
+	}
 	if wantErr == nil && (validate1(want) == nil) != (want.Validate() == nil) {
 		t.Fatalf("validate1 says %v, Validate %v, for %#v", validate1(want), want.Validate(), want.Context)
 	}
@@ -388,4 +392,32 @@ func FuzzDecodeEquivalence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, subject, header string, data []byte) {
 		checkDecodeEquivalence(t, subject, parseHeaderText(header), data)
 	})
+}
+
+// checkEncodeChecked: EncodeChecked, which checks an event that reads back
+// unchanged without reading it, answers what encoding it and decoding the
+// message answers.
+func checkEncodeChecked(t *testing.T, subject string, ev *event.Event) {
+	t.Helper()
+	msg, d, err := EncodeChecked(subject, ev, 0)
+	ref, errEnc := Encode(subject, ev)
+	if errEnc != nil {
+		if err == nil {
+			t.Fatalf("EncodeChecked took what Encode refuses (%v)", errEnc)
+		}
+		return
+	}
+	dRef, errRef := DecodeEnvelope(ref.Subject, ref.Header, ref.Data, 0)
+	if (err == nil) != (errRef == nil) {
+		t.Fatalf("EncodeChecked error %v, read back %v (reads back: %v) for %#v", err, errRef, readsBack(ev), ev.Context)
+	}
+	if err != nil {
+		return
+	}
+	if !reflect.DeepEqual(msg.Header, ref.Header) || !bytes.Equal(msg.Data, ref.Data) || msg.Subject != ref.Subject {
+		t.Fatalf("EncodeChecked message %v, Encode %v", msg.Header, ref.Header)
+	}
+	if d.Meta != dRef.Meta || d.Subject != dRef.Subject || d.Event.ID() != dRef.Event.ID() || d.Event.Type() != dRef.Event.Type() {
+		t.Fatalf("EncodeChecked decoded %+v, read back %+v", d, dRef)
+	}
 }

@@ -57,16 +57,17 @@ func PublishTurn(ctx context.Context, pub *Publisher, msg *nats.Msg) (TurnResult
 	if err != nil {
 		return TurnResult{}, err
 	}
-	return PublishTurnDecoded(ctx, pub, msg, d)
-}
-
-// PublishTurnDecoded is PublishTurn of a message already decoded (d) and
-// checked (the ingress decodes and checks before it stores).
-func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded) (TurnResult, error) {
 	var t schemas.Turn
 	if err := d.Payload(&t); err != nil {
 		return TurnResult{}, err
 	}
+	return PublishTurnDecoded(ctx, pub, msg, d, t)
+}
+
+// PublishTurnDecoded is PublishTurn of a message already decoded (d, with
+// t its payload) and checked: the ingress decodes and checks once before
+// it stores.
+func PublishTurnDecoded(ctx context.Context, pub *Publisher, msg *nats.Msg, d Decoded, t schemas.Turn) (TurnResult, error) {
 	if want := bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, t.Role); msg.Subject != want {
 		return TurnResult{}, fmt.Errorf("%w: a %s turn belongs on %s, not %s", ErrUndecodable, t.Role, want, msg.Subject)
 	}

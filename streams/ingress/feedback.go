@@ -35,3 +35,9 @@ func FeedbackSubjectOf(ev *event.Event) (subject, field string, err error) {
 	}
 	return bus.FeedbackSubject(meta.Tenant, meta.Conversation, f.Key()), "", nil
 }
+
+// checkFeedback is FeedbackSubjectOf for Ingress.check.
+func checkFeedback(ev *event.Event) (checked, string, error) {
+	subject, field, err := FeedbackSubjectOf(ev)
+	return checked{subject: subject}, field, err
+}

@@ -137,15 +137,15 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	subject, o := in.check(d.Event, kindTurn)
+	c, o := in.check(d.Event, kindTurn)
 	if o.code != 0 {
 		return o
 	}
-	if want := bus.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]); subject != bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]) {
+	if want := bus.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]); c.subject != bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]) {
 		return refused(http.StatusBadRequest, "data/role", fmt.Errorf("%w: the turn's role does not match its subject (%s)", streams.ErrUndecodable, want))
 	}
 	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
-	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, subject, kindTurn)
+	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, c, kindTurn)
 }
 
 // offerFeedback checks and stores a feedback event sent to
@@ -156,10 +156,10 @@ func (in *Ingress) offerFeedback(ctx context.Context, m *nats.Msg) offer {
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	subject, o := in.check(d.Event, kindFeedback)
+	c, o := in.check(d.Event, kindFeedback)
 	if o.code != 0 {
 		return o
 	}
 	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
-	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, subject, kindFeedback)
+	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, c, kindFeedback)
 }

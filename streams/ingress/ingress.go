@@ -51,9 +51,9 @@ type Ingress struct {
 	inFlight    map[string]int
 	inFlightMax int
 
-	// publish stores a checked turn, decoded (streams.PublishTurnDecoded;
-	// tests stand in for it).
-	publish func(context.Context, *streams.Publisher, *nats.Msg, streams.Decoded) (streams.TurnResult, error)
+	// publish stores a checked turn, decoded, with its payload
+	// (streams.PublishTurnDecoded; tests stand in for it).
+	publish func(context.Context, *streams.Publisher, *nats.Msg, streams.Decoded, schemas.Turn) (streams.TurnResult, error)
 }
 
 // DefaultTenantInFlight bounds each tenant's HTTP requests in flight.
@@ -192,17 +192,24 @@ func (in *Ingress) refuse(w http.ResponseWriter, code int, field, format string,
 
 // kind is what the ingress takes: turns, or feedback (feedback.go).
 type kind struct {
-	// subjectOf checks an offered event and names its subject.
-	subjectOf func(*event.Event) (subject, field string, err error)
+	// checkOf checks an offered event and names its subject.
+	checkOf func(*event.Event) (c checked, field string, err error)
 	stream    string
 	// feedback: stored with PublishFeedback, else with Ingress.publish.
 	feedback bool
 }
 
 var (
-	kindTurn     = kind{subjectOf: TurnSubjectOf, stream: bus.StreamTurns}
-	kindFeedback = kind{subjectOf: FeedbackSubjectOf, stream: bus.StreamFeedback, feedback: true}
+	kindTurn     = kind{checkOf: checkTurn, stream: bus.StreamTurns}
+	kindFeedback = kind{checkOf: checkFeedback, stream: bus.StreamFeedback, feedback: true}
 )
+
+// checked is an offered event as check found it: its subject, and its
+// payload when it is a turn, parsed once for the checks and the store.
+type checked struct {
+	subject string
+	turn    schemas.Turn
+}
 
 // Feedback is the handler of POST /v1/feedback: a dev.rein.feedback.v1
 // event, authenticated, bound to its tenant and answered as turns are.
@@ -225,11 +232,12 @@ func (in *Ingress) serveHTTP(w http.ResponseWriter, r *http.Request, k kind) {
 		in.refuse(w, http.StatusBadRequest, "", "not a CloudEvent: %v", err)
 		return
 	}
-	subject, o := in.check(ev, k)
+	c, o := in.check(ev, k)
 	if o.code != 0 {
 		in.refuse(w, o.code, o.field, "%s", o.why)
 		return
 	}
+	subject := c.subject
 	// Every kind's subject names its tenant; a request without one is
 	// refused, never let through unauthenticated.
 	tenant, _, ok := streams.SubjectIDs(subject)
@@ -262,7 +270,7 @@ func (in *Ingress) serveHTTP(w http.ResponseWriter, r *http.Request, k kind) {
 	defer in.leave(tenant)
 	// The turn's traceparent: the event's, else the request's.
 	parent, _ := ev.Extensions()[schemas.ExtTraceparent].(string)
-	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, subject, k)
+	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, c, k)
 	in.requests.WithLabelValues("http", o.outcome).Inc()
 	if o.code == http.StatusServiceUnavailable {
 		// The publisher retried for its window (a leader election fits in
@@ -293,42 +301,39 @@ func refused(code int, field string, err error) offer {
 
 // check is what both transports check of an offered event before anything
 // else: its size, and that it is of the kind with valid ids and payload.
-// It returns the event's subject, or the refusal.
-func (in *Ingress) check(ev *event.Event, k kind) (string, offer) {
+// It returns what it found, or the refusal.
+func (in *Ingress) check(ev *event.Event, k kind) (checked, offer) {
 	if len(ev.Data()) > in.maxBytes {
-		return "", refused(http.StatusRequestEntityTooLarge, "data", fmt.Errorf("data exceeds the %d-byte limit", in.maxBytes))
+		return checked{}, refused(http.StatusRequestEntityTooLarge, "data", fmt.Errorf("data exceeds the %d-byte limit", in.maxBytes))
 	}
-	subject, field, err := k.subjectOf(ev)
+	c, field, err := k.checkOf(ev)
 	if err != nil {
-		return "", refused(http.StatusBadRequest, field, err)
+		return checked{}, refused(http.StatusBadRequest, field, err)
 	}
-	return subject, offer{}
+	return c, offer{}
 }
 
 // store stores a checked turn on its subject (PublishTurn: under the id
 // rein derives, a conflict dead-lettered), within the turn's span.
-func (in *Ingress) store(ctx context.Context, ev *event.Event, subject string, k kind) offer {
+func (in *Ingress) store(ctx context.Context, ev *event.Event, c checked, k kind) offer {
 	ctx, span := telemetry.Tracer().Start(ctx, "rein.ingress", trace.WithSpanKind(trace.SpanKindProducer))
 	defer span.End()
 	if tp := telemetry.TraceparentOf(ctx); tp != "" {
 		ev.SetExtension(schemas.ExtTraceparent, tp)
 	}
-	msg, err := streams.Encode(subject, ev)
-	if err != nil {
-		return refused(http.StatusBadRequest, "", err)
-	}
 	// What every consumer checks of the message as encoded (its data was
 	// validated by check, once); a turn refused here would only have been
 	// dead-lettered later.
-	d, err := streams.DecodeEnvelope(msg.Subject, msg.Header, msg.Data, in.maxBytes)
+	msg, d, err := streams.EncodeChecked(c.subject, ev, in.maxBytes)
 	if err != nil {
 		return refused(http.StatusBadRequest, fieldOf(err), err)
 	}
-	publish := in.publish
+	var res streams.TurnResult
 	if k.feedback {
-		publish = streams.PublishFeedback
+		res, err = streams.PublishFeedback(ctx, in.pub, msg, d)
+	} else {
+		res, err = in.publish(ctx, in.pub, msg, d, c.turn)
 	}
-	res, err := publish(ctx, in.pub, msg, d)
 	switch {
 	case streams.IsConflict(err):
 		return offer{code: http.StatusConflict, outcome: "conflict", field: "data", why: err.Error(), res: res, deadLettered: true}
@@ -359,27 +364,34 @@ func eventFromHTTP(r *http.Request) (*event.Event, error) {
 // and returns the subject it belongs on; on error, field names the
 // offending attribute or data field.
 func TurnSubjectOf(ev *event.Event) (subject, field string, err error) {
+	c, field, err := checkTurn(ev)
+	return c.subject, field, err
+}
+
+// checkTurn is TurnSubjectOf with the turn's payload.
+func checkTurn(ev *event.Event) (c checked, field string, err error) {
 	if ev.Type() != schemas.TypeTurn {
-		return "", "type", fmt.Errorf("type %q: only %s is accepted here", ev.Type(), schemas.TypeTurn)
+		return c, "type", fmt.Errorf("type %q: only %s is accepted here", ev.Type(), schemas.TypeTurn)
 	}
 	meta, err := schemas.MetaOf(ev)
 	if err != nil {
-		return "", fieldOf(err), err
+		return c, fieldOf(err), err
 	}
 	if err := schemas.Validate(ev.Type(), ev.Data()); err != nil {
-		return "", fieldOf(err), err
+		return c, fieldOf(err), err
 	}
-	var t schemas.Turn
-	if err := json.Unmarshal(ev.Data(), &t); err != nil {
-		return "", "data", err
+	t := &c.turn
+	if err := json.Unmarshal(ev.Data(), t); err != nil {
+		return c, "data", err
 	}
 	if _, ok := ev.Extensions()[schemas.ExtTurn]; ok && t.Turn != 0 && t.Turn != meta.Turn {
-		return "", "turn", fmt.Errorf("turn extension %d disagrees with data.turn %d", meta.Turn, t.Turn)
+		return c, "turn", fmt.Errorf("turn extension %d disagrees with data.turn %d", meta.Turn, t.Turn)
 	}
 	if t.Role == schemas.RoleUser && t.Turn == 0 && meta.Turn == 0 {
-		return "", "turn", fmt.Errorf("a user turn needs its number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply")
+		return c, "turn", fmt.Errorf("a user turn needs its number (the turn extension or data.turn, from 1): it names the turn's detection, task and reply")
 	}
-	return bus.TurnSubject(meta.Tenant, meta.Conversation, t.Role), "", nil
+	c.subject = bus.TurnSubject(meta.Tenant, meta.Conversation, t.Role)
+	return c, "", nil
 }
 
 // fieldOf names the field an error is about, from its type
