@@ -194,7 +194,7 @@ func (in *Ingress) refuse(w http.ResponseWriter, code int, field, format string,
 type kind struct {
 	// checkOf checks an offered event and names its subject.
 	checkOf func(*event.Event) (c checked, field string, err error)
-	stream    string
+	stream  string
 	// feedback: stored with PublishFeedback, else with Ingress.publish.
 	feedback bool
 }
