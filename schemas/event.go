@@ -189,16 +189,25 @@ func SourceRef(s string) (types.URIRef, error) {
 	return ref, nil
 }
 
+// extensionsOf is e's extensions, read in place for a 1.0 event:
+// Extensions() copies the map on every call. Never modify the result.
+func extensionsOf(e *cloudevents.Event) map[string]any {
+	if ec, ok := e.Context.(*event.EventContextV1); ok {
+		return ec.Extensions
+	}
+	return e.Extensions()
+}
+
+// Extension is e.Extensions()[name] without the copy of the map.
+func Extension(e *cloudevents.Event, name string) (any, bool) {
+	v, ok := extensionsOf(e)[name]
+	return v, ok
+}
+
 // MetaOf reads and checks rein's extensions from an event. The turn
 // extension is optional (0 when absent).
 func MetaOf(e *cloudevents.Event) (Meta, error) {
-	var ext map[string]any
-	if ec, ok := e.Context.(*event.EventContextV1); ok {
-		// Read in place: Extensions() copies the map on every call.
-		ext = ec.Extensions
-	} else {
-		ext = e.Extensions()
-	}
+	ext := extensionsOf(e)
 	m := Meta{
 		Tenant:       extString(ext[ExtTenant]),
 		Conversation: extString(ext[ExtConversation]),

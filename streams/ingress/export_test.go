@@ -15,3 +15,6 @@ func SetIngressPublish(in *Ingress, f func(context.Context, *streams.Publisher, 
 		return f(ctx, pub, m)
 	}
 }
+
+// BinaryHTTPEvent is binaryHTTPEvent, for the equivalence test.
+var BinaryHTTPEvent = binaryHTTPEvent

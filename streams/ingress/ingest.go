@@ -144,7 +144,8 @@ func (in *Ingress) offerNATS(ctx context.Context, m *nats.Msg) offer {
 	if want := bus.IngestSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]); c.subject != bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, tokens[4]) {
 		return refused(http.StatusBadRequest, "data/role", fmt.Errorf("%w: the turn's role does not match its subject (%s)", streams.ErrUndecodable, want))
 	}
-	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
+	tp, _ := schemas.Extension(d.Event, schemas.ExtTraceparent)
+	parent, _ := tp.(string)
 	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, c, kindTurn)
 }
 
@@ -160,6 +161,7 @@ func (in *Ingress) offerFeedback(ctx context.Context, m *nats.Msg) offer {
 	if o.code != 0 {
 		return o
 	}
-	parent, _ := d.Event.Extensions()[schemas.ExtTraceparent].(string)
+	tp, _ := schemas.Extension(d.Event, schemas.ExtTraceparent)
+	parent, _ := tp.(string)
 	return in.store(telemetry.ContextWithTraceparent(ctx, parent), d.Event, c, kindFeedback)
 }

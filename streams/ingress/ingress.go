@@ -12,9 +12,11 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/binding/format"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/nats-io/nats.go"
@@ -269,7 +271,8 @@ func (in *Ingress) serveHTTP(w http.ResponseWriter, r *http.Request, k kind) {
 	}
 	defer in.leave(tenant)
 	// The turn's traceparent: the event's, else the request's.
-	parent, _ := ev.Extensions()[schemas.ExtTraceparent].(string)
+	tp, _ := schemas.Extension(ev, schemas.ExtTraceparent)
+	parent, _ := tp.(string)
 	o = in.store(telemetry.ContextWithTraceparent(r.Context(), cmp.Or(parent, r.Header.Get("traceparent"))), ev, c, k)
 	in.requests.WithLabelValues("http", o.outcome).Inc()
 	if o.code == http.StatusServiceUnavailable {
@@ -350,14 +353,62 @@ func (in *Ingress) store(ctx context.Context, ev *event.Event, c checked, k kind
 // extension may be any integer up to 2^53-1 (sdk-go reads a number there
 // as a 32-bit CloudEvents Integer and refuses larger ones).
 func eventFromHTTP(r *http.Request) (*event.Event, error) {
-	if !isStructured(r.Header.Get("Content-Type")) {
+	ct := r.Header.Get("Content-Type")
+	structured := isStructured(ct)
+	// Binary mode 1.0, as sdk-go decides it, is read directly.
+	binary := !structured && format.Lookup(ct) == nil && isV1(r.Header["Ce-Specversion"])
+	if !structured && !binary {
 		return cehttp.NewEventFromHTTPRequest(r)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
 	}
-	return structuredEvent(body)
+	if structured {
+		return structuredEvent(body)
+	}
+	if ev, ok := binaryHTTPEvent(r.Header, body); ok {
+		return ev, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return cehttp.NewEventFromHTTPRequest(r)
+}
+
+func isV1(specversion []string) bool {
+	return len(specversion) > 0 && specversion[0] == event.CloudEventsVersionV1
+}
+
+// httpToNATS maps the binary-mode HTTP headers rein's platforms send to
+// their NATS binding names: each sets the same attribute or extension in
+// sdk-go's HTTP reader (which matches canonical keys exactly, and names
+// an extension by its key past "Ce-", first letter lower-cased) as its
+// NATS name does in its NATS reader.
+var httpToNATS = map[string]string{
+	"Ce-Id": "ce-id", "Ce-Source": "ce-source", "Ce-Specversion": "ce-specversion", "Ce-Type": "ce-type",
+	"Content-Type": "content-type", "Ce-Subject": "ce-subject", "Ce-Time": "ce-time",
+	"Ce-Tenant": "ce-tenant", "Ce-Conversation": "ce-conversation", "Ce-Turn": "ce-turn",
+	"Ce-Partitionkey": "ce-partitionkey", "Ce-Traceparent": "ce-traceparent",
+}
+
+// binaryHTTPEvent reads a binary-mode request as
+// cehttp.NewEventFromHTTPRequest does, through streams.ReadBinary, when
+// its CloudEvents headers are all of httpToNATS; ok is false for anything
+// else (another ce- header, a spec version but 1.0), left to sdk-go.
+func binaryHTTPEvent(h http.Header, body []byte) (*event.Event, bool) {
+	if !isV1(h["Ce-Specversion"]) {
+		return nil, false
+	}
+	nh := make(nats.Header, len(httpToNATS))
+	for k, v := range h {
+		nk, ok := httpToNATS[k]
+		switch {
+		case ok:
+			nh[nk] = v
+		case strings.HasPrefix(k, "Ce-"):
+			return nil, false
+		}
+	}
+	return streams.ReadBinary(nh, body)
 }
 
 // TurnSubjectOf checks that ev is a turn with valid ids, role and payload
@@ -384,7 +435,7 @@ func checkTurn(ev *event.Event) (c checked, field string, err error) {
 	if err := json.Unmarshal(ev.Data(), t); err != nil {
 		return c, "data", err
 	}
-	if _, ok := ev.Extensions()[schemas.ExtTurn]; ok && t.Turn != 0 && t.Turn != meta.Turn {
+	if _, ok := schemas.Extension(ev, schemas.ExtTurn); ok && t.Turn != 0 && t.Turn != meta.Turn {
 		return c, "turn", fmt.Errorf("turn extension %d disagrees with data.turn %d", meta.Turn, t.Turn)
 	}
 	if t.Role == schemas.RoleUser && t.Turn == 0 && meta.Turn == 0 {
