@@ -66,9 +66,12 @@ func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudeve
 	if err := CheckTurn(m.Turn); err != nil {
 		return cloudevents.Event{}, err
 	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return cloudevents.Event{}, fmt.Errorf("marshal %s: %w", typ, err)
+	raw, ok := appendPayload(nil, data)
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(data); err != nil {
+			return cloudevents.Event{}, fmt.Errorf("marshal %s: %w", typ, err)
+		}
 	}
 	if validate {
 		if err := Validate(typ, raw); err != nil {

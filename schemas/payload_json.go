@@ -1,0 +1,207 @@
+package schemas
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendPayload writes data as json.Marshal writes it, byte for byte, for
+// the payloads most of a turn's outputs carry (Turn, Task, Step), without
+// reflection; ok is false for anything else, and for a step whose
+// arguments json.Marshal would rewrite, which json.Marshal then writes.
+func appendPayload(b []byte, data any) ([]byte, bool) {
+	if n := payloadSize(data); n > 0 && b == nil {
+		b = make([]byte, 0, n)
+	}
+	switch p := data.(type) {
+	case Turn:
+		return p.appendJSON(b), true
+	case *Turn:
+		if p != nil {
+			return p.appendJSON(b), true
+		}
+	case Task:
+		return p.appendJSON(b), true
+	case *Task:
+		if p != nil {
+			return p.appendJSON(b), true
+		}
+	case Step:
+		return p.appendJSON(b)
+	case *Step:
+		if p != nil {
+			return p.appendJSON(b)
+		}
+	}
+	return b, false
+}
+
+// payloadSize is about how long appendPayload's output is (0: it does not
+// write data): the strings, the names and room for numbers and a few
+// escapes, so that it is written into one allocation.
+func payloadSize(data any) int {
+	switch p := data.(type) {
+	case Turn:
+		return 48 + len(p.Role) + len(p.Text)
+	case *Turn:
+		if p != nil {
+			return 48 + len(p.Role) + len(p.Text)
+		}
+	case Task:
+		return p.size()
+	case *Task:
+		if p != nil {
+			return p.size()
+		}
+	case Step:
+		return p.size()
+	case *Step:
+		if p != nil {
+			return p.size()
+		}
+	}
+	return 0
+}
+
+func (s *Step) size() int {
+	return 112 + len(s.Kind) + len(s.Name) + len(s.CallID) + len(s.Arguments) + len(s.Output)
+}
+
+func (t *Task) size() int {
+	n := 80 + len(t.UserText) + len(t.DetectionID)
+	if t.Inception != nil {
+		n += 64 + len(t.Inception.Thought) + len(t.Inception.ErrorType) + len(t.Inception.RecoveryTool)
+	}
+	return n
+}
+
+func (t *Turn) appendJSON(b []byte) []byte {
+	b = append(b, `{"role":`...)
+	b = appendJSONString(b, t.Role)
+	b = append(b, `,"text":`...)
+	b = appendJSONString(b, t.Text)
+	b = append(b, `,"turn":`...)
+	b = strconv.AppendInt(b, int64(t.Turn), 10)
+	return append(b, '}')
+}
+
+func (t *Task) appendJSON(b []byte) []byte {
+	b = append(b, `{"turn":`...)
+	b = strconv.AppendInt(b, int64(t.Turn), 10)
+	b = append(b, `,"user_text":`...)
+	b = appendJSONString(b, t.UserText)
+	if t.DetectionID != "" {
+		b = append(b, `,"detection_id":`...)
+		b = appendJSONString(b, t.DetectionID)
+	}
+	b = append(b, `,"inception":`...)
+	if in := t.Inception; in == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"thought":`...)
+		b = appendJSONString(b, in.Thought)
+		b = append(b, `,"error_type":`...)
+		b = appendJSONString(b, in.ErrorType)
+		b = append(b, `,"recovery_tool":`...)
+		b = appendJSONString(b, in.RecoveryTool)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func (s *Step) appendJSON(b []byte) ([]byte, bool) {
+	if len(s.Arguments) > 0 && !plainJSON(s.Arguments) {
+		return b, false
+	}
+	b = append(b, `{"turn":`...)
+	b = strconv.AppendInt(b, int64(s.Turn), 10)
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(s.Step), 10)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, s.Kind)
+	if s.Name != "" {
+		b = append(b, `,"name":`...)
+		b = appendJSONString(b, s.Name)
+	}
+	if s.CallID != "" {
+		b = append(b, `,"call_id":`...)
+		b = appendJSONString(b, s.CallID)
+	}
+	if len(s.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, s.Arguments...)
+	}
+	if s.Output != "" {
+		b = append(b, `,"output":`...)
+		b = appendJSONString(b, s.Output)
+	}
+	b = append(b, `,"injected":`...)
+	b = strconv.AppendBool(b, s.Injected)
+	return append(b, '}'), true
+}
+
+// plainJSON tells whether json.Marshal keeps raw JSON as it is: valid,
+// with no space to compact away and nothing it escapes (<, >, &, U+2028,
+// U+2029; the last two start with the byte 0xE2, so that byte is
+// refused).
+func plainJSON(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2:
+			return false
+		}
+	}
+	return json.Valid(raw)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string the way encoding/json does:
+// quote, backslash and control characters escaped (\b \f \n \r \t by
+// name, the rest as \u00XX), <, > and & as \u003c, \u003e, \u0026, U+2028
+// and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for len(s) > 0 {
+		n := 0
+		for n < len(s) && s[n] >= 0x20 && s[n] < utf8.RuneSelf && s[n] != '"' && s[n] != '\\' && s[n] != '<' && s[n] != '>' && s[n] != '&' {
+			n++
+		}
+		b = append(b, s[:n]...)
+		if s = s[n:]; len(s) == 0 {
+			break
+		}
+		if c := s[0]; c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			s = s[1:]
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			b = append(b, s[:size]...)
+		}
+		s = s[size:]
+	}
+	return append(b, '"')
+}
