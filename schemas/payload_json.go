@@ -205,3 +205,226 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// UnmarshalPayload is json.Unmarshal(data, out). For a *Turn or *Task in
+// data of the plain shape stages write (the fields' own names, strings
+// without escapes, integers without sign, fraction or exponent) it reads
+// the fields directly, as json.Unmarshal would set them; anything else
+// goes to json.Unmarshal, which also says what is wrong.
+func UnmarshalPayload(data []byte, out any) error {
+	var ok bool
+	switch p := out.(type) {
+	case *Turn:
+		ok = p != nil && readTurn(data, p)
+	case *Task:
+		ok = p != nil && readTask(data, p)
+	}
+	if ok {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// readTurn reads data into t as json.Unmarshal would, or is false, having
+// set nothing.
+func readTurn(data []byte, t *Turn) bool {
+	v := *t
+	r := plainReader{data: data}
+	ok := r.object(func(key []byte) bool {
+		switch string(key) {
+		case "role":
+			return r.str(&v.Role)
+		case "text":
+			return r.str(&v.Text)
+		case "turn":
+			return r.integer(&v.Turn)
+		}
+		return false
+	}) && r.end()
+	if ok {
+		*t = v
+	}
+	return ok
+}
+
+// readTask reads data into t as json.Unmarshal would, or is false, having
+// set nothing. An inception object is read into the Inception t points to,
+// as json.Unmarshal does, or a new one; data naming inception twice is
+// left to json.Unmarshal.
+func readTask(data []byte, t *Task) bool {
+	v := *t
+	var in *Inception
+	seen := false
+	r := plainReader{data: data}
+	ok := r.object(func(key []byte) bool {
+		switch string(key) {
+		case "turn":
+			return r.integer(&v.Turn)
+		case "user_text":
+			return r.str(&v.UserText)
+		case "detection_id":
+			return r.str(&v.DetectionID)
+		case "inception":
+			if seen {
+				return false
+			}
+			seen = true
+			if r.null() {
+				return true
+			}
+			in = &Inception{}
+			if t.Inception != nil {
+				*in = *t.Inception
+			}
+			return r.object(func(key []byte) bool {
+				switch string(key) {
+				case "thought":
+					return r.str(&in.Thought)
+				case "error_type":
+					return r.str(&in.ErrorType)
+				case "recovery_tool":
+					return r.str(&in.RecoveryTool)
+				}
+				return false
+			})
+		}
+		return false
+	}) && r.end()
+	if !ok {
+		return false
+	}
+	switch {
+	case in != nil && t.Inception != nil:
+		*t.Inception = *in
+		v.Inception = t.Inception
+	case in != nil:
+		v.Inception = in
+	case seen:
+		v.Inception = nil
+	}
+	*t = v
+	return true
+}
+
+// plainReader reads JSON of the plain shape UnmarshalPayload takes; each
+// method is false for anything else.
+type plainReader struct {
+	data []byte
+	i    int
+}
+
+func (r *plainReader) space() {
+	for r.i < len(r.data) {
+		switch r.data[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+func (r *plainReader) byte(c byte) bool {
+	r.space()
+	if r.i < len(r.data) && r.data[r.i] == c {
+		r.i++
+		return true
+	}
+	return false
+}
+
+// end is true when nothing but space is left.
+func (r *plainReader) end() bool {
+	r.space()
+	return r.i == len(r.data)
+}
+
+// object reads {"key": value, ...}, each value read by field.
+func (r *plainReader) object(field func(key []byte) bool) bool {
+	if !r.byte('{') {
+		return false
+	}
+	if r.byte('}') {
+		return true
+	}
+	for {
+		key, ok := r.raw()
+		if !ok || !r.byte(':') || !field(key) {
+			return false
+		}
+		if r.byte('}') {
+			return true
+		}
+		if !r.byte(',') {
+			return false
+		}
+	}
+}
+
+// str reads a string without escapes, of valid UTF-8 and no control
+// characters: json.Unmarshal takes such a string's bytes as they are.
+func (r *plainReader) str(out *string) bool {
+	s, ok := r.raw()
+	if ok {
+		*out = string(s)
+	}
+	return ok
+}
+
+// raw is str's bytes, in data.
+func (r *plainReader) raw() ([]byte, bool) {
+	if !r.byte('"') {
+		return nil, false
+	}
+	start := r.i
+	for r.i < len(r.data) {
+		c := r.data[r.i]
+		switch {
+		case c == '"':
+			s := r.data[start:r.i]
+			r.i++
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		r.i++
+	}
+	return nil, false
+}
+
+// integer reads digits alone (no sign, fraction or exponent), without a
+// leading zero, up to MaxTurn.
+func (r *plainReader) integer(out *int) bool {
+	r.space()
+	start := r.i
+	n := 0
+	for r.i < len(r.data) && r.data[r.i] >= '0' && r.data[r.i] <= '9' {
+		n = n*10 + int(r.data[r.i]-'0')
+		r.i++
+		if n > MaxTurn {
+			return false
+		}
+	}
+	digits := r.i - start
+	if digits == 0 || (digits > 1 && r.data[start] == '0') {
+		return false
+	}
+	if r.i < len(r.data) {
+		switch r.data[r.i] {
+		case '.', 'e', 'E':
+			return false
+		}
+	}
+	*out = n
+	return true
+}
+
+// null reads the literal null.
+func (r *plainReader) null() bool {
+	r.space()
+	if len(r.data)-r.i >= 4 && string(r.data[r.i:r.i+4]) == "null" {
+		r.i += 4
+		return true
+	}
+	return false
+}

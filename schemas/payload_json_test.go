@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -59,4 +60,52 @@ func FuzzAppendPayload(f *testing.F) {
 		checkPayload(t, &Task{Turn: n, UserText: a, DetectionID: b, Inception: in})
 		checkPayload(t, Step{Turn: n, Step: n / 2, Kind: a, Name: b, CallID: a, Arguments: raw, Output: b, Injected: flag})
 	})
+}
+
+// checkUnmarshal: UnmarshalPayload sets what json.Unmarshal sets, into a
+// value that held something before, or leaves it to json.Unmarshal.
+func checkUnmarshal(t *testing.T, data []byte) {
+	t.Helper()
+	prior := func() (*Turn, *Task, *Inception) {
+		in := &Inception{Thought: "old", ErrorType: "old"}
+		return &Turn{Role: "old", Text: "old", Turn: 9}, &Task{Turn: 9, UserText: "old", DetectionID: "old", Inception: in}, in
+	}
+	wantTurn, wantTask, wantIn := prior()
+	errTurn := json.Unmarshal(data, wantTurn)
+	errTask := json.Unmarshal(data, wantTask)
+	gotTurn, gotTask, gotIn := prior()
+	if readTurn(data, gotTurn) {
+		if errTurn != nil || *gotTurn != *wantTurn {
+			t.Fatalf("turn %q: read %+v, json.Unmarshal %+v (%v)", data, *gotTurn, *wantTurn, errTurn)
+		}
+	} else if *gotTurn != *func() *Turn { p, _, _ := prior(); return p }() {
+		t.Fatalf("turn %q: declined but set %+v", data, *gotTurn)
+	}
+	if readTask(data, gotTask) {
+		if errTask != nil || !reflect.DeepEqual(gotTask, wantTask) || *gotIn != *wantIn || (gotTask.Inception == gotIn) != (wantTask.Inception == wantIn) {
+			t.Fatalf("task %q: read %+v %+v, json.Unmarshal %+v %+v (%v)", data, *gotTask, gotTask.Inception, *wantTask, wantTask.Inception, errTask)
+		}
+	}
+}
+
+func TestUnmarshalPayloadMatchesJSON(t *testing.T) {
+	for _, s := range []string{
+		`{"role":"user","text":"I'd like to cancel the one in May.","turn":3}`,
+		` { "role" : "agent" , "text" : "café ☕" , "turn" : 0 } `,
+		`{"role":"user","text":"x"}`, `{}`, `null`, `{"role":null}`, `{"Role":"user"}`, `{"role":"a","role":"b"}`,
+		`{"text":"say \"hi\""}`, `{"turn":-1}`, `{"turn":1.5}`, `{"turn":1e2}`, `{"turn":01}`, `{"turn":9007199254740992}`,
+		`{"role":"user"} x`, `{"role":"user",}`, "{\"text\":\"bad \xff\"}", "{\"text\":\"tab\there\"}",
+		`{"turn":4,"user_text":"which one?","detection_id":"detection.acme.c1.4","inception":{"thought":"ask","error_type":"anaphora","recovery_tool":"ambiguity_report"}}`,
+		`{"turn":4,"user_text":"x","inception":null}`, `{"inception":{"thought":"a"},"inception":{"error_type":"b"}}`,
+		`{"inception":null,"inception":{"thought":"a"}}`, `{"inception":{"thought":"a"},"inception":null}`, `{"inception":{"other":1}}`,
+	} {
+		checkUnmarshal(t, []byte(s))
+	}
+}
+
+func FuzzUnmarshalPayload(f *testing.F) {
+	f.Add([]byte(`{"role":"user","text":"hi","turn":1}`))
+	f.Add([]byte(`{"turn":4,"user_text":"x","detection_id":"d","inception":{"thought":"t","error_type":"e","recovery_tool":"r"}}`))
+	f.Add([]byte(`{"inception":null,"inception":{"thought":"a"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { checkUnmarshal(t, data) })
 }

@@ -3,7 +3,6 @@ package streams
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -127,9 +126,10 @@ func EventTime(event, stored time.Time) time.Time {
 }
 
 // Payload unmarshals the event's data, which Decode has already checked
-// against its type's schema, into out.
+// against its type's schema, into out (schemas.UnmarshalPayload: a turn or
+// a task without reflection).
 func (d Decoded) Payload(out any) error {
-	if err := json.Unmarshal(d.Event.Data(), out); err != nil {
+	if err := schemas.UnmarshalPayload(d.Event.Data(), out); err != nil {
 		return fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
 	return nil
