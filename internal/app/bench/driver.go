@@ -82,6 +82,13 @@ type Result struct {
 	AddedP50Ms     float64 `json:"added_p50_ms,omitempty"`
 	AddedP99Ms     float64 `json:"added_p99_ms,omitempty"`
 	LittleCeiling  float64 `json:"little_ceiling_turns_per_s,omitempty"`
+	// With --rate: the replies seen per second while the load was still
+	// offered, from when the first turns could have been answered (the
+	// model's time per turn plus a second) to the last turn offered, over
+	// at least sustainedMin. TurnsPerSec counts the ramp and the last
+	// turns' tail as well, so at a steady rate it stays below the offered
+	// rate even when every turn keeps up; this figure does not.
+	SustainedPerSec float64 `json:"sustained_turns_per_s,omitempty"`
 	// With --inception-latency: each turn's inception takes that long.
 	// With --speculate too, the same load runs a second time without
 	// inception latency and without speculation, in the same bench run:
@@ -569,6 +576,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 	if err := flush(); err != nil {
 		return res, nil, err
 	}
+	offered := time.Since(base)
 	timeout := time.Duration(total/20+60) * time.Second
 	for done := false; !done; {
 		select {
@@ -593,6 +601,10 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
 	res.summarize(clock.latencies(), time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
+	if rate > 0 {
+		settle := time.Duration(ModelCalls)*plan.ModelLatency + time.Second
+		res.SustainedPerSec = clock.seenPerSec(start+settle, offered)
+	}
 	return res, clock, prof.finish(&res)
 }
 
