@@ -15,6 +15,11 @@
 // not accept goes to santhosh-tekuri/jsonschema, which decides and names
 // the field. A differential test and fuzz target hold the two together.
 //
+// The payloads most events carry (turn, task, step) are written and read
+// without reflection (payload_json.go): the bytes json.Marshal writes,
+// the fields json.Unmarshal sets, anything else left to encoding/json;
+// differential tests and fuzz targets compare them with it.
+//
 // It consumes and produces nothing on its own; every stage validates with it
 // at its boundary (ingress and consume). It exports no metrics.
 package schemas

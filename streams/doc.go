@@ -5,7 +5,9 @@
 // sdk-go's nats_jetstream protocol do (codec.go; the hot path writes and
 // reads the ce- headers directly in cebinary.go, checked against sdk-go by
 // equivalence tests and a differential fuzz target, with sdk-go as the
-// fallback and for structured mode); it publishes with Nats-Msg-Id = event
+// fallback and for structured mode; ReadBinary is that direct reader, which
+// the ingress also reads HTTP requests with, and EncodeChecked encodes an
+// offered event and makes Decode's checks once); it publishes with Nats-Msg-Id = event
 // id so redelivery never duplicates an output (publisher.go), stores turns
 // and feedback from outside under ids rein derives (turnpub.go,
 // feedback.go) and dead letters (dlq.go); it reads stream ranges and a
