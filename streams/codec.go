@@ -56,7 +56,7 @@ func Encode(subject string, ev *event.Event) (*nats.Msg, error) {
 // header of stream written with the others (none when stream is ""), so
 // that the publisher does not add it in an allocation of its own.
 func encodeFor(b *msgBuf, stream, subject string, ev *event.Event) error {
-	if b.writeHeader(ev, stream) {
+	if binaryHeaderInto(b, ev, stream) {
 		b.msg.Subject = subject
 		if d := ev.Data(); len(d) > 0 {
 			b.msg.Data = d
