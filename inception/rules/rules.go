@@ -379,6 +379,9 @@ func (m *Module) Name() string { return inception.ModuleRules }
 // Mode returns Precise or Recall.
 func (m *Module) Mode() string { return m.mode }
 
+// Instant implements inception.Instant: Detect reads no context.
+func (m *Module) Instant() bool { return true }
+
 // Detect implements Module. It never calls a model and never fails except
 // on an input without a final user turn.
 func (m *Module) Detect(_ context.Context, in inception.Input) (inception.Decision, error) {
