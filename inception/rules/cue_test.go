@@ -16,6 +16,7 @@ func TestCuePrefilterIsExact(t *testing.T) {
 		"can i pick a window seat?", "seats", "price-match please", "wi-fi on board", "wifi", "i didn’t say that",
 		"yes, go ahead. no wait, don't", "cancel or return", "either", "", "x",
 	}
+	fixed := len(texts) // every prefilter runs on these; the module's index on the recorded turns
 	if tb := taubenchDirOrEmpty(t); tb != "" {
 		for _, dlg := range inceptiontest.TrajectoryTurns(t) {
 			texts = append(texts, dlg[len(dlg)-1].Text)
@@ -40,7 +41,7 @@ func TestCuePrefilterIsExact(t *testing.T) {
 		mods = append(mods, mc)
 	}
 	checked := 0
-	for _, text := range texts {
+	for i, text := range texts {
 		lower := strings.ToLower(text)
 		for _, mc := range mods {
 			// The module's index, bigrams alone, and a scan of a longer
@@ -49,9 +50,13 @@ func TestCuePrefilterIsExact(t *testing.T) {
 			indexed.scan(lower, mc.m.lits)
 			plain.scan(lower, nil)
 			outer.scan("seat upgrade price match either "+lower, mc.m.lits)
+			scans := []*textScan{&indexed}
+			if i < fixed {
+				scans = append(scans, &plain, &outer, nil)
+			}
 			for _, c := range mc.all {
 				want := c.re.MatchString(lower)
-				for _, sc := range []*textScan{&indexed, &plain, &outer, nil} {
+				for _, sc := range scans {
 					if got := c.find(lower, sc) != nil; got != want {
 						t.Fatalf("cue %q on %q: prefiltered %v, plain %v (lits %q left %v right %v)", c.re, lower, got, want, c.lits, c.left, c.right)
 					}
