@@ -634,13 +634,13 @@ func (m *Module) NeedsContext(in inception.Input) bool {
 	case !free:
 		return true // a value only the agent's question frames
 	}
-	return m.readsAgent(in, text)
+	return m.readsAgent(in, text, lower)
 }
 
 // readsAgent reports whether a precise ambiguity check that reads the
-// agent's words could fire on the turn, judged from the user turn alone.
-func (m *Module) readsAgent(in inception.Input, text string) bool {
-	lower := strings.ToLower(text)
+// agent's words could fire on the turn, judged from the user turn alone
+// (lower is text lower-cased).
+func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 	dr := m.domains[in.Domain]
 	for _, et := range m.ambiguous {
 		switch et.Name {
