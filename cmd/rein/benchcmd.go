@@ -110,6 +110,13 @@ minutes.`,
 				}
 				fmt.Fprintf(out, "  where a turn's time went, ms (p50 · p99 · mean of the slowest 1 %%, over %d turns): %s\n", res.HopTurns, strings.Join(parts, "; "))
 			}
+			if len(res.WirePerTurn) > 0 {
+				parts := make([]string, 0, len(res.WirePerTurn))
+				for _, w := range res.WirePerTurn {
+					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f", w.Conn, w.In, w.Out))
+				}
+				fmt.Fprintf(out, "  protocol messages per turn to · from the server, by connection: %s\n", strings.Join(parts, "; "))
+			}
 			if len(res.CPUByCategory) > 0 {
 				parts := make([]string, 0, len(res.CPUByCategory))
 				for _, c := range res.CPUByCategory {
