@@ -46,6 +46,9 @@ It reports where the pipeline's CPU went: a CPU profile taken from the first tur
 last outcome stored, each sample given to the first category with a frame in its stack (gc,
 scheduler, nats-server, signing, schema-validation, kv-state, rules-inception, json-cloudevents,
 jetstream-client, alloc, other), each category's share of the CPU seconds per 1,000 turns.
+It also reports, per turn, the protocol messages each of the pipeline's connections sent to the
+embedded server and received from it while the load ran (publishes, acks, requests; deliveries,
+publish acks, replies), from the server's per-connection counters.
 --starved pins GOMAXPROCS to 1 for the whole run, the reference chains included.
 
 With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store

@@ -14,18 +14,26 @@ import (
 	"github.com/reinception/rein/streams/natsserver"
 )
 
-// BenchmarkStoreAlone stores step events, each waiting for its
-// acknowledgement before the next is sent, as a stage does at a steady
-// rate: rein's provisioning, a stage's identity and permissions, an
-// in-process connection, a subject per conversation. It reports the
-// process's CPU per stored message (cpu-ns/op) beside the wall time.
-func BenchmarkStoreAlone(b *testing.B) {
-	for _, convs := range []int{1, 4000} {
-		b.Run(fmt.Sprintf("conversations=%d", convs), func(b *testing.B) { benchStore(b, convs) })
+// BenchmarkStore stores step events with rein's provisioning, a stage's
+// identity and permissions, an in-process connection and a subject per
+// conversation, and reports the process's CPU per stored message
+// (cpu-ns/op) beside the wall time. alone: each waits for its
+// acknowledgement before the next is sent, as at a steady rate;
+// window=64: 64 are in flight, as in a backlog, where one write, one
+// read and one wake-up serve many messages.
+func BenchmarkStore(b *testing.B) {
+	for _, window := range []int{1, 64} {
+		for _, convs := range []int{1, 4000} {
+			mode := "alone"
+			if window > 1 {
+				mode = fmt.Sprintf("window=%d", window)
+			}
+			b.Run(fmt.Sprintf("%s/conversations=%d", mode, convs), func(b *testing.B) { benchStore(b, convs, window) })
+		}
 	}
 }
 
-func benchStore(b *testing.B, convs int) {
+func benchStore(b *testing.B, convs, window int) {
 	dir := b.TempDir()
 	keys, users, err := natsserver.ServerAuth(dir)
 	if err != nil {
@@ -85,10 +93,28 @@ func benchStore(b *testing.B, convs int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
+	pending := make([]jetstream.PubAckFuture, 0, window)
 	for i := 0; i < b.N; i++ {
 		msg := &nats.Msg{Subject: subjects[i%convs], Header: hdr(i), Data: body}
-		if _, err := js.PublishMsg(ctx, msg); err != nil {
+		if window == 1 {
+			if _, err := js.PublishMsg(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if pending = append(pending, f); len(pending) == window || i == b.N-1 {
+			for _, f := range pending {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					b.Fatal(err)
+				}
+			}
+			pending = pending[:0]
 		}
 	}
 	b.StopTimer()
