@@ -123,8 +123,8 @@ type Result struct {
 	// the latencies then measure as much as rein.
 	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
 	// WirePerTurn is what each connection exchanged with the embedded
-	// server per turn while the load ran (none with --nats-url): the
-	// protocol messages behind the stored ones.
+	// server per turn while the load ran (none with --nats-url or
+	// --cluster): the protocol messages behind the stored ones.
 	WirePerTurn []Wire `json:"wire_per_turn,omitempty"`
 }
 
