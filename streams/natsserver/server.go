@@ -126,11 +126,6 @@ func StartEmbedded(c ServerConfig) (*server.Server, error) {
 		// streams take at most MaxMessageBytes.
 		MaxPayload: streams.MaxPayloadBytes,
 		SyncAlways: c.SyncAlways,
-		// rein's subjects carry the conversation, so the server's subject
-		// caches miss on nearly every publish; a miss in a cached sublist
-		// takes its write lock and later a sweep, an uncached match only
-		// a read lock.
-		NoSublistCache: true,
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "rein"
