@@ -49,6 +49,9 @@ It reports where the pipeline's CPU went: a CPU profile taken from the first tur
 last outcome stored, each sample given to the first category with a frame in its stack (gc,
 scheduler, nats-server, signing, schema-validation, kv-state, rules-inception, json-cloudevents,
 jetstream-client, alloc, other), each category's share of the CPU seconds per 1,000 turns.
+It also reports, per turn, the protocol messages each of the pipeline's connections sent to the
+embedded server and received from it while the load ran (publishes, acks, requests; deliveries,
+publish acks, replies), from the server's per-connection counters.
 --starved pins GOMAXPROCS to 1 for the whole run, the reference chains included.
 
 With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store
@@ -115,6 +118,13 @@ minutes.`,
 					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f · %.2f", h.Name, h.P50Ms, h.P99Ms, h.TailMeanMs))
 				}
 				fmt.Fprintf(out, "  where a turn's time went, ms (p50 · p99 · mean of the slowest 1 %%, over %d turns): %s\n", res.HopTurns, strings.Join(parts, "; "))
+			}
+			if len(res.WirePerTurn) > 0 {
+				parts := make([]string, 0, len(res.WirePerTurn))
+				for _, w := range res.WirePerTurn {
+					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f", w.Conn, w.In, w.Out))
+				}
+				fmt.Fprintf(out, "  protocol messages per turn to · from the server, by connection: %s\n", strings.Join(parts, "; "))
 			}
 			if len(res.CPUByCategory) > 0 {
 				parts := make([]string, 0, len(res.CPUByCategory))

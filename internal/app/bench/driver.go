@@ -122,6 +122,10 @@ type Result struct {
 	// same window (Linux). It grows with the machine's other load, which
 	// the latencies then measure as much as rein.
 	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
+	// WirePerTurn is what each connection exchanged with the embedded
+	// server per turn while the load ran (none with --nats-url or
+	// --cluster): the protocol messages behind the stored ones.
+	WirePerTurn []Wire `json:"wire_per_turn,omitempty"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -305,7 +309,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	var res Result
 	var clock *turnClock
 	if err == nil {
+		wire0 := wireCounts(rt.Server())
 		res, clock, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
+		res.WirePerTurn = wirePerTurn(wire0, wireCounts(rt.Server()), cfg.Name, res.Turns)
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = PeakRSSMB()
