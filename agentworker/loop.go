@@ -62,7 +62,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// unhandled when all its outputs are stored; it asks only for an
 		// input delivered before or old, so a worker that did not publish
 		// the turn itself (a restart, a durable made anew) asks here.
-		if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
+		if outs := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
 			if have, err := s.stored(ctx, s.outputs, d); err != nil || have == streams.StoredAll {
 				if err == nil {
 					st.published = len(outs)
@@ -143,7 +143,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	}
 	switch {
 	case known && st.Turn == turn && st.TurnDone:
-		outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+		outs := turnOutputs(meta, st, s.cfg.MaxSteps)
 		if all, err := allStored(ctx, out, outs, turn); err != nil || !all {
 			return streams.StoredSome, err
 		}
@@ -329,10 +329,9 @@ func (s *Stage) normalise(st *State, calls []llm.ToolCall) []llm.ToolCall {
 // for the next write: a turn resumed without it asks the model again, and
 // none of its events is published before it is written (publish).
 func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, st *State, calls []llm.ToolCall) error {
-	_, steps := turnOutputs(meta, st, s.cfg.MaxSteps)
 	for _, c := range calls {
 		before, counted := writes(st.conv)
-		out, err := s.call(ctx, meta, st, c, steps[c.ID])
+		out, err := s.call(ctx, meta, st, c, callStep(st, c.ID))
 		if err != nil {
 			return err
 		}
@@ -404,7 +403,7 @@ func (s *Stage) callTool(ctx context.Context, meta schemas.Meta, st *State, c ll
 // A result not yet written is written first: every published step is in
 // the stored State, so a resumed turn never contradicts one.
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
-	outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+	outs := turnOutputs(meta, st, s.cfg.MaxSteps)
 	if st.published >= len(outs) {
 		return nil
 	}
