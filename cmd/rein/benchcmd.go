@@ -40,7 +40,10 @@ attributes and Nats-Msg-Id, which the server deduplicates), in messages of the s
 application work: the ceiling of rein's design on this machine.
 
 Without --rate, turns are offered at maximum rate (latency then measures the backlog); with --rate N
-they are offered open-loop at N turns/s. --quick finishes within a minute.
+they are offered open-loop at N turns/s, and it also reports the replies per second seen while the
+load was still offered (after the first turns' model time and a second of ramp): turns/s counts the
+ramp and the last turns' tail, so at a steady rate only this figure says whether rein kept up.
+--quick finishes within a minute.
 
 It reports where the pipeline's CPU went: a CPU profile taken from the first turn offered to the
 last outcome stored, each sample given to the first category with a frame in its stack (gc,
@@ -92,6 +95,9 @@ minutes.`,
 			if res.CleanP50MsNoInception > 0 {
 				fmt.Fprintf(out, "  inception %.0f ms, speculation on: clean-turn p50 %.1f ms; the same load without inception: %.1f ms (%+.1f %%)\n",
 					res.InceptionLatencyMs, res.CleanP50Ms, res.CleanP50MsNoInception, 100*(res.CleanP50Ms/res.CleanP50MsNoInception-1))
+			}
+			if res.SustainedPerSec > 0 {
+				fmt.Fprintf(out, "  while the load was offered: %.0f replies/s (of %.0f turns/s offered)\n", res.SustainedPerSec, res.OfferedPerSec)
 			}
 			if res.ModelLatencyMs > 0 {
 				fmt.Fprintf(out, "  model latency %.0f ms × %d calls per turn: %d turns in flight at most · rein adds p50 %.1f ms, p99 %.1f ms · Little's-law ceiling %.0f turns/s\n",

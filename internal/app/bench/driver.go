@@ -82,6 +82,13 @@ type Result struct {
 	AddedP50Ms     float64 `json:"added_p50_ms,omitempty"`
 	AddedP99Ms     float64 `json:"added_p99_ms,omitempty"`
 	LittleCeiling  float64 `json:"little_ceiling_turns_per_s,omitempty"`
+	// With --rate: the replies seen per second while the load was still
+	// offered, from when the first turns could have been answered (the
+	// model's time per turn plus a second) to the last turn offered, over
+	// at least sustainedMin. TurnsPerSec counts the ramp and the last
+	// turns' tail as well, so at a steady rate it stays below the offered
+	// rate even when every turn keeps up; this figure does not.
+	SustainedPerSec float64 `json:"sustained_turns_per_s,omitempty"`
 	// With --inception-latency: each turn's inception takes that long.
 	// With --speculate too, the same load runs a second time without
 	// inception latency and without speculation, in the same bench run:
@@ -317,8 +324,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	}
 	if err == nil {
 		res.AvgEventBytes = avgEventBytes(ctx, rt)
-		res.ShapeExtra = extraStores(ctx, rt, res.Turns, plan.Persist)
-		hdr, err = eventHeaders(ctx, rt, plan.Persist)
+		var records int
+		res.ShapeExtra, records = extraStores(ctx, rt, res.Turns, plan.Persist)
+		hdr, err = eventHeaders(ctx, rt, records)
 	}
 	if plan.Verbose {
 		mfs, _ := rt.Reg.Gather()
@@ -569,6 +577,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 	if err := flush(); err != nil {
 		return res, nil, err
 	}
+	offered := time.Since(base)
 	timeout := time.Duration(total/20+60) * time.Second
 	for done := false; !done; {
 		select {
@@ -593,6 +602,10 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
 	res.summarize(clock.latencies(), time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
+	if rate > 0 {
+		settle := time.Duration(ModelCalls)*plan.ModelLatency + time.Second
+		res.SustainedPerSec = clock.seenPerSec(start+settle, offered)
+	}
 	return res, clock, prof.finish(&res)
 }
 
@@ -633,11 +646,8 @@ func avgEventBytes(ctx context.Context, rt *pipeline.Process) int {
 
 // eventHeaders is the header set of a stored user turn, the template of
 // the ceiling chain's messages; the turn's state records carry none.
-func eventHeaders(ctx context.Context, rt *pipeline.Process, persist string) (Headers, error) {
-	h := Headers{Plain: 2}
-	if persist == "turn" {
-		h.Plain = 1
-	}
+func eventHeaders(ctx context.Context, rt *pipeline.Process, records int) (Headers, error) {
+	h := Headers{Plain: records}
 	s, err := rt.JS.Stream(ctx, bus.StreamTurns)
 	if err != nil {
 		return h, fmt.Errorf("bench: %w", err)
@@ -655,24 +665,36 @@ func eventHeaders(ctx context.Context, rt *pipeline.Process, persist string) (He
 	return h, nil
 }
 
-// extraStores is what a turn stores beyond the three hops' outputs and the
-// agent turn: its steps (counted in REIN_STEPS) and its state records (one
-// per tool result with --agent-persist step, the bench agent making one
-// tool call per turn, plus one at the end of the turn).
-func extraStores(ctx context.Context, rt *pipeline.Process, turns int, persist string) int {
-	writes := 2
+// extraStores is what a turn stored beyond the three hops' outputs and the
+// agent turn, counted in the streams after the run: its steps (REIN_STEPS)
+// and its state records (REIN_CONVERSATIONS, every record ever stored:
+// the bucket keeps only the newest of each key). records is the second
+// part alone; the ceiling chain stores those without headers. persist
+// gives the count's fallback when a stream cannot be read.
+func extraStores(ctx context.Context, rt *pipeline.Process, turns int, persist string) (extra, records int) {
+	records = 2 // one after the bench agent's tool result, one at the end
 	if persist == "turn" {
-		writes = 1
+		records = 1
 	}
-	s, err := rt.JS.Stream(ctx, bus.StreamSteps)
-	if err != nil || turns == 0 {
-		return writes
+	if turns == 0 {
+		return records, records
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return writes
+	perTurn := func(name string, stored func(jetstream.StreamState) uint64) (int, bool) {
+		s, err := rt.JS.Stream(ctx, name)
+		if err != nil {
+			return 0, false
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return 0, false
+		}
+		return int((stored(info.State) + uint64(turns)/2) / uint64(turns)), true
 	}
-	return int((info.State.Msgs+uint64(turns)/2)/uint64(turns)) + writes
+	if n, ok := perTurn(bus.StreamConversations, func(st jetstream.StreamState) uint64 { return st.LastSeq }); ok {
+		records = n
+	}
+	steps, _ := perTurn(bus.StreamSteps, func(st jetstream.StreamState) uint64 { return st.Msgs })
+	return steps + records, records
 }
 
 // convName names the bench's conversation c.

@@ -85,6 +85,12 @@ func TestResultJSONKeys(t *testing.T) {
 	if got := keys(model); !slices.Equal(got, want) {
 		t.Errorf("keys of a model-latency run:\n got %v\nwant %v", got, want)
 	}
+	rated := Result{OfferedPerSec: 1000, SustainedPerSec: 990}
+	want = append(slices.Clone(always), "offered_per_s", "sustained_turns_per_s")
+	slices.Sort(want)
+	if got := keys(rated); !slices.Equal(got, want) {
+		t.Errorf("keys of a run at a steady rate:\n got %v\nwant %v", got, want)
+	}
 	hops := Result{Hops: []Hop{{Name: HopIngest}}, HopTurns: 1, RunQueueWaitPerCPU: 0.1}
 	want = append(slices.Clone(always), "hop_turns", "hops", "run_queue_wait_per_cpu_s")
 	slices.Sort(want)

@@ -104,6 +104,25 @@ func (c *turnClock) latencies() []time.Duration {
 	return lat
 }
 
+// sustainedMin is the shortest window seenPerSec measures: a shorter one
+// says more about the ramp than about a steady rate.
+const sustainedMin = 5 * time.Second
+
+// seenPerSec is how many replies per second were seen from from to to
+// (offsets from base); 0 when the window is shorter than sustainedMin.
+func (c *turnClock) seenPerSec(from, to time.Duration) float64 {
+	if to-from < sustainedMin {
+		return 0
+	}
+	n := 0
+	for _, s := range c.at[atSeen] {
+		if s != unknown && s >= from && s <= to {
+			n++
+		}
+	}
+	return float64(n) / (to - from).Seconds()
+}
+
 // setStored records that a message of the turn was stored at t; the first
 // record wins (a stage's output published again is not stored again).
 func (c *turnClock) setStored(instant int, conv string, turn int, t time.Time) {

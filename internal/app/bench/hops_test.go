@@ -139,3 +139,25 @@ func TestReadStoredTakesTheStreamsTimestamps(t *testing.T) {
 		}
 	}
 }
+
+// Replies seen one every 10 ms for 20 s, then a pause, then a burst after
+// the window: the window's rate is 100/s, whatever came after it, and a
+// window shorter than sustainedMin measures nothing.
+func TestSeenPerSecCountsOnlyTheWindow(t *testing.T) {
+	c := newTurnClock(time.Now(), 1, 3000)
+	for i := range 2000 {
+		c.at[atSeen][i] = time.Duration(i) * 10 * time.Millisecond
+	}
+	for i := 2000; i < 2999; i++ {
+		c.at[atSeen][i] = 30*time.Second + time.Duration(i)*time.Microsecond
+	} // the last turn was never seen
+	if got := c.seenPerSec(2*time.Second, 12*time.Second); got < 100 || got > 100.2 {
+		t.Errorf("seenPerSec over 10 s of a 100/s stream = %v, want 100 (±1 reply at the edges)", got)
+	}
+	if got := c.seenPerSec(10*time.Second, 14*time.Second); got != 0 {
+		t.Errorf("a 4 s window measured %v, want 0 (shorter than %s)", got, sustainedMin)
+	}
+	if got := c.seenPerSec(25*time.Second, 40*time.Second); got < 66 || got > 67 {
+		t.Errorf("999 replies in a 15 s window = %v/s, want 66.6", got)
+	}
+}
