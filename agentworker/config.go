@@ -42,9 +42,14 @@ type Config struct {
 	ModelTimeout time.Duration
 	MaxTokens    int
 	// Persist says when the conversation state is written to
-	// REIN_CONVERSATIONS: "step" (default) after every tool result and at
-	// the end of the turn; "turn" only at the end of the turn. "turn" saves
-	// a KV write per tool step and is only honoured by backends without
+	// REIN_CONVERSATIONS: "step" (default) after every tool result that
+	// changed the backend's conversation state (with an external backend,
+	// after every result) and at the end of the turn; a result that changed
+	// nothing (a read, think, a report, a hand-off) is written with the next
+	// write, and always before any of the turn's events is published, so a
+	// turn cut short after it asks the model again from the last write.
+	// "turn" writes only at the end of the turn. "turn" saves a KV write
+	// per writing tool step and is only honoured by backends without
 	// external effects (the built-in domains): a turn cut short by a crash
 	// is then re-run from its start on the overlay stored before it, so no
 	// effect is applied twice, but the model is asked again.

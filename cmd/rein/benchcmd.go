@@ -155,7 +155,7 @@ minutes.`,
 	fs.IntVar(&plan.AgentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
-	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
 	fs.StringVar(&plan.Trace, "trace", "", "write the runtime's execution trace of the pipeline's run (first turn offered to last outcome stored) to this file (go tool trace)")

@@ -37,7 +37,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&a.DataDir, "agent-data", "", "τ-bench-format data directory of --domain (default: the embedded sample data)")
 	fs.StringVar(&a.Backend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
 	fs.StringVar(&a.HTTP.URL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
-	fs.StringVar(&a.Persist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
+	fs.StringVar(&a.Persist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
 	fs.StringVar(&a.HTTP.ToolsFile, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.AgentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&a.MaxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
