@@ -56,7 +56,12 @@ type Config struct {
 	Persist string
 	// LiveStepsAfter: a turn running longer than this publishes its steps
 	// after each tool step; a quicker turn publishes them with its reply
-	// (default 1s; a negative value publishes every step at once).
+	// (default DefaultLiveStepsAfter; a negative value publishes every step
+	// at once). A published step is always in the stored State, so a live
+	// step whose call changed nothing costs a state write of its own that a
+	// quicker turn does not pay: behind slow models, where every turn runs
+	// past the default, a larger value saves that write and a round of
+	// publishes per read, and the steps arrive with the reply.
 	LiveStepsAfter time.Duration
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
@@ -120,6 +125,9 @@ const DefaultQuietPeriod = 5 * time.Minute
 // no quiet period (more likely a unit mistake).
 const minQuietPeriod = time.Second
 
+// DefaultLiveStepsAfter is Config.LiveStepsAfter's default.
+const DefaultLiveStepsAfter = time.Second
+
 // Persist modes (Config.Persist).
 const (
 	PersistStep = "step"
@@ -149,7 +157,7 @@ func (c *Config) defaults() {
 		c.Persist = PersistStep
 	}
 	if c.LiveStepsAfter == 0 {
-		c.LiveStepsAfter = time.Second
+		c.LiveStepsAfter = DefaultLiveStepsAfter
 	}
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000

@@ -38,6 +38,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&a.Backend, "agent-backend", "domain", "tool backend: domain (built-in tools), http (POST each call to --agent-tool-url) or none (sidecar mode: the platform runs its own agent)")
 	fs.StringVar(&a.HTTP.URL, "agent-tool-url", "", "URL the http tool backend POSTs calls to")
 	fs.StringVar(&a.Persist, "agent-persist", "step", "when the agent's conversation state is written to KV: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn (once per turn; for the built-in domains, whose side effects live in that state)")
+	fs.DurationVar(&a.LiveStepsAfter, "agent-live-steps-after", agentworker.DefaultLiveStepsAfter, "a turn running longer than this publishes its steps as it goes, each after a state write that holds it (a read's step too, whose result is otherwise written with the turn's end); a quicker turn publishes them with its reply. Behind slow models a larger value saves a state write and a round of publishes per read (negative: every step as it goes)")
 	fs.StringVar(&a.HTTP.ToolsFile, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.AgentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&a.MaxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")

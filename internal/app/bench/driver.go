@@ -147,7 +147,9 @@ type Plan struct {
 	Workers int
 	RawMsgs int
 	Persist string
-	Verbose bool
+	// LiveStepsAfter is the agent worker's (0: its default).
+	LiveStepsAfter time.Duration
+	Verbose        bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	DetectorCache, AgentCache int
@@ -250,7 +252,7 @@ func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
 		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
 			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
 		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
-			Persist: plan.Persist, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
 		Given: pipeline.Given{Module: m, AgentModel: agent},
 	}, nil
 }
