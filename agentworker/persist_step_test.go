@@ -3,19 +3,14 @@ package agentworker_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/llm"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
-	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/bus"
 )
 
@@ -110,30 +105,19 @@ func TestExternalBackendWritesAfterEveryResult(t *testing.T) {
 func TestCrashAfterAReadOnlyResultRerunsTheTurnFromTheLastWrite(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	get := llm.Response{ToolCalls: []llm.ToolCall{call("c1", "get_reservation_details", `{"reservation_id":"Q7RM2K"}`)}}
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	modelA := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+	workerA := startKillable(t, h, agentworker.Config{}, func(req llm.Request) (llm.Response, bool) {
 		switch {
 		case !lastIsTool(req, "get_reservation_details"):
-			return get, nil
+			return get, true
 		case lastUser(req) == "first":
-			return llm.Response{Content: "First answer."}, nil
+			return llm.Response{Content: "First answer."}, true
 		}
-		once.Do(func() { close(reached) })
-		<-release
-		return llm.Response{}, errors.New("worker killed")
+		return llm.Response{}, false
 	})
-	ctxA, killA := context.WithCancel(context.Background())
-	doneA := runWorker(t, h, ctxA, agentworker.Config{}, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: modelA})
 	publishTask(t, h, "r", 1, "first", nil)
 	rtest.CheckFor(t, wait, "turn 1 answered", func() bool { return len(agentTurns(t, h, "r")) == 1 })
 	publishTask(t, h, "r", 2, "second", nil)
-	<-reached
-	killA()
-	close(release)
-	if err := <-doneA; err != nil {
-		t.Fatalf("worker A: %v", err)
-	}
+	workerA.killAtCrash(t)
 	if s, ok := storedState(t, h, "r"); !ok || s.Turn != 1 || !s.TurnDone {
 		t.Fatalf("stored state after the crash: turn %d done %v, want the end of turn 1", s.Turn, s.TurnDone)
 	}
@@ -187,25 +171,11 @@ func TestLiveStepsAreWrittenBeforeTheyArePublished(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	cfg := agentworker.Config{LiveStepsAfter: -1}
 	get := llm.Response{ToolCalls: []llm.ToolCall{call("c1", "get_reservation_details", `{"reservation_id":"Q7RM2K"}`)}}
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	modelA := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		if !lastIsTool(req, "get_reservation_details") {
-			return get, nil
-		}
-		once.Do(func() { close(reached) })
-		<-release
-		return llm.Response{}, errors.New("worker killed")
+	workerA := startKillable(t, h, cfg, func(req llm.Request) (llm.Response, bool) {
+		return get, !lastIsTool(req, "get_reservation_details")
 	})
-	ctxA, killA := context.WithCancel(context.Background())
-	doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: modelA})
 	publishTask(t, h, "l", 1, "show Q7RM2K", nil)
-	<-reached
-	killA()
-	close(release)
-	if err := <-doneA; err != nil {
-		t.Fatalf("worker A: %v", err)
-	}
+	workerA.killAtCrash(t)
 	published := steps(t, h, "l")
 	s, ok := storedState(t, h, "l")
 	if len(published) != 2 || !ok || s.TurnDone {
