@@ -96,6 +96,21 @@ func (c domainConv) Call(ctx context.Context, tc ToolCall) (string, error) {
 
 func (c domainConv) State() ([]byte, error) { return c.s.Marshal() }
 
+func (c domainConv) Writes() uint64 { return c.s.Writes() }
+
+// writeCounter is a Conversation that can tell whether a call changed
+// what State returns: Writes moves with every possible change. Without
+// it, every call counts as a change.
+type writeCounter interface{ Writes() uint64 }
+
+// writes is conv's write count; ok is false when it keeps none.
+func writes(conv Conversation) (n uint64, ok bool) {
+	if w, is := conv.(writeCounter); is {
+		return w.Writes(), true
+	}
+	return 0, false
+}
+
 // isToolError reports whether err is a tool failure the agent should see.
 func isToolError(err error) bool {
 	return errors.Is(err, ErrTool) || errors.Is(err, taubench.ErrTool)

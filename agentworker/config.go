@@ -42,16 +42,26 @@ type Config struct {
 	ModelTimeout time.Duration
 	MaxTokens    int
 	// Persist says when the conversation state is written to
-	// REIN_CONVERSATIONS: "step" (default) after every tool result and at
-	// the end of the turn; "turn" only at the end of the turn. "turn" saves
-	// a KV write per tool step and is only honoured by backends without
+	// REIN_CONVERSATIONS: "step" (default) after every tool result that
+	// changed the backend's conversation state (with an external backend,
+	// after every result) and at the end of the turn; a result that changed
+	// nothing (a read, think, a report, a hand-off) is written with the next
+	// write, and always before any of the turn's events is published, so a
+	// turn cut short after it asks the model again from the last write.
+	// "turn" writes only at the end of the turn. "turn" saves a KV write
+	// per writing tool step and is only honoured by backends without
 	// external effects (the built-in domains): a turn cut short by a crash
 	// is then re-run from its start on the overlay stored before it, so no
 	// effect is applied twice, but the model is asked again.
 	Persist string
 	// LiveStepsAfter: a turn running longer than this publishes its steps
 	// after each tool step; a quicker turn publishes them with its reply
-	// (default 1s; a negative value publishes every step at once).
+	// (default DefaultLiveStepsAfter; a negative value publishes every step
+	// at once). A published step is always in the stored State, so a live
+	// step whose call changed nothing costs a state write of its own that a
+	// quicker turn does not pay: behind slow models, where every turn runs
+	// past the default, a larger value saves that write and a round of
+	// publishes per read, and the steps arrive with the reply.
 	LiveStepsAfter time.Duration
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
@@ -115,6 +125,9 @@ const DefaultQuietPeriod = 5 * time.Minute
 // no quiet period (more likely a unit mistake).
 const minQuietPeriod = time.Second
 
+// DefaultLiveStepsAfter is Config.LiveStepsAfter's default.
+const DefaultLiveStepsAfter = time.Second
+
 // Persist modes (Config.Persist).
 const (
 	PersistStep = "step"
@@ -144,7 +157,7 @@ func (c *Config) defaults() {
 		c.Persist = PersistStep
 	}
 	if c.LiveStepsAfter == 0 {
-		c.LiveStepsAfter = time.Second
+		c.LiveStepsAfter = DefaultLiveStepsAfter
 	}
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000

@@ -64,13 +64,17 @@
 // kv_ttl, which expires records one by one), so the newest snapshot and
 // its followers rebuild the State — with a concurrency check
 // on the key (a stale replica is refused and reloads) after every tool
-// result and at the end
-// of the turn (Config.Persist "turn" writes only at the end of
+// result that changed the backend's state (for the built-in domains, a
+// call that wrote to the overlay: taubench.Session.Writes moved; a result
+// that changed nothing is written with the next write, so a turn cut
+// short after it asks the model again) and at the end of the turn
+// (Config.Persist "turn" writes only at the end of
 // the turn, for the built-in domains, re-running a turn cut short from the
-// overlay stored before it); with an external backend the model's decision
+// overlay stored before it); with an external backend every result is
+// written, and the model's decision
 // is also written before the call runs. Every output is derived from the
-// State with a deterministic id, and is published after the State is
-// stored. So a redelivered task resumes where the stored State stopped and
+// State with a deterministic id, and is published after the State holding
+// it is stored. So a redelivered task resumes where the stored State stopped and
 // never applies a tool call with side effects twice (a domain call whose
 // result was not stored re-runs on the overlay from before it; an HTTP call
 // re-runs with the same idempotency key). What of a task's outputs is

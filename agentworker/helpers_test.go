@@ -3,6 +3,7 @@ package agentworker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -82,6 +83,45 @@ func startWorker(t *testing.T, h *rtest.JS, cfg agentworker.Config, deps agentwo
 		t.Fatal(err)
 	}
 	return st, rtest.Run(t, "worker", st.Run)
+}
+
+// killable is a worker to be killed mid-turn: its model answers by answer
+// until a call answer leaves to the crash (ok false), which waits there
+// until the worker is killed and then fails, as a killed worker's would.
+type killable struct {
+	reached, release chan struct{}
+	once             sync.Once
+	cancel           context.CancelFunc
+	done             <-chan error
+}
+
+func startKillable(t *testing.T, h *rtest.JS, cfg agentworker.Config, answer func(llm.Request) (llm.Response, bool)) *killable {
+	t.Helper()
+	w := &killable{reached: make(chan struct{}), release: make(chan struct{})}
+	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		if resp, ok := answer(req); ok {
+			return resp, nil
+		}
+		w.once.Do(func() { close(w.reached) })
+		<-w.release
+		return llm.Response{}, errors.New("worker killed")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.done = runWorker(t, h, ctx, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: model})
+	return w
+}
+
+// killAtCrash waits until the model reached the crash, kills the worker
+// and waits until it has stopped.
+func (w *killable) killAtCrash(t *testing.T) {
+	t.Helper()
+	<-w.reached
+	w.cancel()
+	close(w.release)
+	if err := <-w.done; err != nil {
+		t.Fatalf("killed worker: %v", err)
+	}
 }
 
 // runWorker runs a stage under ctx; the channel yields Run's result.

@@ -62,7 +62,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// unhandled when all its outputs are stored; it asks only for an
 		// input delivered before or old, so a worker that did not publish
 		// the turn itself (a restart, a durable made anew) asks here.
-		if outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
+		if outs := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
 			if have, err := s.stored(ctx, s.outputs, d); err != nil || have == streams.StoredAll {
 				if err == nil {
 					st.published = len(outs)
@@ -143,7 +143,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	}
 	switch {
 	case known && st.Turn == turn && st.TurnDone:
-		outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+		outs := turnOutputs(meta, st, s.cfg.MaxSteps)
 		if all, err := allStored(ctx, out, outs, turn); err != nil || !all {
 			return streams.StoredSome, err
 		}
@@ -204,9 +204,10 @@ func taskOf(d streams.Decoded) (task schemas.Task, turn int, ok bool) {
 }
 
 // run is the agent loop: model → tool calls → results → … until a text
-// reply or MaxSteps model calls. State is persisted after every tool
-// result, before the turn's events are published: at the end of the turn,
-// and after each tool step once the turn has run for LiveStepsAfter.
+// reply or MaxSteps model calls. State is persisted after the tool results
+// runCalls names and at the end of the turn, always before the turn's
+// events are published: at the end of the turn, and after each tool step
+// once the turn has run for LiveStepsAfter.
 func (s *Stage) run(ctx context.Context, meta schemas.Meta, st *State) error {
 	start := time.Now()
 	for !st.TurnDone {
@@ -320,19 +321,28 @@ func (s *Stage) normalise(st *State, calls []llm.ToolCall) []llm.ToolCall {
 	return out
 }
 
-// runCalls runs the pending calls in order, persisting after each result.
+// runCalls runs the pending calls in order. With Persist "step" it writes
+// the State after each result whose call changed the conversation's
+// state, and after every result of an external backend: a resumed turn
+// must never apply such a call again. A result that changed nothing (a
+// read, think, a report, a hand-off decided but not yet published) waits
+// for the next write: a turn resumed without it asks the model again, and
+// none of its events is published before it is written (publish).
 func (s *Stage) runCalls(ctx context.Context, meta schemas.Meta, st *State, calls []llm.ToolCall) error {
-	_, steps := turnOutputs(meta, st, s.cfg.MaxSteps)
 	for _, c := range calls {
-		out, err := s.call(ctx, meta, st, c, steps[c.ID])
+		before, counted := writes(st.conv)
+		out, err := s.call(ctx, meta, st, c, callStep(st, c.ID))
 		if err != nil {
 			return err
 		}
 		st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: out})
-		if s.cfg.Persist == PersistStep || s.backend.External() {
+		switch after, _ := writes(st.conv); {
+		case s.backend.External() || s.cfg.Persist == PersistStep && (!counted || after != before):
 			if err := s.save(ctx, meta, st); err != nil {
 				return err
 			}
+		case s.cfg.Persist == PersistStep:
+			st.unsaved = true
 		}
 	}
 	return nil
@@ -390,10 +400,17 @@ func (s *Stage) callTool(ctx context.Context, meta schemas.Meta, st *State, c ll
 
 // publish publishes the turn's events not yet published by this worker.
 // After a restart it publishes them all again; their ids deduplicate.
+// A result not yet written is written first: every published step is in
+// the stored State, so a resumed turn never contradicts one.
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
-	outs, _ := turnOutputs(meta, st, s.cfg.MaxSteps)
+	outs := turnOutputs(meta, st, s.cfg.MaxSteps)
 	if st.published >= len(outs) {
 		return nil
+	}
+	if st.unsaved {
+		if err := s.save(ctx, meta, st); err != nil {
+			return err
+		}
 	}
 	m := meta
 	m.Turn = st.Turn

@@ -294,17 +294,30 @@ func TestTauBenchPolicyIsTheSystemPrompt(t *testing.T) {
 // from them.
 func TestStateStoredTurnByTurn(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
-	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: scripted(t)})
-	for turn, text := range []string{"hello", "show me reservation Q7RM2K", "thanks"} {
+	// The script looks reservations up; this model cancels one as well.
+	script := scripted(t)
+	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == llm.RoleUser && last.Content == "cancel it":
+			return llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "cancel_reservation", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}, nil
+		case last.Role == llm.RoleTool && last.Name == "cancel_reservation":
+			return llm.Response{Content: "Cancelled."}, nil
+		}
+		return script.Chat(ctx, req)
+	})
+	_, stop := startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	for turn, text := range []string{"hello", "show me reservation Q7RM2K", "cancel it"} {
 		publishTask(t, h, "r1", turn+1, text, nil)
 		rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "r1")) == turn+1 })
 	}
 	stop()
 	recs := stateRecords(t, h, "r1")
-	// The reservation lookup makes a tool call: a record after its result,
-	// another at the end of the turn.
+	// The lookup changes nothing: its result is written with the end of
+	// its turn. The cancellation does: a record after its result, another
+	// at the end of the turn.
 	if len(recs) != 4 {
-		t.Fatalf("%d records, want 4 (one per turn, two for the turn with a tool call)", len(recs))
+		t.Fatalf("%d records, want 4 (one per turn, two for the turn with a write)", len(recs))
 	}
 	var all []llm.Message
 	for i, rec := range recs {
@@ -325,11 +338,11 @@ func TestStateStoredTurnByTurn(t *testing.T) {
 		all = append(all, rec.Messages...)
 	}
 	// A fresh worker sees the three turns as context of the fourth.
-	model := scripted(t)
-	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: model})
+	fresh := scripted(t)
+	startWorker(t, h, agentworker.Config{}, agentworker.Deps{Model: fresh})
 	publishTask(t, h, "r1", 4, "bye", nil)
 	rtest.CheckFor(t, wait, "turn 4", func() bool { return len(agentTurns(t, h, "r1")) == 4 })
-	first := model.requests()[0].Messages
+	first := fresh.requests()[0].Messages
 	if len(first) != len(all)+1 {
 		t.Fatalf("turn 4's first request has %d messages, want %d + the new user message", len(first), len(all))
 	}

@@ -22,11 +22,16 @@ type metrics struct {
 	toolCalls  *prometheus.CounterVec
 	unverified prometheus.Counter
 	releases   *prometheus.CounterVec
-	declared   map[string]bool
+	// byTool holds each declared tool's counters (and unknownTool's), by
+	// outcome: a call looks its counter up once, without hashing labels.
+	byTool map[string]*toolCounters
 }
 
+// toolCounters are one tool's rein_agentworker_tool_calls_total series.
+type toolCounters struct{ ok, error, failed prometheus.Counter }
+
 func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
-	return &metrics{
+	m := &metrics{
 		turns: telemetry.NewCounterVec(reg, telemetry.MAgentWorkerTurns,
 			"Agent turns by outcome (reply, escalated, max_steps, human_path, agent_unavailable, failed, superseded).", "outcome"),
 		turnSecs: telemetry.NewHistogramVec(reg, telemetry.MAgentWorkerTurnSeconds,
@@ -37,13 +42,31 @@ func newMetrics(reg prometheus.Registerer, tools map[string]bool) *metrics {
 			"Tasks refused because their signature is missing or wrong (dead-lettered unverified_task).").WithLabelValues(),
 		releases: telemetry.NewCounterVec(reg, telemetry.MAgentWorkerReleases,
 			"Conversations handed to a human given back to the agent, by reason (operator, quiet_period).", "reason"),
-		declared: tools,
 	}
+	m.byTool = make(map[string]*toolCounters, len(tools)+1)
+	for name := range tools {
+		m.byTool[name] = m.counters(name)
+	}
+	m.byTool[unknownTool] = m.counters(unknownTool)
+	return m
+}
+
+func (m *metrics) counters(tool string) *toolCounters {
+	return &toolCounters{ok: m.toolCalls.WithLabelValues(tool, ToolOK), error: m.toolCalls.WithLabelValues(tool, ToolError),
+		failed: m.toolCalls.WithLabelValues(tool, ToolFailed)}
 }
 
 func (m *metrics) toolCall(name, outcome string) {
-	if !m.declared[name] {
-		name = unknownTool
+	c, ok := m.byTool[name]
+	if !ok {
+		c = m.byTool[unknownTool]
 	}
-	m.toolCalls.WithLabelValues(name, outcome).Inc()
+	switch outcome {
+	case ToolOK:
+		c.ok.Inc()
+	case ToolError:
+		c.error.Inc()
+	default:
+		c.failed.Inc()
+	}
 }

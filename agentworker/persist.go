@@ -215,7 +215,7 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 		}
 		return fmt.Errorf("agentworker: write state %s: %w", subject, err)
 	}
-	s.seq, s.Overlay = ack.Sequence, ov
+	s.seq, s.Overlay, s.unsaved = ack.Sequence, ov, false
 	if rec.Snapshot || first {
 		s.wholeAt = now
 	}

@@ -199,25 +199,11 @@ func TestPersistPerTurnRerunsTheTurnOnTheOldOverlay(t *testing.T) {
 	h := rtest.StartJetStream(t, "")
 	cfg := agentworker.Config{Persist: agentworker.PersistTurn}
 	cancelCall := llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "cancel_reservation", Arguments: json.RawMessage(`{"reservation_id":"Q7RM2K"}`)}}}
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	modelA := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		if !lastIsTool(req, "cancel_reservation") {
-			return cancelCall, nil
-		}
-		once.Do(func() { close(reached) })
-		<-release
-		return llm.Response{}, errors.New("worker killed")
+	workerA := startKillable(t, h, cfg, func(req llm.Request) (llm.Response, bool) {
+		return cancelCall, !lastIsTool(req, "cancel_reservation")
 	})
-	ctxA, killA := context.WithCancel(context.Background())
-	doneA := runWorker(t, h, ctxA, cfg, agentworker.Deps{StageDeps: streams.StageDeps{Registerer: prometheus.NewRegistry()}, Model: modelA})
 	publishTask(t, h, "pt", 1, "cancel reservation Q7RM2K", nil)
-	<-reached
-	killA()
-	close(release)
-	if err := <-doneA; err != nil {
-		t.Fatal(err)
-	}
+	workerA.killAtCrash(t)
 	if _, ok := storedState(t, h, "pt"); ok {
 		t.Fatalf("state stored mid-turn with Persist=turn")
 	}

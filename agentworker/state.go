@@ -57,7 +57,11 @@ type State struct {
 	wholeAt   time.Time    // when the newest record holding the whole context was stored
 	conv      Conversation // open backend conversation
 	published int          // events of the current turn already published
-	spec      *specCall    // the turn's speculative first model answer, when usable
+	// unsaved: the context holds a tool result not yet written, of a call
+	// that changed nothing (runCalls); the next write holds it, and it is
+	// written before any of the turn's events is published.
+	unsaved bool
+	spec    *specCall // the turn's speculative first model answer, when usable
 	// sized counts the first messages whose estimate memBytes has summed
 	// in sizedBytes: messages are only appended, so a save measures the
 	// new ones, not the whole context (reset where the context is cut).

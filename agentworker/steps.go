@@ -20,25 +20,19 @@ type output struct {
 // escalation each recovery tool result yields, the max_steps escalation,
 // and, once the turn is done, the reply step and the agent turn. The list
 // only grows while the turn runs, and the ids are deterministic, so
-// publishing it again after a crash duplicates nothing. callSteps maps
-// each call id to its step number (the HTTP idempotency key's step).
-func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSteps map[string]int) {
+// publishing it again after a crash duplicates nothing. Steps are
+// numbered as callStep numbers them.
+func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output) {
 	t, c, turn := m.Tenant, m.Conversation, s.Turn
-	callSteps = map[string]int{}
 	if s.Outcome == OutcomeHuman {
 		// A human-path turn: the agent produced nothing; the record says
 		// whose turn it is.
 		return []output{{bus.StreamOutcomes, bus.UnansweredSubject(t, c), schemas.TypeUnanswered,
 			schemas.EventID("unanswered", t, c, turn),
-			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredHumanPath, EscalatedTurn: s.EscalatedTurn, HandoffReason: s.HandoffReason}}}, callSteps
+			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredHumanPath, EscalatedTurn: s.EscalatedTurn, HandoffReason: s.HandoffReason}}}
 	}
-	results := map[string]llm.Message{}
-	turnMsgs := s.Messages[min(s.TurnStart+1, len(s.Messages)):]
-	for _, msg := range turnMsgs {
-		if msg.Role == llm.RoleTool {
-			results[msg.ToolCallID] = msg
-		}
-	}
+	turnMsgs := s.turnMessages()
+	outs = make([]output, 0, len(turnMsgs)+2) // a step per message or call, mostly; the reply's two
 	n := 0
 	step := func(st schemas.Step) {
 		n++
@@ -59,7 +53,6 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 				} else {
 					step(schemas.Step{Kind: schemas.StepToolCall, Name: call.Name, CallID: call.ID, Arguments: call.Arguments})
 				}
-				callSteps[call.ID] = n
 			}
 		case llm.RoleTool:
 			if msg.Name == schemas.ToolThink {
@@ -81,7 +74,7 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 		}
 	}
 	if !s.TurnDone {
-		return outs, callSteps
+		return outs
 	}
 	switch s.Outcome {
 	case OutcomeUnavailable:
@@ -89,12 +82,12 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 			schemas.EventID("escalation", t, c, turn),
 			schemas.Escalation{Turn: turn, Reason: schemas.ReasonAgentUnavailable, ErrorType: errorType, DetectionID: s.DetectionID, Thought: thought,
 				Summary: "The agent could not answer the user's message (" + clip(s.Reply, 300) + "): " + clip(s.UserText, 2000)}})
-		return outs, callSteps
+		return outs
 	case OutcomeFailed:
 		outs = append(outs, output{bus.StreamOutcomes, bus.UnansweredSubject(t, c), schemas.TypeUnanswered,
 			schemas.EventID("unanswered", t, c, turn),
 			schemas.Unanswered{Turn: turn, Reason: schemas.UnansweredFailed, Detail: s.Reply}})
-		return outs, callSteps
+		return outs
 	}
 	if s.Outcome == OutcomeMaxSteps {
 		outs = append(outs, output{bus.StreamOutcomes, bus.EscalationSubject(t, c), schemas.TypeEscalation,
@@ -106,7 +99,37 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output, callSte
 	outs = append(outs, output{bus.StreamTurns, bus.TurnSubject(t, c, schemas.RoleAgent), schemas.TypeTurn,
 		schemas.EventID("turn", t, c, turn) + "-" + schemas.RoleAgent,
 		schemas.Turn{Role: schemas.RoleAgent, Text: s.Reply, Turn: turn}})
-	return outs, callSteps
+	return outs
+}
+
+// turnMessages is the current turn's part of the context after its user
+// message.
+func (s *State) turnMessages() []llm.Message {
+	return s.Messages[min(s.TurnStart+1, len(s.Messages)):]
+}
+
+// callStep is the step number turnOutputs gives the call id of the
+// current turn (the HTTP idempotency key's step), 0 when there is none:
+// a step per call, and one per result except think's (part of its step).
+// It counts without building the outputs: runCalls asks it for every call.
+func callStep(s *State, id string) int {
+	n := 0
+	for _, msg := range s.turnMessages() {
+		switch msg.Role {
+		case llm.RoleAssistant:
+			for _, call := range msg.ToolCalls {
+				n++
+				if call.ID == id {
+					return n
+				}
+			}
+		case llm.RoleTool:
+			if msg.Name != schemas.ToolThink {
+				n++
+			}
+		}
+	}
+	return 0
 }
 
 // callOf finds the call a result answers.

@@ -357,7 +357,7 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Dete
 // stack logged here, not carried into the detection): a module that breaks
 // on some input fails open for that turn like one that errs, rather than
 // taking the turn to the dead letters with no detection.
-func (s *Stage) detectRecovered(ctx context.Context, meta schemas.Meta, in inception.Input) (dec inception.Decision, err error) {
+func (s *Stage) detectRecovered(ctx context.Context, mod inception.Module, meta schemas.Meta, in inception.Input) (dec inception.Decision, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrModulePanic, r)
@@ -365,17 +365,25 @@ func (s *Stage) detectRecovered(ctx context.Context, meta schemas.Meta, in incep
 				"conversation", meta.Conversation, "turn", meta.Turn, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	return s.deps.Module.Detect(ctx, in)
+	return mod.Detect(ctx, in)
 }
 
 // detect runs the module under the deadline and fails open. An
 // activation repeating the error planted at the turn before (prev) is
 // recorded but not planted again.
 func (s *Stage) detect(ctx context.Context, meta schemas.Meta, turn schemas.Turn, in inception.Input, prev planted) schemas.Detection {
-	mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	start := time.Now()
-	dec, err := s.detectRecovered(mctx, meta, in)
-	cancel()
+	var dec inception.Decision
+	var err error
+	// The module in place now (a Live's may be swapped) judges the turn.
+	mod := inception.Current(s.deps.Module)
+	if im, ok := mod.(inception.Instant); ok && im.Instant() {
+		dec, err = s.detectRecovered(ctx, mod, meta, in)
+	} else {
+		mctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		dec, err = s.detectRecovered(mctx, mod, meta, in)
+		cancel()
+	}
 	elapsed := time.Since(start)
 	s.m.inception.Observe(elapsed.Seconds())
 	det := schemas.Detection{

@@ -190,6 +190,48 @@ func TestStageFailsOpen(t *testing.T) {
 	}
 }
 
+// instantModule is a fakeModule that says it never waits.
+type instantModule struct{ fakeModule }
+
+func (*instantModule) Instant() bool { return true }
+
+// A module that judges from memory (inception.Instant), held in a Live
+// or not, runs without a deadline, which could not interrupt it and
+// costs a timer per turn; any other module gets the stage's timeout.
+func TestOnlyModulesThatMayWaitGetADeadline(t *testing.T) {
+	var mu sync.Mutex
+	deadline := map[string]bool{}
+	answer := func(name string) func(ctx context.Context, in inception.Input) (inception.Decision, error) {
+		return func(ctx context.Context, in inception.Input) (inception.Decision, error) {
+			_, ok := ctx.Deadline()
+			mu.Lock()
+			deadline[name] = ok
+			mu.Unlock()
+			return inception.Decision{}, nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		m    inception.Module
+		want bool
+	}{
+		{"instant", &instantModule{fakeModule{answer: answer("instant")}}, false},
+		{"plain", &fakeModule{answer: answer("plain")}, true},
+		{"live", inception.NewLive(&instantModule{fakeModule{answer: answer("live")}}), false},
+	} {
+		h := rtest.StartJetStream(t, "")
+		stop := startStage(t, h, tc.m, nil, time.Minute)
+		publishTurn(t, h, "d1", "user", 1, "hello")
+		rtest.CheckFor(t, 10*time.Second, tc.name+" detection", func() bool { return len(detections(t, h)) == 1 })
+		stop()
+		mu.Lock()
+		if got, seen := deadline[tc.name]; !seen || got != tc.want {
+			t.Errorf("%s module: called %v, with a deadline %v, want %v", tc.name, seen, got, tc.want)
+		}
+		mu.Unlock()
+	}
+}
+
 // A module that panics on some input once took the turn to the dead
 // letters (the consume loop turns a handler panic into a permanent
 // failure): no detection, no task, no outcome. It must fail open like a

@@ -25,8 +25,9 @@
 //     contrastive example per confusable pair) and judging rules (hard
 //     cases) go into the model's prompt, those naming a hidden type left
 //     out (PromptContrasts, PromptJudging).
-//   - Module, Decision, Input (Input.LastUser: the turn to judge) and
-//     ContextFree: the runtime contract every module keeps; Live, a
+//   - Module, Decision, Input (Input.LastUser: the turn to judge),
+//     ContextFree and Instant (a module the stage runs without a
+//     deadline): the runtime contract every module keeps; Live, a
 //     module replaced between turns while it runs (a promoted model); the
 //     module names (ModuleRules, ModuleLLM, ModuleCascade).
 //   - Example (CleanClass, CorpusAuthor): a labelled turn, what training

@@ -79,6 +79,13 @@ type ContextFree interface {
 	NeedsContext(in Input) bool
 }
 
+// Instant is implemented by modules that judge from memory, never wait
+// and ignore the context (rules): a deadline could not interrupt them, so
+// the stage runs them without one and saves a timer per turn.
+type Instant interface {
+	Instant() bool
+}
+
 // LastUser returns the turn to judge, or false when the dialogue does not
 // end with a user turn.
 func (in Input) LastUser() (string, bool) {

@@ -10,7 +10,10 @@ import (
 // model is not trusted. Whatever it writes, a tool call on either domain
 // returns an observation or an error and never panics (a panic would end
 // the user's turn as failed instead of telling the model what was wrong);
-// a refused call leaves the conversation's database as it was.
+// a refused call leaves the conversation's database as it was; and a call
+// across which Writes stays the same left it as it was (the agent worker
+// skips the state write after such a call), on a fresh session and on one
+// the same call already ran on.
 func FuzzToolCall(f *testing.F) {
 	seeds := []struct {
 		tool   uint8
@@ -36,10 +39,13 @@ func FuzzToolCall(f *testing.F) {
 		tools := d.Tools()
 		name := tools[int(tool)%len(tools)].Name
 		s := d.NewSession()
-		before, err := s.Marshal()
+		unchangedUnlessWritten(t, s, name, args)
+		unchangedUnlessWritten(t, s, name, args)
+		before, err := d.NewSession().Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
+		s = d.NewSession()
 		out, err := s.Call(context.Background(), name, args)
 		if err != nil {
 			var te *ToolError
@@ -59,4 +65,23 @@ func FuzzToolCall(f *testing.F) {
 			t.Fatalf("%s(%q): an empty observation", name, args)
 		}
 	})
+}
+
+// unchangedUnlessWritten runs one call on s and fails the test when the
+// call changed s's marshalled state while its write count stayed.
+func unchangedUnlessWritten(t *testing.T, s *Session, name string, args []byte) {
+	t.Helper()
+	before, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Writes()
+	_, cerr := s.Call(context.Background(), name, args)
+	after, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Writes() == w && string(after) != string(before) {
+		t.Fatalf("%s(%q) (%v) changed the database without counting a write", name, args, cerr)
+	}
 }

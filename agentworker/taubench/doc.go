@@ -16,7 +16,8 @@
 //     copy-on-write overlay (a record is copied on its first write), so a
 //     session costs nothing until it writes and grows with what it changed.
 //     Session implements Backend; Session.Marshal and RestoreSession move a
-//     conversation's state to another worker.
+//     conversation's state to another worker; Session.Writes tells whether
+//     a call may have changed it.
 //   - ToolCatalogue: the tool lists (τ-bench names, parameters, types and
 //     enums, described in our own words).
 //   - Session.Fingerprint (τ-bench's database hash, byte-exact), Domain.Reward,

@@ -19,6 +19,9 @@ type Session struct {
 	d     *Domain
 	over  [3]map[string]any // changed and new records, per table
 	added [3][]string       // ids of new records, in insertion order
+	// writes counts the records handed out for writing or stored (see
+	// Writes).
+	writes uint64
 }
 
 var _ Backend = (*Session)(nil)
@@ -76,6 +79,7 @@ func (s *Session) has(t int, id string) bool {
 
 // mut returns a writable record, copying it into the overlay on first use.
 func (s *Session) mut(t int, id string) (*Object, bool) {
+	s.writes++ // the caller may change even a record already copied
 	if m := s.over[t]; m != nil {
 		if v, ok := m[id]; ok {
 			o, ok := v.(*Object)
@@ -96,6 +100,7 @@ func (s *Session) mut(t int, id string) (*Object, bool) {
 
 // put stores a record (new ids are appended to the table's order).
 func (s *Session) put(t int, id string, v any) {
+	s.writes++
 	if s.over[t] == nil {
 		s.over[t] = make(map[string]any, 4)
 	}
@@ -129,6 +134,12 @@ func (s *Session) each(t int, fn func(id string, rec any) bool) {
 		}
 	}
 }
+
+// Writes counts the records the session handed out for writing or
+// stored since it was opened: a call across which it stays the same
+// changed nothing (the count errs towards a change: a record taken for
+// writing and left alone counts).
+func (s *Session) Writes() uint64 { return s.writes }
 
 // Record returns the session's current version of a record (read-only).
 func (s *Session) Record(tableName, id string) (any, bool) {

@@ -131,3 +131,28 @@ func TestSessionMarshalPristine(t *testing.T) {
 		t.Fatalf("after a write: %s; the other session's %s", written, mb2)
 	}
 }
+
+// Writes stays the same across reads and refused calls, and moves with a
+// write, also on a record the session had already copied.
+func TestSessionWritesCountsWrites(t *testing.T) {
+	d := sample(t, Airline)
+	s := d.NewSession()
+	steps := []struct {
+		name, args string
+		writes     bool
+	}{
+		{"get_reservation_details", `{"reservation_id": "Z3PLW8"}`, false},
+		{"cancel_reservation", `{"reservation_id": "NOSUCH"}`, false},
+		{"think", `{"thought": "the fare"}`, false},
+		{"update_reservation_baggages", `{"reservation_id": "Z3PLW8", "total_baggages": 1, "nonfree_baggages": 0, "payment_id": "credit_card_4410027"}`, true},
+		{"get_reservation_details", `{"reservation_id": "Z3PLW8"}`, false},
+		{"cancel_reservation", `{"reservation_id": "Z3PLW8"}`, true},
+	}
+	for _, st := range steps {
+		w := s.Writes()
+		_, err := s.Call(context.Background(), st.name, []byte(st.args))
+		if moved := s.Writes() != w; moved != st.writes {
+			t.Errorf("%s(%s) (err %v): write counted %v, want %v", st.name, st.args, err, moved, st.writes)
+		}
+	}
+}

@@ -39,10 +39,11 @@ func TestBenchSmallRun(t *testing.T) {
 	if r.HopTurns != 60 || len(r.Hops) != 4 || r.Hops[0].Name != bench.HopIngest || r.Hops[3].Name != bench.HopNotify {
 		t.Errorf("%d turns with legs, legs %+v; want 60 turns, the four legs in order", r.HopTurns, r.Hops)
 	}
-	// One tool call per turn: tool call, tool result and reply steps, and
-	// two state records.
-	if r.ShapeExtra != 5 {
-		t.Errorf("extra stores per turn = %d, want 5", r.ShapeExtra)
+	// One read-only tool call per turn: tool call, tool result and reply
+	// steps, and one state record (a result that changed nothing is not
+	// written on its own), counted in the streams.
+	if r.ShapeExtra != 4 {
+		t.Errorf("extra stores per turn = %d, want 4", r.ShapeExtra)
 	}
 	// The injector is fused into the detector: two hops per turn.
 	if r.ShapeHops != 2 {

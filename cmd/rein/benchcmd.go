@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinception/rein/agentworker"
 	"github.com/reinception/rein/internal/app/bench"
 	"github.com/reinception/rein/streams"
 )
@@ -49,6 +50,9 @@ It reports where the pipeline's CPU went: a CPU profile taken from the first tur
 last outcome stored, each sample given to the first category with a frame in its stack (gc,
 scheduler, nats-server, signing, schema-validation, kv-state, rules-inception, json-cloudevents,
 jetstream-client, alloc, other), each category's share of the CPU seconds per 1,000 turns.
+It also reports, per turn, the protocol messages each of the pipeline's connections sent to the
+embedded server and received from it while the load ran (publishes, acks, requests; deliveries,
+publish acks, replies), from the server's per-connection counters.
 --starved pins GOMAXPROCS to 1 for the whole run, the reference chains included.
 
 With --cluster N it starts a real N-node JetStream cluster in this process instead (loopback, a store
@@ -116,6 +120,13 @@ minutes.`,
 				}
 				fmt.Fprintf(out, "  where a turn's time went, ms (p50 · p99 · mean of the slowest 1 %%, over %d turns): %s\n", res.HopTurns, strings.Join(parts, "; "))
 			}
+			if len(res.WirePerTurn) > 0 {
+				parts := make([]string, 0, len(res.WirePerTurn))
+				for _, w := range res.WirePerTurn {
+					parts = append(parts, fmt.Sprintf("%s %.2f · %.2f", w.Conn, w.In, w.Out))
+				}
+				fmt.Fprintf(out, "  protocol messages per turn to · from the server, by connection: %s\n", strings.Join(parts, "; "))
+			}
 			if len(res.CPUByCategory) > 0 {
 				parts := make([]string, 0, len(res.CPUByCategory))
 				for _, c := range res.CPUByCategory {
@@ -145,7 +156,8 @@ minutes.`,
 	fs.IntVar(&plan.AgentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
-	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result) or turn")
+	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")
+	fs.DurationVar(&plan.LiveStepsAfter, "agent-live-steps-after", agentworker.DefaultLiveStepsAfter, "as serve's: a turn running longer than this publishes its steps as it goes, each after a state write that holds it")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
 	fs.StringVar(&plan.Trace, "trace", "", "write the runtime's execution trace of the pipeline's run (first turn offered to last outcome stored) to this file (go tool trace)")

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/reinception/rein/inception"
@@ -65,5 +67,33 @@ func BenchmarkRulesTurn(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFastREMay compares an expression's literal prefilter as one
+// pass over the text (litGroup) with a search per literal, by literal
+// count and text length: what manyLits is set from.
+func BenchmarkFastREMay(b *testing.B) {
+	short := "thanks, and the baggage allowance?"
+	long := strings.Repeat("your reservation q7rm2k is confirmed for the flight from boston. ", 5)
+	for _, f := range []*fastRE{personAdded, justMe, selfIncluded, statedSolo} {
+		for _, text := range []string{short, long} {
+			name := fmt.Sprintf("lits=%d/bytes=%d", len(f.lits), len(text))
+			b.Run(name+"/search", func(b *testing.B) {
+				for b.Loop() {
+					for _, l := range f.lits {
+						if strings.Contains(text, l) {
+							break
+						}
+					}
+				}
+			})
+			b.Run(name+"/pass", func(b *testing.B) {
+				g := newLitGroup(f.lits)
+				for b.Loop() {
+					g.any(text)
+				}
+			})
+		}
 	}
 }

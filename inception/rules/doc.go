@@ -11,15 +11,16 @@
 // and with earlier ones), catalogue.go and options.go (what the tools and
 // the catalogue cannot do), structural.go (what the turn's shape says),
 // gate.go (the cascade gate's looser checks); cue.go compiles the cues
-// with a literal prefilter.
+// with a literal prefilter (the module's cue literals indexed, found in
+// one pass over the turn).
 //
 // Exports:
 //   - New (Config, Module): Precise activates on strong evidence only;
 //     Recall is the cascade's gate, which loosens each precise check and
-//     reads the user's turns only. Module implements inception.Module and
-//     inception.ContextFree: the precise rules need the agent's replies
+//     reads the user's turns only. Module implements inception.Module,
+//     inception.ContextFree (the precise rules need the agent's replies
 //     only when a check reading the agent's words could fire, the gate
-//     never.
+//     never) and inception.Instant (it never waits).
 //   - The learned complements (inception/learned) plug in through Config:
 //     GateModel beside the gate's rules, TypedModel after the precise
 //     rules; their features are the rules' signals (gate_features.go,

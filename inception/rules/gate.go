@@ -68,10 +68,10 @@ var (
 // from the user turn alone, so the gate needs no context: it holds back a
 // turn whatever was said before. It
 // returns the type the signal points at and its location.
-func (m *Module) looseCheck(dr *domainRules, in inception.Input, lower string, bg *bigrams) (string, []int) {
+func (m *Module) looseCheck(dr *domainRules, in inception.Input, lower string, sc *textScan) (string, []int) {
 	text := in.Dialogue[len(in.Dialogue)-1].Text
 	if dr != nil {
-		if loc := findAny(dr.gate, lower, bg); loc != nil {
+		if loc := findAny(dr.gate, lower, sc); loc != nil {
 			return inception.TypeUnsupportedAction, loc
 		}
 	}
@@ -80,7 +80,7 @@ func (m *Module) looseCheck(dr *domainRules, in inception.Input, lower string, b
 	}
 	// A provider's own ambiguity types: their cues read the turn alone.
 	for _, et := range m.ambiguous {
-		if loc := findAny(m.cues[et.Name], lower, bg); loc != nil && !defaultAmbiguity[et.Name] {
+		if loc := findAny(m.cues[et.Name], lower, sc); loc != nil && !defaultAmbiguity[et.Name] {
 			return et.Name, loc
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -125,6 +126,10 @@ type Module struct {
 	// modelVersion is every decision's ModelVersion: the classifier's.
 	modelVersion string
 	options      *optionRules // the product catalogue's options, nil for none
+
+	// lits indexes the literals of the cues above, so that one pass
+	// over a turn serves every cue's prefilter (textScan).
+	lits *litIndex
 
 	seed    maphash.Seed
 	mu      sync.RWMutex
@@ -294,7 +299,36 @@ func New(cfg Config) (*Module, error) {
 		}
 		m.domains[name] = dr
 	}
+	m.lits = newLitIndex(m.indexedCues())
 	return m, nil
+}
+
+// indexedCues are the cues compiled with the module, in a fixed order
+// (error types and domains by name): the literal index holds them.
+func (m *Module) indexedCues() []*cue {
+	var out []*cue
+	add := func(cs []cue) {
+		for i := range cs {
+			out = append(out, &cs[i])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.cues)) {
+		add(m.cues[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.domains)) {
+		dr := m.domains[name]
+		add(dr.outside)
+		add(dr.gate)
+		for i := range dr.actions {
+			add(dr.actions[i].cues)
+		}
+		for _, c := range dr.contexts {
+			if c != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 func groupCues(groups []inception.CueGroup) []cue {
@@ -344,6 +378,9 @@ func (m *Module) Name() string { return inception.ModuleRules }
 
 // Mode returns Precise or Recall.
 func (m *Module) Mode() string { return m.mode }
+
+// Instant implements inception.Instant: Detect reads no context.
+func (m *Module) Instant() bool { return true }
 
 // Detect implements Module. It never calls a model and never fails except
 // on an input without a final user turn.
@@ -395,8 +432,8 @@ func (m *Module) toolNames(tools []llm.Tool) []string {
 // read, which the agent's replies cannot change.
 func (m *Module) judge(in inception.Input, text string) (name, evidence string, ctxFree bool) {
 	lower := strings.ToLower(text)
-	var bg bigrams
-	bg.build(lower)
+	var sc textScan
+	sc.scan(lower, m.lits)
 	// The evidence is the sentence holding the cue, quoted as the user
 	// wrote it.
 	span := func(loc []int) string {
@@ -409,13 +446,13 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 		return sentenceAround(lower, loc[0], loc[1])
 	}
 	dr := m.domains[in.Domain]
-	if name, loc, free := m.unsupported(in, dr, lower, &bg); name != "" {
+	if name, loc, free := m.unsupported(in, dr, lower, &sc); name != "" {
 		return name, span(loc), free
 	}
 	if m.mode == Recall {
 		// The gate reads the user's turns only: its checks are supersets
 		// of the precise ambiguity checks without the agent's words.
-		if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+		if name, loc := m.looseCheck(dr, in, lower, &sc); name != "" {
 			return name, span(loc), true
 		}
 		if name, loc := m.gateClassify(dr, in, lower); name != "" {
@@ -447,7 +484,7 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 			loc = anaphora(dr, m.windowed(in), lower)
 		default:
 			// A provider's own ambiguity type: its cues decide.
-			loc = findAny(m.cues[et.Name], lower, &bg)
+			loc = findAny(m.cues[et.Name], lower, &sc)
 		}
 		if loc != nil {
 			return et.Name, span(loc), false
@@ -464,7 +501,7 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 // not with the value asked for. Only the parameter check may read the
 // agent's last message (what it asked the user to choose), so free is
 // false then.
-func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, bg *bigrams) (name string, loc []int, free bool) {
+func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, sc *textScan) (name string, loc []int, free bool) {
 	active := func(name string) bool {
 		et, ok := m.tax.Type(name)
 		return ok && !et.HeldOut
@@ -474,7 +511,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 	}
 	cr := m.catalogRules(in.Domain, dr, in.Tools)
 	if active(inception.TypeUnsupportedDomain) {
-		if loc := findAny(dr.outside, lower, bg); loc != nil {
+		if loc := findAny(dr.outside, lower, sc); loc != nil {
 			return inception.TypeUnsupportedDomain, loc, true
 		}
 	}
@@ -483,7 +520,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 			if cr.covered[i] {
 				continue // the agent's tools do this after all
 			}
-			if loc := findAny(dr.actions[i].cues, lower, bg); loc != nil {
+			if loc := findAny(dr.actions[i].cues, lower, sc); loc != nil {
 				return inception.TypeUnsupportedAction, loc, true
 			}
 		}
@@ -492,7 +529,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 	if !active(inception.TypeUnsupportedParameter) {
 		return "", nil, true
 	}
-	if loc := findAny(m.cues[inception.TypeUnsupportedParameter], lower, bg); loc != nil && len(in.Tools) > 0 {
+	if loc := findAny(m.cues[inception.TypeUnsupportedParameter], lower, sc); loc != nil && len(in.Tools) > 0 {
 		return inception.TypeUnsupportedParameter, loc, true
 	}
 	agent := ""
@@ -504,7 +541,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 	for pass := 0; pass < 2; pass++ {
 		for i := range cr.params {
 			p := &cr.params[i]
-			userCtx := p.context == nil || p.context.find(lower, bg) != nil
+			userCtx := p.context == nil || p.context.find(lower, sc) != nil
 			// The gate takes any such phrase: it reads no agent words.
 			if m.mode == Recall && pass == 0 {
 				userCtx = true
@@ -512,7 +549,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 			if pass == 0 && !userCtx || pass == 1 && (userCtx || p.context.find(agent, nil) == nil) {
 				continue
 			}
-			if loc := p.badPhrase(lower, bg); loc != nil {
+			if loc := p.badPhrase(lower, sc); loc != nil {
 				return inception.TypeUnsupportedParameter, loc, pass == 0
 			}
 		}
@@ -543,7 +580,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 	// the dialogue, which the first pass did not need.
 	for i := range cr.params {
 		p := &cr.params[i]
-		if p.context != nil && p.context.find(lower, bg) == nil && p.badPhrase(lower, bg) != nil {
+		if p.context != nil && p.context.find(lower, sc) == nil && p.badPhrase(lower, sc) != nil {
 			free = false
 		}
 	}
@@ -552,9 +589,9 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 
 // badPhrase returns the first phrase naming a value the tools do not take,
 // not negated, or nil.
-func (p *paramRule) badPhrase(lower string, bg *bigrams) []int {
+func (p *paramRule) badPhrase(lower string, sc *textScan) []int {
 	for off := 0; off < len(lower); {
-		loc := p.phrases.find(lower[off:], bg)
+		loc := p.phrases.find(lower[off:], sc)
 		if loc == nil {
 			return nil
 		}
@@ -587,23 +624,23 @@ func (m *Module) NeedsContext(in inception.Input) bool {
 		return true
 	}
 	lower := strings.ToLower(text)
-	var bg bigrams
-	bg.build(lower)
+	var sc textScan
+	sc.scan(lower, m.lits)
 	alone := inception.Input{Domain: in.Domain, Tools: in.Tools, Dialogue: in.Dialogue[len(in.Dialogue)-1:]}
-	name, _, free := m.unsupported(alone, m.domains[in.Domain], lower, &bg)
+	name, _, free := m.unsupported(alone, m.domains[in.Domain], lower, &sc)
 	switch {
 	case name != "" && free:
 		return false // decided before anything else is read
 	case !free:
 		return true // a value only the agent's question frames
 	}
-	return m.readsAgent(in, text)
+	return m.readsAgent(in, text, lower)
 }
 
 // readsAgent reports whether a precise ambiguity check that reads the
-// agent's words could fire on the turn, judged from the user turn alone.
-func (m *Module) readsAgent(in inception.Input, text string) bool {
-	lower := strings.ToLower(text)
+// agent's words could fire on the turn, judged from the user turn alone
+// (lower is text lower-cased).
+func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 	dr := m.domains[in.Domain]
 	for _, et := range m.ambiguous {
 		switch et.Name {

@@ -271,3 +271,7 @@ func TestRulesCustomAmbiguityType(t *testing.T) {
 		}
 	}
 }
+
+// The rules module judges from memory: the detector runs it without a
+// deadline (inception.Instant).
+var _ inception.Instant = (*Module)(nil)

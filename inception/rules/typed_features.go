@@ -40,14 +40,14 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 	add := func(name string, span []int) {
 		out = append(out, learned.Feature{Name: name, Span: span, Val: 1})
 	}
-	var bg bigrams
-	bg.build(lower)
+	var sc textScan
+	sc.scan(lower, m.lits)
 	if !missed {
-		if name, loc, _ := m.unsupported(in, dr, lower, &bg); name != "" {
+		if name, loc, _ := m.unsupported(in, dr, lower, &sc); name != "" {
 			add("r:unsupported:"+name, loc)
 		}
 	}
-	if name, loc := m.looseCheck(dr, in, lower, &bg); name != "" {
+	if name, loc := m.looseCheck(dr, in, lower, &sc); name != "" {
 		add("r:loose:"+name, loc)
 	}
 	checked := missed && m.checksAll()

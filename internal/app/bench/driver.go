@@ -122,6 +122,10 @@ type Result struct {
 	// same window (Linux). It grows with the machine's other load, which
 	// the latencies then measure as much as rein.
 	RunQueueWaitPerCPU float64 `json:"run_queue_wait_per_cpu_s,omitempty"`
+	// WirePerTurn is what each connection exchanged with the embedded
+	// server per turn while the load ran (none with --nats-url or
+	// --cluster): the protocol messages behind the stored ones.
+	WirePerTurn []Wire `json:"wire_per_turn,omitempty"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -143,7 +147,9 @@ type Plan struct {
 	Workers int
 	RawMsgs int
 	Persist string
-	Verbose bool
+	// LiveStepsAfter is the agent worker's (0: its default).
+	LiveStepsAfter time.Duration
+	Verbose        bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	DetectorCache, AgentCache int
@@ -246,7 +252,7 @@ func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
 		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
 			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
 		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
-			Persist: plan.Persist, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
 		Given: pipeline.Given{Module: m, AgentModel: agent},
 	}, nil
 }
@@ -305,7 +311,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	var res Result
 	var clock *turnClock
 	if err == nil {
+		wire0 := wireCounts(rt.Server())
 		res, clock, err = driveBench(ctx, rt.NC, rt.Pub, plan, progress)
+		res.WirePerTurn = wirePerTurn(wire0, wireCounts(rt.Server()), cfg.Name, res.Turns)
 		// The pipeline's peak, read before the reference chains run in
 		// this process and raise the high-water mark with their own.
 		res.PeakRSSMB = PeakRSSMB()

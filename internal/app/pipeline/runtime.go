@@ -389,6 +389,10 @@ func (rt *Process) Close() {
 	_ = rt.lock.Unlock()
 }
 
+// Server is the embedded NATS server (nil with an external NATS), for
+// the bench's reading of what each connection exchanged with it.
+func (rt *Process) Server() *server.Server { return rt.srv }
+
 // watchModel makes /readyz report the model endpoint while its circuit
 // breaker is open (status degraded: see telemetry.Server.AddCheck).
 func (rt *Process) watchModel(endpoint string, c llm.Client) {
