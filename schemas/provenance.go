@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
@@ -34,14 +36,31 @@ const ReasonUnverifiedTask = "unverified_task"
 const sigVersion = "v1."
 
 // TaskKey signs and verifies tasks.
-type TaskKey struct{ key []byte }
+type TaskKey struct {
+	key []byte
+	// macs holds keyed HMAC states for reuse: a new one hashes the key
+	// into its inner and outer pads on every task.
+	macs sync.Pool
+}
+
+// macState is a keyed HMAC and the buffer its signed bytes are laid out in.
+type macState struct {
+	h   hash.Hash
+	buf []byte
+}
+
+// maxMACBuffer is the largest buffer kept with a macState: a rare large
+// task does not stay held.
+const maxMACBuffer = 64 << 10
 
 // NewTaskKey returns a key of at least MinTaskKeyBytes bytes.
 func NewTaskKey(key []byte) (*TaskKey, error) {
 	if len(key) < MinTaskKeyBytes {
 		return nil, fmt.Errorf("%w: a task key needs at least %d bytes, got %d", ErrBadID, MinTaskKeyBytes, len(key))
 	}
-	return &TaskKey{key: append([]byte(nil), key...)}, nil
+	k := &TaskKey{key: append([]byte(nil), key...)}
+	k.macs.New = func() any { return &macState{h: hmac.New(sha256.New, k.key)} }
+	return k, nil
 }
 
 // Sign sets e's signature extension.
@@ -86,9 +105,22 @@ func (k *TaskKey) mac(e *cloudevents.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := hmac.New(sha256.New, k.key)
-	for _, f := range []string{"rein-task-v1", e.Type(), e.ID(), m.Tenant, m.Conversation, strconv.Itoa(m.Turn), string(e.Data())} {
-		fmt.Fprintf(h, "%d:%s;", len(f), f)
+	st := k.macs.Get().(*macState)
+	defer k.macs.Put(st)
+	b := st.buf[:0]
+	for _, f := range []string{"rein-task-v1", e.Type(), e.ID(), m.Tenant, m.Conversation} {
+		b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
+		b = append(append(b, f...), ';')
 	}
-	return h.Sum(nil), nil
+	var turn [20]byte
+	for _, f := range [][]byte{strconv.AppendInt(turn[:0], int64(m.Turn), 10), e.Data()} {
+		b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
+		b = append(append(b, f...), ';')
+	}
+	if cap(b) <= maxMACBuffer {
+		st.buf = b
+	}
+	st.h.Reset()
+	st.h.Write(b)
+	return st.h.Sum(nil), nil
 }
