@@ -78,9 +78,9 @@ func (t *Task) size() int {
 
 func (t *Turn) appendJSON(b []byte) []byte {
 	b = append(b, `{"role":`...)
-	b = appendJSONString(b, t.Role)
+	b = AppendJSONString(b, t.Role)
 	b = append(b, `,"text":`...)
-	b = appendJSONString(b, t.Text)
+	b = AppendJSONString(b, t.Text)
 	b = append(b, `,"turn":`...)
 	b = strconv.AppendInt(b, int64(t.Turn), 10)
 	return append(b, '}')
@@ -90,21 +90,21 @@ func (t *Task) appendJSON(b []byte) []byte {
 	b = append(b, `{"turn":`...)
 	b = strconv.AppendInt(b, int64(t.Turn), 10)
 	b = append(b, `,"user_text":`...)
-	b = appendJSONString(b, t.UserText)
+	b = AppendJSONString(b, t.UserText)
 	if t.DetectionID != "" {
 		b = append(b, `,"detection_id":`...)
-		b = appendJSONString(b, t.DetectionID)
+		b = AppendJSONString(b, t.DetectionID)
 	}
 	b = append(b, `,"inception":`...)
 	if in := t.Inception; in == nil {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, `{"thought":`...)
-		b = appendJSONString(b, in.Thought)
+		b = AppendJSONString(b, in.Thought)
 		b = append(b, `,"error_type":`...)
-		b = appendJSONString(b, in.ErrorType)
+		b = AppendJSONString(b, in.ErrorType)
 		b = append(b, `,"recovery_tool":`...)
-		b = appendJSONString(b, in.RecoveryTool)
+		b = AppendJSONString(b, in.RecoveryTool)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -119,14 +119,14 @@ func (s *Step) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"step":`...)
 	b = strconv.AppendInt(b, int64(s.Step), 10)
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, s.Kind)
+	b = AppendJSONString(b, s.Kind)
 	if s.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, s.Name)
+		b = AppendJSONString(b, s.Name)
 	}
 	if s.CallID != "" {
 		b = append(b, `,"call_id":`...)
-		b = appendJSONString(b, s.CallID)
+		b = AppendJSONString(b, s.CallID)
 	}
 	if len(s.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
@@ -134,7 +134,7 @@ func (s *Step) appendJSON(b []byte) ([]byte, bool) {
 	}
 	if s.Output != "" {
 		b = append(b, `,"output":`...)
-		b = appendJSONString(b, s.Output)
+		b = AppendJSONString(b, s.Output)
 	}
 	b = append(b, `,"injected":`...)
 	b = strconv.AppendBool(b, s.Injected)
@@ -157,11 +157,11 @@ func plainJSON(raw []byte) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString writes s as a JSON string the way encoding/json does:
+// AppendJSONString writes s as a JSON string the way encoding/json does:
 // quote, backslash and control characters escaped (\b \f \n \r \t by
 // name, the rest as \u00XX), <, > and & as \u003c, \u003e, \u0026, U+2028
 // and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for len(s) > 0 {
 		n := 0

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams/bus"
 )
 
@@ -89,21 +89,21 @@ func AppendStructured(dst []byte, r *Record) ([]byte, bool) {
 		return dst, false
 	}
 	dst = append(dst, `{"specversion":`...)
-	dst = appendJSONString(dst, spec)
+	dst = schemas.AppendJSONString(dst, spec)
 	for i, v := range attrs {
 		if v != "" {
 			dst = append(dst, ',', '"')
 			dst = append(dst, contextAttrs[i]...)
 			dst = append(dst, '"', ':')
-			dst = appendJSONString(dst, v)
+			dst = schemas.AppendJSONString(dst, v)
 		}
 	}
 	slices.SortFunc(ext, func(a, b extAttr) int { return strings.Compare(a.name, b.name) })
 	for _, e := range ext {
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, e.name)
+		dst = schemas.AppendJSONString(dst, e.name)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, e.value)
+		dst = schemas.AppendJSONString(dst, e.value)
 	}
 	if len(r.Data) > 0 {
 		if isJSONType(ct) && json.Valid(r.Data) {
@@ -145,50 +145,6 @@ func appendCompact(dst, js []byte) []byte {
 		return append(dst, js...)
 	}
 	return append(dst, b.Bytes()...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // JSONLWriter writes records as CloudEvents structured JSON, one per line,
