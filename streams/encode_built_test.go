@@ -1,8 +1,8 @@
 package streams
 
 import (
-	"reflect"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/reinception/rein/schemas"

@@ -2,8 +2,8 @@ package bench
 
 import (
 	"os"
-	"runtime/metrics"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
