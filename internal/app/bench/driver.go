@@ -43,26 +43,20 @@ const tenant = "bench"
 
 // Result is what one bench run measured (`rein bench --json` prints it).
 type Result struct {
-	Mode          string  `json:"mode"` // max or rate
-	Conversations int     `json:"conversations"`
-	Active        int     `json:"active_conversations,omitempty"`
-	Turns         int     `json:"turns"`
-	OfferedPerSec float64 `json:"offered_per_s,omitempty"`
-	TurnsPerSec   float64 `json:"turns_per_s"`
-	P50Ms         float64 `json:"p50_ms"`
-	P99Ms         float64 `json:"p99_ms"`
-	CPUSecPer1000 float64 `json:"cpu_s_per_1000_turns"`
-	// AllocBytesPerTurn and GCCyclesPer1000 are the whole process's heap
-	// allocation and collections over the same window as the CPU figure
-	// (the embedded server and the bench driver included): the collector's
-	// share of the CPU and of the tail follows the allocation rate.
-	AllocBytesPerTurn float64 `json:"alloc_bytes_per_turn"`
-	GCCyclesPer1000   float64 `json:"gc_cycles_per_1000_turns"`
-	PeakRSSMB         float64 `json:"peak_rss_mb"`
-	AvgEventBytes     int     `json:"avg_event_bytes"`
-	Raw3HopMsgsPerS   float64 `json:"raw_3hop_msgs_per_s"`
-	Raw3HopP99Ms      float64 `json:"raw_3hop_p99_ms"`
-	Ratio             float64 `json:"ratio"`
+	Mode            string  `json:"mode"` // max or rate
+	Conversations   int     `json:"conversations"`
+	Active          int     `json:"active_conversations,omitempty"`
+	Turns           int     `json:"turns"`
+	OfferedPerSec   float64 `json:"offered_per_s,omitempty"`
+	TurnsPerSec     float64 `json:"turns_per_s"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
+	CPUSecPer1000   float64 `json:"cpu_s_per_1000_turns"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	AvgEventBytes   int     `json:"avg_event_bytes"`
+	Raw3HopMsgsPerS float64 `json:"raw_3hop_msgs_per_s"`
+	Raw3HopP99Ms    float64 `json:"raw_3hop_p99_ms"`
+	Ratio           float64 `json:"ratio"`
 	// The same chain with rein's message count per turn (the last hop also
 	// stores ShapeExtra messages: the steps and state records of a turn)
 	// and rein's headers (a stored event's CloudEvents attributes and
@@ -132,6 +126,13 @@ type Result struct {
 	// server per turn while the load ran (none with --nats-url or
 	// --cluster): the protocol messages behind the stored ones.
 	WirePerTurn []Wire `json:"wire_per_turn,omitempty"`
+
+	// AllocBytesPerTurn and GCCyclesPer1000 are the whole process's heap
+	// allocation and collections over the same window as the CPU figure
+	// (the embedded server and the bench driver included): the collector's
+	// share of the CPU and of the tail follows the allocation rate.
+	AllocBytesPerTurn float64 `json:"alloc_bytes_per_turn"`
+	GCCyclesPer1000   float64 `json:"gc_cycles_per_1000_turns"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
