@@ -25,14 +25,14 @@ var denial = mustFast(`\bi (?:never|didn'?t|did not|never ever) (?:say|said|ask|
 
 // saidEarlier reports a content word of what is denied in an earlier user
 // turn.
-func saidEarlier(in inception.Input, denied string) bool {
+func saidEarlier(mm *memo, in inception.Input, denied string) bool {
 	for _, w := range strings.Fields(denied) {
 		w = strings.Trim(w, ",.!?'\"")
 		if len(w) < 4 || contradictionWords[w] || functionWord[w] || strings.HasSuffix(w, "ed") {
 			continue
 		}
 		for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
-			if u.Role == inception.RoleUser && inception.WordIndex(strings.ToLower(u.Text), w) >= 0 {
+			if u.Role == inception.RoleUser && inception.WordIndex(mm.user(u.Text).lower, w) >= 0 {
 				return true
 			}
 		}
@@ -58,11 +58,11 @@ func claimed(lower string, loc []int) string {
 
 // unsaid reports a claim whose content the user's earlier turns mostly do
 // not hold: most content words of what they now say they said are new.
-func unsaid(in inception.Input, claim string) bool {
+func unsaid(mm *memo, in inception.Input, claim string) bool {
 	var earlier strings.Builder
 	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
 		if u.Role == inception.RoleUser {
-			earlier.WriteString(strings.ToLower(u.Text))
+			earlier.WriteString(mm.user(u.Text).lower)
 			earlier.WriteByte(' ')
 		}
 	}
@@ -139,7 +139,7 @@ var contradictionWords = map[string]bool{
 
 // contradiction reports the location of a conflict, within the turn or
 // with the user's earlier statements.
-func contradiction(in inception.Input, lower string) []int {
+func contradiction(mm *memo, in inception.Input, lower string) []int {
 	negation := hasAny(lower, "n't", "not", "never", "no ", "without", "don")
 	if loc := findIf(negation || hasAny(lower, "stop", "hold"), consentThenRefusal, lower); loc != nil {
 		return loc
@@ -185,7 +185,7 @@ func contradiction(in inception.Input, lower string) []int {
 			return m[:2]
 		}
 	}
-	if loc := contradictionFromUser(in, lower); loc != nil {
+	if loc := contradictionFromUser(mm, in, lower); loc != nil {
 		return loc
 	}
 
@@ -208,14 +208,14 @@ func contradiction(in inception.Input, lower string) []int {
 // (never the agent's): a claim to have said what they did not, a denial of
 // what they did say (denying what they never said is a complaint about the
 // agent), and asking for what they ruled out earlier.
-func contradictionFromUser(in inception.Input, lower string) []int {
-	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+func contradictionFromUser(mm *memo, in inception.Input, lower string) []int {
+	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(mm, in, claimed(lower, loc)) {
 		return loc
 	}
-	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(in, lower[m[2]:m[3]]) {
+	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(mm, in, lower[m[2]:m[3]]) {
 		return m[:2]
 	}
-	return againstEarlier(in, lower)
+	return againstEarlier(mm, in, lower)
 }
 
 // affirmed reports v (or its -ing form) used without negation in text.
@@ -249,29 +249,19 @@ func lastWordOf(s string) string {
 
 // againstEarlier finds something the user ruled out earlier and now asks
 // for, or a passenger count stated both ways.
-func againstEarlier(in inception.Input, lower string) []int {
+func againstEarlier(mm *memo, in inception.Input, lower string) []int {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	for _, u := range earlier {
 		if u.Role != inception.RoleUser {
 			continue
 		}
-		prev := strings.ToLower(u.Text)
-		if justMe.MatchString(prev) && !hasCorrection(lower) {
+		prev := mm.user(u.Text) // the earlier turn's negations, derived once
+		if prev.justMe && !hasCorrection(lower) {
 			if loc := withOthers.FindStringIndex(lower); loc != nil {
 				return loc
 			}
 		}
-		if correction.MatchString(prev) {
-			continue
-		}
-		if !hasAny(prev, "no", "without", "don") { // "not" holds "no"
-			continue
-		}
-		for _, m := range earlierNegated.FindAllStringSubmatch(prev, -1) {
-			term := earlierTerm(m[1])
-			if term == "" {
-				continue
-			}
+		for _, term := range prev.ruledOut {
 			i := inception.WordIndex(lower, term)
 			if i < 0 {
 				// "travel insurance" ruled out, "the insurance" asked for.

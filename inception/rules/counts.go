@@ -83,7 +83,7 @@ func partyNamed(lower string) (int, []int) {
 
 // countConflict finds a passenger count that conflicts with the people
 // counted in the same turn or with a count of an earlier user turn.
-func countConflict(in inception.Input, lower string) []int {
+func countConflict(mm *memo, in inception.Input, lower string) []int {
 	total, tloc := partyTotal(lower)
 	named, nloc := partyNamed(lower)
 	dates := birthDate.FindAllStringIndex(lower, -1)
@@ -102,11 +102,8 @@ func countConflict(in inception.Input, lower string) []int {
 		if u.Role != inception.RoleUser {
 			continue
 		}
-		prev := strings.ToLower(u.Text)
-		if earlier, _ = partyTotal(prev); earlier == 0 {
-			earlier, _ = partyNamed(prev)
-		}
-		earlierText = prev
+		prev := mm.user(u.Text)
+		earlier, earlierText = prev.party, prev.lower
 	}
 	if earlier == 0 || corrected {
 		return nil
@@ -130,7 +127,7 @@ func countConflict(in inception.Input, lower string) []int {
 				rel = lower[m[2*g]:m[2*g+1]]
 			}
 		}
-		if rel != "" && inception.WordIndex(earlierText, rel) < 0 && (earlier == 1 || !mentionedBefore(in, rel)) {
+		if rel != "" && inception.WordIndex(earlierText, rel) < 0 && (earlier == 1 || !mentionedBefore(mm, in, rel)) {
 			return m[:2]
 		}
 	}
@@ -138,9 +135,9 @@ func countConflict(in inception.Input, lower string) []int {
 }
 
 // mentionedBefore reports a word in any earlier user turn.
-func mentionedBefore(in inception.Input, w string) bool {
+func mentionedBefore(mm *memo, in inception.Input, w string) bool {
 	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
-		if u.Role == inception.RoleUser && inception.WordIndex(strings.ToLower(u.Text), w) >= 0 {
+		if u.Role == inception.RoleUser && inception.WordIndex(mm.user(u.Text).lower, w) >= 0 {
 			return true
 		}
 	}

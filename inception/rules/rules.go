@@ -60,6 +60,10 @@ type Config struct {
 	// it an option value the named product does not come in is an
 	// unsupported parameter. Nil leaves the option values unchecked.
 	Products *ProductCatalogue
+	// MemoBytes bounds what the module keeps of the messages it has read
+	// (memo.go), so that each message of a conversation is analysed once:
+	// 0 is DefaultMemoBytes, negative keeps nothing.
+	MemoBytes int
 }
 
 // Module is the offline inception module: no model, grounded in the
@@ -126,6 +130,9 @@ type Module struct {
 	// modelVersion is every decision's ModelVersion: the classifier's.
 	modelVersion string
 	options      *optionRules // the product catalogue's options, nil for none
+
+	// memo keeps what is derived from one message (memo.go).
+	memo *memo
 
 	// lits indexes the literals of the cues above, so that one pass
 	// over a turn serves every cue's prefilter (textScan).
@@ -243,6 +250,9 @@ func (cfg *Config) defaults() {
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
+	if cfg.MemoBytes == 0 {
+		cfg.MemoBytes = DefaultMemoBytes
+	}
 }
 
 // New compiles the rules module.
@@ -255,7 +265,7 @@ func New(cfg Config) (*Module, error) {
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
 		cues:    map[string][]cue{},
 		domains: map[string]*domainRules{}, seed: maphash.MakeSeed(), catalog: map[catalogKey]*catalogRules{},
-		seen: map[catalogIdent]seenCatalog{},
+		seen: map[catalogIdent]seenCatalog{}, memo: newMemo(cfg.MemoBytes),
 	}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
 		if et.HeldOut {
@@ -464,9 +474,9 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 		var loc []int
 		switch et.Name {
 		case inception.TypeContradiction:
-			loc = contradiction(in, lower)
+			loc = contradiction(m.memo, in, lower)
 			if loc == nil {
-				loc = countConflict(in, lower) // rules_counts.go
+				loc = countConflict(m.memo, in, lower) // rules_counts.go
 			}
 			if loc == nil {
 				loc = sizeAgainstDirection(in, lower)
@@ -479,9 +489,9 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 			if dr != nil {
 				cr = m.catalogRules(in.Domain, dr, in.Tools)
 			}
-			loc = multipleInterpretation(dr, cr, in, lower)
+			loc = multipleInterpretation(m.memo, dr, cr, in, lower)
 		case inception.TypeAnaphora:
-			loc = anaphora(dr, m.windowed(in), lower)
+			loc = anaphora(m.memo, dr, m.windowed(in), lower)
 		default:
 			// A provider's own ambiguity type: its cues decide.
 			loc = findAny(m.cues[et.Name], lower, &sc)
@@ -654,7 +664,7 @@ func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil || countConflict(in, lower) != nil || sizeAsked(lower) {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(m.memo, in, lower) != nil || countConflict(m.memo, in, lower) != nil || sizeAsked(lower) {
 				return true
 			}
 		case inception.TypeMultipleInterpretation:
