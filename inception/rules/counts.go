@@ -84,8 +84,14 @@ func partyNamed(lower string) (int, []int) {
 // countConflict finds a passenger count that conflicts with the people
 // counted in the same turn or with a count of an earlier user turn.
 func countConflict(mm *memo, in inception.Input, lower string) []int {
-	total, tloc := partyTotal(lower)
-	named, nloc := partyNamed(lower)
+	var total, named int
+	var tloc, nloc []int
+	if f := mm.user(in.Dialogue[len(in.Dialogue)-1].Text); f.lower == lower {
+		total, tloc, named, nloc = f.total, f.tloc, f.named, f.nloc
+	} else {
+		total, tloc = partyTotal(lower)
+		named, nloc = partyNamed(lower)
+	}
 	dates := birthDate.FindAllStringIndex(lower, -1)
 	added := personAdded.FindStringSubmatchIndex(lower)
 	if total == 0 && named == 0 && len(dates) < 2 && added == nil {
@@ -113,7 +119,7 @@ func countConflict(mm *memo, in inception.Input, lower string) []int {
 		now, loc = named, nloc
 	}
 	if now > 0 && now != earlier {
-		return loc
+		return []int{loc[0], loc[1]} // a copy: the memo's spans are shared
 	}
 	// Passengers listed with their dates of birth, more than were counted.
 	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {

@@ -34,12 +34,16 @@ type userFacts struct {
 	// order; nil when it corrects a value or negates nothing.
 	ruledOut []string
 	// party is the number of travellers the turn states (partyTotal) or
-	// else enumerates (partyNamed); 0 for none.
-	party int
+	// else enumerates (partyNamed); 0 for none. The turn is read for
+	// them when it is the current one too (countConflict, twice a turn:
+	// NeedsContext and Detect), hence each with its span.
+	party        int
+	total, named int
+	tloc, nloc   []int
 }
 
 func (f *userFacts) bytes() int {
-	n := len(f.lower) + 64
+	n := len(f.lower) + 112
 	for _, t := range f.ruledOut {
 		n += len(t) + 16
 	}
@@ -59,8 +63,10 @@ func newUserFacts(text string) *userFacts {
 		}
 		f.ruledOut = f.ruledOut[:len(f.ruledOut):len(f.ruledOut)]
 	}
-	if f.party, _ = partyTotal(prev); f.party == 0 {
-		f.party, _ = partyNamed(prev)
+	f.total, f.tloc = partyTotal(prev)
+	f.named, f.nloc = partyNamed(prev)
+	if f.party = f.total; f.party == 0 {
+		f.party = f.named
 	}
 	return f
 }
