@@ -170,7 +170,7 @@ func contradiction(mm *memo, in inception.Input, lower string) []int {
 		}
 		v := lower[m[2]:m[3]]
 		rest := lower[:m[0]] + " " + lower[m[1]:]
-		agreed := consentStart.MatchString(lower) && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), v)
+		agreed := consentStart.MatchString(lower) && strings.Contains(mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower, v)
 		if affirmed(rest, v) || agreed {
 			return m[:2]
 		}
@@ -191,13 +191,14 @@ func contradiction(mm *memo, in inception.Input, lower string) []int {
 
 	// Agreeing to a value while stating another one.
 	if confirmStart.MatchString(lower) || consentStart.MatchString(lower) {
-		agent := strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
-		if loc := otherNumber(agent, lower); loc != nil && confirmStart.MatchString(lower) {
+		af := mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+		agent := af.lower
+		if loc := otherNumber(af.numbers, lower); loc != nil && confirmStart.MatchString(lower) {
 			return loc
 		}
 		// A read-back ("To confirm: … Proceed?") answered in a few words.
 		readBack := strings.Contains(agent, "confirm") || strings.HasSuffix(strings.TrimSpace(agent), "?")
-		if loc := otherQuantity(agent, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
+		if loc := otherQuantity(af.quantities, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
 			return loc
 		}
 	}
@@ -312,8 +313,8 @@ var number = mustFast(`\b\d{3,}\b`)
 // otherNumber finds, in a turn that agrees with the agent, a number of the
 // same length as one the agent stated but different from all of them
 // ("yes correct, … 92130" to "… 92103?").
-func otherNumber(agent, lower string) []int {
-	theirs := number.FindAllString(agent, -1)
+// theirs are the agent's numbers (agentFacts.numbers).
+func otherNumber(theirs []string, lower string) []int {
 	if len(theirs) == 0 {
 		return nil
 	}
@@ -339,15 +340,10 @@ var quantity = mustFast(`\b(\d+|one|two|three|four|five|six)(?: ?(gb|tb|mb|l|ml|
 // amount of the same unit as one the agent stated but with another value
 // ("add 2 checked bags … Proceed?" → "yes that's right, just the 3 bags";
 // "256GB" → "yes correct, the 512GB one").
-func otherQuantity(agent, lower string) []int {
-	if !quantity.may(agent) || !quantity.may(lower) {
+// theirs are the agent's amounts by unit (agentQuantities).
+func otherQuantity(theirs map[string]string, lower string) []int {
+	if len(theirs) == 0 || !quantity.may(lower) {
 		return nil
-	}
-	theirs := map[string]string{} // unit → value
-	for _, m := range quantity.FindAllStringSubmatch(agent, -1) {
-		if u := quantityUnit(m); u != "" {
-			theirs[u] += "|" + m[1] + "|"
-		}
 	}
 	for _, m := range quantity.FindAllStringSubmatchIndex(lower, -1) {
 		sm := make([]string, 4)
@@ -362,6 +358,24 @@ func otherQuantity(agent, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// agentQuantities are the values of the amounts a text states, by unit
+// ("|2||3|"); nil for none.
+func agentQuantities(agent string) map[string]string {
+	if !quantity.may(agent) {
+		return nil
+	}
+	var theirs map[string]string // unit → values
+	for _, m := range quantity.FindAllStringSubmatch(agent, -1) {
+		if u := quantityUnit(m); u != "" {
+			if theirs == nil {
+				theirs = map[string]string{}
+			}
+			theirs[u] += "|" + m[1] + "|"
+		}
+	}
+	return theirs
 }
 
 // quantityUnit is the unit of a quantity match, singular; "" for a word

@@ -122,7 +122,7 @@ func countConflict(mm *memo, in inception.Input, lower string) []int {
 		return []int{loc[0], loc[1]} // a copy: the memo's spans are shared
 	}
 	// Passengers listed with their dates of birth, more than were counted.
-	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {
+	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower, "passenger") {
 		return []int{dates[0][0], dates[len(dates)-1][1]}
 	}
 	// A person added to a party the user said was smaller.

@@ -71,6 +71,33 @@ func newUserFacts(text string) *userFacts {
 	return f
 }
 
+// agentFacts is what the checks reading the agent's last message derive
+// from it alone.
+type agentFacts struct {
+	lower      string            // strings.ToLower of the text
+	numbers    []string          // digit runs of three or more (otherNumber)
+	quantities map[string]string // amounts by unit (otherQuantity)
+}
+
+func newAgentFacts(text string) *agentFacts {
+	f := &agentFacts{lower: strings.ToLower(text)}
+	f.numbers = number.FindAllString(f.lower, -1)
+	f.numbers = f.numbers[:len(f.numbers):len(f.numbers)]
+	f.quantities = agentQuantities(f.lower)
+	return f
+}
+
+func (f *agentFacts) bytes() int {
+	n := len(f.lower) + 96
+	for _, s := range f.numbers {
+		n += len(s) + 16
+	}
+	for u, v := range f.quantities {
+		n += len(u) + len(v) + 48
+	}
+	return n
+}
+
 // candKey is an agent message's candidates of one kind.
 type candKey struct {
 	dr   *domainRules
@@ -81,21 +108,23 @@ type candKey struct {
 // memo holds the per-message values of one Module. A nil *memo computes
 // every value afresh.
 type memo struct {
-	seed  maphash.Seed
-	users [memoShards]memoShard[string, *userFacts]
-	cands [memoShards]memoShard[candKey, candidates]
+	seed   maphash.Seed
+	users  [memoShards]memoShard[string, *userFacts]
+	agents [memoShards]memoShard[string, *agentFacts]
+	cands  [memoShards]memoShard[candKey, candidates]
 }
 
-// newMemo returns a memo within budget bytes, half for each kind of
+// newMemo returns a memo within budget bytes, a third for each kind of
 // value; nil when budget is negative (no memo).
 func newMemo(budget int) *memo {
 	if budget < 0 {
 		return nil
 	}
 	mm := &memo{seed: maphash.MakeSeed()}
-	limit := budget / 2 / memoShards / 2 // per shard and generation
+	limit := budget / 3 / memoShards / 2 // per shard and generation
 	for i := range mm.users {
 		mm.users[i].limit = limit
+		mm.agents[i].limit = limit
 		mm.cands[i].limit = limit
 	}
 	return mm
@@ -115,6 +144,20 @@ func (mm *memo) user(text string) *userFacts {
 		return f
 	}
 	f := newUserFacts(text)
+	s.put(text, f, len(text)+f.bytes()+memoOverhead)
+	return f
+}
+
+// agent returns the facts of an agent message.
+func (mm *memo) agent(text string) *agentFacts {
+	if mm == nil {
+		return newAgentFacts(text)
+	}
+	s := &mm.agents[mm.shard(text)]
+	if f, ok := s.get(text); ok {
+		return f
+	}
+	f := newAgentFacts(text)
 	s.put(text, f, len(text)+f.bytes()+memoOverhead)
 	return f
 }
@@ -145,7 +188,7 @@ func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 func (mm *memo) bytes() int {
 	n := 0
 	for i := range mm.users {
-		n += mm.users[i].size() + mm.cands[i].size()
+		n += mm.users[i].size() + mm.agents[i].size() + mm.cands[i].size()
 	}
 	return n
 }

@@ -21,6 +21,7 @@ func TestMemoBounded(t *testing.T) {
 	for i := range 4000 {
 		text := fmt.Sprintf("message %d: I don't want travel insurance, just me; %s", i, strings.Repeat("x", i%300))
 		mm.user(text)
+		mm.agent("To confirm: 2 checked bags on reservation 123456? " + text)
 		mm.candidates(dr, "Your reservations are ABC123 and XYZ789 "+text, "")
 		if got := mm.bytes(); got > budget {
 			t.Fatalf("after %d messages the memo holds %d bytes, over its %d", i+1, got, budget)
@@ -61,6 +62,13 @@ func TestMemoSameFacts(t *testing.T) {
 			if got.lower != want.lower || got.justMe != want.justMe || got.party != want.party || strings.Join(got.ruledOut, "|") != strings.Join(want.ruledOut, "|") {
 				t.Errorf("%q: memo facts %+v, want %+v", text, *got, *want)
 			}
+		}
+	}
+	agent := "To confirm: add 2 checked bags and 1 carry-on to 92103 for 250 USD. Proceed?"
+	for range 2 {
+		got, want := mm.agent(agent), newAgentFacts(agent)
+		if got.lower != want.lower || strings.Join(got.numbers, "|") != "92103|250" || fmt.Sprint(got.quantities) != fmt.Sprint(want.quantities) || got.quantities["bag"] != "|2|" {
+			t.Errorf("agent facts %+v, want %+v", *got, *want)
 		}
 	}
 	var nilMemo *memo // no memo: computed afresh

@@ -544,7 +544,7 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 	}
 	agent := ""
 	if len(in.Dialogue) > 1 {
-		agent = strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+		agent = m.memo.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower
 	}
 	// First the values the user turn itself frames as a payment (or the
 	// parameter's context), then those framed by the agent's question.
