@@ -112,20 +112,22 @@ type memo struct {
 	users  [memoShards]memoShard[string, *userFacts]
 	agents [memoShards]memoShard[string, *agentFacts]
 	cands  [memoShards]memoShard[candKey, candidates]
+	turns  [memoShards]memoShard[turnKey, *turnUnsupported]
 }
 
-// newMemo returns a memo within budget bytes, a third for each kind of
+// newMemo returns a memo within budget bytes, a quarter for each kind of
 // value; nil when budget is negative (no memo).
 func newMemo(budget int) *memo {
 	if budget < 0 {
 		return nil
 	}
 	mm := &memo{seed: maphash.MakeSeed()}
-	limit := budget / 3 / memoShards / 2 // per shard and generation
+	limit := budget / 4 / memoShards / 2 // per shard and generation
 	for i := range mm.users {
 		mm.users[i].limit = limit
 		mm.agents[i].limit = limit
 		mm.cands[i].limit = limit
+		mm.turns[i].limit = limit
 	}
 	return mm
 }
@@ -162,6 +164,28 @@ func (mm *memo) agent(text string) *agentFacts {
 	return f
 }
 
+// turnKey is a user turn's unsupported findings with one tool catalogue.
+type turnKey struct {
+	cr   *catalogRules
+	text string
+}
+
+// turn returns unsupported's view of a user turn alone (computed by
+// build on a miss).
+func (mm *memo) turn(cr *catalogRules, text string, build func() *turnUnsupported) *turnUnsupported {
+	if mm == nil {
+		return build()
+	}
+	k := turnKey{cr: cr, text: text}
+	s := &mm.turns[mm.shard(text)]
+	if tu, ok := s.get(k); ok {
+		return tu
+	}
+	tu := build()
+	s.put(k, tu, len(text)+tu.bytes()+memoOverhead)
+	return tu
+}
+
 // candidates returns agentCandidates(dr, text, kind).
 func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 	if mm == nil {
@@ -188,7 +212,7 @@ func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 func (mm *memo) bytes() int {
 	n := 0
 	for i := range mm.users {
-		n += mm.users[i].size() + mm.agents[i].size() + mm.cands[i].size()
+		n += mm.users[i].size() + mm.agents[i].size() + mm.cands[i].size() + mm.turns[i].size()
 	}
 	return n
 }
