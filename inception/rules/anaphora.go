@@ -270,7 +270,7 @@ func anaphora(mm *memo, dr *domainRules, in inception.Input, lower string) []int
 			return loc
 		}
 	}
-	for _, loc := range openRefs(dr, text, lower) {
+	for _, loc := range mm.openRefs(dr, text) {
 		ref := lower[loc[0]:loc[1]]
 		words := antecedentWords(lower[:loc[0]])
 		if len(earlier) == 0 {

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -113,21 +114,23 @@ type memo struct {
 	agents [memoShards]memoShard[string, *agentFacts]
 	cands  [memoShards]memoShard[candKey, candidates]
 	turns  [memoShards]memoShard[turnKey, *turnUnsupported]
+	refs   [memoShards]memoShard[candKey, [][]int]
 }
 
-// newMemo returns a memo within budget bytes, a quarter for each kind of
+// newMemo returns a memo within budget bytes, a fifth for each kind of
 // value; nil when budget is negative (no memo).
 func newMemo(budget int) *memo {
 	if budget < 0 {
 		return nil
 	}
 	mm := &memo{seed: maphash.MakeSeed()}
-	limit := budget / 4 / memoShards / 2 // per shard and generation
+	limit := budget / 5 / memoShards / 2 // per shard and generation
 	for i := range mm.users {
 		mm.users[i].limit = limit
 		mm.agents[i].limit = limit
 		mm.cands[i].limit = limit
 		mm.turns[i].limit = limit
+		mm.refs[i].limit = limit
 	}
 	return mm
 }
@@ -186,6 +189,29 @@ func (mm *memo) turn(cr *catalogRules, text string, build func() *turnUnsupporte
 	return tu
 }
 
+// openRefs returns openRefs of the user turn text: read twice a turn, by
+// NeedsContext and by Detect. The spans are copies.
+func (mm *memo) openRefs(dr *domainRules, text string) [][]int {
+	if mm == nil {
+		return openRefs(dr, text, strings.ToLower(text))
+	}
+	k := candKey{dr: dr, text: text}
+	s := &mm.refs[mm.shard(text)]
+	refs, ok := s.get(k)
+	if !ok {
+		refs = openRefs(dr, text, strings.ToLower(text)) // of the key alone
+		s.put(k, refs, len(text)+32*len(refs)+memoOverhead)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([][]int, len(refs))
+	for i, r := range refs {
+		out[i] = slices.Clone(r)
+	}
+	return out
+}
+
 // candidates returns agentCandidates(dr, text, kind).
 func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 	if mm == nil {
@@ -212,7 +238,7 @@ func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 func (mm *memo) bytes() int {
 	n := 0
 	for i := range mm.users {
-		n += mm.users[i].size() + mm.agents[i].size() + mm.cands[i].size() + mm.turns[i].size()
+		n += mm.users[i].size() + mm.agents[i].size() + mm.cands[i].size() + mm.turns[i].size() + mm.refs[i].size()
 	}
 	return n
 }

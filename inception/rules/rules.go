@@ -720,7 +720,7 @@ func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 				return true
 			}
 		case inception.TypeAnaphora:
-			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+			if len(m.memo.openRefs(dr, text)) > 0 || len(openProperties(lower)) > 0 {
 				return true
 			}
 			// "that one in economy": whether the words after it pick one
