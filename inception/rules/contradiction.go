@@ -193,12 +193,13 @@ func contradiction(mm *memo, in inception.Input, lower string) []int {
 	if confirmStart.MatchString(lower) || consentStart.MatchString(lower) {
 		af := mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
 		agent := af.lower
-		if loc := otherNumber(af.numbers, lower); loc != nil && confirmStart.MatchString(lower) {
+		numbers, quantities := af.readBack()
+		if loc := otherNumber(numbers, lower); loc != nil && confirmStart.MatchString(lower) {
 			return loc
 		}
 		// A read-back ("To confirm: … Proceed?") answered in a few words.
 		readBack := strings.Contains(agent, "confirm") || strings.HasSuffix(strings.TrimSpace(agent), "?")
-		if loc := otherQuantity(af.quantities, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
+		if loc := otherQuantity(quantities, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
 			return loc
 		}
 	}

@@ -75,28 +75,31 @@ func newUserFacts(text string) *userFacts {
 // agentFacts is what the checks reading the agent's last message derive
 // from it alone.
 type agentFacts struct {
-	lower      string            // strings.ToLower of the text
+	lower string // strings.ToLower of the text
+	// What a read-back check needs, found on first use (most turns
+	// never ask): set once under once, read-only after.
+	once       sync.Once
 	numbers    []string          // digit runs of three or more (otherNumber)
 	quantities map[string]string // amounts by unit (otherQuantity)
 }
 
 func newAgentFacts(text string) *agentFacts {
-	f := &agentFacts{lower: strings.ToLower(text)}
-	f.numbers = number.FindAllString(f.lower, -1)
-	f.numbers = f.numbers[:len(f.numbers):len(f.numbers)]
-	f.quantities = agentQuantities(f.lower)
-	return f
+	return &agentFacts{lower: strings.ToLower(text)}
 }
 
+// readBack returns the message's numbers and amounts by unit.
+func (f *agentFacts) readBack() ([]string, map[string]string) {
+	f.once.Do(func() {
+		f.numbers = number.FindAllString(f.lower, -1)
+		f.numbers = f.numbers[:len(f.numbers):len(f.numbers)]
+		f.quantities = agentQuantities(f.lower)
+	})
+	return f.numbers, f.quantities
+}
+
+// bytes counts the read-back values at a rough bound: they may come later.
 func (f *agentFacts) bytes() int {
-	n := len(f.lower) + 96
-	for _, s := range f.numbers {
-		n += len(s) + 16
-	}
-	for u, v := range f.quantities {
-		n += len(u) + len(v) + 48
-	}
-	return n
+	return 2*len(f.lower) + 128
 }
 
 // candKey is an agent message's candidates of one kind.
