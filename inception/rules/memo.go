@@ -81,6 +81,25 @@ type agentFacts struct {
 	once       sync.Once
 	numbers    []string          // digit runs of three or more (otherNumber)
 	quantities map[string]string // amounts by unit (otherQuantity)
+	// The lists it holds, which the candidates of every kind share
+	// (agentCandidatesOf), found on first use.
+	bulletsOnce, inlineOnce sync.Once
+	bulletLines, inline     []string
+}
+
+// bullets returns the message's bulleted or numbered lines.
+func (f *agentFacts) bullets() []string {
+	f.bulletsOnce.Do(func() {
+		f.bulletLines = bulletLine.FindAllString(f.lower, -1)
+		f.bulletLines = f.bulletLines[:len(f.bulletLines):len(f.bulletLines)]
+	})
+	return f.bulletLines
+}
+
+// inlineList returns the message's inline list (inlineList).
+func (f *agentFacts) inlineList() []string {
+	f.inlineOnce.Do(func() { f.inline = inlineList(f.lower) })
+	return f.inline
 }
 
 func newAgentFacts(text string) *agentFacts {
@@ -97,9 +116,10 @@ func (f *agentFacts) readBack() ([]string, map[string]string) {
 	return f.numbers, f.quantities
 }
 
-// bytes counts the read-back values at a rough bound: they may come later.
+// bytes counts the values found on first use at a rough bound: they may
+// come later.
 func (f *agentFacts) bytes() int {
-	return 2*len(f.lower) + 128
+	return 4*len(f.lower) + 192
 }
 
 // candKey is an agent message's candidates of one kind.
@@ -225,7 +245,7 @@ func (mm *memo) candidates(dr *domainRules, text, kind string) candidates {
 	if c, ok := s.get(k); ok {
 		return c
 	}
-	c := agentCandidates(dr, text, kind)
+	c := agentCandidatesOf(dr, mm.agent(text), text, kind)
 	// Capped, so that an append by a reader copies instead of writing
 	// into the shared array.
 	c.spans = c.spans[:len(c.spans):len(c.spans)]
