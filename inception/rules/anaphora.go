@@ -204,25 +204,25 @@ var antecedentStop = map[string]bool{
 }
 
 // anaphora reports an unresolved reference and its location.
-func anaphora(dr *domainRules, in inception.Input, lower string) []int {
+func anaphora(mm *memo, dr *domainRules, in inception.Input, lower string) []int {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	// The candidates of a kind, computed once per kind.
-	var memo [4]struct {
+	var kinds [4]struct {
 		kind string
 		c    candidates
 		ok   bool
 	}
 	play := func(kind string) candidates {
-		for i := range memo {
-			if memo[i].ok && memo[i].kind == kind {
-				return memo[i].c
+		for i := range kinds {
+			if kinds[i].ok && kinds[i].kind == kind {
+				return kinds[i].c
 			}
-			if !memo[i].ok {
-				memo[i].kind, memo[i].c, memo[i].ok = kind, inPlay(dr, earlier, kind), true
-				return memo[i].c
+			if !kinds[i].ok {
+				kinds[i].kind, kinds[i].c, kinds[i].ok = kind, inPlay(mm, dr, earlier, kind), true
+				return kinds[i].c
 			}
 		}
-		return inPlay(dr, earlier, kind)
+		return inPlay(mm, dr, earlier, kind)
 	}
 	// A "the X one" whose property several listed entities share.
 	if len(earlier) > 0 {
@@ -270,7 +270,7 @@ func anaphora(dr *domainRules, in inception.Input, lower string) []int {
 			return loc
 		}
 	}
-	for _, loc := range openRefs(dr, text, lower) {
+	for _, loc := range mm.openRefs(dr, text) {
 		ref := lower[loc[0]:loc[1]]
 		words := antecedentWords(lower[:loc[0]])
 		if len(earlier) == 0 {
@@ -513,7 +513,7 @@ func idInTurn(dr *domainRules, text string) bool {
 // any, scanning back over the agent messages of earlier (the windowed
 // dialogue; the user's own words do not put entities in play for a
 // pronoun of theirs).
-func inPlay(dr *domainRules, earlier []inception.Utterance, kind string) candidates {
+func inPlay(mm *memo, dr *domainRules, earlier []inception.Utterance, kind string) candidates {
 	var last candidates
 	seen := 0
 	for i := len(earlier) - 1; i >= 0; i-- {
@@ -521,7 +521,7 @@ func inPlay(dr *domainRules, earlier []inception.Utterance, kind string) candida
 			continue
 		}
 		seen++
-		c := agentCandidates(dr, earlier[i].Text, kind)
+		c := mm.candidates(dr, earlier[i].Text, kind)
 		if seen == 1 {
 			last = c
 		}

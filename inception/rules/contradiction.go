@@ -25,14 +25,14 @@ var denial = mustFast(`\bi (?:never|didn'?t|did not|never ever) (?:say|said|ask|
 
 // saidEarlier reports a content word of what is denied in an earlier user
 // turn.
-func saidEarlier(in inception.Input, denied string) bool {
+func saidEarlier(mm *memo, in inception.Input, denied string) bool {
 	for _, w := range strings.Fields(denied) {
 		w = strings.Trim(w, ",.!?'\"")
 		if len(w) < 4 || contradictionWords[w] || functionWord[w] || strings.HasSuffix(w, "ed") {
 			continue
 		}
 		for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
-			if u.Role == inception.RoleUser && inception.WordIndex(strings.ToLower(u.Text), w) >= 0 {
+			if u.Role == inception.RoleUser && inception.WordIndex(mm.user(u.Text).lower, w) >= 0 {
 				return true
 			}
 		}
@@ -58,11 +58,11 @@ func claimed(lower string, loc []int) string {
 
 // unsaid reports a claim whose content the user's earlier turns mostly do
 // not hold: most content words of what they now say they said are new.
-func unsaid(in inception.Input, claim string) bool {
+func unsaid(mm *memo, in inception.Input, claim string) bool {
 	var earlier strings.Builder
 	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
 		if u.Role == inception.RoleUser {
-			earlier.WriteString(strings.ToLower(u.Text))
+			earlier.WriteString(mm.user(u.Text).lower)
 			earlier.WriteByte(' ')
 		}
 	}
@@ -139,7 +139,7 @@ var contradictionWords = map[string]bool{
 
 // contradiction reports the location of a conflict, within the turn or
 // with the user's earlier statements.
-func contradiction(in inception.Input, lower string) []int {
+func contradiction(mm *memo, in inception.Input, lower string) []int {
 	negation := hasAny(lower, "n't", "not", "never", "no ", "without", "don")
 	if loc := findIf(negation || hasAny(lower, "stop", "hold"), consentThenRefusal, lower); loc != nil {
 		return loc
@@ -170,7 +170,7 @@ func contradiction(in inception.Input, lower string) []int {
 		}
 		v := lower[m[2]:m[3]]
 		rest := lower[:m[0]] + " " + lower[m[1]:]
-		agreed := consentStart.MatchString(lower) && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), v)
+		agreed := consentStart.MatchString(lower) && strings.Contains(mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower, v)
 		if affirmed(rest, v) || agreed {
 			return m[:2]
 		}
@@ -185,19 +185,21 @@ func contradiction(in inception.Input, lower string) []int {
 			return m[:2]
 		}
 	}
-	if loc := contradictionFromUser(in, lower); loc != nil {
+	if loc := contradictionFromUser(mm, in, lower); loc != nil {
 		return loc
 	}
 
 	// Agreeing to a value while stating another one.
 	if confirmStart.MatchString(lower) || consentStart.MatchString(lower) {
-		agent := strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
-		if loc := otherNumber(agent, lower); loc != nil && confirmStart.MatchString(lower) {
+		af := mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+		agent := af.lower
+		numbers, quantities := af.readBack()
+		if loc := otherNumber(numbers, lower); loc != nil && confirmStart.MatchString(lower) {
 			return loc
 		}
 		// A read-back ("To confirm: … Proceed?") answered in a few words.
 		readBack := strings.Contains(agent, "confirm") || strings.HasSuffix(strings.TrimSpace(agent), "?")
-		if loc := otherQuantity(agent, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
+		if loc := otherQuantity(quantities, lower); loc != nil && readBack && len(strings.Fields(lower)) <= 15 && !hasCorrection(lower) {
 			return loc
 		}
 	}
@@ -208,14 +210,14 @@ func contradiction(in inception.Input, lower string) []int {
 // (never the agent's): a claim to have said what they did not, a denial of
 // what they did say (denying what they never said is a complaint about the
 // agent), and asking for what they ruled out earlier.
-func contradictionFromUser(in inception.Input, lower string) []int {
-	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(in, claimed(lower, loc)) {
+func contradictionFromUser(mm *memo, in inception.Input, lower string) []int {
+	if loc := findIf(hasAny(lower, " i said", " i asked", " i told", " i mentioned", " i requested"), claimRef, lower); loc != nil && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) && unsaid(mm, in, claimed(lower, loc)) {
 		return loc
 	}
-	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(in, lower[m[2]:m[3]]) {
+	if m := findSubIf(hasAny(lower, "never", "didn", "did not"), denial, lower); m != nil && saidEarlier(mm, in, lower[m[2]:m[3]]) {
 		return m[:2]
 	}
-	return againstEarlier(in, lower)
+	return againstEarlier(mm, in, lower)
 }
 
 // affirmed reports v (or its -ing form) used without negation in text.
@@ -249,29 +251,19 @@ func lastWordOf(s string) string {
 
 // againstEarlier finds something the user ruled out earlier and now asks
 // for, or a passenger count stated both ways.
-func againstEarlier(in inception.Input, lower string) []int {
+func againstEarlier(mm *memo, in inception.Input, lower string) []int {
 	earlier := in.Dialogue[:len(in.Dialogue)-1]
 	for _, u := range earlier {
 		if u.Role != inception.RoleUser {
 			continue
 		}
-		prev := strings.ToLower(u.Text)
-		if justMe.MatchString(prev) && !hasCorrection(lower) {
+		prev := mm.user(u.Text) // the earlier turn's negations, derived once
+		if prev.justMe && !hasCorrection(lower) {
 			if loc := withOthers.FindStringIndex(lower); loc != nil {
 				return loc
 			}
 		}
-		if correction.MatchString(prev) {
-			continue
-		}
-		if !hasAny(prev, "no", "without", "don") { // "not" holds "no"
-			continue
-		}
-		for _, m := range earlierNegated.FindAllStringSubmatch(prev, -1) {
-			term := earlierTerm(m[1])
-			if term == "" {
-				continue
-			}
+		for _, term := range prev.ruledOut {
 			i := inception.WordIndex(lower, term)
 			if i < 0 {
 				// "travel insurance" ruled out, "the insurance" asked for.
@@ -322,8 +314,8 @@ var number = mustFast(`\b\d{3,}\b`)
 // otherNumber finds, in a turn that agrees with the agent, a number of the
 // same length as one the agent stated but different from all of them
 // ("yes correct, … 92130" to "… 92103?").
-func otherNumber(agent, lower string) []int {
-	theirs := number.FindAllString(agent, -1)
+// theirs are the agent's numbers (agentFacts.numbers).
+func otherNumber(theirs []string, lower string) []int {
 	if len(theirs) == 0 {
 		return nil
 	}
@@ -349,15 +341,10 @@ var quantity = mustFast(`\b(\d+|one|two|three|four|five|six)(?: ?(gb|tb|mb|l|ml|
 // amount of the same unit as one the agent stated but with another value
 // ("add 2 checked bags … Proceed?" → "yes that's right, just the 3 bags";
 // "256GB" → "yes correct, the 512GB one").
-func otherQuantity(agent, lower string) []int {
-	if !quantity.may(agent) || !quantity.may(lower) {
+// theirs are the agent's amounts by unit (agentQuantities).
+func otherQuantity(theirs map[string]string, lower string) []int {
+	if len(theirs) == 0 || !quantity.may(lower) {
 		return nil
-	}
-	theirs := map[string]string{} // unit → value
-	for _, m := range quantity.FindAllStringSubmatch(agent, -1) {
-		if u := quantityUnit(m); u != "" {
-			theirs[u] += "|" + m[1] + "|"
-		}
 	}
 	for _, m := range quantity.FindAllStringSubmatchIndex(lower, -1) {
 		sm := make([]string, 4)
@@ -372,6 +359,24 @@ func otherQuantity(agent, lower string) []int {
 		}
 	}
 	return nil
+}
+
+// agentQuantities are the values of the amounts a text states, by unit
+// ("|2||3|"); nil for none.
+func agentQuantities(agent string) map[string]string {
+	if !quantity.may(agent) {
+		return nil
+	}
+	var theirs map[string]string // unit → values
+	for _, m := range quantity.FindAllStringSubmatch(agent, -1) {
+		if u := quantityUnit(m); u != "" {
+			if theirs == nil {
+				theirs = map[string]string{}
+			}
+			theirs[u] += "|" + m[1] + "|"
+		}
+	}
+	return theirs
 }
 
 // quantityUnit is the unit of a quantity match, singular; "" for a word

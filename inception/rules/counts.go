@@ -83,9 +83,15 @@ func partyNamed(lower string) (int, []int) {
 
 // countConflict finds a passenger count that conflicts with the people
 // counted in the same turn or with a count of an earlier user turn.
-func countConflict(in inception.Input, lower string) []int {
-	total, tloc := partyTotal(lower)
-	named, nloc := partyNamed(lower)
+func countConflict(mm *memo, in inception.Input, lower string) []int {
+	var total, named int
+	var tloc, nloc []int
+	if f := mm.user(in.Dialogue[len(in.Dialogue)-1].Text); f.lower == lower {
+		total, tloc, named, nloc = f.total, f.tloc, f.named, f.nloc
+	} else {
+		total, tloc = partyTotal(lower)
+		named, nloc = partyNamed(lower)
+	}
 	dates := birthDate.FindAllStringIndex(lower, -1)
 	added := personAdded.FindStringSubmatchIndex(lower)
 	if total == 0 && named == 0 && len(dates) < 2 && added == nil {
@@ -102,11 +108,8 @@ func countConflict(in inception.Input, lower string) []int {
 		if u.Role != inception.RoleUser {
 			continue
 		}
-		prev := strings.ToLower(u.Text)
-		if earlier, _ = partyTotal(prev); earlier == 0 {
-			earlier, _ = partyNamed(prev)
-		}
-		earlierText = prev
+		prev := mm.user(u.Text)
+		earlier, earlierText = prev.party, prev.lower
 	}
 	if earlier == 0 || corrected {
 		return nil
@@ -116,10 +119,10 @@ func countConflict(in inception.Input, lower string) []int {
 		now, loc = named, nloc
 	}
 	if now > 0 && now != earlier {
-		return loc
+		return []int{loc[0], loc[1]} // a copy: the memo's spans are shared
 	}
 	// Passengers listed with their dates of birth, more than were counted.
-	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1])), "passenger") {
+	if len(dates) > earlier && len(dates) >= 2 && strings.Contains(mm.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower, "passenger") {
 		return []int{dates[0][0], dates[len(dates)-1][1]}
 	}
 	// A person added to a party the user said was smaller.
@@ -130,7 +133,7 @@ func countConflict(in inception.Input, lower string) []int {
 				rel = lower[m[2*g]:m[2*g+1]]
 			}
 		}
-		if rel != "" && inception.WordIndex(earlierText, rel) < 0 && (earlier == 1 || !mentionedBefore(in, rel)) {
+		if rel != "" && inception.WordIndex(earlierText, rel) < 0 && (earlier == 1 || !mentionedBefore(mm, in, rel)) {
 			return m[:2]
 		}
 	}
@@ -138,9 +141,9 @@ func countConflict(in inception.Input, lower string) []int {
 }
 
 // mentionedBefore reports a word in any earlier user turn.
-func mentionedBefore(in inception.Input, w string) bool {
+func mentionedBefore(mm *memo, in inception.Input, w string) bool {
 	for _, u := range in.Dialogue[:len(in.Dialogue)-1] {
-		if u.Role == inception.RoleUser && inception.WordIndex(strings.ToLower(u.Text), w) >= 0 {
+		if u.Role == inception.RoleUser && inception.WordIndex(mm.user(u.Text).lower, w) >= 0 {
 			return true
 		}
 	}

@@ -12,7 +12,10 @@
 // the catalogue cannot do), structural.go (what the turn's shape says),
 // gate.go (the cascade gate's looser checks); cue.go compiles the cues
 // with a literal prefilter (the module's cue literals indexed, found in
-// one pass over the turn).
+// one pass over the turn); memo.go keeps what is derived from one
+// earlier message (the user's negations and party counts, the entities
+// the agent listed), keyed by its text and bounded in bytes
+// (Config.MemoBytes), so that a conversation analyses each message once.
 //
 // Exports:
 //   - New (Config, Module): Precise activates on strong evidence only;

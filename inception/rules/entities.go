@@ -47,13 +47,19 @@ var listSplit = regexp.MustCompile(`\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or
 
 // agentCandidates counts the entities the agent's last message lists.
 func agentCandidates(dr *domainRules, text, kind string) candidates {
+	return agentCandidatesOf(dr, newAgentFacts(text), text, kind)
+}
+
+// agentCandidatesOf is agentCandidates with the message's facts (f, of
+// text), whose lists every kind shares.
+func agentCandidatesOf(dr *domainRules, f *agentFacts, text, kind string) candidates {
 	var c candidates
 	if dr != nil {
 		c.ids = entityCount(dr, text, kind)
 	}
+	lower := f.lower
 	// "two upcoming trips", "3 orders": the agent counts them.
-	c.ids = max(c.ids, statedCount(strings.ToLower(text), kind))
-	lower := strings.ToLower(text)
+	c.ids = max(c.ids, statedCount(lower, kind))
 	// "I found one reservation: NA6PZ3, Detroit round trip, …, 2
 	// passengers": the agent's own count of one settles it, whatever the
 	// comma list after it looks like.
@@ -61,7 +67,7 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 		c.ids, c.spans = 1, nil
 		return c
 	}
-	if lines := bulletLine.FindAllString(lower, -1); len(lines) >= 2 {
+	if lines := f.bullets(); len(lines) >= 2 {
 		c.spans = lines
 		return c
 	}
@@ -71,8 +77,16 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 		c.spans = idSpans(dr, text, kind)
 		return c
 	}
-	// An inline list: the longest comma/and list after an intro word, with
-	// parenthesised details kept with their element.
+	if best := f.inlineList(); len(best) >= 2 {
+		c.spans = best
+	}
+	return c
+}
+
+// inlineList is the longest comma/and list after an intro word, with
+// parenthesised details kept with their element, else a list without an
+// intro word; nil for none of two or more.
+func inlineList(lower string) []string {
 	best := []string(nil)
 	for _, sentence := range splitSentences(lower) {
 		for _, loc := range listIntro.FindAllStringIndex(sentence, -1) {
@@ -85,10 +99,10 @@ func agentCandidates(dr *domainRules, text, kind string) candidates {
 	if len(best) < 2 {
 		best = bareList(lower)
 	}
-	if len(best) >= 2 {
-		c.spans = best
+	if len(best) < 2 {
+		return nil
 	}
-	return c
+	return best[:len(best):len(best)]
 }
 
 // listParts splits text at commas, "and" and "or", keeping each

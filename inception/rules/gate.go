@@ -104,7 +104,7 @@ func (m *Module) looseCheck(dr *domainRules, in inception.Input, lower string, s
 	// What the user ruled out or counted in an earlier turn of theirs
 	// ("I have no gift card" … "charge it to my gift card"): the precise
 	// check, which reads the user's turns only.
-	if loc := againstEarlier(in, lower); loc != nil {
+	if loc := againstEarlier(m.memo, in, lower); loc != nil {
 		return inception.TypeContradiction, loc
 	}
 	// As in precise mode, a conflict that follows a correction ("on second

@@ -48,7 +48,7 @@ var bareNounStop = map[string]bool{
 
 // multipleInterpretation reports the location of a request with several
 // readings.
-func multipleInterpretation(dr *domainRules, cr *catalogRules, in inception.Input, lower string) []int {
+func multipleInterpretation(mm *memo, dr *domainRules, cr *catalogRules, in inception.Input, lower string) []int {
 	for _, m := range findAllIf(strings.Contains(lower, " or "), verbOrVerb, lower) {
 		v1, v2 := lower[m[2]:m[3]], lower[m[4]:m[5]]
 		if v1 == v2 || orConditional.MatchString(lower[m[5]:]) || sameAction(v1, v2) {
@@ -101,9 +101,9 @@ func multipleInterpretation(dr *domainRules, cr *catalogRules, in inception.Inpu
 		if kind == "" || strings.HasSuffix(np.noun, "s") || !descriptorAfter.MatchString(lower[np.end:]) {
 			continue
 		}
-		c := agentCandidates(dr, last, kind)
+		c := mm.candidates(dr, last, kind)
 		if c.count() < 2 {
-			c = agentCandidates(dr, last, "") // "my flight" among reservations
+			c = mm.candidates(dr, last, "") // "my flight" among reservations
 		}
 		if sharedAfter(c, lower[np.end:]) {
 			return []int{np.start, np.end}

@@ -60,6 +60,10 @@ type Config struct {
 	// it an option value the named product does not come in is an
 	// unsupported parameter. Nil leaves the option values unchecked.
 	Products *ProductCatalogue
+	// MemoBytes bounds what the module keeps of the messages it has read
+	// (memo.go), so that each message of a conversation is analysed once:
+	// 0 is DefaultMemoBytes, negative keeps nothing.
+	MemoBytes int
 }
 
 // Module is the offline inception module: no model, grounded in the
@@ -126,6 +130,9 @@ type Module struct {
 	// modelVersion is every decision's ModelVersion: the classifier's.
 	modelVersion string
 	options      *optionRules // the product catalogue's options, nil for none
+
+	// memo keeps what is derived from one message (memo.go).
+	memo *memo
 
 	// lits indexes the literals of the cues above, so that one pass
 	// over a turn serves every cue's prefilter (textScan).
@@ -195,6 +202,7 @@ type catalogRules struct {
 	// exchange: the tools exchange items for other options of the same
 	// product (never for another product).
 	exchange bool
+	hasTools bool // the catalogue has a tool at all
 }
 
 type paramRule struct {
@@ -243,6 +251,9 @@ func (cfg *Config) defaults() {
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
+	if cfg.MemoBytes == 0 {
+		cfg.MemoBytes = DefaultMemoBytes
+	}
 }
 
 // New compiles the rules module.
@@ -255,7 +266,7 @@ func New(cfg Config) (*Module, error) {
 		tax: cfg.Taxonomy, mode: cfg.Mode, window: cfg.Window,
 		cues:    map[string][]cue{},
 		domains: map[string]*domainRules{}, seed: maphash.MakeSeed(), catalog: map[catalogKey]*catalogRules{},
-		seen: map[catalogIdent]seenCatalog{},
+		seen: map[catalogIdent]seenCatalog{}, memo: newMemo(cfg.MemoBytes),
 	}
 	for _, et := range cfg.Taxonomy.ErrorTypes {
 		if et.HeldOut {
@@ -464,9 +475,9 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 		var loc []int
 		switch et.Name {
 		case inception.TypeContradiction:
-			loc = contradiction(in, lower)
+			loc = contradiction(m.memo, in, lower)
 			if loc == nil {
-				loc = countConflict(in, lower) // rules_counts.go
+				loc = countConflict(m.memo, in, lower) // rules_counts.go
 			}
 			if loc == nil {
 				loc = sizeAgainstDirection(in, lower)
@@ -479,9 +490,9 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 			if dr != nil {
 				cr = m.catalogRules(in.Domain, dr, in.Tools)
 			}
-			loc = multipleInterpretation(dr, cr, in, lower)
+			loc = multipleInterpretation(m.memo, dr, cr, in, lower)
 		case inception.TypeAnaphora:
-			loc = anaphora(dr, m.windowed(in), lower)
+			loc = anaphora(m.memo, dr, m.windowed(in), lower)
 		default:
 			// A provider's own ambiguity type: its cues decide.
 			loc = findAny(m.cues[et.Name], lower, &sc)
@@ -502,17 +513,83 @@ func (m *Module) judge(in inception.Input, text string) (name, evidence string, 
 // agent's last message (what it asked the user to choose), so free is
 // false then.
 func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, sc *textScan) (name string, loc []int, free bool) {
-	active := func(name string) bool {
-		et, ok := m.tax.Type(name)
-		return ok && !et.HeldOut
-	}
 	if dr == nil {
 		return "", nil, true
 	}
 	cr := m.catalogRules(in.Domain, dr, in.Tools)
+	// What the user turn alone shows is the same for NeedsContext (the
+	// turn alone) and Detect (the whole dialogue): derived once.
+	text := in.Dialogue[len(in.Dialogue)-1].Text
+	tu := m.memo.turn(cr, text, func() *turnUnsupported { return m.turnUnsupported(cr, dr, text, lower, sc) })
+	if tu.name != "" {
+		return tu.name, slices.Clone(tu.loc), true
+	}
+	if tu.inactive {
+		return "", nil, true
+	}
+	// Then the values framed by the agent's question only.
+	agent := ""
+	if len(in.Dialogue) > 1 {
+		agent = m.memo.agent(lastAgent(in.Dialogue[:len(in.Dialogue)-1])).lower
+	}
+	for _, h := range tu.agentFramed {
+		if h.p.context.find(agent, nil) != nil {
+			return inception.TypeUnsupportedParameter, slices.Clone(h.loc), false
+		}
+	}
+	// The schemas' shape: a cabin per leg where the cabin is one value
+	// per reservation, a chain of legs where the trip types are one way
+	// and round trip, an exchange into another product.
+	if tu.shape != nil {
+		return inception.TypeUnsupportedParameter, slices.Clone(tu.shape), true
+	}
+	mm, pending := m.options.check(in, lower)
+	if mm.loc != nil {
+		return inception.TypeUnsupportedParameter, mm.loc, !mm.fromContext
+	}
+	// Nothing found: a value whose product only the dialogue names, or
+	// one the agent's question could frame, needs the dialogue, which
+	// the first pass did not.
+	return "", nil, !pending && len(tu.agentFramed) == 0
+}
+
+// turnUnsupported is what unsupported finds in a user turn alone with one
+// tool catalogue, in the tie-break order (domain, action, parameter): a
+// decision (name), or the parts that need the dialogue too.
+type turnUnsupported struct {
+	name string
+	loc  []int
+	// inactive: the parameter type is held out, nothing more to check.
+	inactive bool
+	// agentFramed are the parameters, in order, whose context the turn
+	// lacks but whose unsupported phrase it holds: a decision when the
+	// agent's question gives the context.
+	agentFramed []framedPhrase
+	shape       []int // a schema-shape conflict (perLegEnum, legChain, …)
+}
+
+type framedPhrase struct {
+	p   *paramRule
+	loc []int
+}
+
+func (tu *turnUnsupported) bytes() int {
+	return 128 + 48*len(tu.agentFramed)
+}
+
+// turnUnsupported computes unsupported's view of the user turn alone
+// (text, lower-cased as lower).
+func (m *Module) turnUnsupported(cr *catalogRules, dr *domainRules, text, lower string, sc *textScan) *turnUnsupported {
+	active := func(name string) bool {
+		et, ok := m.tax.Type(name)
+		return ok && !et.HeldOut
+	}
+	hit := func(name string, loc []int) *turnUnsupported {
+		return &turnUnsupported{name: name, loc: loc}
+	}
 	if active(inception.TypeUnsupportedDomain) {
 		if loc := findAny(dr.outside, lower, sc); loc != nil {
-			return inception.TypeUnsupportedDomain, loc, true
+			return hit(inception.TypeUnsupportedDomain, loc)
 		}
 	}
 	if active(inception.TypeUnsupportedAction) {
@@ -521,70 +598,44 @@ func (m *Module) unsupported(in inception.Input, dr *domainRules, lower string, 
 				continue // the agent's tools do this after all
 			}
 			if loc := findAny(dr.actions[i].cues, lower, sc); loc != nil {
-				return inception.TypeUnsupportedAction, loc, true
+				return hit(inception.TypeUnsupportedAction, loc)
 			}
 		}
 	}
-	free = true
 	if !active(inception.TypeUnsupportedParameter) {
-		return "", nil, true
+		return &turnUnsupported{inactive: true}
 	}
-	if loc := findAny(m.cues[inception.TypeUnsupportedParameter], lower, sc); loc != nil && len(in.Tools) > 0 {
-		return inception.TypeUnsupportedParameter, loc, true
-	}
-	agent := ""
-	if len(in.Dialogue) > 1 {
-		agent = strings.ToLower(lastAgent(in.Dialogue[:len(in.Dialogue)-1]))
+	if loc := findAny(m.cues[inception.TypeUnsupportedParameter], lower, sc); loc != nil && cr.hasTools {
+		return hit(inception.TypeUnsupportedParameter, loc)
 	}
 	// First the values the user turn itself frames as a payment (or the
-	// parameter's context), then those framed by the agent's question.
-	for pass := 0; pass < 2; pass++ {
-		for i := range cr.params {
-			p := &cr.params[i]
-			userCtx := p.context == nil || p.context.find(lower, sc) != nil
-			// The gate takes any such phrase: it reads no agent words.
-			if m.mode == Recall && pass == 0 {
-				userCtx = true
-			}
-			if pass == 0 && !userCtx || pass == 1 && (userCtx || p.context.find(agent, nil) == nil) {
-				continue
-			}
-			if loc := p.badPhrase(lower, sc); loc != nil {
-				return inception.TypeUnsupportedParameter, loc, pass == 0
-			}
-		}
-	}
-	// The schemas' shape: a cabin per leg where the cabin is one value
-	// per reservation, a chain of legs where the trip types are one way
-	// and round trip, an exchange into another product.
-	if loc := perLegEnum(cr, lower); loc != nil {
-		return inception.TypeUnsupportedParameter, loc, true
-	}
-	if loc := legChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
-		return inception.TypeUnsupportedParameter, loc, true
-	}
-	if loc := arrowChain(cr, in.Dialogue[len(in.Dialogue)-1].Text); loc != nil {
-		return inception.TypeUnsupportedParameter, loc, true
-	}
-	if loc := otherProduct(cr, lower); loc != nil {
-		return inception.TypeUnsupportedParameter, loc, true
-	}
-	mm, pending := m.options.check(in, lower)
-	if mm.loc != nil {
-		return inception.TypeUnsupportedParameter, mm.loc, !mm.fromContext
-	}
-	if pending {
-		free = false // a value whose product only the dialogue names
-	}
-	// Nothing found: the agent's question could frame a phrase only with
-	// the dialogue, which the first pass did not need.
+	// parameter's context); those it does not frame wait for the agent's
+	// question.
+	tu := &turnUnsupported{}
 	for i := range cr.params {
 		p := &cr.params[i]
-		if p.context != nil && p.context.find(lower, sc) == nil && p.badPhrase(lower, sc) != nil {
-			free = false
+		userCtx := p.context == nil || p.context.find(lower, sc) != nil
+		// The gate takes any such phrase: it reads no agent words.
+		if userCtx || m.mode == Recall {
+			if loc := p.badPhrase(lower, sc); loc != nil {
+				return hit(inception.TypeUnsupportedParameter, loc)
+			}
+			continue
+		}
+		if loc := p.badPhrase(lower, sc); loc != nil {
+			tu.agentFramed = append(tu.agentFramed, framedPhrase{p: p, loc: loc})
 		}
 	}
-	return "", nil, free
+	if loc := perLegEnum(cr, lower); loc != nil {
+		tu.shape = loc
+	} else if loc := legChain(cr, text); loc != nil {
+		tu.shape = loc
+	} else if loc := arrowChain(cr, text); loc != nil {
+		tu.shape = loc
+	} else if loc := otherProduct(cr, lower); loc != nil {
+		tu.shape = loc
+	}
+	return tu
 }
 
 // badPhrase returns the first phrase naming a value the tools do not take,
@@ -654,7 +705,7 @@ func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 			}
 			// The user's earlier turns: the stage's window of the full
 			// dialogue may hold fewer of them than the dialogue given.
-			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(in, lower) != nil || countConflict(in, lower) != nil || sizeAsked(lower) {
+			if (claimRef.MatchString(lower) || denial.MatchString(lower) || returnAsked.MatchString(lower)) && hasUserTurn(in.Dialogue[:len(in.Dialogue)-1]) || contradictionFromUser(m.memo, in, lower) != nil || countConflict(m.memo, in, lower) != nil || sizeAsked(lower) {
 				return true
 			}
 		case inception.TypeMultipleInterpretation:
@@ -669,7 +720,7 @@ func (m *Module) readsAgent(in inception.Input, text, lower string) bool {
 				return true
 			}
 		case inception.TypeAnaphora:
-			if len(openRefs(dr, text, lower)) > 0 || len(openProperties(lower)) > 0 {
+			if len(m.memo.openRefs(dr, text)) > 0 || len(openProperties(lower)) > 0 {
 				return true
 			}
 			// "that one in economy": whether the words after it pick one
@@ -728,6 +779,7 @@ func (m *Module) catalogRules(domain string, dr *domainRules, tools []llm.Tool) 
 		cr.enums = toolEnums(tools)
 		cr.tripTypes, _, _ = toolEnum(tools, "flight_type")
 		cr.exchange = hasTool(tools, "exchange_delivered_order_items") || hasTool(tools, "modify_pending_order_items")
+		cr.hasTools = len(tools) > 0
 	}
 	m.mu.Lock()
 	if len(m.catalog) > 1024 || len(m.seen) > 1024 { // bounded: catalogues are per tenant and domain

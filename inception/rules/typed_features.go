@@ -51,7 +51,7 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 		add("r:loose:"+name, loc)
 	}
 	checked := missed && m.checksAll()
-	if loc := againstEarlier(in, lower); loc != nil {
+	if loc := againstEarlier(m.memo, in, lower); loc != nil {
 		add("r:against_earlier", loc)
 	}
 	if dr == nil {
@@ -60,16 +60,16 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 	cr := m.catalogRules(in.Domain, dr, in.Tools)
 	win := m.windowed(in)
 	if !checked {
-		if loc := contradiction(in, lower); loc != nil {
+		if loc := contradiction(m.memo, in, lower); loc != nil {
 			add("r:contradiction", loc)
 		}
 		if loc := enumConflict(cr, lower); loc != nil {
 			add("r:enum_conflict", loc)
 		}
-		if loc := multipleInterpretation(dr, cr, in, lower); loc != nil {
+		if loc := multipleInterpretation(m.memo, dr, cr, in, lower); loc != nil {
 			add("r:multiple_interpretation", loc)
 		}
-		if loc := anaphora(dr, win, lower); loc != nil {
+		if loc := anaphora(m.memo, dr, win, lower); loc != nil {
 			add("r:anaphora", loc)
 		}
 	}
@@ -79,7 +79,7 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 	if len(refs) > 0 {
 		most := 0
 		for _, r := range refs {
-			most = max(most, inPlay(dr, earlier, refKind(lower[r[0]:r[1]])).count())
+			most = max(most, inPlay(m.memo, dr, earlier, refKind(lower[r[0]:r[1]])).count())
 		}
 		add("c:ref_candidates:"+bucket(most), refs[0])
 	}
@@ -88,7 +88,7 @@ func (m *Module) typedFeatures(dr *domainRules, in inception.Input, lower string
 		add("c:no_agent", nil)
 		return out
 	}
-	add("c:agent_lists:"+bucket(inPlay(dr, earlier, "").count()), nil)
+	add("c:agent_lists:"+bucket(inPlay(m.memo, dr, earlier, "").count()), nil)
 	if strings.Contains(agent, "?") {
 		add("c:agent_asks", nil)
 	}
