@@ -158,6 +158,7 @@ minutes.`,
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")
 	fs.DurationVar(&plan.LiveStepsAfter, "agent-live-steps-after", agentworker.DefaultLiveStepsAfter, "as serve's: a turn running longer than this publishes its steps as it goes, each after a state write that holds it")
+	fs.StringVar(&plan.StepEvents, "agent-step-events", agentworker.StepEventsStep, "as serve's: step (one event per agent step) or turn (a quick turn's steps as one dev.rein.steps.v1)")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")
 	fs.StringVar(&plan.CPUProfile, "cpuprofile", "", "write the CPU profile of the pipeline's run (first turn offered to last outcome stored) to this file (go tool pprof)")
 	fs.StringVar(&plan.Trace, "trace", "", "write the runtime's execution trace of the pipeline's run (first turn offered to last outcome stored) to this file (go tool trace)")
