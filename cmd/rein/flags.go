@@ -168,6 +168,8 @@ type serverFlags struct {
 	// natsKeysDir holds the seeds of rein's identities, for an external
 	// NATS whose authorization is `rein keys server-config`'s.
 	natsKeysDir string
+	// stageConn is pipeline.Config.StageConn.
+	stageConn string
 }
 
 func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
@@ -175,6 +177,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS identities (nats-keys/) and the local HTTP token (http-token); made 0700")
 	fs.StringVar(&f.listen, "nats-listen", natsserver.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
+	fs.StringVar(&f.stageConn, "nats-stage-conn", pipeline.StageConnPipe, "how the stages reach the embedded server: in-process (a pipe inside this process) or loopback (its client port, which must be plain and on a loopback --nats-listen). loopback served more turns/s behind slow models on two cores and cost more CPU per turn at a steady rate (docs/performance.md); not with --nats-url")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")
@@ -338,7 +341,7 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if err := checkKeysDir(f); err != nil {
 		return nil, err
 	}
-	p, err := pipeline.Start(ctx, pipeline.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen,
+	p, err := pipeline.Start(ctx, pipeline.Config{KeysDir: f.natsKeysDir, Name: name, Logger: log, Connect: cc, DataDir: f.dataDir, Listen: f.listen, StageConn: f.stageConn,
 		NATSTLSCert: f.natsTLSCert, NATSTLSKey: f.natsTLSKey, Insecure: f.insecure,
 		HTTPAddr: f.httpAddr, HTTPTLSCert: f.httpTLSCert, HTTPTLSKey: f.httpTLSKey, AllowedHosts: f.allowedHosts,
 		Tokens: tokens, DashboardReveal: f.dashboardReveal, LabelMonitor: labels.MonitorConfig{Floor: f.precisionFloor}, LabelQueue: f.queue.cfg, IngressRate: f.ingressRate, IngressBurst: f.ingressBurst, IngressInFlight: f.ingressInFlight,

@@ -150,7 +150,10 @@ type Plan struct {
 	// LiveStepsAfter is the agent worker's (0: its default).
 	LiveStepsAfter time.Duration
 	StepEvents     string // the agent worker's (empty: its default)
-	Verbose        bool
+	// StageConn is how the stages reach the embedded server, as serve's
+	// (pipeline.Config.StageConn; "": in process).
+	StageConn string
+	Verbose   bool
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	DetectorCache, AgentCache int
@@ -279,7 +282,12 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		return Result{}, err
 	}
 	cfg := pipeline.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
-		MemoryLimit: plan.MemoryLimit, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision()}
+		MemoryLimit: plan.MemoryLimit, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision(),
+		StageConn: plan.StageConn}
+	if plan.StageConn == pipeline.StageConnLoopback {
+		// A port of its own on a loopback address, for the stages alone.
+		cfg.Listen = "127.0.0.1:0"
+	}
 	if plan.NATSURL != "" {
 		// One process signs and checks every task of the run: a key of
 		// its own, in the run's directory.

@@ -53,6 +53,9 @@ type Config struct {
 	// require TLS; Insecure allows a non-loopback Listen without it.
 	NATSTLSCert, NATSTLSKey string
 	Insecure                bool
+	// StageConn is how the stages reach the embedded server: StageConnPipe
+	// ("" too) or StageConnLoopback. Ignored with an external NATS.
+	StageConn string
 	// HTTPAddr serves /metrics, /healthz, /readyz, POST /v1/turns and the
 	// dashboard ("": no listener), over TLS with HTTPTLSCert/HTTPTLSKey;
 	// AllowedHosts are Host names it answers besides loopback and its
@@ -95,6 +98,19 @@ type Config struct {
 	// credentials of its own.
 	KeysDir string
 }
+
+// How the stages reach the embedded server (Config.StageConn).
+const (
+	// StageConnPipe is an in-process connection: a synchronous pipe, no
+	// socket. Each write waits for the server's read loop.
+	StageConnPipe = "in-process"
+	// StageConnLoopback is the server's own client port on a loopback
+	// address: the kernel buffers each write, at the cost of a system call
+	// per read and write. Measured on two cores (docs/performance.md):
+	// more turns per second behind slow models, more CPU per turn and a
+	// higher p50 at a steady rate.
+	StageConnLoopback = "loopback"
+)
 
 // Process is what the server-side commands share: NATS (embedded or
 // external), the registry, the logger, the HTTP port and a publisher.
@@ -239,6 +255,10 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	}
 	cc := cfg.Connect
 	cc.Name = cfg.Name
+	loopback, err := stageConn(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cc.URL == "" {
 		dir, err := filepath.Abs(cfg.DataDir)
 		if err != nil {
@@ -273,11 +293,14 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 		}()
 		rt.closer = append(rt.closer, func() { stopWatch(); <-watched })
 		cc.InProcess = rt.srv
+		if loopback {
+			cc.InProcess, cc.URL = nil, rt.srv.ClientURL()
+		}
 		cc.NkeyFile = keys.SeedFile(natsserver.IdentityAdmin)
 		rt.keys = keys
 	}
 	provision := true
-	if cc.URL != "" && cfg.KeysDir != "" {
+	if cfg.Connect.URL != "" && cfg.KeysDir != "" {
 		rt.seeds = natsserver.SeedDir(cfg.KeysDir)
 		id, f, err := rt.seeds.Own()
 		if err != nil {
@@ -472,4 +495,29 @@ func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error 
 		case <-time.After(provisionPoll):
 		}
 	}
+}
+
+// stageConn tells whether the stages reach the embedded server on its
+// loopback port, and refuses a setting it cannot honour: the port must be
+// plain (a TLS certificate need not name the loopback address) and bound
+// to a loopback address (the stages' traffic never leaves the host).
+func stageConn(cfg Config) (loopback bool, err error) {
+	switch cfg.StageConn {
+	case "", StageConnPipe:
+		return false, nil
+	case StageConnLoopback:
+	default:
+		return false, fmt.Errorf("stage connection %q: want %s or %s", cfg.StageConn, StageConnPipe, StageConnLoopback)
+	}
+	if cfg.Connect.URL != "" {
+		return false, fmt.Errorf("stage connection %s: only the embedded server has one (an external NATS is reached at its URL)", StageConnLoopback)
+	}
+	if cfg.NATSTLSCert != "" {
+		return false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; the stages stay in process with it", StageConnLoopback)
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil || !natsserver.IsLoopbackHost(host) {
+		return false, fmt.Errorf("stage connection %s: the embedded server must listen on a loopback address (--nats-listen %q)", StageConnLoopback, cfg.Listen)
+	}
+	return true, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/reinception/rein/agentworker"
@@ -212,9 +213,49 @@ func (m *recordingModel) prompts() []string {
 
 // Every stage runs from the table: a user turn gets the agent's reply,
 // with the system prompt the caller gave (not the sample airline policy),
-// and cancelling drains every stage, so that Run returns nil.
+// and cancelling drains every stage, so that Run returns nil. The same
+// holds when the stages reach the embedded server on its loopback port,
+// and then the server sees them there, not in process.
 func TestRunAnswersATurnAndDrainsOnCancel(t *testing.T) {
-	rt := startProcess(t, t.TempDir())
+	for _, conn := range []string{StageConnPipe, StageConnLoopback} {
+		t.Run(conn, func(t *testing.T) {
+			cfg := processConfig(t.TempDir())
+			if conn == StageConnLoopback {
+				cfg.Listen, cfg.StageConn = "127.0.0.1:0", conn
+			}
+			rt, err := Start(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(rt.Close)
+			runAnswersATurn(t, rt)
+			// Every stage's connection and the process's own are where
+			// the setting says.
+			cz, err := rt.srv.Connz(&server.ConnzOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stagesSeen := 0
+			for _, c := range cz.Conns {
+				if !strings.HasPrefix(c.Name, cfg.Name) {
+					continue
+				}
+				if strings.HasPrefix(c.Name, cfg.Name+"-") {
+					stagesSeen++
+				}
+				if tcp := c.Port != 0; tcp != (conn == StageConnLoopback) {
+					t.Errorf("%s: connection %q at %s:%d, want it on the loopback port: %v", conn, c.Name, c.IP, c.Port, conn == StageConnLoopback)
+				}
+			}
+			if stagesSeen == 0 {
+				t.Fatalf("%s: the server lists no stage connection (%d connections)", conn, len(cz.Conns))
+			}
+		})
+	}
+}
+
+func runAnswersATurn(t *testing.T, rt *Process) {
+	t.Helper()
 	model := &recordingModel{}
 	s := rulesStages()
 	s.AgentWorker = agentworker.Config{SystemPrompt: "You are the test agent."}
@@ -287,4 +328,29 @@ func TestStartReleasesWhatItStartedWhenItFails(t *testing.T) {
 		t.Fatalf("the HTTP port %s still listens after a failed Start", addr)
 	}
 	startProcess(t, dir)
+}
+
+// A stage connection the process cannot honour is refused at start, not
+// quietly replaced by the other kind.
+func TestStageConnRefusesWhatItCannotHonour(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown", Config{StageConn: "tcp", Listen: "127.0.0.1:0"}, `want in-process or loopback`},
+		{"external NATS", Config{StageConn: StageConnLoopback, Listen: "127.0.0.1:0", Connect: natsserver.ConnectConfig{URL: "nats://127.0.0.1:4222"}}, "only the embedded server"},
+		{"TLS port", Config{StageConn: StageConnLoopback, Listen: "127.0.0.1:0", NATSTLSCert: "cert.pem"}, "requires TLS"},
+		{"no listener", Config{StageConn: StageConnLoopback}, "loopback address"},
+		{"wildcard listener", Config{StageConn: StageConnLoopback, Listen: "0.0.0.0:4222"}, "loopback address"},
+	} {
+		if _, err := stageConn(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: stageConn = %v, want an error saying %q", c.name, err, c.want)
+		}
+	}
+	for _, cfg := range []Config{{}, {StageConn: StageConnPipe, Listen: "0.0.0.0:4222"}, {StageConn: StageConnLoopback, Listen: "localhost:4222"}} {
+		if _, err := stageConn(cfg); err != nil {
+			t.Errorf("stageConn(%q, listen %q) = %v, want it accepted", cfg.StageConn, cfg.Listen, err)
+		}
+	}
 }
