@@ -69,6 +69,8 @@ type Config struct {
 	// LiveStepsAfter (a turn that runs longer still publishes them one by
 	// one as it goes, to its end). "turn" saves two or more stored
 	// messages per quick turn; a subscriber must then read both types.
+	// A turn that goes live in "turn" mode writes its State before its
+	// first single step (State.LiveSteps), with Persist "turn" too.
 	StepEvents string
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
