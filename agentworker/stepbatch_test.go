@@ -119,27 +119,32 @@ func TestSlowTurnStoresSingleSteps(t *testing.T) {
 
 // A turn that went live, killed mid-turn, stays live when resumed by a
 // worker for which the rest of the turn is quick: the mark is stored
-// before its first single step is published, so the steps are never sent
-// a second time as a batch.
+// before its first single step is published (with Persist "turn" too,
+// which otherwise writes only at the turn's end), so the steps are never
+// sent a second time as a batch.
 func TestResumedLiveTurnKeepsSingleSteps(t *testing.T) {
-	h := rtest.StartJetStream(t, "")
-	get := llm.Response{ToolCalls: []llm.ToolCall{call("c1", "get_reservation_details", `{"reservation_id":"Q7RM2K"}`)}}
-	workerA := startKillable(t, h, agentworker.Config{StepEvents: agentworker.StepEventsTurn, LiveStepsAfter: time.Nanosecond},
-		func(req llm.Request) (llm.Response, bool) { return get, !lastIsTool(req, "get_reservation_details") })
-	publishTask(t, h, "resumed", 1, "show Q7RM2K", nil)
-	workerA.killAtCrash(t)
-	if singles, _, _ := stepEvents(t, h, "resumed"); len(singles) != 2 {
-		t.Fatalf("before the crash: %d single steps, want the call and its result", len(singles))
-	}
-	model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
-		return llm.Response{Content: "Confirmed."}, nil
-	})
-	startWorker(t, h, agentworker.Config{StepEvents: agentworker.StepEventsTurn, LiveStepsAfter: time.Hour}, agentworker.Deps{Model: model})
-	rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "resumed")) == 1 })
-	settled(t, h)
-	singles, batches, _ := stepEvents(t, h, "resumed")
-	if len(batches) != 0 || len(singles) != 3 || singles[2].Kind != schemas.StepReply {
-		t.Errorf("after the resume: %d batches, singles %+v; want the 3 singles only", len(batches), singles)
+	for _, persist := range []string{agentworker.PersistStep, agentworker.PersistTurn} {
+		t.Run(persist, func(t *testing.T) {
+			h := rtest.StartJetStream(t, "")
+			get := llm.Response{ToolCalls: []llm.ToolCall{call("c1", "get_reservation_details", `{"reservation_id":"Q7RM2K"}`)}}
+			workerA := startKillable(t, h, agentworker.Config{StepEvents: agentworker.StepEventsTurn, Persist: persist, LiveStepsAfter: time.Nanosecond},
+				func(req llm.Request) (llm.Response, bool) { return get, !lastIsTool(req, "get_reservation_details") })
+			publishTask(t, h, "resumed", 1, "show Q7RM2K", nil)
+			workerA.killAtCrash(t)
+			if singles, _, _ := stepEvents(t, h, "resumed"); len(singles) != 2 {
+				t.Fatalf("before the crash: %d single steps, want the call and its result", len(singles))
+			}
+			model := funcModel(func(ctx context.Context, req llm.Request) (llm.Response, error) {
+				return llm.Response{Content: "Confirmed."}, nil
+			})
+			startWorker(t, h, agentworker.Config{StepEvents: agentworker.StepEventsTurn, Persist: persist, LiveStepsAfter: time.Hour}, agentworker.Deps{Model: model})
+			rtest.CheckFor(t, wait, "reply", func() bool { return len(agentTurns(t, h, "resumed")) == 1 })
+			settled(t, h)
+			singles, batches, _ := stepEvents(t, h, "resumed")
+			if len(batches) != 0 || len(singles) != 3 || singles[2].Kind != schemas.StepReply {
+				t.Errorf("after the resume: %d batches, singles %+v; want the 3 singles only", len(batches), singles)
+			}
+		})
 	}
 }
 
