@@ -340,11 +340,11 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, det schemas.Dete
 	}
 	outs := []streams.Out{task}
 	if withDetection {
-		ev, err := schemas.BuildEvent(schemas.TypeDetection, id, "", meta, det)
+		bt, err := schemas.Build(schemas.TypeDetection, id, "", meta, det)
 		if err != nil {
 			return streams.Permanent(fmt.Errorf("detector: build detection: %w", err))
 		}
-		outs = []streams.Out{{Stream: bus.StreamDetections, Subject: bus.DetectionSubject(meta.Tenant, meta.Conversation), Event: &ev}, task}
+		outs = []streams.Out{{Stream: bus.StreamDetections, Subject: bus.DetectionSubject(meta.Tenant, meta.Conversation), Built: &bt}, task}
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, outs...); err != nil {
 		return err

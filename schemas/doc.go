@@ -18,7 +18,9 @@
 // The payloads most events carry (turn, task, step) are written and read
 // without reflection (payload_json.go): the bytes json.Marshal writes,
 // the fields json.Unmarshal sets, anything else left to encoding/json;
-// differential tests and fuzz targets compare them with it.
+// differential tests and fuzz targets compare them with it. Build is
+// BuildEvent without the CloudEvent (Built), for a stage's output that the
+// publisher encodes straight from its fields.
 //
 // It consumes and produces nothing on its own; every stage validates with it
 // at its boundary (ingress and consume). It exports no metrics.

@@ -60,38 +60,90 @@ func BuildEvent(typ, id, source string, m Meta, data any) (cloudevents.Event, er
 }
 
 func newEvent(typ, id, source string, m Meta, data any, validate bool) (cloudevents.Event, error) {
-	if err := CheckIDs(m.Tenant, m.Conversation); err != nil {
+	b, err := build(typ, id, source, m, data, validate)
+	if err != nil {
 		return cloudevents.Event{}, err
 	}
+	return b.Event(), nil
+}
+
+// Built is a stage's output as BuildEvent would put it in a CloudEvent,
+// before it is one: the Publisher writes its headers straight from these
+// fields (streams.Out.Built), without the event context and extension map
+// (one allocation each) that an event needs and that are dropped as soon
+// as it is encoded. Event gives the CloudEvent for anything else.
+type Built struct {
+	Type, ID string
+	// Source is the source attribute ("" in Build means Source).
+	Source string
+	Meta   Meta
+	// Time is when it was built, in UTC.
+	Time time.Time
+	// Data is the JSON payload.
+	Data []byte
+}
+
+// Build is BuildEvent without the event: the same checks, the same
+// payload bytes and time.
+func Build(typ, id, source string, m Meta, data any) (Built, error) {
+	return build(typ, id, source, m, data, false)
+}
+
+func build(typ, id, source string, m Meta, data any, validate bool) (Built, error) {
+	if err := CheckIDs(m.Tenant, m.Conversation); err != nil {
+		return Built{}, err
+	}
 	if err := CheckTurn(m.Turn); err != nil {
-		return cloudevents.Event{}, err
+		return Built{}, err
 	}
 	raw, ok := appendPayload(nil, data)
 	if !ok {
 		var err error
 		if raw, err = json.Marshal(data); err != nil {
-			return cloudevents.Event{}, fmt.Errorf("marshal %s: %w", typ, err)
+			return Built{}, fmt.Errorf("marshal %s: %w", typ, err)
 		}
 	}
 	if validate {
 		if err := Validate(typ, raw); err != nil {
-			return cloudevents.Event{}, err
+			return Built{}, err
 		}
 	} else if !Known(typ) {
-		return cloudevents.Event{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
+		return Built{}, fmt.Errorf("%w: %q", ErrUnknownType, typ)
 	}
 	if source == "" {
 		source = Source
 	}
-	now := time.Now().UTC()
-	e, ok := directEvent(typ, id, source, m, now)
+	return Built{Type: typ, ID: id, Source: source, Meta: m, Time: time.Now().UTC(), Data: raw}, nil
+}
+
+// Event is b as a CloudEvent: what BuildEvent returns for the same input.
+func (b *Built) Event() cloudevents.Event {
+	e, ok := directEvent(b.Type, b.ID, b.Source, b.Meta, b.Time)
 	if !ok {
-		e = sdkEvent(typ, id, source, m, now)
+		e = sdkEvent(b.Type, b.ID, b.Source, b.Meta, b.Time)
 	}
 	// The payload is JSON already: store it as is (SetData would marshal
 	// it again, compacting a RawMessage byte by byte).
-	e.DataEncoded = raw
-	return e, nil
+	e.DataEncoded = b.Data
+	return e
+}
+
+// Plain tells whether b's event would hold its attributes exactly as
+// given (no setter would trim or refuse one), and gives its parsed
+// source: then a writer may take them from b's fields as they are.
+func (b *Built) Plain() (types.URIRef, bool) {
+	return plainAttrs(b.Type, b.ID, b.Source, b.Meta)
+}
+
+func plainAttrs(typ, id, source string, m Meta) (types.URIRef, bool) {
+	if id == "" || strings.TrimSpace(id) != id || strings.TrimSpace(typ) != typ || strings.TrimSpace(m.Conversation) != m.Conversation {
+		return types.URIRef{}, false
+	}
+	src, err := SourceRef(source)
+	if err != nil {
+		return types.URIRef{}, false
+	}
+	return src, true
 }
 
 // sdkEvent sets an event's attributes through sdk-go's setters: the
@@ -128,11 +180,8 @@ type directContext struct {
 // refuse: an id, type or conversation with surrounding space, or a source
 // that does not parse. Tenant and conversation are checked ids already.
 func directEvent(typ, id, source string, m Meta, now time.Time) (cloudevents.Event, bool) {
-	if id == "" || strings.TrimSpace(id) != id || strings.TrimSpace(typ) != typ || strings.TrimSpace(m.Conversation) != m.Conversation {
-		return cloudevents.Event{}, false
-	}
-	src, err := SourceRef(source)
-	if err != nil {
+	src, ok := plainAttrs(typ, id, source, m)
+	if !ok {
 		return cloudevents.Event{}, false
 	}
 	n := 4

@@ -55,3 +55,21 @@ func BenchmarkUnmarshalPayload(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildToolResult times Build of a tool_result step whose output
+// is a tool's JSON answer, with a quote every few bytes to escape.
+func BenchmarkBuildToolResult(b *testing.B) {
+	m := Meta{Tenant: "acme", Conversation: "c-42", Turn: 7}
+	out := `{"reservation_id": "Q7RM2K", "user_id": "mia_li_3668", "origin": "JFK", "destination": "SEA", "flight_type": "round_trip", "cabin": "economy", ` +
+		`"flights": [{"origin": "JFK", "destination": "SEA", "flight_number": "HAT136", "date": "2024-05-20", "price": 1011}, ` +
+		`{"origin": "SEA", "destination": "JFK", "flight_number": "HAT021", "date": "2024-05-22", "price": 1068}], ` +
+		`"passengers": [{"first_name": "Mia", "last_name": "Li", "dob": "1990-04-05"}], "payment_history": [{"payment_id": "credit_card_4421486", "amount": 2079}], ` +
+		`"created_at": "2024-05-05T06:47:23", "total_baggages": 1, "nonfree_baggages": 0, "insurance": "no"}`
+	step := Step{Turn: 7, Step: 3, Kind: "tool_result", Name: "get_reservation_details", CallID: "call_1", Output: out}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Build(TypeStep, "step.acme.c-42.7.3", "", m, step); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

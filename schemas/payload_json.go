@@ -85,7 +85,9 @@ func (s *Steps) size() int {
 }
 
 func (s *Step) size() int {
-	return 112 + len(s.Kind) + len(s.Name) + len(s.CallID) + len(s.Arguments) + len(s.Output)
+	// A tool's output is often JSON itself: its quotes, escaped, would
+	// otherwise outgrow the buffer and copy it into one twice the size.
+	return 112 + len(s.Kind) + len(s.Name) + len(s.CallID) + len(s.Arguments) + len(s.Output) + jsonEscapes(s.Output)
 }
 
 func (t *Task) size() int {
@@ -246,6 +248,25 @@ func AppendJSONString(b []byte, s string) []byte {
 		s = s[size:]
 	}
 	return append(b, '"')
+}
+
+// jsonEscapes is how many bytes AppendJSONString adds to s besides its
+// quotes: exact for ASCII; U+2028 and U+2029 counted at their first byte
+// (0xE2, so other characters starting with it count too); invalid UTF-8
+// not counted. It sizes buffers only: a wrong count costs a regrowth.
+func jsonEscapes(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 5
+		case c == 0xE2:
+			n += 3
+		}
+	}
+	return n
 }
 
 // UnmarshalPayload is json.Unmarshal(data, out). For a *Turn or *Task in

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -166,5 +167,28 @@ func TestHandWrittenPayloadsCarryEveryField(t *testing.T) {
 		if err := UnmarshalPayload(want, back.Interface()); err != nil || !reflect.DeepEqual(back.Elem().Interface(), rv.Interface()) {
 			t.Errorf("%s: UnmarshalPayload(%s) = %+v (%v), want %+v", rv.Type(), want, back.Elem().Interface(), err, rv.Interface())
 		}
+	}
+}
+
+// jsonEscapes counts what AppendJSONString adds: exactly for ASCII and
+// U+2028/U+2029, so that a step's buffer is sized once.
+func TestJSONEscapesCountsWhatTheWriterAdds(t *testing.T) {
+	var all strings.Builder
+	for c := range 0x80 {
+		all.WriteByte(byte(c))
+	}
+	for _, s := range []string{"", "plain text", `{"a": "b\\c"}`, "<a href=\"x\">&amp;</a>", all.String(), "line\u2028sep\u2029end", "tab\there\r\n"} {
+		if got, want := jsonEscapes(s), len(AppendJSONString(nil, s))-2-len(s); got != want {
+			t.Errorf("jsonEscapes(%q) = %d, AppendJSONString adds %d", s, got, want)
+		}
+	}
+	// Other characters after 0xE2 are overcounted, never under.
+	if s := "€ and ★"; jsonEscapes(s) < len(AppendJSONString(nil, s))-2-len(s) {
+		t.Errorf("jsonEscapes(%q) = %d undercounts", s, jsonEscapes(s))
+	}
+	// A tool's JSON output fits the buffer its step is given.
+	st := Step{Turn: 1, Step: 2, Kind: "tool_result", Name: "get_user_details", CallID: "c1", Output: `{"a": "<b>", "c": ["d\n", "e"]}`}
+	if b, ok := appendPayload(nil, st); !ok || len(b) > st.size() {
+		t.Errorf("step of %d bytes in a buffer sized %d", len(b), st.size())
 	}
 }

@@ -76,7 +76,7 @@ func (k *TaskKey) Sign(e *cloudevents.Event) error {
 // Verify checks e's signature; the error wraps ErrUnverified and says what
 // was wrong (absent, malformed, not rein's).
 func (k *TaskKey) Verify(e *cloudevents.Event) error {
-	raw, ok := e.Extensions()[ExtSignature]
+	raw, ok := Extension(e, ExtSignature)
 	if !ok {
 		return fmt.Errorf("%w: the task carries no signature (extension %s)", ErrUnverified, ExtSignature)
 	}

@@ -98,3 +98,21 @@ func BenchmarkTaskSign(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkTaskVerify(b *testing.B) {
+	k, _ := schemas.NewTaskKey(bytes.Repeat([]byte("k"), schemas.MinTaskKeyBytes))
+	e, err := schemas.NewEvent(schemas.TypeTask, "task.acme.c1.3", "", schemas.Meta{Tenant: "acme", Conversation: "c1", Turn: 3},
+		schemas.Task{Turn: 3, UserText: "cancel that one", Inception: &schemas.Inception{ErrorType: "anaphora", Thought: "Ask which one.", RecoveryTool: "ambiguity_report"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := k.Sign(&e); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.Verify(&e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -134,6 +134,66 @@ func binaryHeaderInto(b *msgBuf, ev *event.Event, stream string) bool {
 	return true
 }
 
+// builtHeaderInto writes into b.msg.Header what binaryHeaderInto writes for
+// bt.Event() (with the traceparent tp, when not "", in place of bt's), from
+// bt's fields: attributes and rein's extensions as BuildEvent sets them,
+// src being bt's parsed source. Only for a plain bt (schemas.Built.Plain).
+func builtHeaderInto(b *msgBuf, bt *schemas.Built, src types.URIRef, tp, stream string) {
+	if tp == "" {
+		tp = bt.Meta.Traceparent
+	}
+	source := src.String()
+	// id, specversion, datacontenttype, subject, tenant, conversation,
+	// turn, partitionkey, Nats-Msg-Id, and what may be absent.
+	n := 9
+	for _, set := range []bool{source != "", bt.Type != "", !bt.Time.IsZero(), tp != "", stream != ""} {
+		if set {
+			n++
+		}
+	}
+	if cap(b.vals) < n {
+		b.vals = make([]string, 0, n)
+	}
+	vals := b.vals[:0]
+	h := b.msg.Header
+	if h == nil {
+		h = make(nats.Header, n)
+	}
+	set := func(k, v string) {
+		vals = append(vals, v)
+		n := len(vals)
+		h[k] = vals[n-1 : n : n]
+	}
+	set("ce-id", bt.ID)
+	if source != "" {
+		set("ce-source", source)
+	}
+	set(hdrSpecVersion, ceSpecVersionV1)
+	if bt.Type != "" {
+		set("ce-type", bt.Type)
+	}
+	set("ce-datacontenttype", schemas.DataContentType)
+	// The conversation is a checked id: never empty.
+	set("ce-subject", bt.Meta.Conversation)
+	if !bt.Time.IsZero() {
+		set("ce-time", bt.Time.Format(time.RFC3339Nano))
+	}
+	set("ce-tenant", bt.Meta.Tenant)
+	set("ce-conversation", bt.Meta.Conversation)
+	// The turn extension's value is an Integer or, past int32, its decimal
+	// string: written, both are the decimal.
+	set("ce-turn", strconv.Itoa(bt.Meta.Turn))
+	set("ce-partitionkey", bt.Meta.Conversation)
+	if tp != "" {
+		set("ce-traceparent", tp)
+	}
+	set(bus.HeaderMsgID, bt.ID)
+	if stream != "" {
+		set(jetstream.ExpectedStreamHeader, stream)
+	}
+	b.msg.Header, b.vals = h, vals
+}
+
 // setSource is ec.SetSource(s) with the source parsed once
 // (schemas.SourceRef).
 func setSource(ec *event.EventContextV1, s string) error {

@@ -74,6 +74,32 @@ func encodeFor(b *msgBuf, stream, subject string, ev *event.Event) error {
 	return nil
 }
 
+// encodeOut is encodeFor of o's event, or of o.Built's headers written
+// from its fields when they are plain (schemas.Built.Plain), with the
+// traceparent tp when it is not "" (the extension set on the event, as
+// under a span).
+func encodeOut(b *msgBuf, o Out, tp string) error {
+	if o.Event == nil && o.Built != nil {
+		if src, ok := o.Built.Plain(); ok {
+			builtHeaderInto(b, o.Built, src, tp, o.Stream)
+			b.msg.Subject = o.Subject
+			if len(o.Built.Data) > 0 {
+				b.msg.Data = o.Built.Data
+			}
+			return nil
+		}
+		ev := o.Built.Event()
+		o.Event = &ev
+	}
+	if o.Event == nil {
+		return Permanent(fmt.Errorf("encode for %s: an output with neither an event nor a built one", o.Subject))
+	}
+	if tp != "" {
+		o.Event.SetExtension(schemas.ExtTraceparent, tp)
+	}
+	return encodeFor(b, o.Stream, o.Subject, o.Event)
+}
+
 // sdkEncode is Encode through sdk-go's binding: the reference for
 // binaryHeader and the path for what it declines.
 func sdkEncode(subject string, ev *event.Event) (*nats.Msg, error) {

@@ -73,23 +73,41 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkEncodePublished times what the Publisher spends on each message
-// before the client has it: a stage's output built (BuildEvent), encoded
-// with the expected stream, and its buffers handed back as after an
-// acknowledgement.
+// before the client has it: a stage's output built, encoded with the
+// expected stream, and its buffers handed back as after an
+// acknowledgement. event: built as a CloudEvent (BuildEvent); built: as
+// a schemas.Built, its headers written from its fields (Out.Built).
 func BenchmarkEncodePublished(b *testing.B) {
 	m := schemas.Meta{Tenant: "acme", Conversation: "c-42", Turn: 7}
 	step := schemas.Step{Turn: 7, Step: 2, Kind: "tool_call", Name: "get_reservation_details", Arguments: []byte(`{"reservation_id":"Q7RM2K"}`)}
 	subject := bus.StepSubject("acme", "c-42")
-	b.ReportAllocs()
-	for b.Loop() {
-		ev, err := schemas.BuildEvent(schemas.TypeStep, "step.acme.c-42.7.2", "", m, step)
-		if err != nil {
-			b.Fatal(err)
+	const id = "step.acme.c-42.7.2"
+	b.Run("event", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ev, err := schemas.BuildEvent(schemas.TypeStep, id, "", m, step)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := pooledMsg()
+			if err := encodeOut(buf, Out{Stream: bus.StreamSteps, Subject: subject, Event: &ev}, ""); err != nil {
+				b.Fatal(err)
+			}
+			buf.release()
 		}
-		buf := pooledMsg()
-		if err := encodeFor(buf, bus.StreamSteps, subject, &ev); err != nil {
-			b.Fatal(err)
+	})
+	b.Run("built", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bt, err := schemas.Build(schemas.TypeStep, id, "", m, step)
+			if err != nil {
+				b.Fatal(err)
+			}
+			buf := pooledMsg()
+			if err := encodeOut(buf, Out{Stream: bus.StreamSteps, Subject: subject, Built: &bt}, ""); err != nil {
+				b.Fatal(err)
+			}
+			buf.release()
 		}
-		buf.release()
-	}
+	})
 }

@@ -8,7 +8,9 @@
 // fallback and for structured mode; ReadBinary is that direct reader, which
 // the ingress also reads HTTP requests with, and EncodeChecked encodes an
 // offered event and makes Decode's checks once); it publishes with Nats-Msg-Id = event
-// id so redelivery never duplicates an output (publisher.go), stores turns
+// id so redelivery never duplicates an output (publisher.go; a stage's own
+// output may come as a schemas.Built in Out.Built, its headers written from
+// its fields, the same message as its event's), stores turns
 // and feedback from outside under ids rein derives (turnpub.go,
 // feedback.go) and dead letters (dlq.go); it reads stream ranges and a
 // subject's last events back through ordered consumers and direct gets that

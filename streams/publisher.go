@@ -16,11 +16,13 @@ import (
 	"github.com/reinception/rein/streams/bus"
 )
 
-// Out is one event to publish.
+// Out is one event to publish: Event, or, when Event is nil, Built (a
+// stage's own output, encoded without building its CloudEvent).
 type Out struct {
 	Stream  string
 	Subject string
 	Event   *event.Event
+	Built   *schemas.Built
 }
 
 // Publisher publishes rein events to JetStream: Nats-Msg-Id = event id so
@@ -112,11 +114,8 @@ func (p *Publisher) PublishAll(ctx context.Context, outs ...Out) ([]uint64, erro
 	// so the next stage's span is its child.
 	tp := telemetry.TraceparentOf(ctx)
 	for i, o := range outs {
-		if tp != "" {
-			o.Event.SetExtension(schemas.ExtTraceparent, tp)
-		}
 		b := pooledMsg()
-		if err := encodeFor(b, o.Stream, o.Subject, o.Event); err != nil {
+		if err := encodeOut(b, o, tp); err != nil {
 			return nil, err
 		}
 		bufs[i], msgs[i] = b, &b.msg

@@ -70,6 +70,12 @@ func TestBenchSmallRun(t *testing.T) {
 	if r.ProfileSamples > 0 && (math.Abs(share-1) > 1e-6 || math.Abs(cpu-r.CPUSecPer1000) > 1e-6) {
 		t.Errorf("breakdown sums to share %v, %v CPU s per 1,000 turns; want 1, %v", share, cpu, r.CPUSecPer1000)
 	}
+	// A turn stores eight messages, each allocated in the client and the
+	// server several times over: kilobytes per turn, not bytes, nor the
+	// megabytes a leak per turn would show.
+	if r.AllocBytesPerTurn < 4<<10 || r.AllocBytesPerTurn > 4<<20 || r.GCCyclesPer1000 < 0 || math.IsNaN(r.GCCyclesPer1000) {
+		t.Errorf("%.0f bytes allocated per turn, %.1f collections per 1,000 turns", r.AllocBytesPerTurn, r.GCCyclesPer1000)
+	}
 	if r.Raw3HopMsgsPerS <= 0 || r.RawShapePerS <= 0 || r.Ratio <= 0 || r.CeilingRatio <= 0 || r.PeakRSSMB <= 0 || r.AvgEventBytes <= 0 {
 		t.Errorf("result %+v", r)
 	}

@@ -51,6 +51,8 @@ It reports where the pipeline's CPU went: a CPU profile taken from the first tur
 last outcome stored, each sample given to the first category with a frame in its stack (gc,
 scheduler, nats-server, signing, schema-validation, kv-state, rules-inception, json-cloudevents,
 jetstream-client, alloc, other), each category's share of the CPU seconds per 1,000 turns.
+It reports the heap bytes allocated per turn and the collections per 1,000 turns over the same
+window (runtime/metrics): the whole process's, the embedded server and the bench driver included.
 It also reports, per turn, the protocol messages each of the pipeline's connections sent to the
 embedded server and received from it while the load ran (publishes, acks, requests; deliveries,
 publish acks, replies), from the server's per-connection counters.
@@ -97,6 +99,8 @@ minutes.`,
 			fmt.Fprintf(out, "rein pipeline: %d turns (%d conversations), %s\n", res.Turns, res.Conversations, res.Mode)
 			fmt.Fprintf(out, "  %.0f turns/s · p50 %.1f ms · p99 %.1f ms · %.2f CPU s per 1,000 turns · peak RSS %.0f MB\n",
 				res.TurnsPerSec, res.P50Ms, res.P99Ms, res.CPUSecPer1000, res.PeakRSSMB)
+			fmt.Fprintf(out, "  the whole process allocated %.1f KB per turn · %.2f collections per 1,000 turns\n",
+				res.AllocBytesPerTurn/1000, res.GCCyclesPer1000)
 			if res.CleanP50MsNoInception > 0 {
 				fmt.Fprintf(out, "  inception %.0f ms, speculation on: clean-turn p50 %.1f ms; the same load without inception: %.1f ms (%+.1f %%)\n",
 					res.InceptionLatencyMs, res.CleanP50Ms, res.CleanP50MsNoInception, 100*(res.CleanP50Ms/res.CleanP50MsNoInception-1))

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 )
 
 // Tracing: each stage's handling of a turn is a span, linked to the
@@ -25,7 +26,30 @@ import (
 const TracerName = "github.com/reinception/rein"
 
 // Tracer is rein's tracer from the global provider.
-func Tracer() trace.Tracer { return otel.Tracer(TracerName) }
+func Tracer() trace.Tracer { return reinTracer{} }
+
+// unsetProvider is the global provider before anyone sets one. Its tracers
+// start non-recording spans, yet each Start allocates the span and a
+// context for it: two of them per message with tracing off.
+var unsetProvider = otel.GetTracerProvider()
+
+// reinTracer starts spans from whichever global provider is set when Start
+// is called (as otel.Tracer's does), and no span at all while none is set
+// and ctx carries no span context: that span would record nothing and
+// carry nothing on (TraceparentOf reads "" either way).
+type reinTracer struct{ embedded.Tracer }
+
+func (reinTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	return startSpan(otel.GetTracerProvider(), ctx, name, opts...)
+}
+
+// startSpan is reinTracer's Start with the global provider passed in.
+func startSpan(tp trace.TracerProvider, ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if tp == unsetProvider && !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return tp.Tracer(TracerName).Start(ctx, name, opts...)
+}
 
 // Span attribute keys rein sets (bounded values: ids, not text).
 var (

@@ -126,6 +126,13 @@ type Result struct {
 	// server per turn while the load ran (none with --nats-url or
 	// --cluster): the protocol messages behind the stored ones.
 	WirePerTurn []Wire `json:"wire_per_turn,omitempty"`
+
+	// AllocBytesPerTurn and GCCyclesPer1000 are the whole process's heap
+	// allocation and collections over the same window as the CPU figure
+	// (the embedded server and the bench driver included): the collector's
+	// share of the CPU and of the tail follows the allocation rate.
+	AllocBytesPerTurn float64 `json:"alloc_bytes_per_turn"`
+	GCCyclesPer1000   float64 `json:"gc_cycles_per_1000_turns"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -531,7 +538,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 		return res, nil, err
 	}
 	defer prof.stop()
-	cpu0, waits0 := CPUTime(), threadWaits("/proc/self")
+	cpu0, waits0, heap0 := CPUTime(), threadWaits("/proc/self"), readHeapUse()
 	start := time.Since(base)
 	texts := []string{"Can you show me reservation Q7RM2K?", "What is the status of my booking?", "Thanks, and the baggage allowance?"}
 	batch := make([]streams.Out, 0, 256)
@@ -609,7 +616,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 			}
 		}
 	}
-	cpu := CPUTime() - cpu0
+	cpu, heap := CPUTime()-cpu0, readHeapUse().since(heap0)
 	if waits0 != nil && cpu > 0 {
 		res.RunQueueWaitPerCPU = waitedSince(waits0, threadWaits("/proc/self")).Seconds() / cpu.Seconds()
 	}
@@ -619,6 +626,7 @@ func driveBench(ctx context.Context, nc *nats.Conn, pub *streams.Publisher, plan
 	defer mu.Unlock()
 	res.NotAnswered = int(notAnswered.Load())
 	res.summarize(clock.latencies(), time.Duration(last.Load())-start, cpu, plan.ModelLatency, inFlightMax)
+	res.AllocBytesPerTurn, res.GCCyclesPer1000 = heap.perTurn(res.Turns)
 	if rate > 0 {
 		settle := time.Duration(ModelCalls)*plan.ModelLatency + time.Second
 		res.SustainedPerSec = clock.seenPerSec(start+settle, offered)

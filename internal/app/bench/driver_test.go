@@ -73,7 +73,7 @@ func TestResultJSONKeys(t *testing.T) {
 		slices.Sort(ks)
 		return ks
 	}
-	always := []string{"avg_event_bytes", "ceiling_ratio", "conversations", "cpu_s_per_1000_turns", "duplicates_window_s", "gomaxprocs", "mode",
+	always := []string{"alloc_bytes_per_turn", "avg_event_bytes", "ceiling_ratio", "conversations", "cpu_s_per_1000_turns", "duplicates_window_s", "gc_cycles_per_1000_turns", "gomaxprocs", "mode",
 		"p50_ms", "p99_ms", "peak_rss_mb", "ratio", "raw_3hop_msgs_per_s", "raw_3hop_p99_ms", "raw_shape_turns_per_s",
 		"shape_extra_msgs", "shape_header_bytes", "shape_hops", "share_of_ceiling", "turns", "turns_per_s"}
 	if got := keys(Result{}); !slices.Equal(got, always) {

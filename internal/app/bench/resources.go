@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,4 +75,41 @@ func waitedSince(then, now map[string]time.Duration) time.Duration {
 		d += max(0, w-then[tid])
 	}
 	return d
+}
+
+// heapUse is the process's heap allocation and collections so far, from
+// runtime/metrics (cumulative; cheap to read, no stop of the world).
+type heapUse struct {
+	allocBytes, gcCycles uint64
+}
+
+// heapMetrics are the two runtime metrics heapUse reads.
+var heapMetrics = [2]string{"/gc/heap/allocs:bytes", "/gc/cycles/total:gc-cycles"}
+
+// readHeapUse reads heapUse now.
+func readHeapUse() heapUse {
+	s := []metrics.Sample{{Name: heapMetrics[0]}, {Name: heapMetrics[1]}}
+	metrics.Read(s)
+	var h heapUse
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		h.allocBytes = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindUint64 {
+		h.gcCycles = s[1].Value.Uint64()
+	}
+	return h
+}
+
+// since is what was allocated and collected between h0 and h.
+func (h heapUse) since(h0 heapUse) heapUse {
+	return heapUse{allocBytes: h.allocBytes - h0.allocBytes, gcCycles: h.gcCycles - h0.gcCycles}
+}
+
+// perTurn is h as bytes allocated per turn and collections per 1,000
+// turns (zero for no turns).
+func (h heapUse) perTurn(turns int) (allocBytes, gcPer1000 float64) {
+	if turns <= 0 {
+		return 0, 0
+	}
+	return float64(h.allocBytes) / float64(turns), float64(h.gcCycles) / float64(turns) * 1000
 }

@@ -41,3 +41,25 @@ func TestRunQueueWaitSumsTheThreadsWaitSince(t *testing.T) {
 		t.Error("no thread waits read from this process's own /proc directory")
 	}
 }
+
+// sink keeps the test's allocations on the heap.
+var sink [][]byte
+
+func TestHeapUseCountsWhatIsAllocatedBetweenTwoReads(t *testing.T) {
+	h0 := readHeapUse()
+	for range 64 {
+		sink = append(sink, make([]byte, 64<<10))
+	}
+	sink = nil
+	h := readHeapUse().since(h0)
+	if h.allocBytes < 64*64<<10 {
+		t.Errorf("%d bytes allocated, want at least %d", h.allocBytes, 64*64<<10)
+	}
+	bytes, gc := heapUse{allocBytes: 5000, gcCycles: 3}.perTurn(100)
+	if bytes != 50 || gc != 30 {
+		t.Errorf("per turn %v bytes, %v collections per 1,000 turns; want 50, 30", bytes, gc)
+	}
+	if bytes, gc := h.perTurn(0); bytes != 0 || gc != 0 {
+		t.Errorf("no turns: %v, %v", bytes, gc)
+	}
+}
