@@ -63,6 +63,15 @@ type Config struct {
 	// past the default, a larger value saves that write and a round of
 	// publishes per read, and the steps arrive with the reply.
 	LiveStepsAfter time.Duration
+	// StepEvents says how a turn's steps are stored on REIN_STEPS: "step"
+	// (default) one dev.rein.step.v1 each; "turn" one dev.rein.steps.v1
+	// holding them all, in order, for a turn that ends before
+	// LiveStepsAfter (a turn that runs longer still publishes them one by
+	// one as it goes, to its end). "turn" saves two or more stored
+	// messages per quick turn; a subscriber must then read both types.
+	// A turn that goes live in "turn" mode writes its State before its
+	// first single step (State.LiveSteps), with Persist "turn" too.
+	StepEvents string
 	// AckWait is how long a delivered turn stays owned without a heartbeat
 	// before the server redelivers it — after a crash, how soon another
 	// holder gets it (0: the stage's default).
@@ -134,6 +143,12 @@ const (
 	PersistTurn = "turn"
 )
 
+// Step-event modes (Config.StepEvents).
+const (
+	StepEventsStep = "step"
+	StepEventsTurn = "turn"
+)
+
 // DefaultMaxStepsReply is what the user is told when the agent reaches MaxSteps.
 const DefaultMaxStepsReply = "I'm sorry, I could not finish this request myself. I have passed it to a human colleague who will continue from here."
 
@@ -158,6 +173,9 @@ func (c *Config) defaults() {
 	}
 	if c.LiveStepsAfter == 0 {
 		c.LiveStepsAfter = DefaultLiveStepsAfter
+	}
+	if c.StepEvents == "" {
+		c.StepEvents = StepEventsStep
 	}
 	if c.MaxConversations == 0 {
 		c.MaxConversations = 10_000
@@ -197,6 +215,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max conversations, cache bytes or idle TTL out of range", ErrInvalidConfig)
 	case c.Persist != PersistStep && c.Persist != PersistTurn:
 		return fmt.Errorf("%w: persist %q must be step or turn", ErrInvalidConfig, c.Persist)
+	case c.StepEvents != StepEventsStep && c.StepEvents != StepEventsTurn:
+		return fmt.Errorf("%w: step events %q must be step or turn", ErrInvalidConfig, c.StepEvents)
 	case c.SystemPrompt != "" && c.SystemPromptFile != "":
 		return fmt.Errorf("%w: give the system prompt or its file, not both", ErrInvalidConfig)
 	}

@@ -26,6 +26,11 @@
 //     step.<tenant>.<conv>.<turn>.<n> (n from 1; the planted think is
 //     step 1 with injected: true; think calls are one step of kind think,
 //     other calls a tool_call and a tool_result step, the reply a reply step);
+//     with Config.StepEvents "turn", a turn that ends before
+//     LiveStepsAfter publishes them instead as one dev.rein.steps.v1 on the
+//     same subject, id steps.<tenant>.<conv>.<turn> (a turn that runs longer
+//     publishes single steps as it goes, to its end; State.LiveSteps,
+//     stored before the first of them, keeps a resumed turn to that choice);
 //   - transfer_to_human_agents as dev.rein.escalation.v1 (reason
 //     transfer_to_human_agents) on rein.escalations.<tenant>.<conv>, id
 //     escalation.<tenant>.<conv>.<turn>; the conversation then belongs to

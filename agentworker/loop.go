@@ -62,7 +62,7 @@ func (s *Stage) handle(ctx context.Context, d streams.Decoded) error {
 		// unhandled when all its outputs are stored; it asks only for an
 		// input delivered before or old, so a worker that did not publish
 		// the turn itself (a restart, a durable made anew) asks here.
-		if outs := turnOutputs(meta, st, s.cfg.MaxSteps); d.Outputs == streams.StoredNone && st.published < len(outs) {
+		if outs := s.events(meta, st); d.Outputs == streams.StoredNone && st.published < len(outs) {
 			if have, err := s.stored(ctx, s.outputs, d); err != nil || have == streams.StoredAll {
 				if err == nil {
 					st.published = len(outs)
@@ -143,7 +143,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	}
 	switch {
 	case known && st.Turn == turn && st.TurnDone:
-		outs := turnOutputs(meta, st, s.cfg.MaxSteps)
+		outs := s.events(meta, st)
 		if all, err := allStored(ctx, out, outs, turn); err != nil || !all {
 			return streams.StoredSome, err
 		}
@@ -212,12 +212,16 @@ func (s *Stage) run(ctx context.Context, meta schemas.Meta, st *State) error {
 	start := time.Now()
 	for !st.TurnDone {
 		if calls := st.pending(); len(calls) > 0 {
+			if time.Since(start) >= s.cfg.LiveStepsAfter {
+				s.goLive(st) // before the calls, so a write of theirs holds the mark
+			}
 			if err := s.runCalls(ctx, meta, st, calls); err != nil {
 				return err
 			}
 			// Steps of a quick turn are published with its reply (one
 			// round trip fewer per step); a slow turn shows them as it goes.
 			if time.Since(start) >= s.cfg.LiveStepsAfter {
+				s.goLive(st)
 				if err := s.publish(ctx, meta, st); err != nil {
 					return err
 				}
@@ -403,7 +407,7 @@ func (s *Stage) callTool(ctx context.Context, meta schemas.Meta, st *State, c ll
 // A result not yet written is written first: every published step is in
 // the stored State, so a resumed turn never contradicts one.
 func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error {
-	outs := turnOutputs(meta, st, s.cfg.MaxSteps)
+	outs := s.events(meta, st)
 	if st.published >= len(outs) {
 		return nil
 	}

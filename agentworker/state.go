@@ -85,6 +85,10 @@ type progress struct {
 	// Outcome and Reply once the turn is done.
 	Outcome string `json:"outcome,omitempty"`
 	Reply   string `json:"reply,omitempty"`
+	// LiveSteps: the current turn's steps went out one by one
+	// (Config.StepEvents "turn": stored before the first of them is
+	// published, so a resumed turn never sends them again as one batch).
+	LiveSteps bool `json:"live_steps,omitempty"`
 	// EscalatedTurn is the turn that handed the conversation to a human,
 	// HandoffReason that escalation's reason and HandoffAt when it was
 	// decided; HumanTurns counts later user turns that did not reach the
@@ -150,7 +154,7 @@ func (s *State) begin(turn int, task schemas.Task) {
 	}
 	s.Turn, s.TurnDone, s.TurnStart, s.ModelCalls = turn, false, len(s.Messages), 0
 	s.UserText, s.Inception, s.DetectionID = task.UserText, task.Inception, task.DetectionID
-	s.Outcome, s.Reply, s.published = "", "", 0
+	s.Outcome, s.Reply, s.published, s.LiveSteps = "", "", 0, false
 	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleUser, Content: task.UserText})
 	if task.Inception != nil {
 		args, _ := json.Marshal(map[string]string{"thought": task.Inception.Thought})

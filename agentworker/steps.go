@@ -102,6 +102,53 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output) {
 	return outs
 }
 
+// events is turnOutputs as this stage publishes them: with StepEvents
+// "turn", the steps of a turn that finished before any went live are one
+// dev.rein.steps.v1, where its first step was. Only the State decides, so
+// a resumed worker publishes the same batch (same id) or the same singles.
+func (s *Stage) events(m schemas.Meta, st *State) []output {
+	outs := turnOutputs(m, st, s.cfg.MaxSteps)
+	if s.cfg.StepEvents != StepEventsTurn || !st.TurnDone || st.LiveSteps {
+		return outs
+	}
+	return batchSteps(m, st.Turn, outs)
+}
+
+// batchSteps replaces the step outputs of outs with one event holding
+// them, in order, at the first one's place; outs is reused.
+func batchSteps(m schemas.Meta, turn int, outs []output) []output {
+	first := -1
+	var steps []schemas.Step
+	kept := outs[:0] // never ahead of the output being read
+	for _, o := range outs {
+		if o.typ != schemas.TypeStep {
+			kept = append(kept, o)
+			continue
+		}
+		if first < 0 {
+			first, steps = len(kept), make([]schemas.Step, 0, len(outs))
+			kept = append(kept, output{})
+		}
+		steps = append(steps, o.data.(schemas.Step))
+	}
+	if first < 0 {
+		return outs
+	}
+	kept[first] = output{bus.StreamSteps, bus.StepSubject(m.Tenant, m.Conversation), schemas.TypeSteps,
+		schemas.StepsEventID(m.Tenant, m.Conversation, turn), schemas.Steps{Turn: turn, Steps: steps}}
+	return kept
+}
+
+// goLive marks, with StepEvents "turn", that the turn's steps go out one
+// by one from now on. The mark is written before the first of them is
+// published (publish writes an unsaved State first), so a worker that
+// resumes the turn never sends them again as a batch.
+func (s *Stage) goLive(st *State) {
+	if s.cfg.StepEvents == StepEventsTurn && !st.LiveSteps {
+		st.LiveSteps, st.unsaved = true, true
+	}
+}
+
 // turnMessages is the current turn's part of the context after its user
 // message.
 func (s *State) turnMessages() []llm.Message {

@@ -74,3 +74,23 @@ func BenchmarkCallStep(b *testing.B) {
 		_ = callStep(s, "c1")
 	}
 }
+
+// What a quick turn's publish builds, in each StepEvents mode: its
+// outputs and an event for each (encoding and storing aside).
+func BenchmarkQuickTurnEvents(b *testing.B) {
+	meta := schemas.Meta{Tenant: "acme", Conversation: "c", Turn: 3}
+	for _, mode := range []string{StepEventsStep, StepEventsTurn} {
+		b.Run(mode, func(b *testing.B) {
+			st := &Stage{cfg: Config{MaxSteps: 30, StepEvents: mode}}
+			s := benchTurn()
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, o := range st.events(meta, s) {
+					if _, err := schemas.BuildEvent(o.typ, o.id, "", meta, o.data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

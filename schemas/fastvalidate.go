@@ -59,6 +59,7 @@ type fnode struct {
 	addl       *fnode // nil: any member allowed
 	checksObj  bool
 	items      *fnode
+	minItems   int // 0: no bound
 	minLen     int
 	maxLen     int
 	pattern    jsonschema.Regexp
@@ -82,7 +83,7 @@ type prop struct {
 var handled = map[string]bool{
 	"DraftVersion": true, "Location": true, "ID": true, "Bool": true, "Types": true, "Enum": true, "Const": true,
 	"Not": true, "AllOf": true, "AnyOf": true, "OneOf": true, "If": true, "Then": true, "Else": true, "Format": true,
-	"Required": true, "Properties": true, "AdditionalProperties": true, "Items2020": true,
+	"Required": true, "Properties": true, "AdditionalProperties": true, "Items2020": true, "MinItems": true,
 	"MinLength": true, "MaxLength": true, "Pattern": true,
 	"Maximum": true, "Minimum": true, "ExclusiveMaximum": true, "ExclusiveMinimum": true,
 	"Title": true, "Description": true, "Default": true, "Comment": true, "ReadOnly": true, "WriteOnly": true,
@@ -208,6 +209,9 @@ func compileFast(s *jsonschema.Schema) *fnode {
 	n.checksObj = len(n.required) > 0 || n.props != nil || n.addl != nil
 	if s.MinLength != nil {
 		n.minLen = *s.MinLength
+	}
+	if s.MinItems != nil {
+		n.minItems = *s.MinItems
 	}
 	if s.MaxLength != nil {
 		n.maxLen = *s.MaxLength
@@ -718,17 +722,21 @@ func equalString(x any, b []byte) bool {
 func (sc *scanner) array(n *fnode, i, depth int) (int, verdict) {
 	var items *fnode
 	res := vValid
+	minItems := 0
 	if n != nil {
-		items = n.items
+		items, minItems = n.items, n.minItems
 		if n.hasConst || n.hasEnum {
 			res = vInvalid
 		}
 	}
 	j := sc.ws(i + 1)
 	if j < len(sc.data) && sc.data[j] == ']' {
+		if minItems > 0 {
+			res = vInvalid
+		}
 		return j + 1, res
 	}
-	for {
+	for count := 1; ; count++ {
 		end, v := sc.value(items, j, depth+1)
 		if v == vUnsure {
 			return -1, vUnsure
@@ -744,6 +752,9 @@ func (sc *scanner) array(n *fnode, i, depth int) (int, verdict) {
 		case ',':
 			j = sc.ws(j + 1)
 		case ']':
+			if count < minItems {
+				res = vInvalid
+			}
 			return j + 1, res
 		default:
 			return -1, vUnsure

@@ -22,7 +22,7 @@ func libraryValid(t testing.TB, typ string, data []byte) bool {
 // fastTypes are the schemas the fast path must cover: every event type on
 // a stage's hot path. A schema change that takes one out of the subset
 // fails here rather than slowing every hop unnoticed.
-var fastTypes = []string{TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport,
+var fastTypes = []string{TypeTurn, TypeDetection, TypeTask, TypeStep, TypeSteps, TypeEscalation, TypeReport,
 	TypeUnanswered, TypeRelease, TypeRedrive, TypeFeedback, TypeLabel, TypeHandoffTimeout, DocSidecarAnswer, DocHandoffItem}
 
 func TestFastCoversHotTypes(t *testing.T) {
@@ -100,6 +100,13 @@ func TestFastAgreesWithLibrary(t *testing.T) {
 		{TypeStep, `{"turn":1,"step":0,"kind":"tool_call","name":"n","arguments":{"a":[1,{"b":null}],"a":true},"injected":false}`, vValid},
 		{TypeStep, `{"turn":1,"step":0,"kind":"tool_call","arguments":{"a":[1,}},"injected":false}`, vUnsure},
 		{TypeStep, `{"turn":1,"step":0,"kind":"nap","injected":false}`, vInvalid},
+		{TypeSteps, `{"turn":1,"steps":[{"turn":1,"step":1,"kind":"tool_call","name":"n","arguments":{"a":1},"injected":false},{"turn":1,"step":2,"kind":"reply","output":"ok","injected":false}]}`, vValid},
+		{TypeSteps, `{"turn":1,"steps":[{"turn":1,"step":1,"kind":"reply","injected":false}]}`, vValid},
+		{TypeSteps, `{"turn":1,"steps":[]}`, vInvalid},
+		{TypeSteps, `{"turn":1,"steps":[ ]}`, vInvalid},
+		{TypeSteps, `{"turn":1,"steps":null}`, vInvalid},
+		{TypeSteps, `{"turn":1,"steps":[{"turn":1,"step":1,"kind":"nap","injected":false}]}`, vInvalid},
+		{TypeSteps, `{"turn":1,"steps":[{"turn":1,"step":1,"kind":"reply"}]}`, vInvalid},
 		{TypeHandoffTimeout, `{"turn":1,"escalation_id":"e","deadline":"2026-05-01T10:00:00Z"}`, vValid},
 		{TypeHandoffTimeout, `{"turn":1,"escalation_id":"e","deadline":"tomorrow"}`, vInvalid},
 	}
@@ -115,10 +122,12 @@ func TestFastAgreesWithLibrary(t *testing.T) {
 func TestFastAcceptsProducedPayloads(t *testing.T) {
 	compileOnce.Do(compileAll)
 	for typ, v := range map[string]any{
-		TypeTurn:       Turn{Role: RoleUser, Text: "Cancel <the> one & \"that\" one, é 😀", Turn: 7},
-		TypeTask:       Task{Turn: 7, UserText: "x", Inception: &Inception{Thought: "t", ErrorType: "anaphora", RecoveryTool: ToolAmbiguityReport}},
-		TypeDetection:  Detection{Turn: 7, UserText: "x", Rein: true, ErrorType: "anaphora", Reasoning: "r", Module: "rules", LatencyMS: 1.5e-7, TaxonomyVersion: "v1"},
-		TypeStep:       Step{Turn: 7, Step: 3, Kind: StepReply, Output: "done", Arguments: json.RawMessage(`{"x":[1,2.5,"y"]}`)},
+		TypeTurn:      Turn{Role: RoleUser, Text: "Cancel <the> one & \"that\" one, é 😀", Turn: 7},
+		TypeTask:      Task{Turn: 7, UserText: "x", Inception: &Inception{Thought: "t", ErrorType: "anaphora", RecoveryTool: ToolAmbiguityReport}},
+		TypeDetection: Detection{Turn: 7, UserText: "x", Rein: true, ErrorType: "anaphora", Reasoning: "r", Module: "rules", LatencyMS: 1.5e-7, TaxonomyVersion: "v1"},
+		TypeStep:      Step{Turn: 7, Step: 3, Kind: StepReply, Output: "done", Arguments: json.RawMessage(`{"x":[1,2.5,"y"]}`)},
+		TypeSteps: Steps{Turn: 7, Steps: []Step{{Turn: 7, Step: 1, Kind: StepToolCall, Name: "get_user_details", CallID: "c1", Arguments: json.RawMessage(`{"user_id":"u"}`)},
+			{Turn: 7, Step: 2, Kind: StepReply, Output: "done"}}},
 		TypeEscalation: Escalation{Turn: 7, Summary: "s", Reason: ReasonTransfer},
 		TypeReport:     Report{Turn: 7, Report: "r"},
 		TypeUnanswered: Unanswered{Turn: 7, Reason: UnansweredSuperseded, SupersededBy: 8},

@@ -59,6 +59,11 @@ func StepEventID(tenant, conversation string, turn, step int) string {
 	return EventID("step", tenant, conversation, turn) + "." + strconv.Itoa(step)
 }
 
+// StepsEventID is the deterministic id of a turn's steps in one event.
+func StepsEventID(tenant, conversation string, turn int) string {
+	return EventID("steps", tenant, conversation, turn)
+}
+
 // TurnMsgID is the Nats-Msg-Id of a turn published from outside rein
 // (HTTP ingress, rein publish): derived from what identifies the turn,
 // never the caller's event id, so one caller's id can never suppress

@@ -7,7 +7,7 @@ import (
 )
 
 // appendPayload writes data as json.Marshal writes it, byte for byte, for
-// the payloads most of a turn's outputs carry (Turn, Task, Step), without
+// the payloads most of a turn's outputs carry (Turn, Task, Step, Steps), without
 // reflection; ok is false for anything else, and for a step whose
 // arguments json.Marshal would rewrite, which json.Marshal then writes.
 func appendPayload(b []byte, data any) ([]byte, bool) {
@@ -30,6 +30,12 @@ func appendPayload(b []byte, data any) ([]byte, bool) {
 	case Step:
 		return p.appendJSON(b)
 	case *Step:
+		if p != nil {
+			return p.appendJSON(b)
+		}
+	case Steps:
+		return p.appendJSON(b)
+	case *Steps:
 		if p != nil {
 			return p.appendJSON(b)
 		}
@@ -60,8 +66,22 @@ func payloadSize(data any) int {
 		if p != nil {
 			return p.size()
 		}
+	case Steps:
+		return p.size()
+	case *Steps:
+		if p != nil {
+			return p.size()
+		}
 	}
 	return 0
+}
+
+func (s *Steps) size() int {
+	n := 32
+	for i := range s.Steps {
+		n += s.Steps[i].size()
+	}
+	return n
 }
 
 func (s *Step) size() int {
@@ -141,6 +161,28 @@ func (s *Step) appendJSON(b []byte) ([]byte, bool) {
 	b = append(b, `,"injected":`...)
 	b = strconv.AppendBool(b, s.Injected)
 	return append(b, '}'), true
+}
+
+// appendJSON declines the whole payload when a step declines.
+func (s *Steps) appendJSON(b []byte) ([]byte, bool) {
+	start := len(b)
+	b = append(b, `{"turn":`...)
+	b = strconv.AppendInt(b, int64(s.Turn), 10)
+	b = append(b, `,"steps":`...)
+	if s.Steps == nil {
+		return append(b, "null}"...), true
+	}
+	b = append(b, '[')
+	for i := range s.Steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = s.Steps[i].appendJSON(b); !ok {
+			return b[:start], false
+		}
+	}
+	return append(b, "]}"...), true
 }
 
 // plainJSON tells whether json.Marshal keeps raw JSON as it is: valid,

@@ -32,12 +32,17 @@ func TestAppendPayloadMatchesMarshal(t *testing.T) {
 		turn := Turn{Role: RoleUser, Text: s, Turn: 7}
 		task := Task{Turn: 1 << 40, UserText: s, DetectionID: s, Inception: &Inception{Thought: s, ErrorType: s, RecoveryTool: s}}
 		step := Step{Turn: 3, Step: -1, Kind: s, Name: s, CallID: s, Output: s, Injected: true, Arguments: json.RawMessage(`{"a":[1,2.5e3,null,true],"b":"x"}`)}
-		for _, v := range []any{turn, &turn, task, &task, Task{UserText: s}, step, &step, Step{Kind: s}} {
+		steps := Steps{Turn: 3, Steps: []Step{step, {Kind: s, Output: s}}}
+		for _, v := range []any{turn, &turn, task, &task, Task{UserText: s}, step, &step, Step{Kind: s}, steps, &steps, Steps{Turn: 1}, Steps{Steps: []Step{}}} {
 			checkPayload(t, v)
 		}
 	}
 	for _, raw := range []string{`{"a":1}`, `{ "a": 1 }`, `{"a":"<"}`, "{\"a\":\"\u2028\"}", `null`, `{"a":`, `"x"`, "[1,\n2]"} {
 		checkPayload(t, Step{Kind: "tool_call", Arguments: json.RawMessage(raw)})
+		checkPayload(t, Steps{Turn: 2, Steps: []Step{{Kind: "reply", Output: "x"}, {Kind: "tool_call", Arguments: json.RawMessage(raw)}}})
+	}
+	if b, ok := appendPayload([]byte("kept"), Steps{Steps: []Step{{Kind: "reply"}, {Kind: "tool_call", Arguments: json.RawMessage(`{ "a": 1 }`)}}}); ok || string(b) != "kept" {
+		t.Fatalf("a batch with a step json.Marshal rewrites: got %q, %v; want it declined, the buffer as it was", b, ok)
 	}
 	var nilTurn *Turn
 	if _, ok := appendPayload(nil, nilTurn); ok {
@@ -60,6 +65,7 @@ func FuzzAppendPayload(f *testing.F) {
 		checkPayload(t, Turn{Role: a, Text: b, Turn: n})
 		checkPayload(t, &Task{Turn: n, UserText: a, DetectionID: b, Inception: in})
 		checkPayload(t, Step{Turn: n, Step: n / 2, Kind: a, Name: b, CallID: a, Arguments: raw, Output: b, Injected: flag})
+		checkPayload(t, Steps{Turn: n, Steps: []Step{{Turn: n, Step: 1, Kind: a, Name: b, Arguments: raw, Injected: flag}, {Turn: n, Step: 2, Kind: b, Output: a}}})
 	})
 }
 
@@ -135,6 +141,10 @@ func filled(t *testing.T, v reflect.Value) {
 			p := reflect.New(f.Type().Elem())
 			filled(t, p.Elem())
 			f.Set(p)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+			e := reflect.New(f.Type().Elem()).Elem()
+			filled(t, e)
+			f.Set(reflect.Append(reflect.MakeSlice(f.Type(), 0, 2), e, e))
 		default:
 			t.Fatalf("%s.%s: a %s, which this test cannot fill: teach it, and check appendJSON and the readers carry it", v.Type(), v.Type().Field(i).Name, f.Type())
 		}
@@ -142,7 +152,7 @@ func filled(t *testing.T, v reflect.Value) {
 }
 
 func TestHandWrittenPayloadsCarryEveryField(t *testing.T) {
-	for _, v := range []any{&Turn{}, &Task{}, &Step{}} {
+	for _, v := range []any{&Turn{}, &Task{}, &Step{}, &Steps{}} {
 		rv := reflect.ValueOf(v).Elem()
 		filled(t, rv)
 		want, err := json.Marshal(v)

@@ -65,6 +65,14 @@ type Step struct {
 	Injected  bool            `json:"injected" jsonschema:"required"`
 }
 
+// Steps is the data of dev.rein.steps.v1: the steps of one agent turn
+// that ended before it went live, in order, each as its own
+// dev.rein.step.v1 would carry it.
+type Steps struct {
+	Turn  int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`
+	Steps []Step `json:"steps" jsonschema:"required,minItems=1"`
+}
+
 // Escalation is the data of dev.rein.escalation.v1: the conversation is handed to a human.
 type Escalation struct {
 	Turn        int    `json:"turn" jsonschema:"required,minimum=0,maximum=9007199254740991"`

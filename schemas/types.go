@@ -2,10 +2,13 @@ package schemas
 
 // CloudEvents type attribute of every event rein produces or accepts.
 const (
-	TypeTurn           = "dev.rein.turn.v1"
-	TypeDetection      = "dev.rein.detection.v1"
-	TypeTask           = "dev.rein.task.v1"
-	TypeStep           = "dev.rein.step.v1"
+	TypeTurn      = "dev.rein.turn.v1"
+	TypeDetection = "dev.rein.detection.v1"
+	TypeTask      = "dev.rein.task.v1"
+	TypeStep      = "dev.rein.step.v1"
+	// TypeSteps carries every step of an agent turn that ended quickly, in
+	// one event, instead of one TypeStep each (an agent worker's opt-in).
+	TypeSteps          = "dev.rein.steps.v1"
 	TypeEscalation     = "dev.rein.escalation.v1"
 	TypeReport         = "dev.rein.report.v1"
 	TypeDeadLetter     = "dev.rein.deadletter.v1"
@@ -83,7 +86,7 @@ const (
 
 // AllTypes lists every event type with a JSON Schema, in catalogue order.
 var AllTypes = []string{
-	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
+	TypeTurn, TypeDetection, TypeTask, TypeStep, TypeSteps, TypeEscalation, TypeReport, TypeDeadLetter, TypeHandoffTimeout,
 	TypeUnanswered, TypeRedrive, TypeRelease, TypeFeedback, TypeLabel,
 }
 

@@ -24,7 +24,7 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	d, a, e := so.Detector, so.AgentWorker, so.Escalation
 	if d.Domain != "airline" || a.Domain != "airline" || d.Timeout != 5*time.Second || a.MaxSteps != 30 ||
 		a.Backend != agentworker.BackendDomain || a.Persist != agentworker.PersistStep || a.QuietPeriod != agentworker.DefaultQuietPeriod ||
-		a.LiveStepsAfter != agentworker.DefaultLiveStepsAfter {
+		a.LiveStepsAfter != agentworker.DefaultLiveStepsAfter || a.StepEvents != agentworker.StepEventsStep {
 		t.Errorf("defaults: detector %+v, agent worker %+v", d, a)
 	}
 	for _, pin := range []time.Duration{d.PinTTL, a.PinTTL, e.PinTTL} {
@@ -37,7 +37,7 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	t.Setenv("REIN_ACK_WAIT", "3s")
 	if err := cmd.Flags().Parse([]string{"--domain", "retail", "--workers", "7", "--pin-ttl", "20s", "--detector-timeout", "2s",
 		"--detector-cache", "11", "--agent-cache", "12", "--detector-cache-mib", "3", "--agent-cache-mib", "5", "--agent-data", "/data/retail", "--agent-prompt", "/p.md",
-		"--agent-backend", "http", "--agent-tool-url", "http://tools", "--agent-tools", "/tools.json", "--agent-persist", "turn", "--agent-live-steps-after", "5s",
+		"--agent-backend", "http", "--agent-tool-url", "http://tools", "--agent-tools", "/tools.json", "--agent-persist", "turn", "--agent-live-steps-after", "5s", "--agent-step-events", "turn",
 		"--agent-script", "/s.yaml", "--max-steps", "9", "--speculate", "--agent-quiet-period", "-1s", "--experiments", "/x.yaml",
 		"--model-reload", "7s", "--few-shot-labels", "4", "--in-flight-mib", "3"}); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestServeStageFlagsFillEachStagesConfig(t *testing.T) {
 	if a.Domain != "retail" || a.Workers != 7 || a.PinTTL != 20*time.Second || a.AckWait != 3*time.Second ||
 		a.MaxConversations != 12 || a.MaxCacheBytes != 5<<20 || a.DataDir != "/data/retail" || a.SystemPromptFile != "/p.md" || a.Backend != agentworker.BackendHTTP ||
 		a.HTTP.URL != "http://tools" || a.HTTP.ToolsFile != "/tools.json" || a.Persist != agentworker.PersistTurn ||
-		a.MaxSteps != 9 || !a.Speculate || a.QuietPeriod != -time.Second || a.LiveStepsAfter != 5*time.Second {
+		a.MaxSteps != 9 || !a.Speculate || a.QuietPeriod != -time.Second || a.LiveStepsAfter != 5*time.Second || a.StepEvents != agentworker.StepEventsTurn {
 		t.Errorf("agent worker %+v", a)
 	}
 	if e.PinTTL != 20*time.Second || e.AckWait != 3*time.Second || e.Workers != 0 {

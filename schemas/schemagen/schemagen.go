@@ -35,6 +35,7 @@ func sources() []source {
 		{schemas.TypeDetection, schemas.Detection{}, "The inception module's decision for one user turn.", true, activatedNamesItsError},
 		{schemas.TypeTask, schemas.Task{}, "One agent work item: the user turn and the inception block, or null.", true, nil},
 		{schemas.TypeStep, schemas.Step{}, "One element of the agent's internal context.", true, nil},
+		{schemas.TypeSteps, schemas.Steps{}, "Every step of one agent turn that ended before its steps went live, in order, each as dev.rein.step.v1 carries it.", true, nil},
 		{schemas.TypeEscalation, schemas.Escalation{}, "The conversation is handed to a human agent.", true, nil},
 		{schemas.TypeReport, schemas.Report{}, "An ambiguity report recorded by the agent.", true, nil},
 		{schemas.TypeDeadLetter, schemas.DeadLetter{}, "A message a stage could not handle, with the reason and the original message.", true, nil},

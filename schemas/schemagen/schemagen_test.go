@@ -90,7 +90,11 @@ func examples() map[string][]any {
 			schemas.Task{Turn: 2, UserText: "x", Inception: &schemas.Inception{Thought: "t", ErrorType: "anaphora", RecoveryTool: schemas.ToolAmbiguityReport}},
 			schemas.Task{Turn: 3, UserText: "y"},
 		},
-		schemas.TypeStep:           {schemas.Step{Turn: 2, Step: 1, Kind: schemas.StepToolCall, Name: "think", Arguments: json.RawMessage(`{"thought":"t"}`), Injected: true}},
+		schemas.TypeStep: {schemas.Step{Turn: 2, Step: 1, Kind: schemas.StepToolCall, Name: "think", Arguments: json.RawMessage(`{"thought":"t"}`), Injected: true}},
+		schemas.TypeSteps: {schemas.Steps{Turn: 2, Steps: []schemas.Step{
+			{Turn: 2, Step: 1, Kind: schemas.StepToolCall, Name: "get_user_details", CallID: "c1", Arguments: json.RawMessage(`{"user_id":"u"}`)},
+			{Turn: 2, Step: 2, Kind: schemas.StepToolResult, Name: "get_user_details", CallID: "c1", Output: "{}"},
+			{Turn: 2, Step: 3, Kind: schemas.StepReply, Output: "done"}}}},
 		schemas.TypeEscalation:     {schemas.Escalation{Turn: 1, Summary: "hotel", Reason: schemas.ReasonTransfer}},
 		schemas.TypeReport:         {schemas.Report{Turn: 2, Report: "which one?"}},
 		schemas.TypeDeadLetter:     {schemas.DeadLetter{Stage: "detector", Reason: "bad", Subject: "rein.turns.a.b.user", Data: []byte{0xff}}, schemas.DeadLetter{Stage: "s", Reason: "r"}},

@@ -30,6 +30,9 @@
 //     conversation's events from every stream merged in time order, each
 //     agent action naming the detection that preceded it (a detection
 //     shows its experiment arm; the platform's feedback is in it too).
+//     Both show a dev.rein.steps.v1 (a quick turn's steps in one event)
+//     as the single steps it holds, a line or entry each; jsonl and
+//     Republisher copy it as stored.
 //   - ExperimentConversations: one tenant's holdout experiment read from
 //     REIN_DETECTIONS, REIN_OUTCOMES, REIN_STEPS and REIN_FEEDBACK, as
 //     package experiment's Conversation records (rein experiment report).

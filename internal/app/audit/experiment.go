@@ -103,11 +103,19 @@ func ExperimentConversations(ctx context.Context, js jetstream.JetStream, tenant
 		if c == nil || !c.Activated {
 			return nil
 		}
-		var s schemas.Step
-		if json.Unmarshal(r.Data, &s) != nil || s.Kind != schemas.StepToolCall || s.Turn < activatedAt[conv] || !changesState(s.Name) {
+		steps := make([]schemas.Step, 1)
+		if r.Type() == schemas.TypeSteps {
+			if steps, _, _ = batchSteps(r.Data); steps == nil {
+				return nil
+			}
+		} else if json.Unmarshal(r.Data, &steps[0]) != nil {
 			return nil
 		}
-		c.StateChanges++
+		for _, s := range steps {
+			if s.Kind == schemas.StepToolCall && s.Turn >= activatedAt[conv] && changesState(s.Name) {
+				c.StateChanges++
+			}
+		}
 		return nil
 	}); err != nil {
 		return "", nil, err

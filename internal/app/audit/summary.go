@@ -61,6 +61,16 @@ func Summarize(typ string, data []byte) (kind, text string) {
 			return KindStep, string(data)
 		}
 		return KindStep, stepText(s)
+	case schemas.TypeSteps:
+		var b schemas.Steps
+		if json.Unmarshal(data, &b) != nil {
+			return KindStep, string(data)
+		}
+		lines := make([]string, len(b.Steps))
+		for i, s := range b.Steps {
+			lines[i] = stepText(s)
+		}
+		return KindStep, strings.Join(lines, "\n")
 	case schemas.TypeEscalation:
 		var e schemas.Escalation
 		if json.Unmarshal(data, &e) != nil {
@@ -200,6 +210,24 @@ func detectionText(d schemas.Detection) string {
 		}
 	}
 	return b.String()
+}
+
+// batchSteps is the steps a dev.rein.steps.v1 holds, each with the JSON
+// its own dev.rein.step.v1 would carry, so that a view shows a batch as
+// the single steps it stands for; ok is false for other data.
+func batchSteps(data []byte) (steps []schemas.Step, raw [][]byte, ok bool) {
+	var b schemas.Steps
+	if json.Unmarshal(data, &b) != nil || len(b.Steps) == 0 {
+		return nil, nil, false
+	}
+	raw = make([][]byte, len(b.Steps))
+	for i := range b.Steps {
+		var err error
+		if raw[i], err = json.Marshal(b.Steps[i]); err != nil {
+			return nil, nil, false
+		}
+	}
+	return b.Steps, raw, true
 }
 
 func stepText(s schemas.Step) string {

@@ -88,7 +88,14 @@ func (t *TextWriter) Write(r *Record) error {
 	n = len(p)
 	p = append(padRunes(append(p, kind...), n, 11), ' ')
 	t.prefix = p
-	t.line = appendIndented(t.line[:0], p, text)
+	t.line = t.line[:0]
+	if steps, _, ok := batchSteps(data); typ == schemas.TypeSteps && ok {
+		for _, s := range steps { // a line each, as the single steps read
+			t.line = appendIndented(t.line, p, stepText(s))
+		}
+	} else {
+		t.line = appendIndented(t.line, p, text)
+	}
 	g.Write(t.line)
 	t.held += len(t.line)
 	t.Written++

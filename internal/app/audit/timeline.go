@@ -56,7 +56,7 @@ func Timeline(ctx context.Context, js jetstream.JetStream, tenant, conv string) 
 	var out []Entry
 	for rank, name := range TimelineStreams {
 		err := Read(ctx, js, Selection{Stream: name, Tenant: tenant, Conversation: conv}, nil, func(r *Record) error {
-			out = append(out, entryOf(r, rank))
+			out = appendEntries(out, r, rank)
 			return nil
 		})
 		if err != nil {
@@ -77,6 +77,24 @@ func Timeline(ctx context.Context, js jetstream.JetStream, tenant, conv string) 
 	})
 	linkDetections(out)
 	return out, nil
+}
+
+// appendEntries appends r's entry: one, or for a dev.rein.steps.v1 the
+// entries of the single steps it stands for (their ids and data, its
+// stream sequence and time).
+func appendEntries(out []Entry, r *Record, rank int) []Entry {
+	e := entryOf(r, rank)
+	steps, raw, ok := batchSteps(r.Data)
+	if e.Type != schemas.TypeSteps || !ok {
+		return append(out, e)
+	}
+	tenant, conv := r.Attr(schemas.ExtTenant), r.Attr(schemas.ExtConversation)
+	for i, s := range steps {
+		one := e
+		one.Type, one.ID, one.Kind, one.Text, one.Data = schemas.TypeStep, schemas.StepEventID(tenant, conv, s.Turn, s.Step), KindStep, stepText(s), raw[i]
+		out = append(out, one)
+	}
+	return out
 }
 
 func entryOf(r *Record, rank int) Entry {

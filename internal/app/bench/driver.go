@@ -156,6 +156,7 @@ type Plan struct {
 	Persist string
 	// LiveStepsAfter is the agent worker's (0: its default).
 	LiveStepsAfter time.Duration
+	StepEvents     string // the agent worker's (empty: its default)
 	// StageConn is how the stages reach the embedded server, as serve's
 	// (pipeline.Config.StageConn; "": in process).
 	StageConn string
@@ -262,7 +263,7 @@ func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
 		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
 			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
 		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
-			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, StepEvents: plan.StepEvents, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
 		Given: pipeline.Given{Module: m, AgentModel: agent},
 	}, nil
 }

@@ -123,14 +123,14 @@ func TestPlanValidate(t *testing.T) {
 func TestBenchStages(t *testing.T) {
 	t.Setenv("REIN_BENCH_WORKERS", "")
 	agent := llm.NewScripted(&llm.Script{})
-	plan := Plan{Workers: 64, DetectorCache: 5, AgentCache: 6, Persist: agentworker.PersistTurn, LiveStepsAfter: time.Hour, Speculate: true, InceptionLatency: 40 * time.Millisecond}
+	plan := Plan{Workers: 64, DetectorCache: 5, AgentCache: 6, Persist: agentworker.PersistTurn, LiveStepsAfter: time.Hour, StepEvents: agentworker.StepEventsTurn, Speculate: true, InceptionLatency: 40 * time.Millisecond}
 	s, err := stages(plan, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, a := s.Detector, s.AgentWorker
 	if d.Workers != 64 || a.Workers != 64 || d.MaxConversations != 5 || a.MaxConversations != 6 || a.Persist != agentworker.PersistTurn ||
-		a.LiveStepsAfter != time.Hour || !a.Speculate || d.TaxonomyVersion != inception.DefaultTaxonomy().Version || s.Given.AgentModel != agent {
+		a.LiveStepsAfter != time.Hour || a.StepEvents != agentworker.StepEventsTurn || !a.Speculate || d.TaxonomyVersion != inception.DefaultTaxonomy().Version || s.Given.AgentModel != agent {
 		t.Errorf("stages %+v", s)
 	}
 	if m, ok := s.Given.Module.(delayedModule); !ok || m.d != 40*time.Millisecond || m.Name() != inception.ModuleRules {

@@ -90,9 +90,7 @@ func readConversation(ctx context.Context, js jetstream.JetStream, tenant, conv 
 				}
 				n++
 				if r.Decoded != nil {
-					if ev, ok := eventOf(r.Decoded); ok {
-						evs = append(evs, ev)
-					}
+					evs = appendEvents(evs, r.Decoded)
 				}
 				return nil
 			})
@@ -140,6 +138,29 @@ func sortEvents(evs []Event) {
 		return cmp.Or(cmp.Compare(a.Turn, b.Turn), a.Time.Compare(b.Time), cmp.Compare(phaseRank[a.Kind], phaseRank[b.Kind]),
 			cmp.Compare(a.Step, b.Step), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Sequence, b.Sequence))
 	})
+}
+
+// appendEvents appends d's timeline entry: one, or for a dev.rein.steps.v1
+// the entries of the single steps it stands for (their ids, its stream
+// sequence and time).
+func appendEvents(evs []Event, d *streams.Decoded) []Event {
+	if d.Event.Type() != schemas.TypeSteps {
+		if e, ok := eventOf(d); ok {
+			evs = append(evs, e)
+		}
+		return evs
+	}
+	var x schemas.Steps
+	if schemas.Decode(d.Event, &x) != nil {
+		return evs
+	}
+	for _, s := range x.Steps {
+		e := Event{ID: schemas.StepEventID(d.Meta.Tenant, d.Meta.Conversation, s.Turn, s.Step), Time: d.Time(), Turn: d.Meta.Turn, Sequence: d.Sequence}
+		e.TimeText = timeText(e.Time)
+		stepEvent(&e, s)
+		evs = append(evs, e)
+	}
+	return evs
 }
 
 // eventOf turns a decoded event into a timeline entry.
@@ -210,21 +231,7 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		if schemas.Decode(d.Event, &x) != nil {
 			return e, false
 		}
-		e.Stream, e.Turn, e.Step, e.Kind, e.Injected = bus.StreamSteps, x.Turn, x.Step, "step", x.Injected
-		e.Class = "step-" + x.Kind
-		e.Label = "step " + strconv.Itoa(x.Step) + ": " + x.Kind
-		if x.Name != "" && x.Name != x.Kind {
-			e.Label += " " + x.Name
-		}
-		if x.Injected {
-			e.Class += " injected"
-			e.Label += " (injected)"
-		}
-		e.Text = x.Output
-		if len(x.Arguments) > 0 && string(x.Arguments) != "null" {
-			add("arguments", string(x.Arguments))
-		}
-		add("call id", x.CallID)
+		stepEvent(&e, x)
 	case schemas.TypeEscalation:
 		var x schemas.Escalation
 		if schemas.Decode(d.Event, &x) != nil {
@@ -254,4 +261,26 @@ func eventOf(d *streams.Decoded) (Event, bool) {
 		return e, false
 	}
 	return e, true
+}
+
+// stepEvent fills e from one step (a dev.rein.step.v1, or one of a
+// dev.rein.steps.v1).
+func stepEvent(e *Event, x schemas.Step) {
+	e.Stream, e.Turn, e.Step, e.Kind, e.Injected = bus.StreamSteps, x.Turn, x.Step, "step", x.Injected
+	e.Class = "step-" + x.Kind
+	e.Label = "step " + strconv.Itoa(x.Step) + ": " + x.Kind
+	if x.Name != "" && x.Name != x.Kind {
+		e.Label += " " + x.Name
+	}
+	if x.Injected {
+		e.Class += " injected"
+		e.Label += " (injected)"
+	}
+	e.Text = x.Output
+	if len(x.Arguments) > 0 && string(x.Arguments) != "null" {
+		e.Fields = append(e.Fields, Field{Name: "arguments", Value: string(x.Arguments)})
+	}
+	if x.CallID != "" {
+		e.Fields = append(e.Fields, Field{Name: "call id", Value: x.CallID})
+	}
 }

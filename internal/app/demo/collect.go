@@ -174,6 +174,13 @@ func (c *Collector) apply(subject string, header nats.Header, data []byte, now t
 			tt := c.turn(conv, x.Turn)
 			tt.Steps = append(tt.Steps, x)
 		}
+	case schemas.TypeSteps:
+		// A quick turn's steps in one event: the same steps as singles.
+		var x schemas.Steps
+		if json.Unmarshal(data, &x) == nil {
+			tt := c.turn(conv, x.Turn)
+			tt.Steps = append(tt.Steps, x.Steps...)
+		}
 	case schemas.TypeEscalation:
 		var x schemas.Escalation
 		if json.Unmarshal(data, &x) == nil {
