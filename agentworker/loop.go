@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -419,12 +418,13 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 	m := meta
 	m.Turn = st.Turn
 	batch := make([]streams.Out, 0, len(outs)-st.published)
-	for _, o := range outs[st.published:] {
-		ev, err := schemas.BuildEvent(o.typ, o.id, "", m, o.data)
-		if err != nil {
+	built := make([]schemas.Built, len(outs)-st.published)
+	for i, o := range outs[st.published:] {
+		var err error
+		if built[i], err = schemas.Build(o.typ, o.id, "", m, o.data); err != nil {
 			return streams.Permanent(fmt.Errorf("agentworker: build %s: %w", o.typ, err))
 		}
-		batch = append(batch, streams.Out{Stream: o.stream, Subject: o.subject, Event: eventPtr(ev)})
+		batch = append(batch, streams.Out{Stream: o.stream, Subject: o.subject, Built: &built[i]})
 	}
 	if _, err := s.deps.Publisher.PublishAll(ctx, batch...); err != nil {
 		return err
@@ -433,4 +433,3 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 	return nil
 }
 
-func eventPtr(e event.Event) *event.Event { return &e }
