@@ -71,10 +71,6 @@ func binaryHeaderInto(b *msgBuf, ev *event.Event, stream string) bool {
 	if !ok || ec == nil {
 		return false
 	}
-	// One backing array for every value slice; each slice is capped at one
-	// element so that an Add on the result cannot write into its neighbour.
-	// Sized to what is written: a map with room for a few more entries
-	// than it holds can take twice the memory.
 	n := 3 + len(ec.Extensions) // source, specversion, Nats-Msg-Id
 	for _, set := range []bool{ec.ID != "", ec.Type != "", ec.DataContentType != nil, ec.DataSchema != nil,
 		ec.Subject != nil, ec.Time != nil, stream != ""} {
@@ -82,55 +78,43 @@ func binaryHeaderInto(b *msgBuf, ev *event.Event, stream string) bool {
 			n++
 		}
 	}
-	if cap(b.vals) < n {
-		b.vals = make([]string, 0, n)
-	}
-	vals := b.vals[:0]
-	h := b.msg.Header
-	if h == nil {
-		h = make(nats.Header, n)
-	}
-	set := func(k, v string) {
-		vals = append(vals, v)
-		n := len(vals)
-		h[k] = vals[n-1 : n : n]
-	}
+	w := b.headers(n)
 	if ec.ID != "" {
-		set("ce-id", ec.ID)
+		w.set("ce-id", ec.ID)
 	}
 	if s := ec.Source.String(); s != "" {
-		set("ce-source", s)
+		w.set("ce-source", s)
 	}
-	set(hdrSpecVersion, ceSpecVersionV1)
+	w.set(hdrSpecVersion, ceSpecVersionV1)
 	if ec.Type != "" {
-		set("ce-type", ec.Type)
+		w.set("ce-type", ec.Type)
 	}
 	if ec.DataContentType != nil && *ec.DataContentType != "" {
-		set("ce-datacontenttype", *ec.DataContentType)
+		w.set("ce-datacontenttype", *ec.DataContentType)
 	}
 	if ec.DataSchema != nil {
 		if s := ec.DataSchema.String(); s != "" {
-			set("ce-dataschema", s)
+			w.set("ce-dataschema", s)
 		}
 	}
 	if ec.Subject != nil && *ec.Subject != "" {
-		set("ce-subject", *ec.Subject)
+		w.set("ce-subject", *ec.Subject)
 	}
 	if ec.Time != nil && !ec.Time.IsZero() {
-		set("ce-time", ec.Time.Format(time.RFC3339Nano))
+		w.set("ce-time", ec.Time.Format(time.RFC3339Nano))
 	}
 	for name, v := range ec.Extensions {
 		k, known := extHeaders[name]
 		if !known {
 			k = cePrefix + name
 		}
-		set(k, formatExtension(v))
+		w.set(k, formatExtension(v))
 	}
-	set(bus.HeaderMsgID, ec.ID)
+	w.set(bus.HeaderMsgID, ec.ID)
 	if stream != "" {
-		set(jetstream.ExpectedStreamHeader, stream)
+		w.set(jetstream.ExpectedStreamHeader, stream)
 	}
-	b.msg.Header, b.vals = h, vals
+	b.keep(w)
 	return true
 }
 
@@ -151,47 +135,35 @@ func builtHeaderInto(b *msgBuf, bt *schemas.Built, src types.URIRef, tp, stream 
 			n++
 		}
 	}
-	if cap(b.vals) < n {
-		b.vals = make([]string, 0, n)
-	}
-	vals := b.vals[:0]
-	h := b.msg.Header
-	if h == nil {
-		h = make(nats.Header, n)
-	}
-	set := func(k, v string) {
-		vals = append(vals, v)
-		n := len(vals)
-		h[k] = vals[n-1 : n : n]
-	}
-	set("ce-id", bt.ID)
+	w := b.headers(n)
+	w.set("ce-id", bt.ID)
 	if source != "" {
-		set("ce-source", source)
+		w.set("ce-source", source)
 	}
-	set(hdrSpecVersion, ceSpecVersionV1)
+	w.set(hdrSpecVersion, ceSpecVersionV1)
 	if bt.Type != "" {
-		set("ce-type", bt.Type)
+		w.set("ce-type", bt.Type)
 	}
-	set("ce-datacontenttype", schemas.DataContentType)
+	w.set("ce-datacontenttype", schemas.DataContentType)
 	// The conversation is a checked id: never empty.
-	set("ce-subject", bt.Meta.Conversation)
+	w.set("ce-subject", bt.Meta.Conversation)
 	if !bt.Time.IsZero() {
-		set("ce-time", bt.Time.Format(time.RFC3339Nano))
+		w.set("ce-time", bt.Time.Format(time.RFC3339Nano))
 	}
-	set("ce-tenant", bt.Meta.Tenant)
-	set("ce-conversation", bt.Meta.Conversation)
+	w.set("ce-tenant", bt.Meta.Tenant)
+	w.set("ce-conversation", bt.Meta.Conversation)
 	// The turn extension's value is an Integer or, past int32, its decimal
 	// string: written, both are the decimal.
-	set("ce-turn", strconv.Itoa(bt.Meta.Turn))
-	set("ce-partitionkey", bt.Meta.Conversation)
+	w.set("ce-turn", strconv.Itoa(bt.Meta.Turn))
+	w.set("ce-partitionkey", bt.Meta.Conversation)
 	if tp != "" {
-		set("ce-traceparent", tp)
+		w.set("ce-traceparent", tp)
 	}
-	set(bus.HeaderMsgID, bt.ID)
+	w.set(bus.HeaderMsgID, bt.ID)
 	if stream != "" {
-		set(jetstream.ExpectedStreamHeader, stream)
+		w.set(jetstream.ExpectedStreamHeader, stream)
 	}
-	b.msg.Header, b.vals = h, vals
+	b.keep(w)
 }
 
 // setSource is ec.SetSource(s) with the source parsed once
@@ -386,3 +358,33 @@ func (b *msgBuf) release() {
 	b.vals = b.vals[:0]
 	msgBufs.Put(b)
 }
+
+// headerWriter fills a message's header with one backing array for every
+// value slice; each slice is capped at one element so that an Add on the
+// result cannot write into its neighbour.
+type headerWriter struct {
+	h    nats.Header
+	vals []string
+}
+
+// headers readies b's header for n values. Sized to what is written: a map
+// with room for a few more entries than it holds can take twice the memory.
+func (b *msgBuf) headers(n int) headerWriter {
+	if cap(b.vals) < n {
+		b.vals = make([]string, 0, n)
+	}
+	h := b.msg.Header
+	if h == nil {
+		h = make(nats.Header, n)
+	}
+	return headerWriter{h: h, vals: b.vals[:0]}
+}
+
+func (w *headerWriter) set(k, v string) {
+	w.vals = append(w.vals, v)
+	n := len(w.vals)
+	w.h[k] = w.vals[n-1 : n : n]
+}
+
+// keep stores what w wrote in b.
+func (b *msgBuf) keep(w headerWriter) { b.msg.Header, b.vals = w.h, w.vals }
