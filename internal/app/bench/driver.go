@@ -164,7 +164,10 @@ type Plan struct {
 	// Conversations kept in memory by the detector and the agent worker
 	// (0: their defaults).
 	DetectorCache, AgentCache int
-	MemoryLimit               string // --memory-limit
+	// The same caches' budgets in MiB, as serve's --detector-cache-mib and
+	// --agent-cache-mib (0: their defaults).
+	DetectorCacheMiB, AgentCacheMiB int
+	MemoryLimit                     string // --memory-limit
 	// Duplicates is the streams' Nats-Msg-Id window (0: the default, as
 	// rein.yaml's streams.defaults.duplicates).
 	Duplicates time.Duration
@@ -261,9 +264,10 @@ func stages(plan Plan, agent llm.Client) (pipeline.Stages, error) {
 	w := cmp.Or(plan.Workers, workers())
 	return pipeline.Stages{
 		Detector: detector.Config{Domain: taubench.Airline, Timeout: 5 * time.Second, Workers: w,
-			MaxConversations: plan.DetectorCache, TaxonomyVersion: tax.Version},
+			MaxConversations: plan.DetectorCache, MaxCacheBytes: int64(plan.DetectorCacheMiB) << 20, TaxonomyVersion: tax.Version},
 		AgentWorker: agentworker.Config{Domain: taubench.Airline, Workers: w, MaxSteps: 30, Backend: agentworker.BackendDomain,
-			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, StepEvents: plan.StepEvents, MaxConversations: plan.AgentCache, Speculate: plan.Speculate},
+			Persist: plan.Persist, LiveStepsAfter: plan.LiveStepsAfter, StepEvents: plan.StepEvents, MaxConversations: plan.AgentCache,
+			MaxCacheBytes: int64(plan.AgentCacheMiB) << 20, Speculate: plan.Speculate},
 		Given: pipeline.Given{Module: m, AgentModel: agent},
 	}, nil
 }

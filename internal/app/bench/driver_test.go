@@ -123,13 +123,14 @@ func TestPlanValidate(t *testing.T) {
 func TestBenchStages(t *testing.T) {
 	t.Setenv("REIN_BENCH_WORKERS", "")
 	agent := llm.NewScripted(&llm.Script{})
-	plan := Plan{Workers: 64, DetectorCache: 5, AgentCache: 6, Persist: agentworker.PersistTurn, LiveStepsAfter: time.Hour, StepEvents: agentworker.StepEventsTurn, Speculate: true, InceptionLatency: 40 * time.Millisecond}
+	plan := Plan{Workers: 64, DetectorCache: 5, AgentCache: 6, DetectorCacheMiB: 7, AgentCacheMiB: 8, Persist: agentworker.PersistTurn, LiveStepsAfter: time.Hour, StepEvents: agentworker.StepEventsTurn, Speculate: true, InceptionLatency: 40 * time.Millisecond}
 	s, err := stages(plan, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d, a := s.Detector, s.AgentWorker
-	if d.Workers != 64 || a.Workers != 64 || d.MaxConversations != 5 || a.MaxConversations != 6 || a.Persist != agentworker.PersistTurn ||
+	if d.Workers != 64 || a.Workers != 64 || d.MaxConversations != 5 || a.MaxConversations != 6 ||
+		d.MaxCacheBytes != 7<<20 || a.MaxCacheBytes != 8<<20 || a.Persist != agentworker.PersistTurn ||
 		a.LiveStepsAfter != time.Hour || a.StepEvents != agentworker.StepEventsTurn || !a.Speculate || d.TaxonomyVersion != inception.DefaultTaxonomy().Version || s.Given.AgentModel != agent {
 		t.Errorf("stages %+v", s)
 	}
