@@ -54,7 +54,7 @@ type Config struct {
 	NATSTLSCert, NATSTLSKey string
 	Insecure                bool
 	// StageConn is how the stages reach the embedded server: StageConnPipe
-	// ("" too) or StageConnLoopback. Ignored with an external NATS.
+	// ("" too) or StageConnLoopback (refused with an external NATS).
 	StageConn string
 	// HTTPAddr serves /metrics, /healthz, /readyz, POST /v1/turns and the
 	// dashboard ("": no listener), over TLS with HTTPTLSCert/HTTPTLSKey;
@@ -513,7 +513,7 @@ func stageConn(cfg Config) (loopback bool, err error) {
 		return false, fmt.Errorf("stage connection %s: only the embedded server has one (an external NATS is reached at its URL)", StageConnLoopback)
 	}
 	if cfg.NATSTLSCert != "" {
-		return false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; the stages stay in process with it", StageConnLoopback)
+		return false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; use %s", StageConnLoopback, StageConnPipe)
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil || !natsserver.IsLoopbackHost(host) {
