@@ -432,4 +432,3 @@ func (s *Stage) publish(ctx context.Context, meta schemas.Meta, st *State) error
 	st.published = len(outs)
 	return nil
 }
-

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reinception/rein/internal/testutil"
+	"github.com/reinception/rein/internal/testutil/bustest"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
-	"github.com/reinception/rein/streams/bus"
 )
 
 // The conversation view shows a dev.rein.steps.v1 as the single steps it
@@ -26,22 +26,7 @@ func TestTimelineShowsABatchAsItsSteps(t *testing.T) {
 		{Turn: 1, Step: 3, Kind: schemas.StepToolResult, Name: "get_user_details", CallID: "c1", Output: `{"name":"Nora"}`},
 		{Turn: 1, Step: 4, Kind: schemas.StepReply, Output: "Which one?"},
 	}
-	var outs []streams.Out
-	add := func(conv, typ, id string, data any) {
-		e, err := schemas.NewEvent(typ, id, "", schemas.Meta{Tenant: "acme", Conversation: conv, Turn: 1}, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outs = append(outs, streams.Out{Stream: bus.StreamSteps, Subject: bus.StepSubject("acme", conv), Event: &e})
-	}
-	for _, s := range steps {
-		add("single", schemas.TypeStep, schemas.StepEventID("acme", "single", 1, s.Step), s)
-	}
-	add("batch", schemas.TypeSteps, schemas.StepsEventID("acme", "batch", 1), schemas.Steps{Turn: 1, Steps: steps})
-	at := outs[0].Event.Time() // one time for all: the order is then the steps'
-	for _, o := range outs {
-		o.Event.SetTime(at)
-	}
+	outs := bustest.StepsBothWays(t, "acme", steps)
 	if _, err := pub.PublishAll(ctx, outs...); err != nil {
 		t.Fatal(err)
 	}

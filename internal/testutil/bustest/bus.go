@@ -188,3 +188,28 @@ func BadMessages(t testing.TB) map[string]*nats.Msg {
 		"no headers, not JSON": {Subject: base.Subject, Data: []byte("plain text")},
 	}
 }
+
+// StepsBothWays is the same turn-1 steps of tenant stored two ways: as one
+// dev.rein.step.v1 each in conversation "single" and as one
+// dev.rein.steps.v1 in conversation "batch", all at one time so that a
+// reader orders them by step. A reader of steps shows both alike.
+func StepsBothWays(t testing.TB, tenant string, steps []schemas.Step) []streams.Out {
+	t.Helper()
+	var outs []streams.Out
+	add := func(conv, typ, id string, data any) {
+		e, err := schemas.NewEvent(typ, id, "", schemas.Meta{Tenant: tenant, Conversation: conv, Turn: 1}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, streams.Out{Stream: bus.StreamSteps, Subject: bus.StepSubject(tenant, conv), Event: &e})
+	}
+	for _, s := range steps {
+		add("single", schemas.TypeStep, schemas.StepEventID(tenant, "single", 1, s.Step), s)
+	}
+	add("batch", schemas.TypeSteps, schemas.StepsEventID(tenant, "batch", 1), schemas.Steps{Turn: 1, Steps: steps})
+	at := outs[0].Event.Time()
+	for _, o := range outs {
+		o.Event.SetTime(at)
+	}
+	return outs
+}
