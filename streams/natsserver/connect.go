@@ -52,6 +52,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.Timeout(5 * time.Second),
+		nats.SyncQueueLen(streams.SyncQueueLen),
 	}
 	if c.InboxPrefix != "" {
 		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))

@@ -37,6 +37,14 @@ const (
 // snapshotChunk is the chunk size asked of the server (it clamps to 1 KiB..1 MiB).
 const snapshotChunk = 128 << 10
 
+// snapshotWindow bounds the bytes the server sends ahead of our acks: 64
+// chunks and the end marker fit a rein connection's synchronous queue
+// (streams.SyncQueueLen), so none is dropped while a chunk is written.
+const snapshotWindow = 64 * snapshotChunk
+
+// The window's chunks and the end marker must fit the queue.
+var _ [streams.SyncQueueLen - snapshotWindow/snapshotChunk - 1]struct{}
+
 // BackupMeta is written beside each snapshot: the stream configuration and
 // state as the server reported them when the snapshot began. Restore sends
 // both back unchanged.
@@ -101,7 +109,7 @@ func backupOne(ctx context.Context, nc *nats.Conn, dir, name string) (BackupMeta
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	_ = sub.SetPendingLimits(-1, -1)
-	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "chunk_size": snapshotChunk})
+	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "chunk_size": snapshotChunk, "window_size": snapshotWindow})
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	resp, err := nc.RequestWithContext(rctx, apiSnapshot+name, req)
 	cancel()
