@@ -53,6 +53,7 @@ type State struct {
 	Overlay []byte
 
 	seq       uint64       // stream sequence of the conversation's newest stored record
+	base      uint64       // the record the current turn's records continue (record.Prev)
 	records   int          // records stored since the newest snapshot (see record)
 	wholeAt   time.Time    // when the newest record holding the whole context was stored
 	conv      Conversation // open backend conversation
@@ -153,6 +154,7 @@ func (s *State) begin(turn int, task schemas.Task) {
 		s.Status = StatusActive
 	}
 	s.Turn, s.TurnDone, s.TurnStart, s.ModelCalls = turn, false, len(s.Messages), 0
+	s.base = s.seq // the turn continues the newest record, the last of the turn before
 	s.UserText, s.Inception, s.DetectionID = task.UserText, task.Inception, task.DetectionID
 	s.Outcome, s.Reply, s.published, s.LiveSteps = "", "", 0, false
 	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleUser, Content: task.UserText})
