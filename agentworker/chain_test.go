@@ -228,3 +228,33 @@ func TestChainMissingLinkReadsAll(t *testing.T) {
 		t.Fatalf("chain over a lost link: ok %v, %v", ok, err)
 	}
 }
+
+// BenchmarkMissRebuild: a cache miss of a ten-turn conversation whose
+// turns wrote two records each, rebuilt along the chain and from every
+// record.
+func BenchmarkMissRebuild(b *testing.B) {
+	t := &testing.T{}
+	l := &recordLog{at: time.Unix(1e9, 0)}
+	s := &State{progress: progress{Status: StatusActive}}
+	for n := 1; n <= 10; n++ {
+		l.turn(t, s, n, false, 0)
+	}
+	b.Run("chain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := fromRecords(l.raws); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			recs, err := allRecords(l.raws)
+			if err != nil {
+				b.Fatal(err)
+			}
+			(&State{}).assemble(recs)
+		}
+	})
+}
