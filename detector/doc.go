@@ -13,7 +13,8 @@
 //     batched direct gets (streams.ReadSubject), validated like consumed
 //     events (an undecodable one is logged and left out), and merged in
 //     stream order. A conversation not in memory is rebuilt the same way
-//     from its stored user and agent turns.
+//     from its stored user and agent turns, unless a headerless direct get
+//     (streams.FirstData) shows the turn at hand is its first stored.
 //   - produces one dev.rein.detection.v1 per user turn on
 //     rein.detections.<tenant>.<conv>, id detection.<tenant>.<conv>.<turn>,
 //     yes or no; a module error, deadline or panic gives failed=true, no

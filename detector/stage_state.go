@@ -1,6 +1,7 @@
 package detector
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -259,17 +260,17 @@ func agentTurn(r streams.Raw) (schemas.Turn, error) {
 
 // hasEarlierTurns asks the stream, with one direct get, whether the
 // conversation has a turn stored before d, so that a conversation's first
-// turn costs no rebuild. On error it answers yes (the rebuild then decides).
+// turn costs no rebuild. The get leaves headers out (streams.FirstData),
+// so the answer is a payload without a sequence: the conversation's first
+// stored message is d itself when it carries d's payload (a turn's
+// payload names its turn and role); any other first message was stored
+// before d. On error it answers yes (the rebuild then decides).
 func (s *Stage) hasEarlierTurns(ctx context.Context, d streams.Decoded) bool {
-	st, err := s.stream(ctx, bus.StreamTurns)
+	first, ok, err := streams.FirstData(ctx, s.deps.JS, bus.StreamTurns, bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation), 1)
 	if err != nil {
 		return true
 	}
-	m, err := st.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation)))
-	if err != nil {
-		return !errors.Is(err, jetstream.ErrMsgNotFound)
-	}
-	return m.Sequence < d.Sequence
+	return ok && !(len(first) > 0 && bytes.Equal(first, d.Event.Data()))
 }
 
 // stream is the named stream, looked up once.

@@ -259,3 +259,27 @@ func TestAModuleThatPanicsFailsOpen(t *testing.T) {
 		t.Errorf("the panicking turn's detection = %+v, want failed (module panicked), not activated", d)
 	}
 }
+
+// TestFirstUserTurnAfterAGreetingSeesIt: an agent turn stored before a
+// conversation's first user turn (a platform's greeting) is in that user
+// turn's surface context, though the stage has never seen the
+// conversation; a conversation that starts with its user turn is judged
+// on that turn alone.
+func TestFirstUserTurnAfterAGreetingSeesIt(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	m := &fakeModule{answer: func(context.Context, inception.Input) (inception.Decision, error) { return inception.Decision{}, nil }}
+	publishTurn(t, h, "g", "agent", 1, "Welcome to the airline, how can I help?")
+	startStage(t, h, m, prometheus.NewRegistry(), time.Second)
+	publishTurn(t, h, "g", "user", 1, "cancel my flight")
+	rtest.CheckFor(t, 10*time.Second, "a detection", func() bool { return len(detections(t, h)) == 1 })
+	publishTurn(t, h, "n", "user", 1, "hello")
+	rtest.CheckFor(t, 10*time.Second, "two detections", func() bool { return len(detections(t, h)) == 2 })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if got := m.seen[0]; len(got) != 2 || got[0].Role != "agent" || got[1].Text != "cancel my flight" {
+		t.Errorf("surface context after a greeting = %+v", got)
+	}
+	if got := m.seen[1]; len(got) != 1 || got[0].Text != "hello" {
+		t.Errorf("surface context of a first turn = %+v", got)
+	}
+}

@@ -42,7 +42,9 @@
 // outside are stored under ids derived from tenant, conversation, turn and
 // role (PublishTurn), never a caller's. What of an input's outputs is
 // stored is read with LastTurn, LastEvent or TurnStored, one direct get
-// when the conversation's last output answers.
+// when the conversation's last output answers. A conversation's messages
+// are read with ReadSubject (batched direct gets); FirstData asks for a
+// subject's first payload without the stored headers, the cheap probe.
 //
 // Metrics: rein_published_total{stream}.
 //
