@@ -100,7 +100,7 @@ type Config struct {
 	IdleTTL          time.Duration
 	// MaxCacheBytes bounds the same states by size (each measured as its
 	// messages' text, arguments and overlay plus a fixed cost; default
-	// 64 MiB), whatever the conversations' lengths.
+	// DefaultCacheBytes, 128 MiB), whatever the conversations' lengths.
 	MaxCacheBytes int64
 	// RecheckAfter: a task stored longer ago than this, of a turn its
 	// conversation's state does not know of, is first checked against the

@@ -67,7 +67,9 @@
 // every 32nd record is a snapshot of the whole context (so is a write
 // when the newest whole context is older than half the bucket's max age,
 // kv_ttl, which expires records one by one), so the newest snapshot and
-// its followers rebuild the State — with a concurrency check
+// its followers rebuild the State (a cache miss decodes only the newest
+// record of each turn since, following each record's link to the one it
+// continues) — with a concurrency check
 // on the key (a stale replica is refused and reloads) after every tool
 // result that changed the backend's state (for the built-in domains, a
 // call that wrote to the overlay: taubench.Session.Writes moved; a result

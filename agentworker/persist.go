@@ -33,6 +33,7 @@ import (
 // key per turn cost one per turn (≈150 B of server memory each).
 type record struct {
 	at       time.Time // when it was stored (not part of the JSON)
+	seq      uint64    // its stream sequence (not part of the JSON)
 	progress           // the conversation as of this record
 	// Messages are the turn's part of the internal context, its user
 	// message first (on the human path, that message alone); in a snapshot,
@@ -44,6 +45,14 @@ type record struct {
 	// differs from a new conversation's (the newest record holds the
 	// current one).
 	Overlay []byte `json:"overlay,omitempty"`
+	// Prev is the sequence of the record this one continues: the newest
+	// record stored when its turn began, or the snapshot written since in
+	// its turn. A reader follows it back to a record holding the whole
+	// context and decodes nothing else (chain). Whole marks an ordinary
+	// record that holds it: one of a conversation's first turn. Records
+	// stored before the two fields existed have neither.
+	Prev  uint64 `json:"prev,omitempty"`
+	Whole bool   `json:"whole,omitempty"`
 }
 
 // snapshotEvery is how many records may follow a snapshot (or the start of
@@ -105,29 +114,128 @@ func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, er
 	} else if err != nil {
 		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", subject, err)
 	}
-	var recs []record
+	var raws []streams.Raw
 	err := streams.ReadSubjectRaw(ctx, st.js, bus.StreamConversations, subject, 0, 0, func(m streams.Raw) error {
-		s.seq = max(s.seq, m.Sequence)
-		if op := nats.Header(m.Header).Get(kvOperation); op != "" {
-			recs = recs[:0] // the key was deleted or purged: what came before is gone
-			return nil
-		}
-		r := record{at: m.Time}
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
-		}
-		recs = append(recs, r)
+		raws = append(raws, m)
 		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("agentworker: read state %s: %w", subject, err)
 	}
+	s, found, err := fromRecords(raws)
+	if err != nil {
+		return nil, false, fmt.Errorf("agentworker: read state %s: %w", subject, err)
+	}
+	return s, found, nil
+}
+
+// fromRecords assembles a State from the messages stored under a
+// conversation's key, in sequence order; found is false when they hold
+// no record (none, or a delete marker last).
+func fromRecords(raws []streams.Raw) (s *State, found bool, err error) {
+	s = &State{progress: progress{Status: StatusActive}}
+	for _, m := range raws {
+		s.seq = max(s.seq, m.Sequence)
+	}
+	recs, follow, ok, err := chain(raws)
+	if err == nil && !ok {
+		recs, err = allRecords(raws)
+	}
+	if err != nil {
+		return nil, false, err
+	}
 	if len(recs) == 0 {
 		return s, false, nil
 	}
 	s.assemble(recs)
+	if ok {
+		// assemble saw only the chain: count and date the whole context
+		// as every record would, or more cautiously (an earlier snapshot).
+		s.records = follow
+		if !recs[0].Snapshot {
+			s.wholeAt = raws[0].Time
+		}
+	}
 	return s, true, nil
 }
+
+// chain decodes only the records a conversation's context is built from:
+// from the newest record back along Prev to the newest snapshot (or to the
+// oldest record read), oldest first. Records superseded within their turn
+// and those before the snapshot stay undecoded: a cache miss of a long
+// conversation costs its turns, not its writes. follow is how many records
+// were stored after the chain's first (State.records). ok is false when
+// the records do not form such a chain — a delete marker, a record from a
+// writer before Prev, a link to a record no longer kept — and the caller
+// then decodes them all (allRecords), which gives the same State.
+func chain(raws []streams.Raw) (recs []record, follow int, ok bool, err error) {
+	if len(raws) == 0 {
+		return nil, 0, false, nil
+	}
+	for _, m := range raws {
+		if marker(m) {
+			return nil, 0, false, nil
+		}
+	}
+	for i := len(raws) - 1; ; {
+		r, err := decodeRecord(raws[i])
+		if err != nil {
+			return nil, 0, false, err
+		}
+		recs = append(recs, r)
+		if r.Snapshot {
+			follow = len(raws) - 1 - i
+			break
+		}
+		if r.Whole || r.Prev == 0 {
+			// Without Prev only the oldest record read may start the
+			// context unmarked (allRecords starts there too).
+			if !r.Whole && i != 0 {
+				return nil, 0, false, nil
+			}
+			// No fewer than allRecords would count: a late snapshot is
+			// safe, a missed one is not.
+			follow = len(raws)
+			break
+		}
+		j, found := slices.BinarySearchFunc(raws[:i], r.Prev, func(m streams.Raw, seq uint64) int { return cmp.Compare(m.Sequence, seq) })
+		if !found {
+			return nil, 0, false, nil
+		}
+		i = j
+	}
+	slices.Reverse(recs)
+	return recs, follow, true, nil
+}
+
+// allRecords decodes every record read, in the order written; a delete or
+// purge marker drops what came before it.
+func allRecords(raws []streams.Raw) ([]record, error) {
+	var recs []record
+	for _, m := range raws {
+		if marker(m) {
+			recs = recs[:0] // the key was deleted or purged: what came before is gone
+			continue
+		}
+		r, err := decodeRecord(m)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+func decodeRecord(m streams.Raw) (record, error) {
+	r := record{at: m.Time, seq: m.Sequence}
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return record{}, fmt.Errorf("%w: %s: %w", ErrBadState, m.Subject, err)
+	}
+	return r, nil
+}
+
+// marker tells a delete or purge marker of the key from a record.
+func marker(m streams.Raw) bool { return nats.Header(m.Header).Get(kvOperation) != "" }
 
 // kvOperation is the header NATS KV sets on delete and purge markers.
 const kvOperation = "KV-Operation"
@@ -155,6 +263,12 @@ func (s *State) assemble(recs []record) {
 	s.Messages = append(done, cur.Messages...)
 	s.sized, s.sizedBytes = 0, 0
 	s.progress, s.Overlay = cur.progress, cur.Overlay
+	// The turn's next record continues what the newest continued (or the
+	// newest itself, a snapshot).
+	s.base = cur.Prev
+	if cur.Snapshot {
+		s.base = cur.seq
+	}
 }
 
 // closed is the part of a finished-with turn that stays in the context: an
@@ -172,9 +286,12 @@ func closed(r record) []llm.Message {
 // aged says the newest whole context is getting old. fresh is the overlay
 // of a new conversation, which is not stored.
 func (s *State) record(overlay, fresh []byte, aged bool) record {
-	r := record{progress: s.progress, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):]}
-	if s.records >= snapshotEvery || aged {
-		r.Messages, r.Snapshot, r.TurnStart = s.Messages, true, s.TurnStart
+	r := record{progress: s.progress, Messages: s.Messages[min(s.TurnStart, len(s.Messages)):], Prev: s.base}
+	switch {
+	case s.records >= snapshotEvery || aged:
+		r.Messages, r.Snapshot, r.TurnStart, r.Prev = s.Messages, true, s.TurnStart, 0
+	case s.TurnStart == 0:
+		r.Whole = true // the first turn's part is the whole context
 	}
 	if !bytes.Equal(overlay, fresh) {
 		r.Overlay = overlay
@@ -190,8 +307,7 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 		return fmt.Errorf("agentworker: backend state: %w", err)
 	}
 	now := st.now()
-	first := s.seq == 0 // a conversation's first record holds its whole context
-	aged := !first && st.maxAge > 0 && now.Sub(s.wholeAt) > st.maxAge/2
+	aged := s.seq != 0 && st.maxAge > 0 && now.Sub(s.wholeAt) > st.maxAge/2
 	rec := s.record(ov, fresh, aged)
 	buf := recordBufs.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -215,16 +331,22 @@ func (st store) save(ctx context.Context, tenant, conv string, s *State, fresh [
 		}
 		return fmt.Errorf("agentworker: write state %s: %w", subject, err)
 	}
-	s.seq, s.Overlay, s.unsaved = ack.Sequence, ov, false
-	if rec.Snapshot || first {
+	s.stored(rec, ack.Sequence, ov, now)
+	return nil
+}
+
+// stored brings the State's bookkeeping up to date once rec, the record of
+// its overlay ov, is stored at sequence seq.
+func (s *State) stored(rec record, seq uint64, ov []byte, now time.Time) {
+	if rec.Snapshot || s.seq == 0 { // a conversation's first record holds its whole context
 		s.wholeAt = now
 	}
+	s.seq, s.Overlay, s.unsaved = seq, ov, false
 	if rec.Snapshot {
-		s.records = 0
+		s.records, s.base = 0, seq
 	} else {
 		s.records++
 	}
-	return nil
 }
 
 // recordBufs holds the buffers records are encoded into: a write costs

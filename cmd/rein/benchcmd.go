@@ -160,7 +160,7 @@ minutes.`,
 	fs.IntVar(&plan.DetectorCache, "detector-cache", 0, "conversations the detector keeps in memory (0: its default, 10,000)")
 	fs.IntVar(&plan.AgentCache, "agent-cache", 0, "conversations the agent worker keeps in memory (0: its default, 10,000)")
 	fs.IntVar(&plan.DetectorCacheMiB, "detector-cache-mib", 0, "as serve's: MiB of surface contexts the detector keeps in memory (0: its default, 32)")
-	fs.IntVar(&plan.AgentCacheMiB, "agent-cache-mib", 0, "as serve's: MiB of agent states the agent worker keeps in memory (0: its default, 64); a conversation evicted is read again from the KV bucket on its next turn")
+	fs.IntVar(&plan.AgentCacheMiB, "agent-cache-mib", 0, "as serve's: MiB of agent states the agent worker keeps in memory (0: its default, 128); a conversation evicted is read again from the KV bucket on its next turn")
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")

@@ -54,7 +54,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
 	fs.IntVar(&a.MaxConversations, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
 	fs.IntVar(&o.inFlightMiB, "in-flight-mib", 0, "MiB of delivered messages each stage holds, queued or being handled, before its consumer stops pulling (back-pressure instead of a growing backlog; default 64)")
-	fs.IntVar(&o.agentCacheMiB, "agent-cache-mib", 0, "MiB of agent states the agent worker keeps in memory, least recently used dropped first (default 64)")
+	fs.IntVar(&o.agentCacheMiB, "agent-cache-mib", 0, "MiB of agent states the agent worker keeps in memory, least recently used dropped first (default 128)")
 }
 
 // runtime are the stages' configuration as the flags left it, with the
