@@ -1,12 +1,13 @@
 package convcache
 
 import (
-	"slices"
+	"container/list"
 	"sync"
 	"time"
 )
 
 type entry[V any] struct {
+	key   string
 	v     V
 	seen  time.Time
 	bytes int64
@@ -14,10 +15,13 @@ type entry[V any] struct {
 
 // Cache maps a conversation key to its state, bounded in entries, in bytes
 // (when LimitBytes set a budget) and in idle time. It is safe for
-// concurrent use; the values themselves are not guarded.
+// concurrent use; the values themselves are not guarded. Entries are kept
+// in a list from the most to the least recently used, so eviction and the
+// idle sweep take from its back without sorting or scanning the rest.
 type Cache[V any] struct {
 	mu       sync.Mutex
-	m        map[string]*entry[V]
+	m        map[string]*list.Element // of *entry[V]
+	order    list.List                // front: most recently used
 	max      int
 	idle     time.Duration
 	maxBytes int64
@@ -28,7 +32,7 @@ type Cache[V any] struct {
 // New returns a cache of at most max conversations, each dropped after
 // idle without use.
 func New[V any](max int, idle time.Duration) *Cache[V] {
-	return &Cache[V]{m: map[string]*entry[V]{}, max: max, idle: idle}
+	return &Cache[V]{m: map[string]*list.Element{}, max: max, idle: idle}
 }
 
 // LimitBytes bounds the bytes the cache holds as well: size tells what a
@@ -44,12 +48,14 @@ func (c *Cache[V]) LimitBytes(max int64, size func(V) int) *Cache[V] {
 func (c *Cache[V]) Get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
+	el, ok := c.m[key]
 	if !ok {
 		var zero V
 		return zero, false
 	}
+	e := el.Value.(*entry[V])
 	e.seen = time.Now()
+	c.order.MoveToFront(el)
 	return e.v, true
 }
 
@@ -58,12 +64,17 @@ func (c *Cache[V]) Get(key string) (V, bool) {
 func (c *Cache[V]) Put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.m[key]; ok {
-		c.bytes -= old.bytes
+	el, ok := c.m[key]
+	if ok {
+		e := el.Value.(*entry[V])
+		c.bytes -= e.bytes
+		e.v, e.seen = v, time.Now()
+		c.order.MoveToFront(el)
+	} else {
+		el = c.order.PushFront(&entry[V]{key: key, v: v, seen: time.Now()})
+		c.m[key] = el
 	}
-	e := &entry[V]{v: v, seen: time.Now()}
-	c.m[key] = e
-	c.measureLocked(e)
+	c.measureLocked(el.Value.(*entry[V]))
 	c.boundLocked()
 }
 
@@ -73,10 +84,11 @@ func (c *Cache[V]) Put(key string, v V) {
 func (c *Cache[V]) Resize(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
+	el, ok := c.m[key]
 	if !ok || c.size == nil {
 		return
 	}
+	e := el.Value.(*entry[V])
 	c.bytes -= e.bytes
 	c.measureLocked(e)
 	c.boundLocked()
@@ -93,14 +105,15 @@ func (c *Cache[V]) Bytes() int64 {
 func (c *Cache[V]) Drop(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropLocked(key)
+	if el, ok := c.m[key]; ok {
+		c.removeLocked(el)
+	}
 }
 
-func (c *Cache[V]) dropLocked(key string) {
-	if e, ok := c.m[key]; ok {
-		c.bytes -= e.bytes
-		delete(c.m, key)
-	}
+func (c *Cache[V]) removeLocked(el *list.Element) {
+	e := c.order.Remove(el).(*entry[V])
+	c.bytes -= e.bytes
+	delete(c.m, e.key)
 }
 
 func (c *Cache[V]) measureLocked(e *entry[V]) {
@@ -125,7 +138,9 @@ func (c *Cache[V]) boundLocked() {
 	if overBytes {
 		keepBytes = c.maxBytes - c.maxBytes/10
 	}
-	c.evictLocked(keepCount, keepBytes)
+	for (len(c.m) > keepCount || c.bytes > keepBytes) && c.order.Len() > 0 {
+		c.removeLocked(c.order.Back())
+	}
 }
 
 // Len is the number of conversations held.
@@ -135,34 +150,13 @@ func (c *Cache[V]) Len() int {
 	return len(c.m)
 }
 
-// evictLocked drops the least recently used until at most count entries
-// and bytes are held.
-func (c *Cache[V]) evictLocked(count int, bytes int64) {
-	type kv struct {
-		k string
-		t time.Time
-	}
-	all := make([]kv, 0, len(c.m))
-	for k, e := range c.m {
-		all = append(all, kv{k, e.seen})
-	}
-	slices.SortFunc(all, func(a, b kv) int { return a.t.Compare(b.t) })
-	for _, e := range all {
-		if len(c.m) <= count && c.bytes <= bytes {
-			return
-		}
-		c.dropLocked(e.k)
-	}
-}
-
-// Sweep drops conversations idle since before now-idle.
+// Sweep drops conversations idle since before now-idle: the list's back,
+// up to the first one used since.
 func (c *Cache[V]) Sweep(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.m {
-		if now.Sub(e.seen) > c.idle {
-			c.dropLocked(k)
-		}
+	for el := c.order.Back(); el != nil && now.Sub(el.Value.(*entry[V]).seen) > c.idle; el = c.order.Back() {
+		c.removeLocked(el)
 	}
 }
 

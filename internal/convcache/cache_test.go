@@ -135,3 +135,18 @@ func TestResizeKeepsTheByteBound(t *testing.T) {
 		t.Errorf("%d bytes in %d entries, want 80 in 1", c.Bytes(), c.Len())
 	}
 }
+
+// BenchmarkPutNewPastTheBound: a conversation's first turn on a full cache
+// (behind slow models every turn is one), 10,000 held.
+func BenchmarkPutNewPastTheBound(b *testing.B) {
+	c := New[int](10000, time.Hour)
+	keys := make([]string, 50000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("conv-", i)
+	}
+	i := 0
+	for b.Loop() {
+		c.Put(keys[i%len(keys)], i)
+		i++
+	}
+}
