@@ -3,6 +3,7 @@ package planted
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/reinception/rein/inception"
@@ -204,7 +205,7 @@ func toolKey(s string, lowerFirst bool) string {
 func NamesTool(text string, tools []string) string {
 	keys := toolKeys(text)
 	for _, t := range tools {
-		for i, k := range toolKeys(t) {
+		for i, k := range nameKeys(t) {
 			if ContainsWord(keys[i], k) {
 				return t
 			}
@@ -212,6 +213,34 @@ func NamesTool(text string, tools []string) string {
 	}
 	return ""
 }
+
+// nameKeys is toolKeys of a tool's name, computed once per name: the same
+// few names are compared with every text, and their keys cost most of a
+// check.
+func nameKeys(name string) [4]string {
+	nameKeyMemo.RLock()
+	k, ok := nameKeyMemo.keys[name]
+	nameKeyMemo.RUnlock()
+	if ok {
+		return k
+	}
+	k = toolKeys(name)
+	nameKeyMemo.Lock()
+	if len(nameKeyMemo.keys) >= maxNameKeys { // bounded: catalogues are per tenant and domain
+		clear(nameKeyMemo.keys)
+	}
+	nameKeyMemo.keys[name] = k
+	nameKeyMemo.Unlock()
+	return k
+}
+
+// nameKeyMemo holds nameKeys' results, at most maxNameKeys names.
+var nameKeyMemo = struct {
+	sync.RWMutex
+	keys map[string][4]string
+}{keys: map[string][4]string{}}
+
+const maxNameKeys = 4096
 
 // asciiFold maps the cleaned text, without combining marks, to the Latin
 // letters its look-alikes stand for (a Cyrillic о is an o, a Greek ν a v),
@@ -248,14 +277,25 @@ func isASCII(s string) bool {
 // rather than at the user's own request (agentOrders), in any look-alike
 // spelling.
 func GivesOrders(text string) bool {
-	return agentOrders.MatchString(text) || agentOrders.MatchString(asciiFold(text))
+	return matchFolded(agentOrders, text)
+}
+
+// matchFolded reports re matching text as written or its asciiFold; the
+// second match is skipped when the fold changes nothing (plain ASCII
+// text), as it would give the first's answer.
+func matchFolded(re *regexp.Regexp, text string) bool {
+	if re.MatchString(text) {
+		return true
+	}
+	f := asciiFold(text)
+	return f != text && re.MatchString(f)
 }
 
 // ClaimsAuthority reports a claim of authority, approval or entitlement
 // (authorityClaims), in any look-alike spelling. rein never repeats such
 // a claim in a planted thought as if it were a fact.
 func ClaimsAuthority(text string) bool {
-	return authorityClaims.MatchString(text) || authorityClaims.MatchString(asciiFold(text))
+	return matchFolded(authorityClaims, text)
 }
 
 // spansSentences reports a sentence end (. ! ? or a line break) followed
