@@ -21,8 +21,10 @@ type output struct {
 // and, once the turn is done, the reply step and the agent turn. The list
 // only grows while the turn runs, and the ids are deterministic, so
 // publishing it again after a crash duplicates nothing. Steps are
-// numbered as callStep numbers them.
-func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output) {
+// numbered as callStep numbers them. With batch, the steps are one
+// dev.rein.steps.v1 holding them in order, where the first one was: built
+// so directly, with no subject, id or boxed value per step.
+func turnOutputs(m schemas.Meta, s *State, maxSteps int, batch bool) (outs []output) {
 	t, c, turn := m.Tenant, m.Conversation, s.Turn
 	if s.Outcome == OutcomeHuman {
 		// A human-path turn: the agent produced nothing; the record says
@@ -34,9 +36,27 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output) {
 	turnMsgs := s.turnMessages()
 	outs = make([]output, 0, len(turnMsgs)+2) // a step per message or call, mostly; the reply's two
 	n := 0
+	first := -1 // with batch, where the steps' one output is
+	var steps []schemas.Step
+	if batch {
+		defer func() {
+			if first >= 0 {
+				outs[first] = output{bus.StreamSteps, bus.StepSubject(t, c), schemas.TypeSteps,
+					schemas.StepsEventID(t, c, turn), schemas.Steps{Turn: turn, Steps: steps}}
+			}
+		}()
+	}
 	step := func(st schemas.Step) {
 		n++
 		st.Turn, st.Step = turn, n
+		if batch {
+			if first < 0 {
+				first, steps = len(outs), make([]schemas.Step, 0, len(turnMsgs)+1)
+				outs = append(outs, output{})
+			}
+			steps = append(steps, st)
+			return
+		}
 		outs = append(outs, output{bus.StreamSteps, bus.StepSubject(t, c), schemas.TypeStep, schemas.StepEventID(t, c, turn, n), st})
 	}
 	var errorType, thought string
@@ -107,36 +127,7 @@ func turnOutputs(m schemas.Meta, s *State, maxSteps int) (outs []output) {
 // dev.rein.steps.v1, where its first step was. Only the State decides, so
 // a resumed worker publishes the same batch (same id) or the same singles.
 func (s *Stage) events(m schemas.Meta, st *State) []output {
-	outs := turnOutputs(m, st, s.cfg.MaxSteps)
-	if s.cfg.StepEvents != StepEventsTurn || !st.TurnDone || st.LiveSteps {
-		return outs
-	}
-	return batchSteps(m, st.Turn, outs)
-}
-
-// batchSteps replaces the step outputs of outs with one event holding
-// them, in order, at the first one's place; outs is reused.
-func batchSteps(m schemas.Meta, turn int, outs []output) []output {
-	first := -1
-	var steps []schemas.Step
-	kept := outs[:0] // never ahead of the output being read
-	for _, o := range outs {
-		if o.typ != schemas.TypeStep {
-			kept = append(kept, o)
-			continue
-		}
-		if first < 0 {
-			first, steps = len(kept), make([]schemas.Step, 0, len(outs))
-			kept = append(kept, output{})
-		}
-		steps = append(steps, o.data.(schemas.Step))
-	}
-	if first < 0 {
-		return outs
-	}
-	kept[first] = output{bus.StreamSteps, bus.StepSubject(m.Tenant, m.Conversation), schemas.TypeSteps,
-		schemas.StepsEventID(m.Tenant, m.Conversation, turn), schemas.Steps{Turn: turn, Steps: steps}}
-	return kept
+	return turnOutputs(m, st, s.cfg.MaxSteps, s.cfg.StepEvents == StepEventsTurn && st.TurnDone && !st.LiveSteps)
 }
 
 // goLive marks, with StepEvents "turn", that the turn's steps go out one

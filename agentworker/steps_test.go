@@ -2,10 +2,12 @@ package agentworker
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // callStep numbers every call of a turn as turnOutputs' tool_call and
@@ -27,7 +29,7 @@ func TestCallStepNumbersAsTurnOutputs(t *testing.T) {
 		llm.Message{Role: llm.RoleTool, ToolCallID: "c", Name: schemas.ToolAmbiguityReport, Content: ReportAck},
 	)
 	want := map[string]int{}
-	for _, o := range turnOutputs(meta, s, 30) {
+	for _, o := range turnOutputs(meta, s, 30, false) {
 		if st, ok := o.data.(schemas.Step); ok && (st.Kind == schemas.StepToolCall || st.Kind == schemas.StepThink) {
 			want[st.CallID] = st.Step
 		}
@@ -62,7 +64,7 @@ func BenchmarkTurnOutputs(b *testing.B) {
 	meta, s := schemas.Meta{Tenant: "acme", Conversation: "c"}, benchTurn()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = turnOutputs(meta, s, 30)
+		_ = turnOutputs(meta, s, 30, false)
 	}
 }
 
@@ -92,5 +94,52 @@ func BenchmarkQuickTurnEvents(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A batched turn's outputs are its singles' outputs with the steps made
+// one dev.rein.steps.v1 at the first one's place, everything else (the
+// report, the escalations, the reply turn) as it was and in order.
+func TestBatchedOutputsAreTheSinglesInOneEvent(t *testing.T) {
+	meta := schemas.Meta{Tenant: "acme", Conversation: "c"}
+	args := json.RawMessage(`{"summary":"s","report":"r"}`)
+	report := benchTurn()
+	report.Messages = append(report.Messages[:len(report.Messages)-1],
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "r1", Name: schemas.ToolAmbiguityReport, Arguments: args}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "r1", Name: schemas.ToolAmbiguityReport, Content: ReportAck},
+		llm.Message{Role: llm.RoleAssistant, Content: "Which one?"})
+	maxed := benchTurn()
+	maxed.Outcome = OutcomeMaxSteps
+	transfer := benchTurn()
+	transfer.Messages = append(transfer.Messages[:len(transfer.Messages)-1],
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "t1", Name: schemas.ToolTransfer, Arguments: args}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t1", Name: schemas.ToolTransfer, Content: "Transfer successful"})
+	failed := benchTurn()
+	failed.Outcome = OutcomeFailed
+	human := benchTurn()
+	human.Outcome = OutcomeHuman
+	for name, s := range map[string]*State{"reply": benchTurn(), "report": report, "max_steps": maxed, "transfer": transfer, "failed": failed, "human": human} {
+		singles := turnOutputs(meta, s, 30, false)
+		var want []output
+		var steps []schemas.Step
+		at := -1
+		for _, o := range singles {
+			if st, ok := o.data.(schemas.Step); ok {
+				if at < 0 {
+					at = len(want)
+					want = append(want, output{})
+				}
+				steps = append(steps, st)
+				continue
+			}
+			want = append(want, o)
+		}
+		if at >= 0 {
+			want[at] = output{bus.StreamSteps, bus.StepSubject("acme", "c"), schemas.TypeSteps,
+				schemas.StepsEventID("acme", "c", s.Turn), schemas.Steps{Turn: s.Turn, Steps: steps}}
+		}
+		if got := turnOutputs(meta, s, 30, true); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: batched outputs\n%+v\nwant\n%+v", name, got, want)
+		}
 	}
 }
