@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // FirstData returns the payload of the first message stored on subject at
 // or after sequence from, without its headers; ok is false when there is
-// none. The stream must allow direct gets (rein's do).
+// none. The stream must allow direct gets and the connection use the
+// default JetStream API prefix (rein's do: it sets no domain).
 //
 // It is the detector's probe for a conversation's earlier turns. A direct
 // get of a stored event makes the server copy the event's CloudEvents
@@ -30,25 +30,25 @@ func FirstData(ctx context.Context, js jetstream.JetStream, stream, subject stri
 		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
 		defer cancel()
 	}
-	m, err := js.Conn().RequestWithContext(ctx, apiPrefix(js.Options())+"DIRECT.GET."+stream, body)
+	m, err := js.Conn().RequestWithContext(ctx, jetstream.DefaultAPIPrefix+"DIRECT.GET."+stream, body)
 	if err != nil {
 		return nil, false, fmt.Errorf("streams: first of %s %s: %w", stream, subject, err)
 	}
 	// An answer with headers is a status: 404 when there is no such
 	// message, anything else an error.
-	if status := m.Header.Get(statusHeader); status == "404" {
+	if status := m.Header.Get(StatusHeader); status == "404" {
 		return nil, false, nil
 	} else if status != "" {
-		return nil, false, fmt.Errorf("streams: first of %s %s: status %s %s", stream, subject, status, m.Header.Get(descriptionHeader))
+		return nil, false, fmt.Errorf("streams: first of %s %s: status %s %s", stream, subject, status, m.Header.Get(DescriptionHeader))
 	}
 	return m.Data, true, nil
 }
 
-// The headers of a server's status answer (nats.go keeps its names
-// unexported).
+// The headers of a server's status answer, a message with no payload
+// (nats.go keeps its names unexported).
 const (
-	statusHeader      = "Status"
-	descriptionHeader = "Description"
+	StatusHeader      = "Status"
+	DescriptionHeader = "Description"
 )
 
 // directGet is the JetStream API's direct get request, as much of it as
@@ -57,19 +57,4 @@ type directGet struct {
 	Seq       uint64 `json:"seq,omitempty"`
 	NextFor   string `json:"next_by_subj,omitempty"`
 	NoHeaders bool   `json:"no_hdr,omitempty"`
-}
-
-// apiPrefix is the JetStream API's subject prefix for o (a domain's, or
-// the default), ending with a dot.
-func apiPrefix(o jetstream.JetStreamOptions) string {
-	switch {
-	case o.APIPrefix != "":
-		if strings.HasSuffix(o.APIPrefix, ".") {
-			return o.APIPrefix
-		}
-		return o.APIPrefix + "."
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	}
-	return jetstream.DefaultAPIPrefix
 }

@@ -168,11 +168,11 @@ func receiveChunks(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, w
 			return total, fmt.Errorf("waiting for a chunk after %d bytes: %w", total, err)
 		}
 		if len(m.Data) == 0 {
-			status := m.Header.Get("Status")
+			status := m.Header.Get(streams.StatusHeader)
 			if status == "" || status == "204" {
 				return total, nil
 			}
-			return total, fmt.Errorf("server ended the snapshot with status %s %s", status, m.Header.Get("Description"))
+			return total, fmt.Errorf("server ended the snapshot with status %s %s", status, m.Header.Get(streams.DescriptionHeader))
 		}
 		if _, err := w.Write(m.Data); err != nil {
 			return total, err
