@@ -248,25 +248,3 @@ func TestLedgerTiers(t *testing.T) {
 		t.Errorf("tenant cap: %d tenants", l.tenants.Len())
 	}
 }
-
-// A refresh that finds nothing new still forgets what aged out: a quiet
-// deployment does not keep an hour-old bucket.
-func TestLedgerForgetsWithoutNewDetections(t *testing.T) {
-	h := testutil.StartJetStream(t, "")
-	publishDetections(t, h, "acme", "c1", "clear")
-	ctx := context.Background()
-	now := time.Now()
-	l := newLedger(now)
-	if err := l.refresh(ctx, h.JS, now); err != nil {
-		t.Fatal(err)
-	}
-	if len(l.fine.buckets) != 1 || len(l.coarse.buckets) != 1 {
-		t.Fatalf("after one detection: %d fine and %d coarse buckets", len(l.fine.buckets), len(l.coarse.buckets))
-	}
-	if err := l.refresh(ctx, h.JS, now.Add(3*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if len(l.fine.buckets) != 0 || len(l.coarse.buckets) != 0 {
-		t.Errorf("three hours on, nothing new: %d fine and %d coarse buckets kept", len(l.fine.buckets), len(l.coarse.buckets))
-	}
-}

@@ -128,23 +128,23 @@ func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.T
 	}
 	read := 0
 	l.behind = false
-	if l.next <= last {
-		// An ordered consumer, not batched direct gets: a direct get makes
-		// the server rewrite each stored detection's headers into its answer
-		// (a few kilobytes allocated per detection), a consumer delivers
-		// them as stored.
-		rg := streams.Range{Stream: bus.StreamDetections, Filters: []string{bus.DetectionsAll}, FromSeq: l.next, ToSeq: last}
-		err = streams.ReadRange(ctx, js, rg, nil, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
-			if read >= ledgerMaxRead {
-				l.behind = true
-				return errLedgerFull
-			}
-			read++
-			l.next = md.Sequence.Stream + 1
-			l.add(streams.Raw{Stream: bus.StreamDetections, Subject: m.Subject(), Sequence: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers(), Data: m.Data()})
-			return nil
-		})
+	if l.next > last {
+		return nil
 	}
+	// An ordered consumer, not batched direct gets: a direct get makes the
+	// server rewrite each stored detection's headers into its answer (a few
+	// kilobytes allocated per detection), a consumer delivers them as stored.
+	rg := streams.Range{Stream: bus.StreamDetections, Filters: []string{bus.DetectionsAll}, FromSeq: l.next, ToSeq: last}
+	err = streams.ReadRange(ctx, js, rg, nil, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+		if read >= ledgerMaxRead {
+			l.behind = true
+			return errLedgerFull
+		}
+		read++
+		l.next = md.Sequence.Stream + 1
+		l.add(streams.Raw{Stream: bus.StreamDetections, Subject: m.Subject(), Sequence: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers(), Data: m.Data()})
+		return nil
+	})
 	l.fine.forget(now)
 	l.coarse.forget(now)
 	if err != nil && !errors.Is(err, errLedgerFull) {
