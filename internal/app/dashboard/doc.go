@@ -58,10 +58,8 @@
 // Every detector stores its decision for each user turn in REIN_DETECTIONS,
 // so the dashboard counts them there (data-testid="deployment", with
 // .rate, .activated, .judged, .failed): a ledger reads what was stored
-// since its last refresh (an ordered consumer over the new range, deleted
-// when the read ends: a direct get would make the server rewrite every
-// detection's headers; at most 20,000 per refresh, the page saying when it
-// is still catching up),
+// since its last refresh (batched direct gets by sequence, no consumer; at
+// most 20,000 per refresh, the page saying when it is still catching up),
 // from an hour before the dashboard started, and counts them by tenant,
 // outcome and error type in buckets of their stored time (5 s for the last
 // 15 minutes, a minute for the hour; at most telemetry.MaxTenantLabels

@@ -19,7 +19,7 @@ import (
 // where each detector stores its decision for each user turn: by tenant and
 // outcome (activated, clear, failed) and by tenant and error type, in
 // buckets by the time each was stored. It reads only what was stored since
-// its last refresh (an ordered consumer over the new range), starting
+// its last refresh (batched direct gets by sequence, no consumer), starting
 // an hour before the dashboard started, so every window up to an hour is
 // whole from the first page.
 //
@@ -128,21 +128,14 @@ func (l *ledger) refresh(ctx context.Context, js jetstream.JetStream, now time.T
 	}
 	read := 0
 	l.behind = false
-	if l.next > last {
-		return nil
-	}
-	// An ordered consumer, not batched direct gets: a direct get makes the
-	// server rewrite each stored detection's headers into its answer (a few
-	// kilobytes allocated per detection), a consumer delivers them as stored.
-	rg := streams.Range{Stream: bus.StreamDetections, Filters: []string{bus.DetectionsAll}, FromSeq: l.next, ToSeq: last}
-	err = streams.ReadRange(ctx, js, rg, nil, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
+	err = streams.ReadSubjectRaw(ctx, js, bus.StreamDetections, bus.DetectionsAll, l.next, last+1, func(r streams.Raw) error {
 		if read >= ledgerMaxRead {
 			l.behind = true
 			return errLedgerFull
 		}
 		read++
-		l.next = md.Sequence.Stream + 1
-		l.add(streams.Raw{Stream: bus.StreamDetections, Subject: m.Subject(), Sequence: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers(), Data: m.Data()})
+		l.next = r.Sequence + 1
+		l.add(r)
 		return nil
 	})
 	l.fine.forget(now)
