@@ -185,8 +185,16 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 	}
 	c := &conversation{}
 	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
-		err := streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, bus.ConversationTurns(d.Meta.Tenant, d.Meta.Conversation),
-			0, d.Sequence, func(r streams.Raw) error {
+		st, err := s.stream(ctx, bus.StreamTurns)
+		if err != nil {
+			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
+		}
+		// One read per role, each of a literal subject (see
+		// streams.StoredSubject); add keeps the turns in stored order
+		// whatever the order they are read in.
+		for _, role := range []string{schemas.RoleUser, schemas.RoleAgent} {
+			subj := streams.StoredSubject(st, bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, role))
+			err := streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, subj, 0, d.Sequence, func(r streams.Raw) error {
 				if r.Decoded == nil {
 					return nil
 				}
@@ -196,8 +204,9 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 				}
 				return nil
 			})
-		if err != nil {
-			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
+			if err != nil {
+				return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
+			}
 		}
 	}
 	if d.Sequence > 0 {
@@ -220,7 +229,7 @@ func (s *Stage) refresh(ctx context.Context, c *conversation, meta schemas.Meta,
 	if err != nil {
 		return fmt.Errorf("detector: merge agent replies: %w", err)
 	}
-	subj := streams.StoredFilter(st, bus.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
+	subj := streams.StoredSubject(st, bus.TurnSubject(meta.Tenant, meta.Conversation, schemas.RoleAgent))
 	err = streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, subj, c.agentSeq+1, before, func(r streams.Raw) error {
 		if t, err := agentTurn(r); err != nil {
 			s.deps.Logger.Warn("agent reply left out of the surface context", "tenant", meta.Tenant, "seq", r.Sequence, "err", err)
@@ -301,7 +310,7 @@ func (s *Stage) detectionStored(ctx context.Context, tenant, conv string, turn i
 	if err != nil {
 		return false, err
 	}
-	err = streams.ReadSubject(ctx, s.deps.JS, bus.StreamDetections, streams.StoredFilter(dets, bus.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
+	err = streams.ReadSubject(ctx, s.deps.JS, bus.StreamDetections, streams.StoredSubject(dets, bus.DetectionSubject(tenant, conv)), 0, 0, func(r streams.Raw) error {
 		if r.Decoded != nil && r.Decoded.Meta.Turn == turn {
 			return errFound
 		}

@@ -193,7 +193,7 @@ func (r *responder) answer(ctx context.Context, subject string) Answer {
 // detection by direct get, or, for an earlier turn, a scan of the
 // conversation's detections.
 func (r *responder) lookup(ctx context.Context, tenant, conv string, turn int) (Answer, bool) {
-	subj := streams.StoredFilter(r.stream, bus.DetectionSubject(tenant, conv))
+	subj := streams.StoredSubject(r.stream, bus.DetectionSubject(tenant, conv))
 	raw, err := r.stream.GetLastMsgForSubject(ctx, subj)
 	if err != nil {
 		return Answer{}, false

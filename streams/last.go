@@ -23,7 +23,7 @@ func LastTurn(ctx context.Context, s jetstream.Stream, subject string) (turn int
 // LastEvent reads the last event stored on subject, as LastTurn does, and
 // returns it decoded.
 func LastEvent(ctx context.Context, s jetstream.Stream, subject string) (d Decoded, found bool, err error) {
-	raw, err := s.GetLastMsgForSubject(ctx, StoredFilter(s, subject))
+	raw, err := s.GetLastMsgForSubject(ctx, StoredSubject(s, subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Decoded{}, false, nil
 	}
@@ -61,7 +61,7 @@ func TurnStored(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 		return last, true, nil
 	}
 	name := s.CachedInfo().Config.Name
-	own, found, err := findOnSubject(ctx, js, name, StoredFilter(s, subject), last.Sequence, func(d Decoded) bool { return d.Meta.Turn == turn })
+	own, found, err := findOnSubject(ctx, js, name, StoredSubject(s, subject), last.Sequence, func(d Decoded) bool { return d.Meta.Turn == turn })
 	switch {
 	case found:
 		return *own.Decoded, true, nil

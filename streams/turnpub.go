@@ -133,7 +133,7 @@ func storedTurn(ctx context.Context, js jetstream.JetStream, subject string, n i
 	if err != nil || !found || turnNumber(last) < n {
 		return Raw{}, false, err
 	}
-	own, found, err := findOnSubject(ctx, js, bus.StreamTurns, StoredFilter(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
+	own, found, err := findOnSubject(ctx, js, bus.StreamTurns, StoredSubject(s, subject), last.Sequence+1, func(d Decoded) bool { return turnNumber(d) == n })
 	if err != nil {
 		return Raw{}, false, fmt.Errorf("turn %d on %s: %w", n, subject, err)
 	}

@@ -329,7 +329,7 @@ func publishLines(ctx context.Context, js jetstream.JetStream, lines []publishLi
 // lastTurn is the turn number of the conversation's latest user turn (0
 // when it has none).
 func lastTurn(ctx context.Context, s jetstream.Stream, tenant, conv string) int {
-	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, bus.TurnSubject(tenant, conv, schemas.RoleUser)))
+	m, err := s.GetLastMsgForSubject(ctx, streams.StoredSubject(s, bus.TurnSubject(tenant, conv, schemas.RoleUser)))
 	if err != nil {
 		return 0
 	}

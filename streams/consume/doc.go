@@ -50,7 +50,7 @@
 //     replicas renew keys in the REIN_MEMBERS bucket and split the
 //     partitions evenly; a replica drains what it gives up. A conversation
 //     is in one partition, so it keeps one holder while up to N replicas
-//     work. Readers of those streams look a subject up with StoredFilter.
+//     work. Readers of those streams look a subject up with StoredSubject.
 //   - Across a crash (order.go): a dead holder's unacked messages come back
 //     only after AckWait, while the next holder already receives the later
 //     ones. The order gate notices that deliveries may be outstanding

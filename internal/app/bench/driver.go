@@ -681,7 +681,7 @@ func eventHeaders(ctx context.Context, rt *pipeline.Process, records int) (Heade
 	if err != nil {
 		return h, fmt.Errorf("bench: %w", err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, streams.StoredFilter(s, bus.TurnSubject(tenant, convName(0), schemas.RoleUser)))
+	m, err := s.GetLastMsgForSubject(ctx, streams.StoredSubject(s, bus.TurnSubject(tenant, convName(0), schemas.RoleUser)))
 	if err != nil {
 		return h, fmt.Errorf("bench: a stored user turn: %w", err)
 	}

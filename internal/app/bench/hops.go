@@ -216,7 +216,7 @@ func eachStored(ctx context.Context, js jetstream.JetStream, stream string, filt
 		return fmt.Errorf("bench: %w", err)
 	}
 	for i, f := range filters {
-		filters[i] = streams.StoredFilter(s, f)
+		filters[i] = streams.StoredSubject(s, f)
 	}
 	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, HeadersOnly: true})
 	if err != nil {
