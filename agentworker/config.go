@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reinception/rein/agentworker/taubench"
+	"github.com/reinception/rein/internal/convcache"
 	"github.com/reinception/rein/internal/llm"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -94,8 +95,9 @@ type Config struct {
 	// 64 MiB): past it the consumer stops pulling.
 	InFlightBytes int64
 	// MaxConversations bounds the conversation states kept in memory and
-	// IdleTTL drops one not used for that long (defaults 10,000 and 30m);
-	// a dropped state is read back from REIN_CONVERSATIONS.
+	// IdleTTL drops one not used for that long (defaults
+	// convcache.DefaultMax, 100,000, a backstop MaxCacheBytes binds before,
+	// and 30m); a dropped state is read back from REIN_CONVERSATIONS.
 	MaxConversations int
 	IdleTTL          time.Duration
 	// MaxCacheBytes bounds the same states by size (each measured as its
@@ -178,7 +180,7 @@ func (c *Config) defaults() {
 		c.StepEvents = StepEventsStep
 	}
 	if c.MaxConversations == 0 {
-		c.MaxConversations = 10_000
+		c.MaxConversations = convcache.DefaultMax
 	}
 	if c.MaxCacheBytes == 0 {
 		c.MaxCacheBytes = DefaultCacheBytes

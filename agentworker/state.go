@@ -231,7 +231,8 @@ func (st *Stage) save(ctx context.Context, m schemas.Meta, s *State) error {
 // ten-turn conversations hold (≈ 66 MB), the bench's steady 1,000 turns/s.
 // Past the budget a steady round of conversations misses on every turn
 // (the least recently used is always the next one due), so the default
-// leaves room; one-turn states stay under the count bound's (10,000).
+// leaves room. It binds before the count bound (convcache.DefaultMax) for
+// conversations of any length.
 const DefaultCacheBytes = 128 << 20
 
 // Fixed costs of a cached state and of each message and tool call in it:

@@ -37,8 +37,9 @@ type Config struct {
 	// (utterances, newest kept). Default 40.
 	HistoryTurns int
 	// MaxConversations bounds conversations held in memory; IdleTTL drops
-	// a conversation not seen for that long. Defaults 10,000 and 30m. A
-	// dropped conversation is rebuilt from REIN_TURNS on its next turn.
+	// a conversation not seen for that long. Defaults convcache.DefaultMax
+	// (100,000; MaxCacheBytes binds first) and 30m. A dropped conversation
+	// is rebuilt from REIN_TURNS on its next turn.
 	MaxConversations int
 	IdleTTL          time.Duration
 	// MaxCacheBytes bounds the same conversations by size (each measured
@@ -87,7 +88,7 @@ func (c *Config) defaults() {
 		c.HistoryTurns = 40
 	}
 	if c.MaxConversations == 0 {
-		c.MaxConversations = 10_000
+		c.MaxConversations = convcache.DefaultMax
 	}
 	if c.MaxCacheBytes == 0 {
 		c.MaxCacheBytes = DefaultCacheBytes

@@ -43,7 +43,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.StringVar(&a.HTTP.ToolsFile, "agent-tools", "", "OpenAI-style tool list of the http backend's tools")
 	fs.StringVar(&o.AgentScript, "agent-script", "", "run the task agent on the scripted simulator with this script (tests, demos, load benchmarks)")
 	fs.IntVar(&a.MaxSteps, "max-steps", 30, "model calls per turn before the turn escalates with reason max_steps")
-	fs.IntVar(&d.MaxConversations, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 10,000); others are re-read from REIN_TURNS")
+	fs.IntVar(&d.MaxConversations, "detector-cache", 0, "conversations whose surface context the detector keeps in memory (default 100,000; --detector-cache-mib binds first); others are re-read from REIN_TURNS")
 	fs.IntVar(&o.detectorCacheMiB, "detector-cache-mib", 0, "MiB of surface contexts the detector keeps in memory, least recently used dropped first (default 32)")
 	sharedFlag(fs, "pin-ttl", consume.DefaultPinTTL, "how long a stage replica that stopped pulling (crashed) keeps its pin before a standby replica takes the stage over; live replicas renew their pull every third of it", time.ParseDuration, &d.PinTTL, &a.PinTTL, &e.PinTTL)
 	sharedFlag(fs, "ack-wait", 0, "how long a delivered turn stays owned without a heartbeat before it is redelivered: after a crash, how soon the restarted or standby process gets it (0: each stage's default, 30s or more)", time.ParseDuration, &d.AckWait, &a.AckWait, &e.AckWait)
@@ -52,7 +52,7 @@ func (o *stageOptions) bind(fs *pflag.FlagSet, defaultModule string) {
 	fs.IntVar(&o.modules.fewShot, "few-shot-labels", 0, "llm and cascade modules: show the model up to this many of each tenant's labelled turns (identifiers masked) in its prompt, read from REIN_LABELS when the detector starts; 0: none")
 	fs.DurationVar(&o.ModelReload, "model-reload", 5*time.Second, "how often the detector reads --typed-model and --gate-model again (the files, and their paths when rein.yaml sets them): a changed model takes the next turns without a restart (docs/labels.md); 0: never")
 	fs.StringVar(&o.experiments, "experiments", "", "holdout experiments file (per tenant: name, holdout fraction <= 0.5, killed); re-read every few seconds, so the kill switch needs no restart (docs/experiments.md)")
-	fs.IntVar(&a.MaxConversations, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 10,000); others are re-read from REIN_CONVERSATIONS")
+	fs.IntVar(&a.MaxConversations, "agent-cache", 0, "conversations whose agent state the agent worker keeps in memory (default 100,000; --agent-cache-mib binds first); others are re-read from REIN_CONVERSATIONS")
 	fs.IntVar(&o.inFlightMiB, "in-flight-mib", 0, "MiB of delivered messages each stage holds, queued or being handled, before its consumer stops pulling (back-pressure instead of a growing backlog; default 64)")
 	fs.IntVar(&o.agentCacheMiB, "agent-cache-mib", 0, "MiB of agent states the agent worker keeps in memory, least recently used dropped first (default 128)")
 }

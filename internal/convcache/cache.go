@@ -29,6 +29,14 @@ type Cache[V any] struct {
 	size     func(V) int
 }
 
+// DefaultMax is the stages' default count bound (the detector's and the
+// agent worker's MaxConversations). Their budgets in bytes bind first for
+// any real conversation; the count is a backstop. It was 10,000, and a
+// contact center with more conversations active at once than that (30 s
+// between turns at 1,000 turns/s is 30,000) missed on every turn whatever
+// the budget: the least recently used is always the next one due.
+const DefaultMax = 100_000
+
 // New returns a cache of at most max conversations, each dropped after
 // idle without use.
 func New[V any](max int, idle time.Duration) *Cache[V] {
