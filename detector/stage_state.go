@@ -184,7 +184,9 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 		return c, nil
 	}
 	c := &conversation{}
-	if d.Sequence > 1 && s.hasEarlierTurns(ctx, d) {
+	// A first turn asks the stream whether anything came before it (a
+	// greeting); a later turn has earlier ones, so it reads them at once.
+	if d.Sequence > 1 && (d.Meta.Turn > 1 || s.hasEarlierTurns(ctx, d)) {
 		st, err := s.stream(ctx, bus.StreamTurns)
 		if err != nil {
 			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
