@@ -46,9 +46,41 @@ func BenchmarkStoreLoad(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		got, ok, err := st.load(ctx, "acme", "bench")
+		got, ok, err := st.load(ctx, "acme", "bench", 11)
 		if err != nil || !ok || len(got.Messages) != len(s.Messages) {
 			b.Fatalf("load: %v %v", ok, err)
+		}
+	}
+}
+
+// TestLoadWhateverTheTurn: a later turn's miss reads the records without
+// the first turn's existence probe; both find a stored state alike, and
+// neither finds one where nothing is stored (a state expired with the
+// bucket's max age, a task of a conversation never seen).
+func TestLoadWhateverTheTurn(t *testing.T) {
+	h := rtest.StartJetStream(t, "")
+	ctx := context.Background()
+	st, err := openStore(ctx, h.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range []int{0, 1, 5} {
+		s, ok, err := st.load(ctx, "acme", "none", turn)
+		if err != nil || ok || s == nil || s.Status != StatusActive || len(s.Messages) != 0 {
+			t.Fatalf("load of nothing stored, turn %d: %+v, %v, %v; want a new state", turn, s, ok, err)
+		}
+	}
+	s := &State{progress: progress{Status: StatusActive}, conv: noCalls{}}
+	s.begin(1, schemas.Task{Turn: 1, UserText: "hello"})
+	s.Messages = append(s.Messages, llm.Message{Role: llm.RoleAssistant, Content: "hi"})
+	s.TurnDone = true
+	if err := st.save(ctx, "acme", "one", s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range []int{0, 1, 2} {
+		got, ok, err := st.load(ctx, "acme", "one", turn)
+		if err != nil || !ok || len(got.Messages) != len(s.Messages) || got.seq != s.seq {
+			t.Fatalf("load for turn %d: %v, %v; want the stored state", turn, ok, err)
 		}
 	}
 }

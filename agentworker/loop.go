@@ -136,7 +136,7 @@ func (s *Stage) stored(ctx context.Context, out streams.OutputStreams, d streams
 	st, known := s.cache.Get(bus.ConversationKey(meta.Tenant, meta.Conversation))
 	if !known {
 		var err error
-		if st, known, err = s.store.load(ctx, meta.Tenant, meta.Conversation); err != nil {
+		if st, known, err = s.store.load(ctx, meta.Tenant, meta.Conversation, meta.Turn); err != nil {
 			return streams.StoredNone, err
 		}
 	}

@@ -97,22 +97,25 @@ func LoadState(ctx context.Context, js jetstream.JetStream, tenant, conv string)
 	if err != nil {
 		return nil, false, err
 	}
-	return st.load(ctx, tenant, conv)
+	return st.load(ctx, tenant, conv, 0)
 }
 
 // load assembles a State from the conversation's records, read with
 // batched direct gets: a cache miss costs a round trip or two, never a
-// consumer.
-func (st store) load(ctx context.Context, tenant, conv string) (*State, bool, error) {
+// consumer. turn is the turn about to be handled (0: unknown).
+func (st store) load(ctx context.Context, tenant, conv string, turn int) (*State, bool, error) {
 	s := &State{progress: progress{Status: StatusActive}}
 	subject := bus.ConversationStateSubject(bus.ConversationKey(tenant, conv))
-	// A plain direct get first: it answers a new conversation (the common
-	// miss) on the connection's shared reply subscription, where the
-	// batched get would set up a subscription of its own.
-	if _, err := st.stream.GetLastMsgForSubject(ctx, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
-		return s, false, nil
-	} else if err != nil {
-		return nil, false, fmt.Errorf("agentworker: look up state %s: %w", subject, err)
+	// For a first turn, a plain direct get first: it answers a new
+	// conversation (the common miss there) on the connection's shared reply
+	// subscription, where the batched get would set up a subscription of
+	// its own. A later turn's conversation has records to read.
+	if turn <= 1 {
+		if _, err := st.stream.GetLastMsgForSubject(ctx, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
+			return s, false, nil
+		} else if err != nil {
+			return nil, false, fmt.Errorf("agentworker: look up state %s: %w", subject, err)
+		}
 	}
 	var raws []streams.Raw
 	err := streams.ReadSubjectRaw(ctx, st.js, bus.StreamConversations, subject, 0, 0, func(m streams.Raw) error {

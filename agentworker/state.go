@@ -202,7 +202,7 @@ func (st *Stage) load(ctx context.Context, m schemas.Meta) (*State, error) {
 	if s, ok := st.cache.Get(key); ok {
 		return s, nil
 	}
-	s, _, err := st.store.load(ctx, m.Tenant, m.Conversation)
+	s, _, err := st.store.load(ctx, m.Tenant, m.Conversation, m.Turn)
 	if err != nil {
 		return nil, err
 	}
