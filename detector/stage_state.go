@@ -188,27 +188,17 @@ func (s *Stage) conversation(ctx context.Context, d streams.Decoded) (*conversat
 	// greeting); a later turn has earlier ones, so it reads them at once.
 	if d.Sequence > 1 && (d.Meta.Turn > 1 || s.hasEarlierTurns(ctx, d)) {
 		st, err := s.stream(ctx, bus.StreamTurns)
-		if err != nil {
-			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
-		}
-		// One read per role, each of a literal subject (see
-		// streams.StoredSubject); add keeps the turns in stored order
-		// whatever the order they are read in.
-		for _, role := range []string{schemas.RoleUser, schemas.RoleAgent} {
-			subj := streams.StoredSubject(st, bus.TurnSubject(d.Meta.Tenant, d.Meta.Conversation, role))
-			err := streams.ReadSubject(ctx, s.deps.JS, bus.StreamTurns, subj, 0, d.Sequence, func(r streams.Raw) error {
-				if r.Decoded == nil {
-					return nil
-				}
+		if err == nil {
+			err = streams.ReadConversationTurns(ctx, s.deps.JS, st, d.Meta.Tenant, d.Meta.Conversation, d.Sequence, func(r streams.Raw) error {
 				var t schemas.Turn
-				if r.Decoded.Payload(&t) == nil {
+				if r.Decoded != nil && r.Decoded.Payload(&t) == nil {
 					c.add(t, r.Sequence, s.cfg.HistoryTurns)
 				}
 				return nil
 			})
-			if err != nil {
-				return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
-			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("detector: rebuild surface context: %w", err)
 		}
 	}
 	if d.Sequence > 0 {

@@ -252,12 +252,15 @@ func (s *Stage) forget(id string) {
 }
 
 // transcript reads a conversation's surface dialogue from REIN_TURNS for
-// the handoff sink.
+// the handoff sink, with batched direct gets of its literal subjects (no
+// consumer is created).
 func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]TranscriptLine, error) {
+	turns, err := s.deps.JS.Stream(ctx, bus.StreamTurns)
+	if err != nil {
+		return nil, fmt.Errorf("escalation: transcript: %w", err)
+	}
 	var out []TranscriptLine
-	err := streams.ReadStream(ctx, s.deps.JS, bus.StreamTurns, streams.ReadOptions{
-		Filters: []string{bus.ConversationTurns(tenant, conv)},
-	}, func(r streams.Raw) error {
+	err = streams.ReadConversationTurns(ctx, s.deps.JS, turns, tenant, conv, 0, func(r streams.Raw) error {
 		if r.Decoded == nil {
 			return nil
 		}

@@ -53,3 +53,46 @@ func TestStoredSubjectIsWhereTheServerStores(t *testing.T) {
 		})
 	}
 }
+
+// TestReadConversationTurns: one conversation's user and agent turns in
+// stored order, another's left out, up to a stop sequence, with and
+// without partitions.
+func TestReadConversationTurns(t *testing.T) {
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d partitions", n), func(t *testing.T) {
+			h := rtest.StartJetStream(t, "")
+			if n > 1 {
+				bustest.Partitioned(t, h, n)
+			}
+			ctx := context.Background()
+			var seqs []uint64
+			for _, m := range [][3]string{{"r", "user", "u1"}, {"o", "user", "x"}, {"r", "agent", "a1"}, {"r", "user", "u2"}, {"o", "agent", "y"}, {"r", "agent", "a2"}} {
+				ack, err := h.JS.Publish(ctx, bus.TurnSubject("acme", m[0], m[1]), []byte(m[2]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				seqs = append(seqs, ack.Sequence)
+			}
+			st, err := h.JS.Stream(ctx, bus.StreamTurns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := func(stop uint64) string {
+				var got []string
+				if err := streams.ReadConversationTurns(ctx, h.JS, st, "acme", "r", stop, func(r streams.Raw) error {
+					got = append(got, string(r.Data))
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return fmt.Sprint(got)
+			}
+			if got := read(0); got != "[u1 a1 u2 a2]" {
+				t.Errorf("all turns = %s, want [u1 a1 u2 a2]", got)
+			}
+			if got := read(seqs[3]); got != "[u1 a1]" {
+				t.Errorf("turns before u2 = %s, want [u1 a1]", got)
+			}
+		})
+	}
+}

@@ -1,12 +1,17 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/reinception/rein/schemas"
+	"github.com/reinception/rein/streams/bus"
 )
 
 // subjectPage is how many messages one batched direct get returns.
@@ -64,6 +69,31 @@ func ReadSubjectRaw(ctx context.Context, js jetstream.JetStream, stream, filter 
 		}
 		if n < subjectPage {
 			return nil
+		}
+	}
+	return nil
+}
+
+// ReadConversationTurns calls fn with the user and agent turns of one
+// conversation stored in REIN_TURNS (turns, looked up) before stop (0:
+// all), in stored order. It reads each role's literal subject
+// (StoredSubject) with ReadSubject and merges the two: a wildcard filter
+// over the conversation would make the server scan (see StoredSubject).
+func ReadConversationTurns(ctx context.Context, js jetstream.JetStream, turns jetstream.Stream, tenant, conv string, stop uint64, fn func(Raw) error) error {
+	var all []Raw
+	for _, role := range []string{schemas.RoleUser, schemas.RoleAgent} {
+		subject := StoredSubject(turns, bus.TurnSubject(tenant, conv, role))
+		if err := ReadSubject(ctx, js, bus.StreamTurns, subject, 0, stop, func(r Raw) error {
+			all = append(all, r)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(all, func(a, b Raw) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	for _, r := range all {
+		if err := fn(r); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -468,6 +468,11 @@ func TestIntegrationDocLive(t *testing.T) {
 		item["reason"] != schemas.ReasonTransfer || item["transcript"] == nil {
 		t.Fatalf("handoff item %s: %v", msg.Data, err)
 	}
+	// The transcript is read from REIN_TURNS under the escalation
+	// stage's identity: the user's turn is in it.
+	if lines, _ := item["transcript"].([]any); len(lines) == 0 || lines[0].(map[string]any)["role"] != schemas.RoleUser {
+		t.Errorf("handoff item's transcript = %v, want the conversation's turns from its user turn", item["transcript"])
+	}
 	md, err := msg.Metadata()
 	if err != nil {
 		t.Fatal(err)

@@ -229,8 +229,7 @@ var grants = map[string]func(*grant){
 	IdentityEscalation: func(g *grant) {
 		g.client()
 		g.consume(bus.StreamOutcomes, bus.DurableEscalation)
-		g.get(bus.StreamOutcomes)
-		g.read(bus.StreamTurns)
+		g.get(bus.StreamOutcomes, bus.StreamTurns)
 		// The handoff queue: items and deadline events in, claimed items
 		// and expired deadlines out, the desktops' consumer ensured.
 		g.get(bus.StreamHandoff)

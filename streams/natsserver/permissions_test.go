@@ -183,10 +183,15 @@ func TestStagePermissions(t *testing.T) {
 		{natsserver.IdentityDetector, pub, "$JS.API.STREAM.PURGE." + bus.StreamTurns, false},
 		{natsserver.IdentityDetector, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTasks + "." + bus.DurableAgentWorker, false},
 		{natsserver.IdentityAgentWorker, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamTurns + "." + bus.DurableDetector, false},
-		// A reader of a stream (ordered consumers) may not take over a durable on it.
-		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + ".ordered_1", true},
+		// The escalation stage reads a transcript with direct gets: no
+		// consumer on REIN_TURNS at all, let alone a stage's durable.
+		{natsserver.IdentityEscalation, pub, "$JS.API.DIRECT.GET." + bus.StreamTurns, true},
+		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + ".ordered_1", false},
 		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + "." + bus.DurableDetector, false},
 		{natsserver.IdentityEscalation, pub, "$JS.API.CONSUMER.MSG.NEXT." + bus.StreamTurns + "." + bus.DurableDetector, false},
+		// A reader of a stream (ordered consumers) may not take over a durable on it.
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + ".ordered_1", true},
+		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamTurns + "." + bus.DurableDetector, false},
 		// A platform's event reader reads and publishes nothing.
 		{natsserver.IdentityReader, sub, bus.DetectionsAll, true},
 		{natsserver.IdentityReader, pub, "$JS.API.CONSUMER.CREATE." + bus.StreamOutcomes + ".ordered_1", true},
@@ -322,11 +327,14 @@ func TestConsumeLoopUnderStageIdentity(t *testing.T) {
 	rtest.CheckFor(t, 10*time.Second, "the bad turn dead-lettered and quarantined", func() bool {
 		return h.StreamMsgs(t, bus.StreamDLQ) == 1 && h.StreamMsgs(t, bus.StreamTurns) == 1
 	})
-	// The escalation stage reads a transcript through an ordered consumer.
+	// The escalation stage reads a transcript with direct gets.
 	n := 0
-	if err := streams.ReadStream(ctx, ejs, bus.StreamTurns, streams.ReadOptions{Filters: []string{bus.ConversationTurns("acme", "c1")}},
-		func(streams.Raw) error { n++; return nil }); err != nil || n != 1 {
-		t.Errorf("ordered read under the escalation identity: %d turns, %v", n, err)
+	turns, err := ejs.Stream(ctx, bus.StreamTurns)
+	if err == nil {
+		err = streams.ReadConversationTurns(ctx, ejs, turns, "acme", "c1", 0, func(streams.Raw) error { n++; return nil })
+	}
+	if err != nil || n != 1 {
+		t.Errorf("transcript read under the escalation identity: %d turns, %v", n, err)
 	}
 	select {
 	case err := <-errs:
