@@ -8,7 +8,8 @@
 // Consumes: REIN_OUTCOMES, rein.escalations.<tenant>.<conv>,
 // rein.reports.<tenant>.<conv>, rein.unanswered.<tenant>.<conv> and
 // rein.releases.<tenant>.<conv>, durable "escalation"
-// (Stage.ConsumerConfig).
+// (Stage.ConsumerConfig). Reads a handed-over conversation's transcript
+// from REIN_TURNS with batched direct gets (streams.ReadConversationTurns).
 // Produces: handoff items on REIN_HANDOFF rein.handoff.items.<tenant>.<conv>
 // and dev.rein.handoff.timeout.v1 on rein.handoff.timeout.<tenant>.<conv>
 // (both through streams.Publisher); dead letters on rein.dlq.escalation
