@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
 	"github.com/reinception/rein/streams/bus"
@@ -66,6 +68,9 @@ type Stage struct {
 
 	mu        sync.Mutex
 	delivered map[string]map[string]bool // event id → sinks done, while retrying
+
+	turnsMu sync.Mutex
+	turns   jetstream.Stream // REIN_TURNS, looked up by the first transcript
 }
 
 // New builds the stage and its sinks.
@@ -255,7 +260,7 @@ func (s *Stage) forget(id string) {
 // the handoff sink, with batched direct gets of its literal subjects (no
 // consumer is created).
 func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]TranscriptLine, error) {
-	turns, err := s.deps.JS.Stream(ctx, bus.StreamTurns)
+	turns, err := s.turnsStream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("escalation: transcript: %w", err)
 	}
@@ -271,4 +276,19 @@ func (s *Stage) transcript(ctx context.Context, tenant, conv string) ([]Transcri
 		return nil
 	})
 	return out, err
+}
+
+// turnsStream is REIN_TURNS, looked up once (a failed lookup is tried
+// again by the next transcript).
+func (s *Stage) turnsStream(ctx context.Context) (jetstream.Stream, error) {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	if s.turns == nil {
+		st, err := s.deps.JS.Stream(ctx, bus.StreamTurns)
+		if err != nil {
+			return nil, err
+		}
+		s.turns = st
+	}
+	return s.turns, nil
 }
