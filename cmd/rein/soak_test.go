@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/reinception/rein/internal/convcache"
 	rtest "github.com/reinception/rein/internal/testutil"
 	"github.com/reinception/rein/schemas"
 	"github.com/reinception/rein/streams"
@@ -34,7 +36,8 @@ import (
 //
 // Short by default (3 × 5,000 conversations). The issue's full form,
 // 3 × 100,000, with REIN_LONG=1; REIN_SOAK_CONVERSATIONS sets the wave;
-// REIN_CHAOS_BIN tests a prebuilt binary.
+// REIN_SOAK_ARGS adds serve flags (space-separated); REIN_CHAOS_BIN tests
+// a prebuilt binary.
 func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 	wave := 5000
 	if rtest.Long() {
@@ -42,9 +45,15 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 	}
 	wave = envInt("REIN_SOAK_CONVERSATIONS", wave)
 	const waves = 3
-	// The stages' caches hold a fifth of a wave (at most their default,
-	// 10,000), so the first wave fills them whatever its size.
-	cache := min(max(wave/5, 1), 10_000)
+	// The first wave must fill the stages' caches. A wave as large as
+	// their default count bound (the full form) runs serve's defaults, so
+	// the figure is what an operator gets; a smaller one caps the caches
+	// at a fifth of it.
+	var cacheFlags []string
+	if wave < convcache.DefaultMax {
+		cache := strconv.Itoa(max(wave/5, 1))
+		cacheFlags = []string{"--detector-cache", cache, "--agent-cache", cache}
+	}
 
 	bin := chaosBinary(t)
 	dir := t.TempDir()
@@ -71,9 +80,10 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	httpAddr := freePort(t)
-	cmd := exec.Command(bin, "serve", "--nats-url", ns.ClientURL(), "--nats-nkey", seed, "--data-dir", filepath.Join(dir, "rein"),
-		"--task-key", taskKey, "--http", httpAddr, "--agent-script", script, "--log-level", "error",
-		"--detector-cache", strconv.Itoa(cache), "--agent-cache", strconv.Itoa(cache))
+	args := []string{"serve", "--nats-url", ns.ClientURL(), "--nats-nkey", seed, "--data-dir", filepath.Join(dir, "rein"),
+		"--task-key", taskKey, "--http", httpAddr, "--agent-script", script, "--log-level", "error"}
+	args = append(append(args, cacheFlags...), strings.Fields(os.Getenv("REIN_SOAK_ARGS"))...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -160,8 +170,8 @@ func TestSoakResidentSetStaysFlatAcrossWaves(t *testing.T) {
 		}
 		rss = append(rss, m)
 		self, _ := readProcMemory(os.Getpid())
-		t.Logf("wave %d: %d conversations in %s; rein serve RSS %.0f MB, peak %.0f MB (this process, the server's: RSS %.0f MB)",
-			w+1, wave, time.Since(start).Round(time.Millisecond), m.RSSMB, m.PeakMB, self.RSSMB)
+		t.Logf("wave %d: %d conversations in %s; rein serve RSS %.0f MB, peak %.0f MB (%s) (this process, the server's: RSS %.0f MB)",
+			w+1, wave, time.Since(start).Round(time.Millisecond), m.RSSMB, m.PeakMB, goMemory(httpAddr), self.RSSMB)
 	}
 	if got := outcomes.Load(); got != int64(waves*wave) {
 		t.Errorf("%d outcomes for %d turns", got, waves*wave)
@@ -204,6 +214,35 @@ rules:
 default:
   respond: {content: 'Done.'}
 `
+
+// goMemory is what serve's Go runtime says of its memory (/metrics), for
+// the log: what of the resident set is live heap, the collector's
+// headroom, stacks.
+func goMemory(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, name := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"} {
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if strings.HasSuffix(name, "_bytes") {
+					out = append(out, fmt.Sprintf("%s %.0f MB", strings.TrimPrefix(name, "go_memstats_"), f/1e6))
+				} else {
+					out = append(out, fmt.Sprintf("%s %.0f", name, f))
+				}
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // procMemory is a process's resident set now and at its peak.
 type procMemory struct{ RSSMB, PeakMB float64 }
