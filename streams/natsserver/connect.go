@@ -31,7 +31,8 @@ type ConnectConfig struct {
 	// this connection (a permissions violation, a slow consumer); a full
 	// channel drops them.
 	AsyncErrors chan<- error
-	// InProcess, when set, connects to this embedded server without a socket.
+	// InProcess, when set, connects to this embedded server without a
+	// socket, through a buffered in-process connection (inprocess.go).
 	InProcess *server.Server
 	// InboxPrefix, when set, replaces _INBOX for this connection's reply
 	// subjects; a tenant's identity needs TenantInbox(tenant).
@@ -93,7 +94,7 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	}
 	url := c.URL
 	if c.InProcess != nil {
-		opts = append(opts, nats.InProcessServer(c.InProcess))
+		opts = append(opts, nats.InProcessServer(bufferedInProcess{c.InProcess}))
 		// No socket, so no TLS: the server does not require it in-process.
 		url = strings.Replace(c.InProcess.ClientURL(), "tls://", "nats://", 1)
 	}
