@@ -32,8 +32,10 @@ type ConnectConfig struct {
 	// channel drops them.
 	AsyncErrors chan<- error
 	// InProcess, when set, connects to this embedded server without a
-	// socket, through a buffered in-process connection (inprocess.go).
-	InProcess *server.Server
+	// socket, through a buffered in-process connection (inprocess.go);
+	// InProcessUnbuffered uses the server's bare pipe instead.
+	InProcess           *server.Server
+	InProcessUnbuffered bool
 	// InboxPrefix, when set, replaces _INBOX for this connection's reply
 	// subjects; a tenant's identity needs TenantInbox(tenant).
 	InboxPrefix string
@@ -94,7 +96,11 @@ func Connect(c ConnectConfig) (*nats.Conn, error) {
 	}
 	url := c.URL
 	if c.InProcess != nil {
-		opts = append(opts, nats.InProcessServer(bufferedInProcess{c.InProcess}))
+		if c.InProcessUnbuffered {
+			opts = append(opts, nats.InProcessServer(c.InProcess))
+		} else {
+			opts = append(opts, nats.InProcessServer(bufferedInProcess{c.InProcess}))
+		}
 		// No socket, so no TLS: the server does not require it in-process.
 		url = strings.Replace(c.InProcess.ClientURL(), "tls://", "nats://", 1)
 	}

@@ -38,36 +38,32 @@ func (b bufferedInProcess) InProcessConn() (net.Conn, error) {
 // deadline, max pending) apply as before.
 const bufferedConnLimit = 4 << 20
 
-// keptBufferCap is the largest buffer kept once drained; a larger one
-// (after a burst) goes to the collector.
-const keptBufferCap = 256 << 10
-
 // bufferedConn wraps one end of a synchronous pipe so that neither side
-// waits for the other to be scheduled: a write is copied into a buffer
+// waits for the other to be scheduled: a write is copied into buffers
 // that a goroutine of its own writes to the pipe, and a second goroutine
-// keeps reading the pipe into a buffer that Read takes from. Bytes keep
+// keeps reading the pipe into buffers that Read takes from. Bytes keep
 // their order each way. The caller's writes must not overlap (nats.go
-// writes under its connection's lock).
+// writes under its connection's lock). The buffers are pooled chunks, so
+// a burst costs no allocation once the pool holds what it needs.
 type bufferedConn struct {
 	pipe  net.Conn
 	limit int
 
 	mu sync.Mutex
-	// Read side: in[head:] is what was read from the pipe and not yet
-	// taken; rerr ends Read once in is drained.
-	in       []byte
-	head     int
+	// Read side: what fill read and Read has not taken; rerr ends Read
+	// once in is empty.
+	in       chunks
 	rerr     error
 	deadline time.Time
-	// Write side: out is waiting for the pipe; spare is the buffer the
-	// writer goroutine gave back; werr ends Write.
-	out, spare []byte
-	werr       error
+	// Write side: what Write took and drain has not handed to the pipe;
+	// werr ends Write.
+	out  chunks
+	werr error
 
 	readable chan struct{} // in grew, rerr or the deadline changed
 	taken    chan struct{} // Read took from in
 	pending  chan struct{} // out grew
-	written  chan struct{} // out was handed to the pipe, or werr set
+	written  chan struct{} // drain handed a batch to the pipe, or werr set
 	closed   chan struct{}
 	once     sync.Once
 }
@@ -89,18 +85,92 @@ func notify(ch chan struct{}) {
 	}
 }
 
+// chunkSize is the size of a pooled chunk, and the most one read of the
+// pipe takes.
+const chunkSize = 32 << 10
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
+
+func getChunk() []byte { return (*chunkPool.Get().(*[]byte))[:0] }
+
+func putChunk(b []byte) {
+	if cap(b) == chunkSize {
+		b = b[:0]
+		chunkPool.Put(&b)
+	}
+}
+
+// chunks is a queue of bytes in pooled chunks: bufs[head][off:], then
+// the chunks after it.
+type chunks struct {
+	bufs      [][]byte
+	head, off int
+	size      int // bytes queued
+}
+
+// push appends b, copying it into the last chunk's room and new chunks.
+func (q *chunks) push(b []byte) {
+	q.size += len(b)
+	for len(b) > 0 {
+		n := len(q.bufs)
+		if n == q.head || len(q.bufs[n-1]) == cap(q.bufs[n-1]) {
+			q.bufs = append(q.bufs, getChunk())
+			n++
+		}
+		last := q.bufs[n-1]
+		k := copy(last[len(last):cap(last)], b)
+		q.bufs[n-1] = last[:len(last)+k]
+		b = b[k:]
+	}
+}
+
+// take copies the oldest bytes into p, giving drained chunks back.
+func (q *chunks) take(p []byte) int {
+	n := 0
+	for n < len(p) && q.head < len(q.bufs) {
+		k := copy(p[n:], q.bufs[q.head][q.off:])
+		n += k
+		q.off += k
+		if q.off == len(q.bufs[q.head]) {
+			putChunk(q.bufs[q.head])
+			q.bufs[q.head] = nil
+			q.head, q.off = q.head+1, 0
+		}
+	}
+	q.size -= n
+	if q.head == len(q.bufs) {
+		q.bufs, q.head = q.bufs[:0], 0
+	}
+	return n
+}
+
+// each calls fn on every queued chunk in order and empties the queue,
+// giving the chunks back.
+func (q *chunks) each(fn func([]byte)) {
+	for i := q.head; i < len(q.bufs); i++ {
+		fn(q.bufs[i][q.off:])
+		q.off = 0
+		putChunk(q.bufs[i])
+		q.bufs[i] = nil
+	}
+	q.bufs, q.head, q.off, q.size = q.bufs[:0], 0, 0, 0
+}
+
 // fill reads the pipe into in until the pipe fails, holding off while
 // in is past the limit.
 func (c *bufferedConn) fill() {
-	buf := make([]byte, 64<<10)
+	// One read of the pipe takes what one write of the server gave, often
+	// a single small message: it is copied into the queue's chunks, packed,
+	// so what in holds in memory is what it counts.
+	buf := make([]byte, chunkSize)
 	for {
 		n, err := c.pipe.Read(buf)
 		c.mu.Lock()
-		c.in = append(c.in, buf[:n]...)
+		c.in.push(buf[:n])
 		if err != nil && c.rerr == nil {
 			c.rerr = err
 		}
-		full := len(c.in)-c.head > c.limit
+		full := c.in.size > c.limit
 		c.mu.Unlock()
 		notify(c.readable)
 		if err != nil {
@@ -113,7 +183,7 @@ func (c *bufferedConn) fill() {
 				return
 			}
 			c.mu.Lock()
-			full = len(c.in)-c.head > c.limit
+			full = c.in.size > c.limit
 			c.mu.Unlock()
 		}
 	}
@@ -129,15 +199,8 @@ func (c *bufferedConn) Read(b []byte) (int, error) {
 	}()
 	for {
 		c.mu.Lock()
-		if c.head < len(c.in) {
-			n := copy(b, c.in[c.head:])
-			c.head += n
-			if c.head == len(c.in) {
-				c.head, c.in = 0, c.in[:0]
-				if cap(c.in) > keptBufferCap {
-					c.in = nil
-				}
-			}
+		if c.in.size > 0 {
+			n := c.in.take(b)
 			c.mu.Unlock()
 			notify(c.taken)
 			return n, nil
@@ -173,7 +236,7 @@ func (c *bufferedConn) Read(b []byte) (int, error) {
 // limit.
 func (c *bufferedConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
-	for c.werr == nil && len(c.out) > c.limit {
+	for c.werr == nil && c.out.size > c.limit {
 		c.mu.Unlock()
 		<-c.written
 		c.mu.Lock()
@@ -183,7 +246,7 @@ func (c *bufferedConn) Write(b []byte) (int, error) {
 		c.mu.Unlock()
 		return 0, err
 	}
-	c.out = append(c.out, b...)
+	c.out.push(b)
 	c.mu.Unlock()
 	notify(c.pending)
 	return len(b), nil
@@ -191,6 +254,7 @@ func (c *bufferedConn) Write(b []byte) (int, error) {
 
 // drain writes out to the pipe, all that has gathered at each wake-up.
 func (c *bufferedConn) drain() {
+	var batch chunks
 	for {
 		select {
 		case <-c.pending:
@@ -198,22 +262,21 @@ func (c *bufferedConn) drain() {
 			return
 		}
 		c.mu.Lock()
-		if len(c.out) == 0 {
+		batch, c.out = c.out, batch
+		c.mu.Unlock()
+		var err error
+		batch.each(func(b []byte) {
+			if err == nil {
+				_, err = c.pipe.Write(b)
+			}
+		})
+		if err != nil {
+			c.mu.Lock()
+			if c.werr == nil {
+				c.werr = err
+			}
 			c.mu.Unlock()
-			continue
 		}
-		batch := c.out
-		c.out, c.spare = c.spare[:0], nil
-		c.mu.Unlock()
-		_, err := c.pipe.Write(batch)
-		c.mu.Lock()
-		if cap(batch) <= keptBufferCap {
-			c.spare = batch[:0]
-		}
-		if err != nil && c.werr == nil {
-			c.werr = err
-		}
-		c.mu.Unlock()
 		notify(c.written)
 		if err != nil {
 			return

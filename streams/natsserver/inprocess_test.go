@@ -189,6 +189,32 @@ func TestBufferedConnWritesWaitPastTheLimit(t *testing.T) {
 	<-done
 }
 
+// What the read side holds is packed: many small writes of the server
+// (one message each) fill chunks, not a chunk each.
+func TestBufferedConnPacksSmallReads(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := newBufferedConn(a, 1<<20)
+	defer c.Close()
+	const writes, size = 10_000, 10
+	for range writes {
+		if _, err := b.Write(make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFor(t, "the peer's writes taken off the pipe", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.in.size == writes*size
+	})
+	c.mu.Lock()
+	held := len(c.in.bufs) - c.in.head
+	c.mu.Unlock()
+	if most := writes*size/chunkSize + 1; held > most {
+		t.Fatalf("%d bytes in %d writes are held in %d chunks of %d bytes, want at most %d", writes*size, writes, held, chunkSize, most)
+	}
+}
+
 // A read deadline (nats.go sets one for its handshake) ends a waiting
 // Read as a timeout; cleared, Read waits for data again.
 func TestBufferedConnReadDeadline(t *testing.T) {

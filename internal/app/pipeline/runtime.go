@@ -101,14 +101,19 @@ type Config struct {
 
 // How the stages reach the embedded server (Config.StageConn).
 const (
-	// StageConnPipe is an in-process connection: a synchronous pipe, no
-	// socket. Each write waits for the server's read loop.
+	// StageConnPipe is an in-process connection: no socket, each way
+	// buffered in memory (natsserver's bufferedConn), so a write never
+	// waits for the other side's goroutine.
 	StageConnPipe = "in-process"
+	// StageConnBarePipe is the server's in-process pipe unbuffered: each
+	// write waits for the other side to read it (rein's default before
+	// the buffer; kept to compare and to fall back on).
+	StageConnBarePipe = "pipe"
 	// StageConnLoopback is the server's own client port on a loopback
 	// address: the kernel buffers each write, at the cost of a system call
-	// per read and write. Measured on two cores (docs/performance.md):
-	// more turns per second behind slow models, more CPU per turn and a
-	// higher p50 at a steady rate.
+	// per read and write. Before the in-process connection was buffered it
+	// held more turns per second behind slow models, at more CPU per turn
+	// and a higher p50 at a steady rate (docs/performance.md).
 	StageConnLoopback = "loopback"
 )
 
@@ -255,7 +260,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	}
 	cc := cfg.Connect
 	cc.Name = cfg.Name
-	loopback, err := stageConn(cfg)
+	loopback, bare, err := stageConn(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +297,7 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 			natsserver.WatchTenants(wctx, rt.srv, dir, natsserver.DefaultKeyringPoll, log)
 		}()
 		rt.closer = append(rt.closer, func() { stopWatch(); <-watched })
-		cc.InProcess = rt.srv
+		cc.InProcess, cc.InProcessUnbuffered = rt.srv, bare
 		if loopback {
 			cc.InProcess, cc.URL = nil, rt.srv.ClientURL()
 		}
@@ -498,26 +503,29 @@ func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error 
 }
 
 // stageConn tells whether the stages reach the embedded server on its
-// loopback port, and refuses a setting it cannot honour: the port must be
-// plain (a TLS certificate need not name the loopback address) and bound
-// to a loopback address (the stages' traffic never leaves the host).
-func stageConn(cfg Config) (loopback bool, err error) {
+// loopback port or its bare pipe, and refuses a setting it cannot honour:
+// the port must be plain (a TLS certificate need not name the loopback
+// address) and bound to a loopback address (the stages' traffic never
+// leaves the host).
+func stageConn(cfg Config) (loopback, bare bool, err error) {
 	switch cfg.StageConn {
 	case "", StageConnPipe:
-		return false, nil
+		return false, false, nil
+	case StageConnBarePipe:
+		return false, true, nil
 	case StageConnLoopback:
 	default:
-		return false, fmt.Errorf("stage connection %q: want %s or %s", cfg.StageConn, StageConnPipe, StageConnLoopback)
+		return false, false, fmt.Errorf("stage connection %q: want %s, %s or %s", cfg.StageConn, StageConnPipe, StageConnLoopback, StageConnBarePipe)
 	}
 	if cfg.Connect.URL != "" {
-		return false, fmt.Errorf("stage connection %s: only the embedded server has one (an external NATS is reached at its URL)", StageConnLoopback)
+		return false, false, fmt.Errorf("stage connection %s: only the embedded server has one (an external NATS is reached at its URL)", StageConnLoopback)
 	}
 	if cfg.NATSTLSCert != "" {
-		return false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; use %s", StageConnLoopback, StageConnPipe)
+		return false, false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; use %s", StageConnLoopback, StageConnPipe)
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil || !natsserver.IsLoopbackHost(host) {
-		return false, fmt.Errorf("stage connection %s: the embedded server must listen on a loopback address (--nats-listen %q)", StageConnLoopback, cfg.Listen)
+		return false, false, fmt.Errorf("stage connection %s: the embedded server must listen on a loopback address (--nats-listen %q)", StageConnLoopback, cfg.Listen)
 	}
-	return true, nil
+	return true, false, nil
 }

@@ -217,11 +217,12 @@ func (m *recordingModel) prompts() []string {
 // holds when the stages reach the embedded server on its loopback port,
 // and then the server sees them there, not in process.
 func TestRunAnswersATurnAndDrainsOnCancel(t *testing.T) {
-	for _, conn := range []string{StageConnPipe, StageConnLoopback} {
+	for _, conn := range []string{StageConnPipe, StageConnLoopback, StageConnBarePipe} {
 		t.Run(conn, func(t *testing.T) {
 			cfg := processConfig(t.TempDir())
+			cfg.StageConn = conn
 			if conn == StageConnLoopback {
-				cfg.Listen, cfg.StageConn = "127.0.0.1:0", conn
+				cfg.Listen = "127.0.0.1:0"
 			}
 			rt, err := Start(t.Context(), cfg)
 			if err != nil {
@@ -338,18 +339,18 @@ func TestStageConnRefusesWhatItCannotHonour(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"unknown", Config{StageConn: "tcp", Listen: "127.0.0.1:0"}, `want in-process or loopback`},
+		{"unknown", Config{StageConn: "tcp", Listen: "127.0.0.1:0"}, `want in-process, loopback or pipe`},
 		{"external NATS", Config{StageConn: StageConnLoopback, Listen: "127.0.0.1:0", Connect: natsserver.ConnectConfig{URL: "nats://127.0.0.1:4222"}}, "only the embedded server"},
 		{"TLS port", Config{StageConn: StageConnLoopback, Listen: "127.0.0.1:0", NATSTLSCert: "cert.pem"}, "requires TLS"},
 		{"no listener", Config{StageConn: StageConnLoopback}, "loopback address"},
 		{"wildcard listener", Config{StageConn: StageConnLoopback, Listen: "0.0.0.0:4222"}, "loopback address"},
 	} {
-		if _, err := stageConn(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := stageConn(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: stageConn = %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
-	for _, cfg := range []Config{{}, {StageConn: StageConnPipe, Listen: "0.0.0.0:4222"}, {StageConn: StageConnLoopback, Listen: "localhost:4222"}} {
-		if _, err := stageConn(cfg); err != nil {
+	for _, cfg := range []Config{{}, {StageConn: StageConnPipe, Listen: "0.0.0.0:4222"}, {StageConn: StageConnBarePipe}, {StageConn: StageConnLoopback, Listen: "localhost:4222"}} {
+		if _, _, err := stageConn(cfg); err != nil {
 			t.Errorf("stageConn(%q, listen %q) = %v, want it accepted", cfg.StageConn, cfg.Listen, err)
 		}
 	}
