@@ -4,7 +4,10 @@
 // each may do on the bus, and provisions the streams and buckets
 // idempotently (provision.go, provision_apply.go). health.go reports a
 // stream's replicas and answers the readiness probe. The process running
-// the embedded server holds DATA-DIR/rein.lock (LockDataDir).
+// the embedded server holds DATA-DIR/rein.lock (LockDataDir). Connect
+// (connect.go) opens rein's connections; one to the embedded server in
+// the same process goes through a buffer each way (inprocess.go), since
+// the server's in-process pipe makes every write wait for the reader.
 //
 // Consumes and produces no stream of its own: it creates them, and the
 // JetStream API of provisioning is the admin identity's.
