@@ -15,10 +15,12 @@ import (
 // flushes deliveries and acknowledgements to other clients inline; a
 // client publishes under its connection's lock), so every write waited
 // for a goroutine on the other side to be scheduled. On a loaded 2-vCPU
-// machine that wait cost a fifth of the CPU per turn at full rate (rein
-// bench --quick: 0.68 → 0.54 CPU s per 1,000 turns with the buffer below;
-// docs/performance.md). A loopback socket avoids the wait but pays system
-// calls; a buffer in memory avoids both.
+// machine that wait cost 8–20 % of the CPU per turn at full rate (rein
+// bench --quick, docs/performance.md), and throughput behind slow models.
+// A loopback socket avoids the wait but pays system calls; a buffer in
+// memory avoids both. It is not free: each message read costs one more
+// wake-up, which showed at a moderate rate with many reads (30,000
+// conversations active; --nats-stage-conn pipe keeps the bare pipe).
 
 // bufferedInProcess gives nats.go the server's in-process pipe behind a
 // bufferedConn.
@@ -57,8 +59,9 @@ type bufferedConn struct {
 	deadline time.Time
 	// Write side: what Write took and drain has not handed to the pipe;
 	// werr ends Write.
-	out  chunks
-	werr error
+	out       chunks
+	werr      error
+	wdeadline time.Time
 
 	readable chan struct{} // in grew, rerr or the deadline changed
 	taken    chan struct{} // Read took from in
@@ -233,12 +236,37 @@ func (c *bufferedConn) Read(b []byte) (int, error) {
 }
 
 // Write copies b for drain to write, waiting only while out is past the
-// limit.
+// limit, and then until the write deadline (nats.go sets one per write:
+// a server that stops reading for that long fails the connection, as on
+// the bare pipe).
 func (c *bufferedConn) Write(b []byte) (int, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	c.mu.Lock()
 	for c.werr == nil && c.out.size > c.limit {
+		deadline := c.wdeadline
 		c.mu.Unlock()
-		<-c.written
+		if deadline.IsZero() {
+			<-c.written
+		} else {
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				return 0, os.ErrDeadlineExceeded
+			}
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-c.written:
+			case <-timer.C:
+			}
+		}
 		c.mu.Lock()
 	}
 	if c.werr != nil {
@@ -307,12 +335,19 @@ func (c *bufferedConn) Close() error {
 func (c *bufferedConn) LocalAddr() net.Addr  { return c.pipe.LocalAddr() }
 func (c *bufferedConn) RemoteAddr() net.Addr { return c.pipe.RemoteAddr() }
 
-// SetDeadline sets the read deadline: a write never waits on the other
-// side except past the limit.
-func (c *bufferedConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+// SetDeadline sets both deadlines. A write waits on the other side only
+// past the limit, so only such a wait ends at the write deadline.
+func (c *bufferedConn) SetDeadline(t time.Time) error {
+	_ = c.SetWriteDeadline(t)
+	return c.SetReadDeadline(t)
+}
 
-// SetWriteDeadline is accepted and has no effect (see SetDeadline).
-func (c *bufferedConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *bufferedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.wdeadline = t
+	c.mu.Unlock()
+	return nil
+}
 
 func (c *bufferedConn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()

@@ -215,6 +215,32 @@ func TestBufferedConnPacksSmallReads(t *testing.T) {
 	}
 }
 
+// A write held at the limit ends at the write deadline, as a write to a
+// bare pipe whose reader stopped does (nats.go sets one per write).
+func TestBufferedConnWriteDeadline(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := newBufferedConn(a, 1024)
+	defer c.Close()
+	if err := c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := c.Write(make([]byte, 600)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	err := waitFor(t, done, 5*time.Second, "a write held at the limit past its deadline")
+	var ne net.Error
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("write past its deadline: %v, want a timeout", err)
+	}
+}
+
 // A read deadline (nats.go sets one for its handshake) ends a waiting
 // Read as a timeout; cleared, Read waits for data again.
 func TestBufferedConnReadDeadline(t *testing.T) {
