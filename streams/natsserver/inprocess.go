@@ -45,8 +45,8 @@ const bufferedConnLimit = 4 << 20
 // that a goroutine of its own writes to the pipe, and a second goroutine
 // keeps reading the pipe into buffers that Read takes from. Bytes keep
 // their order each way. The caller's writes must not overlap (nats.go
-// writes under its connection's lock). The buffers are pooled chunks, so
-// a burst costs no allocation once the pool holds what it needs.
+// writes under its connection's lock). The buffers are chunks each side
+// reuses, so a steady flow allocates nothing.
 type bufferedConn struct {
 	pipe  net.Conn
 	limit int
@@ -75,6 +75,7 @@ func newBufferedConn(pipe net.Conn, limit int) *bufferedConn {
 	c := &bufferedConn{pipe: pipe, limit: limit,
 		readable: make(chan struct{}, 1), taken: make(chan struct{}, 1),
 		pending: make(chan struct{}, 1), written: make(chan struct{}, 1), closed: make(chan struct{})}
+	c.in.free, c.out.free = new([][]byte), new([][]byte)
 	go c.fill()
 	go c.drain()
 	return c
@@ -88,27 +89,39 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// chunkSize is the size of a pooled chunk, and the most one read of the
-// pipe takes.
+// chunkSize is the size of a chunk, and the most one read of the pipe
+// takes.
 const chunkSize = 32 << 10
 
-var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkSize); return &b }}
+// keptChunks is how many drained chunks a connection keeps for reuse
+// (512 KiB); those past it, after a burst, go to the collector.
+const keptChunks = 16
 
-func getChunk() []byte { return (*chunkPool.Get().(*[]byte))[:0] }
-
-func putChunk(b []byte) {
-	if cap(b) == chunkSize {
-		b = b[:0]
-		chunkPool.Put(&b)
-	}
-}
-
-// chunks is a queue of bytes in pooled chunks: bufs[head][off:], then
-// the chunks after it.
+// chunks is a queue of bytes in chunks: bufs[head][off:], then the
+// chunks after it. Drained chunks go to free, the connection's own list
+// (a sync.Pool would be shared by every connection and, under the race
+// detector, drop a quarter of what it is given).
 type chunks struct {
 	bufs      [][]byte
 	head, off int
 	size      int // bytes queued
+	free      *[][]byte
+}
+
+func (q *chunks) get() []byte {
+	if n := len(*q.free); n > 0 {
+		b := (*q.free)[n-1]
+		(*q.free)[n-1] = nil
+		*q.free = (*q.free)[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, chunkSize)
+}
+
+func (q *chunks) put(b []byte) {
+	if cap(b) == chunkSize && len(*q.free) < keptChunks {
+		*q.free = append(*q.free, b[:0])
+	}
 }
 
 // push appends b, copying it into the last chunk's room and new chunks.
@@ -117,7 +130,7 @@ func (q *chunks) push(b []byte) {
 	for len(b) > 0 {
 		n := len(q.bufs)
 		if n == q.head || len(q.bufs[n-1]) == cap(q.bufs[n-1]) {
-			q.bufs = append(q.bufs, getChunk())
+			q.bufs = append(q.bufs, q.get())
 			n++
 		}
 		last := q.bufs[n-1]
@@ -127,7 +140,7 @@ func (q *chunks) push(b []byte) {
 	}
 }
 
-// take copies the oldest bytes into p, giving drained chunks back.
+// take copies the oldest bytes into p, freeing drained chunks.
 func (q *chunks) take(p []byte) int {
 	n := 0
 	for n < len(p) && q.head < len(q.bufs) {
@@ -135,7 +148,7 @@ func (q *chunks) take(p []byte) int {
 		n += k
 		q.off += k
 		if q.off == len(q.bufs[q.head]) {
-			putChunk(q.bufs[q.head])
+			q.put(q.bufs[q.head])
 			q.bufs[q.head] = nil
 			q.head, q.off = q.head+1, 0
 		}
@@ -147,13 +160,20 @@ func (q *chunks) take(p []byte) int {
 	return n
 }
 
-// each calls fn on every queued chunk in order and empties the queue,
-// giving the chunks back.
-func (q *chunks) each(fn func([]byte)) {
-	for i := q.head; i < len(q.bufs); i++ {
-		fn(q.bufs[i][q.off:])
+// queued is what the queue holds, chunk by chunk in order (the first from
+// off); it stays valid until reset.
+func (q *chunks) queued() [][]byte {
+	if q.head < len(q.bufs) {
+		q.bufs[q.head] = q.bufs[q.head][q.off:]
 		q.off = 0
-		putChunk(q.bufs[i])
+	}
+	return q.bufs[q.head:]
+}
+
+// reset empties the queue, freeing its chunks.
+func (q *chunks) reset() {
+	for i := q.head; i < len(q.bufs); i++ {
+		q.put(q.bufs[i])
 		q.bufs[i] = nil
 	}
 	q.bufs, q.head, q.off, q.size = q.bufs[:0], 0, 0, 0
@@ -282,7 +302,7 @@ func (c *bufferedConn) Write(b []byte) (int, error) {
 
 // drain writes out to the pipe, all that has gathered at each wake-up.
 func (c *bufferedConn) drain() {
-	var batch chunks
+	batch := chunks{free: c.out.free}
 	for {
 		select {
 		case <-c.pending:
@@ -293,18 +313,17 @@ func (c *bufferedConn) drain() {
 		batch, c.out = c.out, batch
 		c.mu.Unlock()
 		var err error
-		batch.each(func(b []byte) {
-			if err == nil {
-				_, err = c.pipe.Write(b)
+		for _, b := range batch.queued() {
+			if _, err = c.pipe.Write(b); err != nil {
+				break
 			}
-		})
-		if err != nil {
-			c.mu.Lock()
-			if c.werr == nil {
-				c.werr = err
-			}
-			c.mu.Unlock()
 		}
+		c.mu.Lock()
+		batch.reset()
+		if err != nil && c.werr == nil {
+			c.werr = err
+		}
+		c.mu.Unlock()
 		notify(c.written)
 		if err != nil {
 			return
