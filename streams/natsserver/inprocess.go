@@ -214,12 +214,8 @@ func (c *bufferedConn) fill() {
 
 // Read takes what fill has read, waiting for it until the read deadline.
 func (c *bufferedConn) Read(b []byte) (int, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var w waiter
+	defer w.stop()
 	for {
 		c.mu.Lock()
 		if c.in.size > 0 {
@@ -235,22 +231,8 @@ func (c *bufferedConn) Read(b []byte) (int, error) {
 		}
 		deadline := c.deadline
 		c.mu.Unlock()
-		if deadline.IsZero() {
-			<-c.readable
-			continue
-		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		if !w.wait(c.readable, deadline) {
 			return 0, os.ErrDeadlineExceeded
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case <-c.readable:
-		case <-timer.C:
 		}
 	}
 }
@@ -260,32 +242,14 @@ func (c *bufferedConn) Read(b []byte) (int, error) {
 // a server that stops reading for that long fails the connection, as on
 // the bare pipe).
 func (c *bufferedConn) Write(b []byte) (int, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var w waiter
+	defer w.stop()
 	c.mu.Lock()
 	for c.werr == nil && c.out.size > c.limit {
 		deadline := c.wdeadline
 		c.mu.Unlock()
-		if deadline.IsZero() {
-			<-c.written
-		} else {
-			wait := time.Until(deadline)
-			if wait <= 0 {
-				return 0, os.ErrDeadlineExceeded
-			}
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			select {
-			case <-c.written:
-			case <-timer.C:
-			}
+		if !w.wait(c.written, deadline) {
+			return 0, os.ErrDeadlineExceeded
 		}
 		c.mu.Lock()
 	}
@@ -298,6 +262,39 @@ func (c *bufferedConn) Write(b []byte) (int, error) {
 	c.mu.Unlock()
 	notify(c.pending)
 	return len(b), nil
+}
+
+// waiter waits for a signal until a deadline, with one timer for all its
+// waits.
+type waiter struct{ timer *time.Timer }
+
+// wait waits for ch, or until deadline when it is set; it reports false,
+// without waiting, once the deadline has passed.
+func (w *waiter) wait(ch <-chan struct{}, deadline time.Time) bool {
+	if deadline.IsZero() {
+		<-ch
+		return true
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d)
+	}
+	select {
+	case <-ch:
+	case <-w.timer.C:
+	}
+	return true
+}
+
+func (w *waiter) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 }
 
 // drain writes out to the pipe, all that has gathered at each wake-up.
