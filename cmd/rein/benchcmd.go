@@ -164,7 +164,7 @@ minutes.`,
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")
-	fs.StringVar(&plan.StageConn, "nats-stage-conn", pipeline.StageConnPipe, "as serve's: how the stages reach the embedded server, in-process, loopback (a port of the run's own on 127.0.0.1) or pipe; the reference chains always use their own port")
+	fs.StringVar(&plan.StageConn, "nats-stage-conn", pipeline.StageConnInProcess, "as serve's: how the stages reach the embedded server, in-process, loopback (a port of the run's own on 127.0.0.1) or pipe; the reference chains always use their own port")
 	fs.DurationVar(&plan.LiveStepsAfter, "agent-live-steps-after", agentworker.DefaultLiveStepsAfter, "as serve's: a turn running longer than this publishes its steps as it goes, each after a state write that holds it")
 	fs.StringVar(&plan.StepEvents, "agent-step-events", agentworker.StepEventsStep, "as serve's: step (one event per agent step) or turn (a quick turn's steps as one dev.rein.steps.v1)")
 	fs.BoolVar(&plan.Verbose, "verbose", false, "print each stage's mean handling time (delivery to ack, queueing included) on stderr")

@@ -177,7 +177,7 @@ func (f *serverFlags) bind(cmd *cobra.Command, defaultDataDir string) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir, "JetStream file storage of the embedded server, its NATS identities (nats-keys/) and the local HTTP token (http-token); made 0700")
 	fs.StringVar(&f.listen, "nats-listen", natsserver.DefaultListen, "client address of the embedded server (it always requires one of rein's nkeys); a non-loopback address needs --nats-server-tls-cert/--nats-server-tls-key, or --insecure")
-	fs.StringVar(&f.stageConn, "nats-stage-conn", pipeline.StageConnPipe, "how the stages reach the embedded server: in-process (inside this process, buffered each way), loopback (its client port, which must be plain and on a loopback --nats-listen) or pipe (inside this process, each write waiting for the other side: the earlier default, to compare or fall back on). docs/performance.md has each one's figures; not with --nats-url")
+	fs.StringVar(&f.stageConn, "nats-stage-conn", pipeline.StageConnInProcess, "how the stages reach the embedded server: in-process (inside this process, buffered each way), loopback (its client port, which must be plain and on a loopback --nats-listen) or pipe (inside this process, each write waiting for the other side: the earlier default, to compare or fall back on). docs/performance.md has each one's figures; not with --nats-url")
 	fs.StringVar(&f.natsTLSCert, "nats-server-tls-cert", "", "TLS certificate of the embedded server's client port (in-process connections skip TLS)")
 	fs.StringVar(&f.natsTLSKey, "nats-server-tls-key", "", "TLS key of the embedded server's client port")
 	fs.StringVar(&f.httpTLSCert, "http-tls-cert", "", "TLS certificate of the HTTP port (then HTTPS only)")

@@ -53,8 +53,9 @@ type Config struct {
 	// require TLS; Insecure allows a non-loopback Listen without it.
 	NATSTLSCert, NATSTLSKey string
 	Insecure                bool
-	// StageConn is how the stages reach the embedded server: StageConnPipe
-	// ("" too) or StageConnLoopback (refused with an external NATS).
+	// StageConn is how the stages reach the embedded server:
+	// StageConnInProcess ("" too), StageConnBarePipe or StageConnLoopback
+	// (refused with an external NATS, which is reached at its URL).
 	StageConn string
 	// HTTPAddr serves /metrics, /healthz, /readyz, POST /v1/turns and the
 	// dashboard ("": no listener), over TLS with HTTPTLSCert/HTTPTLSKey;
@@ -101,10 +102,10 @@ type Config struct {
 
 // How the stages reach the embedded server (Config.StageConn).
 const (
-	// StageConnPipe is an in-process connection: no socket, each way
+	// StageConnInProcess is an in-process connection: no socket, each way
 	// buffered in memory (natsserver's bufferedConn), so a write never
 	// waits for the other side's goroutine.
-	StageConnPipe = "in-process"
+	StageConnInProcess = "in-process"
 	// StageConnBarePipe is the server's in-process pipe unbuffered: each
 	// write waits for the other side to read it (rein's default before
 	// the buffer; kept to compare and to fall back on).
@@ -509,19 +510,19 @@ func (rt *Process) waitProvisioned(ctx context.Context, log *slog.Logger) error 
 // leaves the host).
 func stageConn(cfg Config) (loopback, bare bool, err error) {
 	switch cfg.StageConn {
-	case "", StageConnPipe:
+	case "", StageConnInProcess:
 		return false, false, nil
 	case StageConnBarePipe:
 		return false, true, nil
 	case StageConnLoopback:
 	default:
-		return false, false, fmt.Errorf("stage connection %q: want %s, %s or %s", cfg.StageConn, StageConnPipe, StageConnLoopback, StageConnBarePipe)
+		return false, false, fmt.Errorf("stage connection %q: want %s, %s or %s", cfg.StageConn, StageConnInProcess, StageConnLoopback, StageConnBarePipe)
 	}
 	if cfg.Connect.URL != "" {
 		return false, false, fmt.Errorf("stage connection %s: only the embedded server has one (an external NATS is reached at its URL)", StageConnLoopback)
 	}
 	if cfg.NATSTLSCert != "" {
-		return false, false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; use %s", StageConnLoopback, StageConnPipe)
+		return false, false, fmt.Errorf("stage connection %s: the embedded server's port requires TLS here; use %s", StageConnLoopback, StageConnInProcess)
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil || !natsserver.IsLoopbackHost(host) {

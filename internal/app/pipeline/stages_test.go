@@ -217,7 +217,7 @@ func (m *recordingModel) prompts() []string {
 // holds when the stages reach the embedded server on its loopback port,
 // and then the server sees them there, not in process.
 func TestRunAnswersATurnAndDrainsOnCancel(t *testing.T) {
-	for _, conn := range []string{StageConnPipe, StageConnLoopback, StageConnBarePipe} {
+	for _, conn := range []string{StageConnInProcess, StageConnLoopback, StageConnBarePipe} {
 		t.Run(conn, func(t *testing.T) {
 			cfg := processConfig(t.TempDir())
 			cfg.StageConn = conn
@@ -349,7 +349,7 @@ func TestStageConnRefusesWhatItCannotHonour(t *testing.T) {
 			t.Errorf("%s: stageConn = %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
-	for _, cfg := range []Config{{}, {StageConn: StageConnPipe, Listen: "0.0.0.0:4222"}, {StageConn: StageConnBarePipe}, {StageConn: StageConnLoopback, Listen: "localhost:4222"}} {
+	for _, cfg := range []Config{{}, {StageConn: StageConnInProcess, Listen: "0.0.0.0:4222"}, {StageConn: StageConnBarePipe}, {StageConn: StageConnLoopback, Listen: "localhost:4222"}} {
 		if _, _, err := stageConn(cfg); err != nil {
 			t.Errorf("stageConn(%q, listen %q) = %v, want it accepted", cfg.StageConn, cfg.Listen, err)
 		}
