@@ -162,6 +162,7 @@ minutes.`,
 	fs.IntVar(&plan.DetectorCacheMiB, "detector-cache-mib", 0, "as serve's: MiB of surface contexts the detector keeps in memory (0: its default, 32)")
 	fs.IntVar(&plan.AgentCacheMiB, "agent-cache-mib", 0, "as serve's: MiB of agent states the agent worker keeps in memory (0: its default, 128); a conversation evicted is read again from the KV bucket on its next turn")
 	fs.StringVar(&plan.MemoryLimit, "memory-limit", "", "soft memory limit of the process, as serve's (e.g. 600MiB)")
+	fs.StringVar(&plan.HeapGoal, "heap-goal", pipeline.DefaultHeapGoal, "as serve's: the heap the Go collector lets grow before a cycle while the live heap is small (0: GOGC alone); held for the whole run, so the reference chains run with it too")
 	fs.DurationVar(&plan.Duplicates, "duplicates", 0, "the streams' duplicate window, as rein.yaml's streams.defaults.duplicates (0: the default, 2m); the server's de-duplication memory is proportional to it")
 	fs.StringVar(&plan.Persist, "agent-persist", "step", "agent state writes: step (after every tool result that changed the conversation's tool state, and at the turn's end) or turn")
 	fs.StringVar(&plan.StageConn, "nats-stage-conn", pipeline.StageConnInProcess, "as serve's: how the stages reach the embedded server, in-process, loopback (a port of the run's own on 127.0.0.1) or pipe; the reference chains always use their own port")

@@ -142,7 +142,7 @@ func runOnCluster(ctx context.Context, plan ClusterPlan, streamReplicas, replica
 	for i := range replicas {
 		p, err := pipeline.Start(ctx, pipeline.Config{Name: fmt.Sprintf("rein-bench-%d", i+1), Logger: log,
 			Connect: natsserver.ConnectConfig{URL: cluster.URLs()}, MaxEventBytes: streams.DefaultMaxEventBytes,
-			MemoryLimit: plan.MemoryLimit, Provision: prov, TaskKeyFile: key})
+			MemoryLimit: plan.MemoryLimit, HeapGoal: plan.HeapGoal, Provision: prov, TaskKeyFile: key})
 		if err != nil {
 			return ClusterRun{}, err
 		}

@@ -133,6 +133,9 @@ type Result struct {
 	// share of the CPU and of the tail follows the allocation rate.
 	AllocBytesPerTurn float64 `json:"alloc_bytes_per_turn"`
 	GCCyclesPer1000   float64 `json:"gc_cycles_per_1000_turns"`
+	// HeapGoal is the --heap-goal in force for the whole run, reference
+	// chains included ("": GOGC alone).
+	HeapGoal string `json:"heap_goal,omitempty"`
 }
 
 // ModelCalls is the scripted bench agent's model calls per turn.
@@ -168,6 +171,7 @@ type Plan struct {
 	// --agent-cache-mib (0: their defaults).
 	DetectorCacheMiB, AgentCacheMiB int
 	MemoryLimit                     string // --memory-limit
+	HeapGoal                        string // --heap-goal
 	// Duplicates is the streams' Nats-Msg-Id window (0: the default, as
 	// rein.yaml's streams.defaults.duplicates).
 	Duplicates time.Duration
@@ -292,8 +296,15 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	// The goal holds for the whole run, so that the reference chains run
+	// under the same collector as the pipeline.
+	stopHeapGoal, heapGoal, err := pipeline.ApplyHeapGoal(plan.HeapGoal, log)
+	if err != nil {
+		return Result{}, err
+	}
+	defer stopHeapGoal()
 	cfg := pipeline.Config{Name: "rein-bench", Logger: log, DataDir: filepath.Join(dir, "rein"), MaxEventBytes: streams.DefaultMaxEventBytes,
-		MemoryLimit: plan.MemoryLimit, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision(),
+		MemoryLimit: plan.MemoryLimit, HeapGoal: plan.HeapGoal, Connect: natsserver.ConnectConfig{URL: plan.NATSURL, NkeyFile: plan.NATSNkey}, Provision: natsserver.DefaultProvision(),
 		StageConn: plan.StageConn}
 	if plan.StageConn == pipeline.StageConnLoopback {
 		// A port of its own on a loopback address, for the stages alone.
@@ -372,6 +383,9 @@ func Run(ctx context.Context, plan Plan, progress io.Writer) (Result, error) {
 		return res, err
 	}
 	res.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	if heapGoal {
+		res.HeapGoal = plan.HeapGoal
+	}
 	if plan.InceptionLatency > 0 {
 		res.InceptionLatencyMs, res.Speculate, res.CleanP50Ms = eval.Ms(plan.InceptionLatency), plan.Speculate, res.P50Ms
 	}

@@ -85,6 +85,11 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit, e.g. 600MiB
 	// ("": GOMEMLIMIT or none).
 	MemoryLimit string
+	// HeapGoal is the heap the Go collector lets grow before a cycle
+	// while the live heap is small (internal/heapgoal), e.g. 256MiB; ""
+	// or 0: GOGC alone. Process-wide while the Process runs; past the
+	// goal, GOGC applies as usual.
+	HeapGoal string
 	// Provision is the streams' configuration, replication included.
 	Provision natsserver.ProvisionConfig
 	// TaskKeyFile is the task signing key's file; "" on the embedded
@@ -221,7 +226,11 @@ func Start(ctx context.Context, cfg Config) (_ *Process, err error) {
 	if err := applyMemoryLimit(cfg.MemoryLimit); err != nil {
 		return nil, err
 	}
-	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision}
+	stopHeapGoal, _, err := ApplyHeapGoal(cfg.HeapGoal, log)
+	if err != nil {
+		return nil, err
+	}
+	rt := &Process{cfg: cfg, Log: log, Reg: telemetry.NewRegistry(), Prov: cfg.Provision, closer: []func(){stopHeapGoal}}
 	// Whatever started before a failure is released, in reverse order.
 	defer func() {
 		if err != nil {
