@@ -17,7 +17,7 @@ import (
 // wires them above those, the bench and demo drivers above the runtime,
 // cmd on top, and nothing below a stage imports one. internal/testutil serves tests only.
 var layers = [][]string{
-	{"streams/bus", "schemas", "internal/telemetry", "internal/convcache", "internal/localcluster", "deploy"},
+	{"streams/bus", "schemas", "internal/telemetry", "internal/convcache", "internal/heapgoal", "internal/localcluster", "deploy"},
 	{"internal/llm", "internal/experiment"},
 	{"streams", "inception", "agentworker/taubench"},
 	{"inception/learned", "inception/planted"},
