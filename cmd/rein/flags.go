@@ -320,6 +320,10 @@ func startRuntime(ctx context.Context, f *serverFlags, file *fileConfig, name st
 	if len(f.announce) > 0 {
 		log.Info("effective configuration", logAttrs(f.announce)...)
 	}
+	// Before anything is written (the local HTTP token, the data dir).
+	if err := pipeline.CheckSizes(f.memLimit, f.heapGoal); err != nil {
+		return nil, err
+	}
 	prov, err := provisionConfig(file)
 	if err != nil {
 		return nil, err

@@ -53,3 +53,18 @@ func TestServeRefusesAnExposedHTTPPortWithoutTokens(t *testing.T) {
 		t.Fatalf("serve --http 0.0.0.0:0: %v, want a refusal naming --http-tokens", err)
 	}
 }
+
+// A size flag that does not parse is refused before serve writes anything
+// (the local HTTP token was written first, and the error came after it).
+func TestServeRefusesABadSizeBeforeWritingAnything(t *testing.T) {
+	for _, flag := range []string{"--heap-goal", "--memory-limit"} {
+		data := filepath.Join(t.TempDir(), "rein")
+		_, err := runCLI(t, context.Background(), "serve", "--data-dir", data, "--nats-listen", freePort(t), "--http", freePort(t), "--log-level", "error", flag, "lots")
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Fatalf("serve %s lots: %v, want a refusal naming %s", flag, err, flag)
+		}
+		if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
+			t.Errorf("serve %s lots wrote %s before refusing", flag, entries[0].Name())
+		}
+	}
+}

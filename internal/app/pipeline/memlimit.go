@@ -10,6 +10,17 @@ import (
 	"github.com/reinception/rein/internal/heapgoal"
 )
 
+// CheckSizes tells whether a --memory-limit and a --heap-goal value
+// parse, so that a command can refuse them before it writes anything;
+// Start parses them again when it applies them.
+func CheckSizes(memoryLimit, heapGoal string) error {
+	if _, err := byteSize("memory-limit", memoryLimit); err != nil {
+		return err
+	}
+	_, err := byteSize("heap-goal", heapGoal)
+	return err
+}
+
 // byteSize parses the value of the size flag name: bytes with an
 // optional unit B, KiB, MiB, GiB or TiB (as GOMEMLIMIT writes them); ""
 // is 0.
